@@ -1,0 +1,135 @@
+/* SPDX-License-Identifier: MIT */
+#ifndef CZ_CONFIG_H
+#define CZ_CONFIG_H
+
+/*
+ * cpuzombie.yaml -> one struct. Every key has a default (config_defaults()), so no file is
+ * needed. Loading is all-or-nothing: on any error the caller's struct is left untouched and
+ * every error found is reported as "FILE:LINE: key 'a.b': what was wrong".
+ *
+ * Durations are kept in milliseconds. Strings and lists live inside the struct (fixed bounds),
+ * so a config can be copied by assignment and never needs freeing.
+ */
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define CZ_PATH_MAX 256
+#define CZ_NAME_MAX 64
+#define CZ_LIST_MAX 64
+
+#define CZ_DEFAULT_CONFIG_PATH "/etc/cpuzombie/cpuzombie.yaml"
+
+struct cz_strlist {
+	size_t n;
+	char item[CZ_LIST_MAX][CZ_NAME_MAX];
+};
+
+/* Which part of a core's time counts toward saturation (cpu.metric). */
+enum cz_cpu_metric {
+	CZ_METRIC_SYSTEM,	   /* "system": kernel time outside interrupts (the Pinterest case) */
+	CZ_METRIC_SYSTEM_IRQ,	   /* "system+irq+softirq" */
+	CZ_METRIC_BUSY,		   /* "busy": everything but idle and iowait */
+};
+
+enum cz_remediation_mode {
+	CZ_REMEDIATE_OFF,
+	CZ_REMEDIATE_DRY_RUN,
+	CZ_REMEDIATE_CORDON,
+	CZ_REMEDIATE_DRAIN,
+};
+
+struct cz_config {
+	struct {
+		char proc[CZ_PATH_MAX];		/* /proc */
+		char sys[CZ_PATH_MAX];		/* /sys */
+		char state[CZ_PATH_MAX];	/* /var/lib/cpuzombie */
+		char run[CZ_PATH_MAX];		/* /run/cpuzombie */
+	} paths;
+	struct {
+		uint64_t min_dying;		/* 1000 */
+		double max_ratio;		/* 10 */
+		uint64_t latency_canary_ms;	/* 10m: at most one canary read per this; 0 = off */
+		bool systemd_hints;		/* true */
+	} memcg;
+	struct {
+		uint64_t interval_ms;		/* 250ms */
+		enum cz_cpu_metric metric;	/* system */
+		double threshold_pct;		/* 90 */
+		uint64_t min_burst_ms;		/* 2s */
+		uint64_t lookback_ms;		/* 10m */
+		uint64_t inline_window_ms;	/* 3s */
+		bool attribute_tasks;		/* true */
+		uint64_t history_ms;		/* 15m */
+	} cpu;
+	struct {
+		struct cz_strlist drivers;	/* [ena] */
+		struct cz_strlist interfaces;	/* [] = every interface of a listed driver */
+		uint64_t window_ms;		/* 1h */
+		uint64_t min_read_interval_ms;	/* 5s: each read holds RTNL */
+		uint64_t conntrack_floor;	/* 0 = off */
+		struct cz_strlist reset_counters;
+		struct cz_strlist risk_counters;
+		struct cz_strlist allowance_counters;
+	} ena;
+	struct {
+		char node_name[CZ_NAME_MAX * 4]; /* $NODE_NAME */
+		char kubeconfig[CZ_PATH_MAX];	/* "" = in-cluster */
+		uint64_t timeout_ms;		/* 10s per request */
+	} kubernetes;
+	struct {
+		char bus[CZ_PATH_MAX];		/* "system", "user" or a D-Bus address */
+	} systemd;
+	struct {
+		uint64_t check_interval_ms;	/* 30s */
+		bool set_conditions;		/* false */
+		char metrics_textfile[CZ_PATH_MAX]; /* "" = off */
+	} agent;
+	struct {
+		enum cz_remediation_mode mode;	/* off */
+		struct cz_strlist conditions;	/* our three condition types */
+		uint64_t for_ms;		/* 10m */
+		char max_unavailable[16];	/* "1", or a percentage such as "10%" */
+		uint64_t drain_timeout_ms;	/* 10m */
+		bool delete_emptydir_data;	/* false */
+		bool allow_delete;		/* false: evictions only, never a plain delete */
+		bool allow_control_plane;	/* false */
+		uint64_t uncordon_after_ms;	/* 30m */
+		char reboot_sentinel[CZ_PATH_MAX]; /* "" = off; kured: /var/run/reboot-required */
+		char lease_namespace[CZ_NAME_MAX]; /* kube-system */
+	} remediation;
+};
+
+/* config_defaults - fill @cfg with every default (NODE_NAME from the environment). */
+void config_defaults(struct cz_config *cfg);
+
+/*
+ * config_load_file - parse @path over the defaults. On success writes *@cfg and returns 0. On
+ * failure returns -EINVAL (bad content: @errs holds one "FILE:LINE: ..." line per error) or
+ * -errno from opening/reading (@errs names the file); *@cfg untouched.
+ * @errs (may be NULL) receives at most @errs_size bytes, NUL-terminated, '\n'-separated.
+ */
+int config_load_file(const char *path, struct cz_config *cfg, char *errs, size_t errs_size);
+
+/*
+ * config_load_string - same from an in-memory document; @name is used in messages.
+ */
+int config_load_string(const char *name, const char *text, size_t len, struct cz_config *cfg,
+		       char *errs, size_t errs_size);
+
+/* config_metric_name / config_mode_name - the YAML spelling of an enum value. */
+const char *config_metric_name(enum cz_cpu_metric m);
+const char *config_mode_name(enum cz_remediation_mode m);
+
+/* config_strlist_has - true when @name is in @l (exact match). */
+bool config_strlist_has(const struct cz_strlist *l, const char *name);
+
+/*
+ * config_dump - write the effective config as YAML to @out (for `config check -v` and the
+ * report). Returns 0 or -EIO.
+ */
+#include <stdio.h>
+int config_dump(const struct cz_config *cfg, FILE *out);
+
+#endif

@@ -1,0 +1,55 @@
+/* SPDX-License-Identifier: MIT */
+#ifndef CZ_CZ_H
+#define CZ_CZ_H
+
+/*
+ * What every subcommand receives: the effective config (file, then command-line overrides), the
+ * opened host roots and the common options. Built once by main.c.
+ */
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "config.h"
+#include "hostfs.h"
+#include "npd.h"
+
+/* Exit codes of the non-check subcommands (checks use enum npd_status). */
+enum cz_exit {
+	CZ_EXIT_OK = 0,
+	CZ_EXIT_PROBLEM = 1, /* a verdict: something is wrong on the node (report, ena-diff) */
+	CZ_EXIT_ERROR = 2,   /* we could not do the job: bad usage, bad config, I/O */
+};
+
+struct cz_ctx {
+	struct cz_config cfg;
+	struct hostfs hf;
+	const char *config_path; /* the file loaded, or NULL for the embedded defaults */
+	size_t max_output;	 /* --max-output, bytes of the check line */
+	int verbose;		 /* -v count */
+	int argc;		 /* positional arguments after the subcommand words */
+	char **argv;
+};
+
+/*
+ * A check: reads through ctx->hf, writes its verdict into @res and returns res->status. Never
+ * prints to stdout (main prints the line); may print diagnostics to stderr when ctx->verbose.
+ */
+typedef int (*check_fn)(struct cz_ctx *ctx, struct npd_result *res);
+
+struct check_def {
+	const char *name;
+	check_fn run;
+	const char *summary;
+};
+
+/* checks_find - the check called @name, or NULL. */
+const struct check_def *checks_find(const char *name);
+
+/* checks_all - the table of every check, terminated by an entry whose name is NULL. */
+const struct check_def *checks_all(void);
+
+/* The checks (one file each). */
+int check_memcg(struct cz_ctx *ctx, struct npd_result *res);
+
+#endif
