@@ -84,6 +84,7 @@ class DyingMemcgs:
         self.files = os.path.join(self.workdir, "charged")
 
     def __enter__(self):
+        self.baseline = self._dying()
         os.makedirs(self.files, exist_ok=True)
         os.mkdir(self.parent)
         if not memory_v1_root():
@@ -107,18 +108,20 @@ class DyingMemcgs:
                     os.rmdir(self.parent)
                 except OSError:
                     pass
-            if not os.path.isdir(self.parent) and self._dying_below(self.n // 10):
+            # back to (about) where the node was: others may create a few meanwhile
+            if not os.path.isdir(self.parent) and \
+                    self._dying() <= self.baseline + max(self.n // 100, 20):
                 return
             if time.time() > deadline:
                 return
             time.sleep(0.5)
 
-    def _dying_below(self, limit):
+    def _dying(self):
         if memory_v1_root():
-            return v1_counts()[1] < limit
+            return v1_counts()[1]
         st = open(os.path.join(self.root, "cgroup.stat")).read()
         m = re.search(r"nr_dying_descendants (\d+)", st)
-        return int(m.group(1)) < limit
+        return int(m.group(1))
 
     def __exit__(self, *exc):
         self.release()

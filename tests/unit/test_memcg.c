@@ -170,21 +170,22 @@ static void test_history(void **state)
 	uint64_t t0 = 1700000000000ull;
 
 	assert_false(memcg_history_growth(&h, t0, 10, &g));
-	memcg_history_add(&h, t0, 1000);
-	memcg_history_add(&h, t0 + 30000, 1001); /* too close: skipped */
+	assert_true(memcg_history_add(&h, t0, 1000));
+	assert_false(memcg_history_add(&h, t0 + 30000, 1001)); /* too close: skipped, unchanged */
 	assert_int_equal(h.n, 1);
 	assert_false(memcg_history_growth(&h, t0 + 5 * 60000, 1100, &g)); /* < 10 min of history */
 	assert_true(memcg_history_growth(&h, t0 + 3600000, 1310, &g));
 	assert_true(g > 309.99 && g < 310.01);
 	for (int i = 1; i <= 100; i++)
-		memcg_history_add(&h, t0 + (uint64_t)i * 60000, 1000 + (uint64_t)i);
+		assert_true(memcg_history_add(&h, t0 + (uint64_t)i * MEMCG_HISTORY_SPACING_MS,
+					      1000 + (uint64_t)i));
 	assert_int_equal(h.n, MEMCG_HISTORY_MAX);
 	memcg_history_format(&h, buf, sizeof(buf));
 	assert_int_equal(memcg_history_parse(buf, &back), 0);
 	assert_memory_equal(&h, &back, sizeof(h));
 	/* the clock stepped back: future samples are dropped */
-	memcg_history_add(&h, t0 + 10 * 60000, 5);
-	assert_true(h.s[h.n - 1].t_ms == t0 + 10 * 60000);
+	assert_true(memcg_history_add(&h, t0 + 10 * MEMCG_HISTORY_SPACING_MS, 5));
+	assert_true(h.s[h.n - 1].t_ms == t0 + 10 * MEMCG_HISTORY_SPACING_MS);
 	assert_int_equal(memcg_history_parse("s 1 2\nx 3 4\n", &back), -EINVAL);
 	assert_int_equal(memcg_history_parse("s 5 2\ns 3 4\n", &back), -EINVAL); /* out of order */
 }
