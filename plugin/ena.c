@@ -3,7 +3,6 @@
  * ENA counter semantics: classification, deltas, the verdict and its cause text, the reset
  * window and the state payload. Pure (see ena.h).
  */
-#define _GNU_SOURCE
 #include <errno.h>
 #include <inttypes.h>
 #include <stdarg.h>

@@ -205,4 +205,45 @@ int ena_state_parse(const char *text, size_t len, struct ena_state *ret);
  */
 ssize_t ena_state_format(const struct ena_state *s, char **ret_buf);
 
+/* ---- the checks' I/O edge (check_ena.c), with the kernel injected for tests ----------------- */
+
+struct npd_result;
+
+/* Devices read in one pass: the ENA-driver interfaces that are there now. */
+struct ena_devices {
+	size_t n;
+	struct ethtool_devdump d[ETHTOOL_MAX_DUMPS];
+	unsigned gone;			/* vanished or renamed while we read: skipped */
+	unsigned failed;		/* could not be read (other errors) */
+	int first_err;			/* -errno of the first failure */
+	char failed_if[ETHTOOL_IFNAME_MAX + 1];
+};
+
+/*
+ * ena_read_devices - list interfaces through @ops and read every one whose driver is in
+ * cfg->ena.drivers and, when cfg->ena.interfaces is not empty, whose name is listed (@only,
+ * when not NULL/0, overrides both with explicit names). Returns 0 (*@ret filled; free with
+ * ena_devices_free()) or -errno when the listing itself failed.
+ */
+int ena_read_devices(const struct cz_config *cfg, const struct ethtool_ops *ops, char **only,
+		     size_t n_only, struct ena_devices *ret);
+
+/* ena_devices_free - free the dumps in @d. NULL-safe. */
+void ena_devices_free(struct ena_devices *d);
+
+/*
+ * ena_check_resets / ena_check_allowance - `check ena` and `check ena-allowance` with the
+ * kernel (@ops), the state directory and the clock (@now_ms) given, and @qc/@n_qc tying queues
+ * to CPUs (may be NULL/0). Lock, load, read (at most every ena.min_read_interval), compare,
+ * save, and write the verdict into @res. Return res->status.
+ */
+int ena_check_resets(const struct cz_config *cfg, const struct ethtool_ops *ops,
+		     const char *state_dir, uint64_t now_ms, const struct ena_queue_cpu *qc,
+		     size_t n_qc, struct npd_result *res);
+int ena_check_allowance(const struct cz_config *cfg, const struct ethtool_ops *ops,
+			const char *state_dir, uint64_t now_ms, struct npd_result *res);
+
+/* ena_lists_from_config - the three lists of @cfg as a struct ena_lists. */
+struct ena_lists ena_lists_from_config(const struct cz_config *cfg);
+
 #endif

@@ -6,7 +6,6 @@
  * length userspace passed), so we size buffers with headroom and compare the count the kernel
  * returns with the one we asked for.
  */
-#define _GNU_SOURCE
 #include <errno.h>
 #include <stdarg.h>
 #include <inttypes.h>
