@@ -214,6 +214,14 @@ static const struct {
 	{ "device_request_reset", "device requested reset", false },
 };
 
+static bool has_label(const char *name)
+{
+	for (size_t i = 0; i < ARRAY_SIZE(reason_labels); i++)
+		if (streq(name, reason_labels[i].name))
+			return true;
+	return false;
+}
+
 /* The cause text of a reset-class counter that moved. */
 static void cause_reset(struct text *t, const struct ena_counter *c, const struct ena_verdict *v,
 			const struct ena_queue_cpu *qc, size_t n_qc)
@@ -245,13 +253,16 @@ static void build_cause(struct ena_verdict *v, const struct ena_queue_cpu *qc, s
 	v->cause[0] = '\0';
 	if (v->reset_fail)
 		text_add(&t, "reset FAILED +%" PRIu64, moved_delta(v, "reset_fail"));
-	for (size_t i = 0; i < v->n_moved; i++) {
-		const struct ena_counter *c = &v->moved[i];
+	/* named reasons first (they say why), then the other reset counters */
+	for (int pass = 0; pass < 2; pass++)
+		for (size_t i = 0; i < v->n_moved; i++) {
+			const struct ena_counter *c = &v->moved[i];
 
-		if (c->cls == ENA_CLASS_RESET && c->delta > 0 && !streq(c->name, "total_resets") &&
-		    !streq(c->name, "reset_fail"))
-			cause_reset(&t, c, v, qc, n_qc);
-	}
+			if (c->cls == ENA_CLASS_RESET && c->delta > 0 &&
+			    !streq(c->name, "total_resets") && !streq(c->name, "reset_fail") &&
+			    has_label(c->name) == (pass == 0))
+				cause_reset(&t, c, v, qc, n_qc);
+		}
 	if (v->restart)
 		text_add(&t, "interface restarted (down/up +%" PRIu64 ", queue counters zeroed)",
 			 moved_delta(v, "interface_up"));
@@ -264,7 +275,9 @@ static void build_cause(struct ena_verdict *v, const struct ena_queue_cpu *qc, s
 		if (c->queue >= 0 && startswith(c->name, "queue_")) {
 			shortname = strchr(c->name + 6, '_');
 			shortname = shortname ? shortname + 1 : c->name;
-			cpu_text(qc, n_qc, c->queue, cpu, sizeof(cpu));
+			cpu[0] = '\0';
+			if (c->queue != v->queue || !v->resets)
+				cpu_text(qc, n_qc, c->queue, cpu, sizeof(cpu));
 			text_add(&t, "%s q%d +%" PRIu64 "%s", shortname, c->queue, c->delta, cpu);
 		} else
 			text_add(&t, "%s +%" PRIu64, c->name, c->delta);
