@@ -148,19 +148,22 @@ int ethtool_read_drvinfo(const struct ethtool_ops *ops, const char *ifname, stru
 /* ETHTOOL_GSSET_INFO for ETH_SS_STATS: the current count. */
 static int read_count(const struct ethtool_ops *ops, const char *ifname, size_t *ret)
 {
-	struct {
+	/* one u32 of data follows the header for the one set asked for */
+	union {
 		struct ethtool_sset_info hdr;
-		uint32_t len;
+		uint8_t raw[sizeof(struct ethtool_sset_info) + sizeof(uint32_t)];
 	} si = { .hdr = { .cmd = ETHTOOL_GSSET_INFO, .sset_mask = 1ULL << ETH_SS_STATS } };
+	uint32_t len;
 	int r = ops->ioctl(ops->userdata, ifname, &si);
 
 	if (r < 0)
 		return r;
-	if (!(si.hdr.sset_mask & (1ULL << ETH_SS_STATS)) || si.len == 0)
+	memcpy(&len, si.raw + sizeof(struct ethtool_sset_info), sizeof(len));
+	if (!(si.hdr.sset_mask & (1ULL << ETH_SS_STATS)) || len == 0)
 		return -EOPNOTSUPP;
-	if (si.len > ETHTOOL_MAX_STATS)
+	if (len > ETHTOOL_MAX_STATS)
 		return -E2BIG;
-	*ret = si.len;
+	*ret = len;
 	return 0;
 }
 
