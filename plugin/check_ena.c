@@ -128,15 +128,18 @@ static int save(const char *dir, const char *name, const struct ena_state *st)
 	return state_save(dir, name, buf, (size_t)n);
 }
 
-/* Forget devices not seen for a whole window and without events in it. */
-static void forget_old(struct ena_state *st, uint64_t now_ms, uint64_t window_ms)
+/* Forget devices not seen for a whole window and without events in it. Returns true when
+ * something was dropped (the state must be saved). */
+static bool forget_old(struct ena_state *st, uint64_t now_ms, uint64_t window_ms)
 {
-	size_t k = 0;
+	size_t k = 0, events = 0, n = st->n;
 
 	for (size_t i = 0; i < st->n; i++) {
 		struct ena_ifstate *f = &st->ifs[i];
 
+		events += f->hist.n;
 		ena_history_prune(&f->hist, now_ms, window_ms);
+		events -= f->hist.n;
 		if (f->hist.n == 0 && (f->read_ms > now_ms || now_ms - f->read_ms > window_ms)) {
 			ethtool_dump_free(&f->base);
 			continue;
@@ -148,6 +151,7 @@ static void forget_old(struct ena_state *st, uint64_t now_ms, uint64_t window_ms
 		k++;
 	}
 	st->n = k;
+	return events > 0 || k != n;
 }
 
 /* Store @d (filtered) as the new baseline of @key; returns the entry or NULL. */
@@ -318,7 +322,7 @@ int ena_check_resets(const struct cz_config *cfg, const struct ethtool_ops *ops,
 	_cleanup_(state_unlock) struct state_lock lock = { .fd = -1 };
 	_cleanup_(ena_state_free) struct ena_state st = { 0 };
 	struct pass p = { .cfg = cfg, .l = ena_lists_from_config(cfg), .now_ms = now_ms };
-	bool corrupt;
+	bool corrupt, dirty = false;
 	int r;
 
 	r = load(state_dir, "ena", &lock, &st, &corrupt);
@@ -331,14 +335,16 @@ int ena_check_resets(const struct cz_config *cfg, const struct ethtool_ops *ops,
 		r = read_pass(&p, ops, &st, qc, n_qc, res);
 		if (r != NPD_OK)
 			return r;
+		dirty = true;
 	} else {
 		/* rate-limited: answer for the devices the last read saw */
 		for (size_t i = 0; i < st.n; i++)
 			if (st.ifs[i].read_ms == st.read_ms && p.seen++ == 0)
 				memcpy(p.seen_if, st.ifs[i].base.ifname, sizeof(p.seen_if));
 	}
-	forget_old(&st, now_ms, cfg->ena.window_ms);
-	r = save(state_dir, "ena", &st);
+	/* a rate-limited answer that changed nothing leaves the file alone (no fsync) */
+	dirty |= forget_old(&st, now_ms, cfg->ena.window_ms);
+	r = dirty ? save(state_dir, "ena", &st) : 0;
 	if (r < 0)
 		return npd_unknown(res, r, "cannot save state '%s/ena'", state_dir);
 	return resets_verdict(&p, &st, res);
