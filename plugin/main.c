@@ -26,6 +26,10 @@ static const struct cmd cmds[] = {
 	  "config check [--config FILE]\n"
 	  "    Validate a configuration: 'configuration OK' or FILE:LINE errors (exit 2).\n"
 	  "    With -v, print the effective configuration.\n" },
+	{ "ena-diff", cmd_ena_diff,
+	  "ena-diff BEFORE AFTER | ena-diff BEFORE - | ena-diff - [IF...]\n"
+	  "    ENA verdict from two saved `ethtool -S` texts (AFTER '-': read now); exit 0 no\n"
+	  "    reset, 1 reset or risk, 2 bad input. '- [IF...]' prints the live counters instead.\n" },
 	{ NULL, NULL, NULL },
 };
 
