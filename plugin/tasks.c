@@ -192,7 +192,7 @@ static void scan_process(struct tasks_tracker *t, int pfd, int pid, size_t *n)
 		return;
 	TAKE_FD(tfd);
 	while ((de = readdir(d)) && *n < TASKS_MAX) {
-		char rel[64], buf[1024];
+		char rel[300], buf[1024];
 		uint64_t tid;
 		ssize_t len;
 		int fd;
