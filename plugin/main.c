@@ -26,6 +26,7 @@ static const struct cmd cmds[] = {
 	  "config check [--config FILE]\n"
 	  "    Validate a configuration: 'configuration OK' or FILE:LINE errors (exit 2).\n"
 	  "    With -v, print the effective configuration.\n" },
+	{ "agent", cmd_agent, "agent [--once]\n    Sample per-core CPU every cpu.interval into --run-dir (bursts, history, heartbeat)\n    until SIGTERM; --once: one cycle of cpu.inline_window, then exit.\n" },
 	{ NULL, NULL, NULL },
 };
 
