@@ -52,10 +52,8 @@ int irq_parse_cpulist(const char *s, uint64_t *mask, size_t words)
 			p++;
 		else if (*p && *p != '\n')
 			return -EINVAL;
-		else if (p[-1] == ',')
-			return -EINVAL;
 	}
-	if (*p == '\n' && p[1] != '\0')
+	if ((p > s && p[-1] == ',') || (*p == '\n' && p[1] != '\0'))
 		return -EINVAL;
 	memcpy(mask, tmp, words * sizeof(*mask));
 	return count;
