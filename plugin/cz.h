@@ -59,6 +59,7 @@ const struct check_def *checks_all(void);
 int check_memcg(struct cz_ctx *ctx, struct npd_result *res);
 int check_ena(struct cz_ctx *ctx, struct npd_result *res);
 int check_ena_allowance(struct cz_ctx *ctx, struct npd_result *res);
+int check_cpu(struct cz_ctx *ctx, struct npd_result *res);
 
 /*
  * memcg_read - the I/O half of check memcg, shared with the report and the agent: fills *@r
@@ -71,5 +72,6 @@ int memcg_read(struct cz_ctx *ctx, struct memcg_reading *r, struct npd_result *r
 int cmd_check(struct cz_ctx *ctx);
 int cmd_config(struct cz_ctx *ctx);
 int cmd_ena_diff(struct cz_ctx *ctx);
+int cmd_agent(struct cz_ctx *ctx);
 
 #endif

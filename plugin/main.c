@@ -30,6 +30,7 @@ static const struct cmd cmds[] = {
 	  "ena-diff BEFORE AFTER | ena-diff BEFORE - | ena-diff - [IF...]\n"
 	  "    ENA verdict from two saved `ethtool -S` texts (AFTER '-': read now); exit 0 no\n"
 	  "    reset, 1 reset or risk, 2 bad input. '- [IF...]' prints the live counters instead.\n" },
+	{ "agent", cmd_agent, "agent [--once]\n    Sample per-core CPU every cpu.interval into --run-dir (bursts, history, heartbeat)\n    until SIGTERM; --once: one cycle of cpu.inline_window, then exit.\n" },
 	{ NULL, NULL, NULL },
 };
 
