@@ -28,7 +28,7 @@ WARN := -Wall -Wextra -Wshadow -Wformat=2 -Wstrict-prototypes -Wmissing-prototyp
 HARDEN := -fPIE -fstack-protector-strong -fstack-clash-protection -fcf-protection \
 	-U_FORTIFY_SOURCE -D_FORTIFY_SOURCE=2
 CFLAGS ?= -O2 -g
-CZ_CFLAGS := -std=gnu11 $(WARN) $(HARDEN) $(SANFLAGS) -DCZ_VERSION='"$(VERSION)"' -Iplugin
+CZ_CFLAGS := -std=gnu11 -D_GNU_SOURCE $(WARN) $(HARDEN) $(SANFLAGS) -DCZ_VERSION='"$(VERSION)"' -Iplugin
 # json-c and libyaml are linked statically: a check is exec'd by NPD every interval on every node
 # and each shared object costs start-up time. libcurl and libsystemd are dlopen()ed only by the
 # code paths that use them (kube.c, systemd.c), so a check loads neither.

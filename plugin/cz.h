@@ -27,9 +27,15 @@ struct cz_ctx {
 	const char *config_path; /* the file loaded, or NULL for the embedded defaults */
 	size_t max_output;	 /* --max-output, bytes of the check line */
 	int verbose;		 /* -v count */
+	bool once;		 /* agent --once */
+	bool json;		 /* report --json */
+	const char *svg_path;	 /* report --svg FILE */
 	int argc;		 /* positional arguments after the subcommand words */
 	char **argv;
 };
+
+/* A subcommand: returns the process exit code. */
+typedef int (*cmd_fn)(struct cz_ctx *ctx);
 
 /*
  * A check: reads through ctx->hf, writes its verdict into @res and returns res->status. Never
@@ -51,5 +57,16 @@ const struct check_def *checks_all(void);
 
 /* The checks (one file each). */
 int check_memcg(struct cz_ctx *ctx, struct npd_result *res);
+
+/*
+ * memcg_read - the I/O half of check memcg, shared with the report and the agent: fills *@r
+ * (no state, no verdict). Returns NPD_OK, or NPD_UNKNOWN with the reason in @res.
+ */
+struct memcg_reading;
+int memcg_read(struct cz_ctx *ctx, struct memcg_reading *r, struct npd_result *res);
+
+/* Subcommands (cmd_*.c). */
+int cmd_check(struct cz_ctx *ctx);
+int cmd_config(struct cz_ctx *ctx);
 
 #endif

@@ -55,7 +55,7 @@ int state_save(const char *dir, const char *name, const char *payload, size_t le
 
 /*
  * state_parse_envelope - pure: validate a whole file's bytes (header, version, name, trailer
- * checksum). On success sets *@ret_payload/*@ret_len to the payload inside @file and returns 0;
+ * checksum). On success sets *@ret_payload and *@ret_len to the payload inside @file and returns 0;
  * -EBADMSG otherwise.
  */
 int state_parse_envelope(const char *file, size_t len, const char *name, const char **ret_payload,

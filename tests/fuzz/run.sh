@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Builds every libFuzzer target tests/fuzz/fuzz_*.c against the plugin sources (clang,
+# ASan+UBSan) and runs each for $1 seconds on a copy of its seed corpus. Any crash fails.
+set -euo pipefail
+secs=${1:-300}
+root=$(cd "$(dirname "$0")/../.." && pwd)
+out=$root/build-fuzz
+mkdir -p "$out"
+shopt -s nullglob
+targets=("$root"/tests/fuzz/fuzz_*.c)
+if [ ${#targets[@]} -eq 0 ]; then echo "fuzz: no targets"; exit 0; fi
+srcs=()
+for s in "$root"/plugin/*.c; do [ "$(basename "$s")" = main.c ] || srcs+=("$s"); done
+pass=0 fail=0
+for t in "${targets[@]}"; do
+	name=$(basename "$t" .c)
+	clang -std=gnu11 -D_GNU_SOURCE -g -O1 -fsanitize=fuzzer,address,undefined \
+		-fno-sanitize-recover=undefined -DCZ_VERSION='"fuzz"' -I"$root/plugin" \
+		-o "$out/$name" "$t" "${srcs[@]}" -Wl,-Bstatic -ljson-c -lyaml -Wl,-Bdynamic -lm -ldl
+	corpus=$out/corpus-$name
+	rm -rf "$corpus"; mkdir -p "$corpus"
+	[ -d "$root/tests/fuzz/corpus/${name#fuzz_}" ] && cp -r "$root/tests/fuzz/corpus/${name#fuzz_}/." "$corpus/"
+	if "$out/$name" -max_total_time="$secs" -timeout=10 -rss_limit_mb=2048 \
+		-artifact_prefix="$out/$name-" "$corpus" >"$out/$name.log" 2>&1; then
+		pass=$((pass + 1)); echo "fuzz: $name clean for ${secs}s ($(grep -c . "$out/$name.log") log lines)"
+	else
+		fail=$((fail + 1)); echo "fuzz: $name FAILED, see $out/$name.log"; tail -30 "$out/$name.log"
+	fi
+done
+echo "fuzz: $pass passed, $fail failed"
+[ $fail -eq 0 ]
