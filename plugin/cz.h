@@ -68,5 +68,6 @@ int memcg_read(struct cz_ctx *ctx, struct memcg_reading *r, struct npd_result *r
 /* Subcommands (cmd_*.c). */
 int cmd_check(struct cz_ctx *ctx);
 int cmd_config(struct cz_ctx *ctx);
+int cmd_kube_cycle(struct cz_ctx *ctx);
 
 #endif

@@ -26,6 +26,7 @@ static const struct cmd cmds[] = {
 	  "config check [--config FILE]\n"
 	  "    Validate a configuration: 'configuration OK' or FILE:LINE errors (exit 2).\n"
 	  "    With -v, print the effective configuration.\n" },
+	{ "kube-cycle", cmd_kube_cycle, NULL }, /* hidden: developer/test driver of kube_agent */
 	{ NULL, NULL, NULL },
 };
 
@@ -49,7 +50,7 @@ static void usage(FILE *out, const struct cmd *only)
 		     "Finds the CPU-zombie chain on a Kubernetes node: leaked (dying) memory cgroups,\n"
 		     "single cores saturated in system time, and the ENA NIC resets they cause.\n\n");
 	for (const struct cmd *c = cmds; c->name; c++)
-		if (!only || c == only)
+		if ((!only || c == only) && c->usage)
 			fprintf(out, "cpuzombie %s\n", c->usage);
 	fprintf(out, "%s", common_usage);
 }
