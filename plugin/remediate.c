@@ -115,10 +115,12 @@ int remediate_budget(const char *max_unavailable, size_t total_nodes)
 
 bool remediate_is_control_plane(json_object *node)
 {
-	json_object *labels = kube_get(node, "metadata.labels");
+	json_object *labels = kube_get(node, "metadata.labels"), *v;
 
-	return kube_get(labels, "node-role.kubernetes.io/control-plane") ||
-	       kube_get(labels, "node-role.kubernetes.io/master");
+	/* label keys contain dots: look them up directly, not through kube_get() */
+	return labels && json_object_is_type(labels, json_type_object) &&
+	       (json_object_object_get_ex(labels, "node-role.kubernetes.io/control-plane", &v) ||
+		json_object_object_get_ex(labels, "node-role.kubernetes.io/master", &v));
 }
 
 /* kube_get() splits on dots: annotation keys contain them, so look them up directly. */
@@ -591,6 +593,20 @@ static int drain(struct rem *r, json_object *node, enum remediate_action *act)
 
 /* ---- the decision -------------------------------------------------------------------------- */
 
+/* After a failed cordon PATCH: does the node carry exactly our cordon anyway? */
+static bool cordon_landed(struct rem *r, const char *why)
+{
+	_cleanup_(json_object_putp) json_object *n = NULL;
+	json_object *u;
+	const char *a;
+
+	if (get_node(r, &n) < 0)
+		return false;
+	a = annotation(n, REMEDIATE_ANN_CORDONED);
+	u = kube_get(n, "spec.unschedulable");
+	return a && streq(a, why) && u && json_object_get_boolean(u);
+}
+
 static int do_cordon(struct rem *r, json_object *node, const char *type,
 		     enum remediate_action *act)
 {
@@ -625,6 +641,8 @@ static int do_cordon(struct rem *r, json_object *node, const char *type,
 	kv[2] = REMEDIATE_ANN_ACTION, kv[3] = "cordon";
 	_cleanup_(json_object_putp) json_object *p = ann_patch(kv, 4, 1);
 	e = patch_node(r, p, kube_get_str(node, "metadata.resourceVersion", NULL), &st);
+	if (e < 0 && cordon_landed(r, why))
+		e = 0;	/* the answer was lost and the retry saw 409: our own write had landed */
 	if (e < 0) {
 		lease_release(r);	/* not cordoned (e.g. 409: changed under us): give the slot back */
 		*act = REM_WAITING;

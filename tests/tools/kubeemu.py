@@ -778,6 +778,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
             if rk[2] == "nodes" and method in ("PATCH", "PUT") and res and res[0] < 300:
                 entry["unschedulable"] = bool((res[1].get("spec") or {}).get("unschedulable"))
                 entry["annotations"] = dict(res[1]["metadata"].get("annotations") or {})
+                entry["rv"] = int(res[1]["metadata"]["resourceVersion"])  # mutation order
             return res
 
     def watching(self):
