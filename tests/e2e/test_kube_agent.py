@@ -378,3 +378,14 @@ def test_auth_in_cluster_token_rotation_and_ipv6_host(emu, tmp_path, certs):
     assert r.returncode != 0 and "[::1]" not in r.stderr.replace("https://[::1]", "") or True
     assert "Could not connect" in r.stderr or "Failed to connect" in r.stderr or \
         "Couldn't connect" in r.stderr or "connect" in r.stderr.lower()
+
+
+def test_checks_never_load_libcurl(tmp_path):
+    """A check is exec'd by NPD every interval: libcurl is dlopen()ed only by the kube paths."""
+    r = subprocess.run([BIN, "check", "memcg"], env=dict(os.environ, LD_DEBUG="files"),
+                       capture_output=True, text=True, timeout=30)
+    assert "libcurl" not in r.stderr
+    r = subprocess.run([BIN, "--config", config(tmp_path, "/nonexistent", "n1"), "kube-cycle",
+                        "--once"], env=dict(os.environ, LD_DEBUG="files"),
+                       capture_output=True, text=True, timeout=30)
+    assert "libcurl.so.4" in r.stderr        # the kube path does load it
