@@ -385,7 +385,11 @@ def test_checks_never_load_libcurl(tmp_path):
     r = subprocess.run([BIN, "check", "memcg"], env=dict(os.environ, LD_DEBUG="files"),
                        capture_output=True, text=True, timeout=30)
     assert "libcurl" not in r.stderr
-    r = subprocess.run([BIN, "--config", config(tmp_path, "/nonexistent", "n1"), "kube-cycle",
+    kc = tmp_path / "kc"
+    kc.write_text(json.dumps({"current-context": "x", "clusters": [{"name": "c", "cluster": {
+        "server": "https://127.0.0.1:1"}}], "contexts": [{"name": "x", "context": {
+            "cluster": "c", "user": "u"}}], "users": [{"name": "u", "user": {"token": "t"}}]}))
+    r = subprocess.run([BIN, "--config", config(tmp_path, str(kc), "n1"), "kube-cycle",
                         "--once"], env=dict(os.environ, LD_DEBUG="files"),
                        capture_output=True, text=True, timeout=30)
     assert "libcurl.so.4" in r.stderr        # the kube path does load it
