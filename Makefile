@@ -27,12 +27,12 @@ WARN := -Wall -Wextra -Wshadow -Wformat=2 -Wstrict-prototypes -Wmissing-prototyp
 	-Wwrite-strings -Wno-unused-parameter -Werror
 HARDEN := -fPIE -fstack-protector-strong -fstack-clash-protection -fcf-protection \
 	-U_FORTIFY_SOURCE -D_FORTIFY_SOURCE=2
-CFLAGS ?= -O2 -g
+CFLAGS ?= -O2 -g -ffunction-sections -fdata-sections
 CZ_CFLAGS := -std=gnu11 -D_GNU_SOURCE $(WARN) $(HARDEN) $(SANFLAGS) -DCZ_VERSION='"$(VERSION)"' -Iplugin
 # json-c and libyaml are linked statically: a check is exec'd by NPD every interval on every node
 # and each shared object costs start-up time. libcurl and libsystemd are dlopen()ed only by the
 # code paths that use them (kube.c, systemd.c), so a check loads neither.
-LDFLAGS_CZ := -pie -Wl,-z,relro,-z,now -Wl,-z,noexecstack $(SANFLAGS)
+LDFLAGS_CZ := -pie -Wl,-z,relro,-z,now -Wl,-z,noexecstack -Wl,--gc-sections -Wl,-O1 $(SANFLAGS)
 LIBS_STATIC := -Wl,-Bstatic -ljson-c -lyaml -Wl,-Bdynamic
 LIBS := $(LIBS_STATIC) -lm -ldl
 

@@ -73,10 +73,13 @@ static int count_dirs(int dfd, unsigned depth, uint64_t *count)
 static int find_mount(const struct hostfs *hf, bool v2, char *buf, size_t size)
 {
 	static const char *const infos[] = { "1/mountinfo", "self/mountinfo" };
-	char text[65536];
+	const size_t size_text = 256 * 1024; /* a node with thousands of mounts (pods) */
+	/* on the heap: a large stack frame is probed page by page (-fstack-clash-protection),
+	 * which costs page faults on every exec; malloc'ed pages are only touched as filled */
+	_cleanup_free_ char *text = malloc(size_text);
 
-	for (size_t i = 0; i < ARRAY_SIZE(infos); i++) {
-		if (hostfs_read(hf, HOSTFS_PROC, infos[i], text, sizeof(text)) < 0)
+	for (size_t i = 0; text && i < ARRAY_SIZE(infos); i++) {
+		if (hostfs_read(hf, HOSTFS_PROC, infos[i], text, size_text) < 0)
 			continue;
 		if (memcg_find_mount(text, v2, buf, size) == 0)
 			return 0;
@@ -162,7 +165,8 @@ static void update_history(struct cz_ctx *ctx, struct memcg_reading *r)
 		fprintf(stderr, "cpuzombie: Failed to read state '%s/memcg': %s, ignoring\n",
 			ctx->cfg.paths.state, strerror((int)-n));
 	r->has_growth = memcg_history_growth(&h, now, r->dying, &r->growth_per_hour);
-	memcg_history_add(&h, now, r->dying);
+	if (!memcg_history_add(&h, now, r->dying) && n >= 0)
+		return; /* nothing new to keep: no write, no fsync */
 	n = (ssize_t)memcg_history_format(&h, buf, sizeof(buf));
 	e = state_save(ctx->cfg.paths.state, "memcg", buf, (size_t)n);
 	if (e < 0)
@@ -172,7 +176,7 @@ static void update_history(struct cz_ctx *ctx, struct memcg_reading *r)
 
 static void read_extras(struct cz_ctx *ctx, struct memcg_reading *r)
 {
-	char buf[16384];
+	char buf[8192];
 
 	if (hostfs_read(&ctx->hf, HOSTFS_PROC, "meminfo", buf, sizeof(buf)) >= 0)
 		r->has_percpu = memcg_parse_meminfo_percpu(buf, &r->percpu_bytes) == 0;

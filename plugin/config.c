@@ -137,13 +137,24 @@ static void list_set(struct cz_strlist *l, const char *const *items)
 		snprintf(l->item[l->n++], CZ_NAME_MAX, "%s", *items);
 }
 
+/*
+ * kubernetes.node_name "" means $NODE_NAME (the downward API in the DaemonSet). An invalid
+ * value is ignored here and reported by whoever needs a node name.
+ */
+static void node_name_from_env(struct cz_config *cfg)
+{
+	const char *node = getenv("NODE_NAME");
+
+	if (!cfg->kubernetes.node_name[0] && node &&
+	    valid_name(node, sizeof(cfg->kubernetes.node_name) - 1))
+		snprintf(cfg->kubernetes.node_name, sizeof(cfg->kubernetes.node_name), "%s", node);
+}
+
 void config_defaults(struct cz_config *cfg)
 {
 	static const char *const drivers[] = { "ena", NULL };
 	static const char *const conditions[] = { "MemcgZombieLeak", "CPUCoreSaturation",
 						  "ENADeviceReset", NULL };
-	const char *node = getenv("NODE_NAME");
-
 	memset(cfg, 0, sizeof(*cfg));
 	snprintf(cfg->paths.proc, sizeof(cfg->paths.proc), "/proc");
 	snprintf(cfg->paths.sys, sizeof(cfg->paths.sys), "/sys");
@@ -167,10 +178,7 @@ void config_defaults(struct cz_config *cfg)
 	list_set(&cfg->ena.reset_counters, ena_default_reset_counters);
 	list_set(&cfg->ena.risk_counters, ena_default_risk_counters);
 	list_set(&cfg->ena.allowance_counters, ena_default_allowance_counters);
-	/* $NODE_NAME comes from the downward API in the DaemonSet; an invalid one is ignored here
-	 * and reported by whoever needs a node name. */
-	if (node && valid_name(node, sizeof(cfg->kubernetes.node_name) - 1))
-		snprintf(cfg->kubernetes.node_name, sizeof(cfg->kubernetes.node_name), "%s", node);
+	node_name_from_env(cfg);
 	cfg->kubernetes.timeout_ms = 10000;
 	snprintf(cfg->systemd.bus, sizeof(cfg->systemd.bus), "system");
 	cfg->agent.check_interval_ms = 30000;
@@ -531,8 +539,10 @@ int config_load_string(const char *name, const char *text, size_t len, struct cz
 		r = check_consistency(&ld);
 	if (ld.nerr)
 		return -EINVAL;
-	if (r == 0)
+	if (r == 0) {
+		node_name_from_env(&tmp);
 		*cfg = tmp;
+	}
 	return r;
 }
 

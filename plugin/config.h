@@ -17,7 +17,7 @@
 
 #define CZ_PATH_MAX 256
 #define CZ_NAME_MAX 64
-#define CZ_LIST_MAX 64
+#define CZ_LIST_MAX 32
 
 #define CZ_DEFAULT_CONFIG_PATH "/etc/cpuzombie/cpuzombie.yaml"
 

@@ -202,7 +202,7 @@ int main(int argc, char **argv)
 {
 	struct cz_ctx ctx = { 0 };
 	struct opts o = { 0 };
-	char errs[8192] = "";
+	static char errs[8192]; /* static: not probed page by page on every exec */
 	const struct cmd *c = NULL;
 	int first, r;
 

@@ -322,13 +322,17 @@ int memcg_history_parse(const char *text, struct memcg_history *ret)
 	return 0;
 }
 
-void memcg_history_add(struct memcg_history *h, uint64_t now_ms, uint64_t dying)
+bool memcg_history_add(struct memcg_history *h, uint64_t now_ms, uint64_t dying)
 {
+	bool changed = false;
+
 	/* The wall clock can step back (NTP, a VM restored): forget samples "from the future". */
-	while (h->n > 0 && h->s[h->n - 1].t_ms > now_ms)
+	while (h->n > 0 && h->s[h->n - 1].t_ms > now_ms) {
 		h->n--;
+		changed = true;
+	}
 	if (h->n > 0 && now_ms - h->s[h->n - 1].t_ms < MEMCG_HISTORY_SPACING_MS)
-		return;
+		return changed;
 	if (h->n == MEMCG_HISTORY_MAX) {
 		memmove(&h->s[0], &h->s[1], (MEMCG_HISTORY_MAX - 1) * sizeof(h->s[0]));
 		h->n--;
@@ -336,6 +340,7 @@ void memcg_history_add(struct memcg_history *h, uint64_t now_ms, uint64_t dying)
 	h->s[h->n].t_ms = now_ms;
 	h->s[h->n].dying = dying;
 	h->n++;
+	return true;
 }
 
 bool memcg_history_growth(const struct memcg_history *h, uint64_t now_ms, uint64_t dying,

@@ -106,7 +106,7 @@ int memcg_verdict(const struct memcg_reading *r, const struct cz_config *cfg,
 /* ---- growth history (the payload of the "memcg" state file) ---- */
 
 #define MEMCG_HISTORY_MAX 64
-#define MEMCG_HISTORY_SPACING_MS (60 * 1000)
+#define MEMCG_HISTORY_SPACING_MS (5 * 60 * 1000) /* 64 samples span 5h20m */
 
 struct memcg_sample {
 	uint64_t t_ms, dying;
@@ -126,9 +126,10 @@ int memcg_history_parse(const char *text, struct memcg_history *ret);
 /*
  * memcg_history_add - append (now, dying) unless the newest sample is younger than
  * MEMCG_HISTORY_SPACING_MS; drop samples from the future (clock stepped back) and the oldest
- * when full.
+ * when full. Returns true when the history changed (and so must be saved): most NPD runs
+ * change nothing and write nothing, which keeps a check at the exec floor.
  */
-void memcg_history_add(struct memcg_history *h, uint64_t now_ms, uint64_t dying);
+bool memcg_history_add(struct memcg_history *h, uint64_t now_ms, uint64_t dying);
 
 /*
  * memcg_history_growth - dying memcgs per hour between the oldest sample of the last 6 hours

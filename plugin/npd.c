@@ -27,6 +27,27 @@ int npd_set(struct npd_result *res, enum npd_status status, const char *fmt, ...
 	return (int)status;
 }
 
+/* Our parsers' errno values mean something more specific than strerror() says. */
+static const char *reason(int err)
+{
+	switch (err) {
+	case EINVAL:
+		return "malformed content";
+	case ERANGE:
+		return "number out of range";
+	case EFBIG:
+		return "file larger than expected";
+	case E2BIG:
+		return "too many entries";
+	case ENODATA:
+		return "field not found";
+	case EBADMSG:
+		return "corrupt";
+	default:
+		return strerror(err);
+	}
+}
+
 int npd_unknown(struct npd_result *res, int err, const char *fmt, ...)
 {
 	va_list ap;
@@ -38,7 +59,7 @@ int npd_unknown(struct npd_result *res, int err, const char *fmt, ...)
 	va_end(ap);
 	n = strlen(res->msg);
 	if (err != 0 && n < sizeof(res->msg))
-		snprintf(res->msg + n, sizeof(res->msg) - n, ": %s", strerror(err < 0 ? -err : err));
+		snprintf(res->msg + n, sizeof(res->msg) - n, ": %s", reason(err < 0 ? -err : err));
 	return NPD_UNKNOWN;
 }
 

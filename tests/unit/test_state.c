@@ -1,0 +1,123 @@
+/* SPDX-License-Identifier: MIT */
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <dirent.h>
+
+#include "testutil.h"
+#include "state.h"
+#include "util.h"
+
+static char dir[256];
+
+static int setup(void **state)
+{
+	snprintf(dir, sizeof(dir), "/tmp/cz-unit-state-%ld/sub", (long)getpid());
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	char cmd[300];
+
+	snprintf(cmd, sizeof(cmd), "rm -rf /tmp/cz-unit-state-%ld", (long)getpid());
+	return system(cmd) == 0 ? 0 : -1;
+}
+
+static void test_crc(void **state)
+{
+	assert_true(state_crc32("123456789", 9) == 0xcbf43926u); /* the standard check value */
+}
+
+static void test_roundtrip(void **state)
+{
+	struct state_lock l = { -1 };
+	char buf[64];
+
+	assert_int_equal(state_lock(dir, "t", &l), 0); /* creates the missing directories */
+	assert_int_equal(state_load(dir, "t", buf, sizeof(buf)), -ENOENT);
+	assert_int_equal(state_save(dir, "t", "a 1\nb 2\n", 8), 0);
+	assert_int_equal(state_load(dir, "t", buf, sizeof(buf)), 8);
+	assert_string_equal(buf, "a 1\nb 2\n");
+	assert_int_equal(state_load(dir, "t", buf, 8), -EFBIG);
+	state_unlock(&l);
+	state_unlock(&l); /* idempotent */
+}
+
+static void test_lock_times_out(void **state)
+{
+	struct state_lock a = { -1 }, b = { -1 };
+
+	assert_int_equal(state_lock(dir, "l", &a), 0);
+	assert_int_equal(state_lock(dir, "l", &b), -ETIMEDOUT); /* flock is per open file */
+	state_unlock(&a);
+	assert_int_equal(state_lock(dir, "l", &b), 0);
+	state_unlock(&b);
+}
+
+static void test_envelope(void **state)
+{
+	const char *p;
+	size_t n = 99;
+	char file[128];
+	uint32_t crc = state_crc32("x 1\n", 4);
+
+	snprintf(file, sizeof(file), "cpuzombie-state 1 t\nx 1\nend %08x\n", crc);
+	assert_int_equal(state_parse_envelope(file, strlen(file), "t", &p, &n), 0);
+	assert_int_equal(n, 4);
+	assert_memory_equal(p, "x 1\n", 4);
+	/* wrong name, version, checksum, torn tail, empty: all corrupt */
+	assert_int_equal(state_parse_envelope(file, strlen(file), "u", &p, &n), -EBADMSG);
+	file[16] = '2';
+	assert_int_equal(state_parse_envelope(file, strlen(file), "t", &p, &n), -EBADMSG);
+	file[16] = '1';
+	file[strlen(file) - 2] ^= 1; /* one hex digit of the checksum off */
+	assert_int_equal(state_parse_envelope(file, strlen(file), "t", &p, &n), -EBADMSG);
+	file[strlen(file) - 2] ^= 1;
+	assert_int_equal(state_parse_envelope(file, strlen(file) - 1, "t", &p, &n), -EBADMSG);
+	assert_int_equal(state_parse_envelope(file, 10, "t", &p, &n), -EBADMSG);
+	assert_int_equal(state_parse_envelope("", 0, "t", &p, &n), -EBADMSG);
+}
+
+static void test_corrupt_moved_aside(void **state)
+{
+	char path[300], aside[300], buf[64];
+	FILE *f;
+	struct stat st;
+
+	assert_int_equal(state_save(dir, "c", "v 1\n", 4), 0);
+	snprintf(path, sizeof(path), "%s/c", dir);
+	snprintf(aside, sizeof(aside), "%s/c.corrupt", dir);
+	f = fopen(path, "r+");
+	assert_non_null(f);
+	fseek(f, 20, SEEK_SET);
+	fputc('9', f); /* flip the payload */
+	fclose(f);
+	assert_int_equal(state_load(dir, "c", buf, sizeof(buf)), -EBADMSG);
+	assert_int_equal(stat(aside, &st), 0);
+	assert_int_equal(state_load(dir, "c", buf, sizeof(buf)), -ENOENT); /* a new baseline */
+}
+
+static void test_no_temporaries_left(void **state)
+{
+	DIR *d;
+	struct dirent *de;
+
+	assert_int_equal(state_save(dir, "n", "z\n", 2), 0);
+	d = opendir(dir);
+	assert_non_null(d);
+	while ((de = readdir(d)))
+		assert_null(strstr(de->d_name, ".tmp"));
+	closedir(d);
+	assert_int_equal(state_save(dir, "../escape", "z", 1), -EINVAL);
+	assert_int_equal(state_save(dir, "a/b", "z", 1), -EINVAL);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_crc),		 cmocka_unit_test(test_roundtrip),
+		cmocka_unit_test(test_lock_times_out),	 cmocka_unit_test(test_envelope),
+		cmocka_unit_test(test_corrupt_moved_aside), cmocka_unit_test(test_no_temporaries_left),
+	};
+	return cmocka_run_group_tests_name("state", tests, setup, teardown);
+}
