@@ -5,6 +5,7 @@
 #include <time.h>
 
 #include "agent.h"
+#include "agent_periodic.h"
 #include "burst.h"
 #include "cpustat.h"
 #include "irq.h"
@@ -293,17 +294,6 @@ static void install_signals(void)
 	sigaction(SIGINT, &sa, NULL);
 }
 
-int agent_periodic(struct cz_ctx *ctx)
-{
-	/*
-	 * Work every agent.check_interval plugs in here: running the checks and patching node
-	 * conditions (agent.set_conditions), remediation and the metrics textfile (later issues).
-	 * The sampler's own output is already written by the loop.
-	 */
-	(void)ctx;
-	return 0;
-}
-
 struct agent {
 	struct cz_ctx *ctx;
 	struct sampler *s;
@@ -376,7 +366,6 @@ static void agent_loop(struct agent *a, struct burst_event *evs)
 	const struct cz_config *cfg = &a->ctx->cfg;
 	uint64_t now = now_monotonic_ms(), start = now, deadline = now;
 	uint64_t hb_every = HISTORY_HEARTBEAT_MS, next_hb = now, next_flush = now + 1000;
-	uint64_t next_check = now + cfg->agent.check_interval_ms;
 
 	if (a->watchdog_ms && a->watchdog_ms / 2 < hb_every)
 		hb_every = a->watchdog_ms / 2 ? a->watchdog_ms / 2 : 1;
@@ -399,10 +388,6 @@ static void agent_loop(struct agent *a, struct burst_event *evs)
 				(void)systemd_notify("WATCHDOG=1");
 			next_hb = now + hb_every;
 		}
-		if (now >= next_check && !a->ctx->once) {
-			(void)agent_periodic(a->ctx);
-			next_check = now + cfg->agent.check_interval_ms;
-		}
 		if (a->ctx->once && now - start >= cfg->cpu.inline_window_ms)
 			break;
 	}
@@ -412,6 +397,7 @@ int agent_run(struct cz_ctx *ctx)
 {
 	_cleanup_free_ struct burst_event *evs = calloc(HISTORY_ACTIVE_MAX, sizeof(*evs));
 	struct agent a = { .ctx = ctx, .ring = { .fd = -1 } };
+	struct periodic *per = NULL;
 	int r, n;
 
 	if (!evs)
@@ -436,13 +422,17 @@ int agent_run(struct cz_ctx *ctx)
 	a.watchdog_ms = systemd_watchdog_usec() / 1000;
 	stop_signal = 0;
 	install_signals();
+	(void)periodic_new(ctx, &per);
+	if (per && !ctx->once && periodic_start(per) < 0)
+		fprintf(stderr, "cpuzombie agent: Failed to start the periodic work, ignoring\n");
 	(void)systemd_notify("READY=1");
 	agent_loop(&a, evs);
 	(void)systemd_notify("STOPPING=1");
 	n = sampler_finish(a.s, evs, HISTORY_ACTIVE_MAX);
 	log_events(&a, evs, n);
-	if (ctx->once)
-		(void)agent_periodic(ctx);
+	if (per && ctx->once)
+		(void)periodic_cycle(per); /* after the bursts are logged, so check cpu sees them */
+	periodic_free(per);
 	history_ring_close(&a.ring);
 	/* --once leaves a fresh heartbeat (its bursts are in the log); a stopped agent does not */
 	r = write_heartbeat(&a, !ctx->once);

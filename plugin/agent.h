@@ -13,7 +13,7 @@
  *
  * The agent loop adds the run-dir files (history.h): the per-core ring, the burst log and the
  * heartbeat; sd_notify READY/WATCHDOG under systemd; a clean exit on SIGTERM/SIGINT; and
- * agent_periodic(), the one place where work every agent.check_interval plugs in.
+ * the work every agent.check_interval (agent_periodic.h), in a thread of its own.
  */
 
 #include <stdbool.h>
@@ -57,12 +57,6 @@ size_t sampler_active(const struct sampler *s, struct burst_event *ret, size_t m
 unsigned sampler_ncpu(const struct sampler *s);
 const uint8_t *sampler_shares(const struct sampler *s);
 
-/*
- * agent_periodic - called every agent.check_interval from the agent loop (and once by
- * --once). Today the agent only samples, so this runs nothing else; the Kubernetes conditions,
- * remediation and the metrics textfile plug in here. Returns 0 or -errno (logged, not fatal).
- */
-int agent_periodic(struct cz_ctx *ctx);
 
 /*
  * agent_run - the loop until SIGTERM/SIGINT, or with ctx->once for cpu.inline_window (one

@@ -40,20 +40,6 @@ static int forced(const char *path, const char *names[], struct npd_result res[]
 	return 0;
 }
 
-static size_t run_checks(struct cz_ctx *ctx, const char *names[], struct npd_result res[])
-{
-	size_t n = 0;
-
-	for (const struct check_def *c = checks_all(); c->name && n < MAX_RESULTS; c++) {
-		if (!conditions_for_check(c->name))
-			continue;
-		res[n] = (struct npd_result){ .status = NPD_UNKNOWN };
-		c->run(ctx, &res[n]);
-		names[n++] = c->name;
-	}
-	return n;
-}
-
 int cmd_kube_cycle(struct cz_ctx *ctx)
 {
 	const char *force = getenv("CZ_TEST_FORCE_RESULTS");
@@ -80,7 +66,7 @@ int cmd_kube_cycle(struct cz_ctx *ctx)
 				return CZ_EXIT_ERROR;
 			}
 		} else {
-			n = run_checks(ctx, names, res);
+			n = kube_agent_run_checks(ctx, names, res, MAX_RESULTS);
 		}
 		r = kube_agent_cycle(ka, ctx, names, res, n, summary, sizeof(summary));
 		printf("%s%s\n", force && *force ? "FORCED RESULTS; " : "", summary);

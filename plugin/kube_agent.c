@@ -134,3 +134,18 @@ int kube_agent_cycle(struct kube_agent *ka, struct cz_ctx *ctx, const char *cons
 		 *rem ? rem : "off");
 	return r < 0 ? r : r2;
 }
+
+size_t kube_agent_run_checks(struct cz_ctx *ctx, const char *names[], struct npd_result res[],
+			     size_t max)
+{
+	size_t n = 0;
+
+	for (const struct check_def *c = checks_all(); c->name && n < max; c++) {
+		if (!conditions_for_check(c->name))
+			continue;
+		res[n] = (struct npd_result){ .status = NPD_UNKNOWN };
+		c->run(ctx, &res[n]);
+		names[n++] = c->name;
+	}
+	return n;
+}

@@ -42,6 +42,14 @@ void kube_agent_free(struct kube_agent *ka);
 int kube_agent_cycle(struct kube_agent *ka, struct cz_ctx *ctx, const char *const checks[],
 		     const struct npd_result res[], size_t n, char *summary, size_t summary_size);
 
+/*
+ * kube_agent_run_checks - run every check that maps to a node condition (memcg, cpu, ena), in
+ * the registry's order, into @res (at most @max); @names[i] is the check of @res[i]. Returns
+ * how many ran.
+ */
+size_t kube_agent_run_checks(struct cz_ctx *ctx, const char *names[], struct npd_result res[],
+			     size_t max);
+
 /* kube_agent_last_action - what remediation did in the last cycle. */
 enum remediate_action kube_agent_last_action(const struct kube_agent *ka);
 
