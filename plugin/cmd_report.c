@@ -32,21 +32,6 @@ static void run_checks(struct cz_ctx *ctx, struct report *r)
 	}
 }
 
-/* The growth figure from check memcg's history, read-only (the check keeps it). */
-static void memcg_growth(struct cz_ctx *ctx, struct report *r)
-{
-	_cleanup_(state_unlock) struct state_lock lock = { -1 };
-	struct memcg_history h;
-	char buf[MEMCG_HISTORY_MAX * 48 + 64];
-
-	if (state_lock(ctx->cfg.paths.state, "memcg", &lock) < 0 ||
-	    state_load(ctx->cfg.paths.state, "memcg", buf, sizeof(buf)) < 0 ||
-	    memcg_history_parse(buf, &h) < 0)
-		return;
-	r->memcg.has_growth = memcg_history_growth(&h, r->now_ms, r->memcg.dying,
-						   &r->memcg.growth_per_hour);
-}
-
 static void gather_memcg(struct cz_ctx *ctx, struct report *r)
 {
 	struct npd_result res = { 0 };
@@ -56,7 +41,7 @@ static void gather_memcg(struct cz_ctx *ctx, struct report *r)
 		snprintf(r->memcg_err, sizeof(r->memcg_err), "%s", res.msg);
 		return;
 	}
-	memcg_growth(ctx, r);
+	report_memcg_growth(r, ctx->cfg.paths.state);
 	r->canary_rc = canary_run(&ctx->hf, ctx->cfg.paths.state, ctx->cfg.memcg.latency_canary_ms,
 				  r->now_ms, &r->canary);
 	if (ctx->cfg.memcg.systemd_hints)
@@ -112,23 +97,12 @@ static void gather_now(struct cz_ctx *ctx, struct report *r)
 	r->has_now = true;
 }
 
-static void node_name(struct cz_ctx *ctx, struct report *r)
-{
-	char buf[256];
-
-	if (r->node[0] || hostfs_read(&ctx->hf, HOSTFS_PROC, "sys/kernel/hostname", buf,
-				      sizeof(buf)) <= 0)
-		return;
-	buf[strcspn(buf, "\n")] = '\0';
-	snprintf(r->node, sizeof(r->node), "%s", buf);
-}
-
 static int gather(struct cz_ctx *ctx, struct report *r)
 {
 	const struct cz_config *cfg = &ctx->cfg;
 	int n;
 
-	node_name(ctx, r);
+	report_node_name(r, &ctx->hf);
 	r->since_ms = r->now_ms > cfg->cpu.lookback_ms ? r->now_ms - cfg->cpu.lookback_ms : 0;
 	r->ena_rc = report_ena_load(cfg->paths.state, "ena", &r->ena_prev);
 	run_checks(ctx, r);

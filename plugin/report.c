@@ -116,6 +116,29 @@ int report_ena_load(const char *state_dir, const char *name, struct ena_state *r
 	return ena_state_parse(buf, (size_t)n, ret) < 0 ? -EBADMSG : 0;
 }
 
+void report_node_name(struct report *r, const struct hostfs *hf)
+{
+	char buf[256];
+
+	if (r->node[0] || hostfs_read(hf, HOSTFS_PROC, "sys/kernel/hostname", buf, sizeof(buf)) <= 0)
+		return;
+	buf[strcspn(buf, "\n")] = '\0';
+	snprintf(r->node, sizeof(r->node), "%s", buf);
+}
+
+void report_memcg_growth(struct report *r, const char *state_dir)
+{
+	_cleanup_(state_unlock) struct state_lock lock = { -1 };
+	struct memcg_history h;
+	char buf[MEMCG_HISTORY_MAX * 48 + 64];
+
+	if (state_lock(state_dir, "memcg", &lock) < 0 ||
+	    state_load(state_dir, "memcg", buf, sizeof(buf)) < 0 || memcg_history_parse(buf, &h) < 0)
+		return;
+	r->memcg.has_growth = memcg_history_growth(&h, r->now_ms, r->memcg.dying,
+						   &r->memcg.growth_per_hour);
+}
+
 static void add_ongoing(struct report *r)
 {
 	const struct heartbeat *hb = r->hb;

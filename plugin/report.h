@@ -130,6 +130,15 @@ json_object *report_json(const struct report *r);
  */
 int report_ena_load(const char *state_dir, const char *name, struct ena_state *ret);
 
+/* report_node_name - when cfg gave no node name, the host's (/proc/sys/kernel/hostname). */
+void report_node_name(struct report *r, const struct hostfs *hf);
+
+/*
+ * report_memcg_growth - set r->memcg's growth from check memcg's history in @state_dir, read-only
+ * (the check keeps it). Leaves it unset when there is no usable history.
+ */
+void report_memcg_growth(struct report *r, const char *state_dir);
+
 /*
  * report_load_run - the sampler's files: history since @since_hist_ms, bursts that ended at or
  * after r->since_ms (plus the heartbeat's ongoing ones), the heartbeat. Sets the *_rc fields;
