@@ -244,12 +244,14 @@ static void print_canary(const struct report *r, FILE *out)
 	else
 		fprintf(out, "  canary     %s read in %.3f ms (%llu bytes)", r->canary.file,
 			(double)r->canary.read_us / 1000.0, (unsigned long long)r->canary.bytes);
-	fprintf(out, ", %s\n",
-		r->canary.fresh ? "now"
-				: (snprintf(d, sizeof(d), "%s ago",
-					    format_duration((r->now_ms - r->canary.t_ms) / 1000 * 1000,
-							    d, sizeof(d) - 4)),
-				   d));
+	if (r->canary.fresh)
+		fprintf(out, ", now\n");
+	else
+		fprintf(out, ", %s ago\n",
+			format_duration(r->now_ms > r->canary.t_ms
+						? (r->now_ms - r->canary.t_ms) / 1000 * 1000
+						: 0,
+					d, sizeof(d)));
 }
 
 static void print_memcg(const struct report *r, FILE *out)
