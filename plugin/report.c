@@ -377,6 +377,8 @@ int report_heatmap(const struct report *r, unsigned cols, FILE *out)
 
 	if (h->n == 0 || h->ncpu == 0 || cols == 0)
 		return 0;
+	if (cols > h->n)
+		cols = (unsigned)h->n; /* a short history: no column without a sample */
 	group = (h->ncpu + REPORT_HEAT_ROWS - 1) / REPORT_HEAT_ROWS;
 	rows = (h->ncpu + group - 1) / group;
 	cell = malloc((size_t)rows * cols);
