@@ -213,7 +213,13 @@ def test_drain_evicts_right_pods_and_waits_out_pdb(emu, tmp_path):
                  reboot_sentinel=sentinel)
     p = subprocess.Popen([BIN, "--config", cfg, "kube-cycle", "--once"],
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    time.sleep(3)
+    # wait until the drain has met the PDB (a 429), however slow this shared machine is today
+    deadline = time.time() + 30
+    while not any(e["path"].endswith("/eviction") and e["status"] == 429 for e in emu.log()):
+        assert p.poll() is None, p.communicate()
+        assert time.time() < deadline, "no eviction refused by the PDB within 30 s"
+        time.sleep(0.1)
+    time.sleep(1)
     assert p.poll() is None                               # waiting out the PDB
     assert not os.path.exists(sentinel)
     emu.add(kh.pod_obj("web-3", "n2", owner=("ReplicaSet", "web"), labels={"app": "web"}))
