@@ -6,6 +6,7 @@
 #include <yaml.h>
 
 #include "config.h"
+#include "ena.h"
 #include "hostfs.h"
 #include "util.h"
 
@@ -109,26 +110,6 @@ bool config_strlist_has(const struct cz_strlist *l, const char *name)
 			return true;
 	return false;
 }
-
-/*
- * ENA counter classes, from the driver's own semantics (amzn-drivers ena_ethtool.c and upstream
- * drivers/net/ethernet/amazon/ena): "queue_*_" stands for every queue.
- */
-static const char *const ena_default_reset_counters[] = {
-	"total_resets", "reset_fail", "wd_expired", "tx_timeout", "admin_q_pause",
-	"suspected_poll_starvation", "missing_tx_cmpl", "missing_intr", "missing_first_intr",
-	"missing_admin_interrupt", "admin_to", "os_netdev_wd", "bad_tx_req_id", "bad_rx_req_id",
-	"bad_rx_desc_num", "rx_desc_malformed", "tx_desc_malformed", "invalid_state",
-	"device_request_reset", NULL,
-};
-static const char *const ena_default_risk_counters[] = {
-	"queue_*_tx_missed_tx", "queue_*_tx_bad_req_id", "queue_*_rx_bad_req_id",
-	"ena_admin_q_no_completion", NULL,
-};
-static const char *const ena_default_allowance_counters[] = {
-	"bw_in_allowance_exceeded", "bw_out_allowance_exceeded", "pps_allowance_exceeded",
-	"conntrack_allowance_exceeded", "linklocal_allowance_exceeded", NULL,
-};
 
 static void list_set(struct cz_strlist *l, const char *const *items)
 {
@@ -242,8 +223,9 @@ static bool valid_counter_name(const char *s)
 {
 	size_t n = strlen(s);
 
-	/* ethtool stat names (ETH_GSTRING_LEN - 1 = 31 bytes), '*' standing for a queue number */
-	if (n == 0 || n > 31)
+	/* ethtool stat names, '*' standing for a queue number. The kernel cuts names to 31 bytes
+	 * (ETH_GSTRING_LEN - 1); a longer pattern still matches the cut name (ena_name_match). */
+	if (n == 0 || n >= CZ_NAME_MAX)
 		return false;
 	for (size_t i = 0; i < n; i++)
 		if (!((s[i] >= 'a' && s[i] <= 'z') || (s[i] >= '0' && s[i] <= '9') || s[i] == '_' ||

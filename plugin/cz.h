@@ -57,6 +57,9 @@ const struct check_def *checks_all(void);
 
 /* The checks (one file each). */
 int check_memcg(struct cz_ctx *ctx, struct npd_result *res);
+int check_ena(struct cz_ctx *ctx, struct npd_result *res);
+int check_ena_allowance(struct cz_ctx *ctx, struct npd_result *res);
+int check_cpu(struct cz_ctx *ctx, struct npd_result *res);
 
 /*
  * memcg_read - the I/O half of check memcg, shared with the report and the agent: fills *@r
@@ -68,5 +71,8 @@ int memcg_read(struct cz_ctx *ctx, struct memcg_reading *r, struct npd_result *r
 /* Subcommands (cmd_*.c). */
 int cmd_check(struct cz_ctx *ctx);
 int cmd_config(struct cz_ctx *ctx);
+int cmd_ena_diff(struct cz_ctx *ctx);
+int cmd_agent(struct cz_ctx *ctx);
+int cmd_kube_cycle(struct cz_ctx *ctx);
 
 #endif

