@@ -18,18 +18,6 @@ BIN = os.environ.get("CZ_BIN", os.path.join(kh.ROOT, "build", "cpuzombie"))
 OLD = "2024-01-01T00:00:00Z"
 
 
-@pytest.fixture(scope="module")
-def certs(tmp_path_factory):
-    return kh.Certs(str(tmp_path_factory.mktemp("kubecerts")))
-
-
-@pytest.fixture
-def emu(certs, tmp_path):
-    e = kh.Emulator(certs, str(tmp_path)).start()
-    yield e
-    e.stop()
-
-
 def cond(t, status, ltt=OLD, reason="R"):
     return {"type": t, "status": status, "reason": reason, "message": "m",
             "lastHeartbeatTime": ltt, "lastTransitionTime": ltt}

