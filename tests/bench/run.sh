@@ -18,7 +18,7 @@ echo "# cpuzombie benchmarks"
 echo
 echo "$(date -u '+%Y-%m-%d %H:%M UTC'); kernel $(uname -r); $(nproc) CPUs: ${model:-unknown};" \
 	"$(awk '/MemTotal/ {printf "%.0f GiB RAM", $2 / 1048576}' /proc/meminfo);" \
-	"cpuzombie $("$bin" --version 2>/dev/null | head -1); $(. /etc/os-release && echo "$PRETTY_NAME")"
+	"$("$bin" --version 2>/dev/null | head -1); $(. /etc/os-release && echo "$PRETTY_NAME")"
 echo "CPU = user + kernel time from the kernel's accounting; every figure a median over batches"
 echo "(range = min-max of the batch means), every ratio measured in this run."
 rc=0
