@@ -206,7 +206,7 @@ static json_object *ena(const struct report *r, const struct ena_ifstate *s)
 	add(o, "prev_read_ms", p && p->read_ms < s->read_ms ? ju64(p->read_ms) : NULL);
 	for (size_t i = 0; i < s->base.n; i++) {
 		const struct ethtool_stat *st = &s->base.stats[i];
-		const struct ethtool_stat *q = p ? ethtool_dump_find(&p->base, st->name) : NULL;
+		const struct ethtool_stat *q = p ? ethtool_dump_find_near(&p->base, st->name, i) : NULL;
 		enum ena_class c = ena_classify(&l, st->name, NULL);
 		json_object *j;
 
