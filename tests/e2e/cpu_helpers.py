@@ -12,6 +12,7 @@ afterwards.
 """
 import contextlib
 import signal
+import socket
 import subprocess
 import time
 
@@ -36,8 +37,37 @@ def burner(cpu):
 
 
 @contextlib.contextmanager
+def _burn_lock(timeout=120):
+    """One burn at a time on this machine (other checkouts' test runs burn the same core and
+    save/restore the same sysctl): an abstract unix socket name is the lock, so nothing is left
+    on disk and the kernel releases it if the holder dies."""
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+    deadline = time.time() + timeout
+    while True:
+        try:
+            s.bind("\0cpuzombie-test-burn")
+            break
+        except OSError:
+            if time.time() > deadline:
+                s.close()
+                raise
+            time.sleep(0.2)
+    try:
+        yield
+    finally:
+        s.close()
+
+
+@contextlib.contextmanager
 def burning(cpu):
     """Yields the running dd (its PID is the burner's); stops it and restores the sysctl."""
+    with _burn_lock():
+        with _burning(cpu) as p:
+            yield p
+
+
+@contextlib.contextmanager
+def _burning(cpu):
     saved = None
     try:
         saved = open(RT_RUNTIME).read().strip()
