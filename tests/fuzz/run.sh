@@ -1,13 +1,20 @@
 #!/usr/bin/env bash
 # Builds every libFuzzer target tests/fuzz/fuzz_*.c against the plugin sources (clang,
 # ASan+UBSan) and runs each for $1 seconds on a copy of its seed corpus. Any crash fails.
+# Further arguments name targets to run (e.g. "history state_payloads"); default all.
 set -euo pipefail
 secs=${1:-300}
 root=$(cd "$(dirname "$0")/../.." && pwd)
 out=$root/build-fuzz
 mkdir -p "$out"
 shopt -s nullglob
-targets=("$root"/tests/fuzz/fuzz_*.c)
+shift || true
+if [ $# -gt 0 ]; then
+	targets=()
+	for n in "$@"; do targets+=("$root/tests/fuzz/fuzz_${n#fuzz_}.c"); done
+else
+	targets=("$root"/tests/fuzz/fuzz_*.c)
+fi
 if [ ${#targets[@]} -eq 0 ]; then echo "fuzz: no targets"; exit 0; fi
 srcs=()
 for s in "$root"/plugin/*.c; do [ "$(basename "$s")" = main.c ] || srcs+=("$s"); done
