@@ -15,6 +15,7 @@
 
 #include "cz.h"
 #include "ena.h"
+#include "ena_link.h"
 #include "state.h"
 #include "util.h"
 
@@ -210,11 +211,29 @@ struct pass {
 	char seen_if[ETHTOOL_IFNAME_MAX + 1];
 	char risk[NPD_MSG_MAX / 2];
 	char notes[NPD_MSG_MAX / 2];
+	const struct ena_qc_source *src; /* queue -> CPU, asked only when something happened */
 };
 
+#define QC_MAX 512
+
 /* Compare one device with its baseline and record what happened. */
-static void compare_one(struct pass *p, struct ena_state *st, const struct ethtool_devdump *d,
-			const struct ena_queue_cpu *qc, size_t n_qc)
+/* ena_diff, then again with the device's queue -> CPU map when there is something to explain */
+static int diff_linked(struct pass *p, const struct ena_ifstate *f,
+		       const struct ethtool_devdump *d, struct ena_verdict *v)
+{
+	_cleanup_free_ struct ena_queue_cpu *qc = NULL;
+	int r = ena_diff(&f->base, d, &p->l, NULL, 0, v), n;
+
+	if (r < 0 || !p->src || !(v->resets || v->reset_fail || v->cause[0]))
+		return r;
+	qc = calloc(QC_MAX, sizeof(*qc));
+	if (!qc)
+		return r;
+	n = p->src->get(p->src->userdata, d->ifname, qc, QC_MAX);
+	return n > 0 ? ena_diff(&f->base, d, &p->l, qc, (size_t)n, v) : r;
+}
+
+static void compare_one(struct pass *p, struct ena_state *st, const struct ethtool_devdump *d)
 {
 	uint64_t window = p->cfg->ena.window_ms;
 	struct ena_verdict v;
@@ -224,7 +243,7 @@ static void compare_one(struct pass *p, struct ena_state *st, const struct ethto
 	if (ethtool_dump_key(d, key, sizeof(key)) < 0)
 		return;
 	f = ena_state_find(st, key);
-	if (f && ena_diff(&f->base, d, &p->l, qc, n_qc, &v) == 0) {
+	if (f && diff_linked(p, f, d, &v) == 0) {
 		bool stale = f->read_ms > p->now_ms || p->now_ms - f->read_ms > window;
 
 		if ((v.resets || v.reset_fail) && stale)
@@ -246,7 +265,7 @@ static void compare_one(struct pass *p, struct ena_state *st, const struct ethto
 }
 
 static int read_pass(struct pass *p, const struct ethtool_ops *ops, struct ena_state *st,
-		     const struct ena_queue_cpu *qc, size_t n_qc, struct npd_result *res)
+		     struct npd_result *res)
 {
 	struct ena_devices devs;
 	int r = ena_read_devices(p->cfg, ops, NULL, 0, &devs);
@@ -257,7 +276,7 @@ static int read_pass(struct pass *p, const struct ethtool_ops *ops, struct ena_s
 		return npd_unknown(res, devs.first_err, "cannot read ethtool stats of %s",
 				   devs.failed_if);
 	for (size_t i = 0; i < devs.n; i++) {
-		compare_one(p, st, &devs.d[i], qc, n_qc);
+		compare_one(p, st, &devs.d[i]);
 		if (p->seen++ == 0)
 			memcpy(p->seen_if, devs.d[i].ifname, sizeof(p->seen_if));
 	}
@@ -316,12 +335,13 @@ static int resets_verdict(struct pass *p, struct ena_state *st, struct npd_resul
 }
 
 int ena_check_resets(const struct cz_config *cfg, const struct ethtool_ops *ops,
-		     const char *state_dir, uint64_t now_ms, const struct ena_queue_cpu *qc,
-		     size_t n_qc, struct npd_result *res)
+		     const char *state_dir, uint64_t now_ms, const struct ena_qc_source *src,
+		     struct npd_result *res)
 {
 	_cleanup_(state_unlock) struct state_lock lock = { .fd = -1 };
 	_cleanup_(ena_state_free) struct ena_state st = { 0 };
-	struct pass p = { .cfg = cfg, .l = ena_lists_from_config(cfg), .now_ms = now_ms };
+	struct pass p = { .cfg = cfg, .l = ena_lists_from_config(cfg), .now_ms = now_ms,
+			  .src = src };
 	bool corrupt, dirty = false;
 	int r;
 
@@ -332,7 +352,7 @@ int ena_check_resets(const struct cz_config *cfg, const struct ethtool_ops *ops,
 		add_note(p.notes, sizeof(p.notes), "state was corrupt: new baseline");
 	if (!(st.read_ms && now_ms >= st.read_ms &&
 	      now_ms - st.read_ms < cfg->ena.min_read_interval_ms)) {
-		r = read_pass(&p, ops, &st, qc, n_qc, res);
+		r = read_pass(&p, ops, &st, res);
 		if (r != NPD_OK)
 			return r;
 		dirty = true;
@@ -429,13 +449,16 @@ static int with_kernel(struct cz_ctx *ctx, struct npd_result *res, bool allowanc
 
 	if (r < 0)
 		return npd_unknown(res, r, "cannot open a socket for SIOCETHTOOL");
-	/* The queue -> CPU map and burst log come from the NIC IRQ map and the sampler (irq.c);
-	 * until they are glued in, causes name the queue but not its CPU. */
-	if (allowance)
+	if (allowance) {
 		r = ena_check_allowance(&ctx->cfg, &ops, ctx->cfg.paths.state, now_realtime_ms(), res);
-	else
-		r = ena_check_resets(&ctx->cfg, &ops, ctx->cfg.paths.state, now_realtime_ms(), NULL,
-				     0, res);
+	} else {
+		/* causes name the CPU serving the queue and its burst: the NIC IRQ map and the
+		 * sampler's burst log (ena_link.c), read only when a device has news */
+		struct ena_qc_source src = { ena_link_queue_cpus, ctx };
+
+		r = ena_check_resets(&ctx->cfg, &ops, ctx->cfg.paths.state, now_realtime_ms(), &src,
+				     res);
+	}
 	ethtool_ops_kernel_close(&ops);
 	return r;
 }

@@ -232,14 +232,25 @@ int ena_read_devices(const struct cz_config *cfg, const struct ethtool_ops *ops,
 void ena_devices_free(struct ena_devices *d);
 
 /*
+ * Where a device's queues are served and whether those CPUs were saturated. Asked only when a
+ * device shows a reset or a risk, so a quiet node never pays for the IRQ map and burst log.
+ * @get writes at most @max entries for interface @ifname and returns how many, or -errno
+ * (then the cause names queues without CPUs).
+ */
+struct ena_qc_source {
+	int (*get)(void *userdata, const char *ifname, struct ena_queue_cpu *ret, size_t max);
+	void *userdata;
+};
+
+/*
  * ena_check_resets / ena_check_allowance - `check ena` and `check ena-allowance` with the
- * kernel (@ops), the state directory and the clock (@now_ms) given, and @qc/@n_qc tying queues
- * to CPUs (may be NULL/0). Lock, load, read (at most every ena.min_read_interval), compare,
- * save, and write the verdict into @res. Return res->status.
+ * kernel (@ops), the state directory and the clock (@now_ms) given, and @src tying queues to
+ * CPUs (may be NULL). Lock, load, read (at most every ena.min_read_interval), compare, save,
+ * and write the verdict into @res. Return res->status.
  */
 int ena_check_resets(const struct cz_config *cfg, const struct ethtool_ops *ops,
-		     const char *state_dir, uint64_t now_ms, const struct ena_queue_cpu *qc,
-		     size_t n_qc, struct npd_result *res);
+		     const char *state_dir, uint64_t now_ms, const struct ena_qc_source *src,
+		     struct npd_result *res);
 int ena_check_allowance(const struct cz_config *cfg, const struct ethtool_ops *ops,
 			const char *state_dir, uint64_t now_ms, struct npd_result *res);
 

@@ -404,7 +404,7 @@ int heartbeat_write(const char *run_dir, const struct heartbeat *hb)
 	if (n < 0)
 		return n;
 	r = state_lock(run_dir, HISTORY_HEARTBEAT, &lk);
-	return r < 0 ? r : state_save(run_dir, HISTORY_HEARTBEAT, buf, (size_t)n);
+	return r < 0 ? r : state_save_volatile(run_dir, HISTORY_HEARTBEAT, buf, (size_t)n);
 }
 
 int heartbeat_read(const char *run_dir, struct heartbeat *ret)

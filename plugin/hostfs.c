@@ -82,6 +82,23 @@ ssize_t hostfs_pread_all(int fd, char *buf, size_t size)
 	return (ssize_t)off;
 }
 
+ssize_t hostfs_pread_once(int fd, char *buf, size_t size)
+{
+	ssize_t n;
+
+	if (size < 2)
+		return -EINVAL;
+	do
+		n = pread(fd, buf, size - 1, 0);
+	while (n < 0 && errno == EINTR);
+	if (n < 0)
+		return -errno;
+	if ((size_t)n >= size - 1)
+		return -EFBIG;
+	buf[n] = '\0';
+	return n;
+}
+
 ssize_t hostfs_read(const struct hostfs *hf, enum hostfs_root root, const char *rel, char *buf,
 		    size_t size)
 {

@@ -59,6 +59,15 @@ int hostfs_openat(const struct hostfs *hf, enum hostfs_root root, const char *re
 ssize_t hostfs_pread_all(int fd, char *buf, size_t size);
 
 /*
+ * hostfs_pread_once - like hostfs_pread_all with a single pread(). Only for seq_file files the
+ * kernel generates whole in one read when the buffer is large enough (/proc/stat, whose
+ * single_open_size() output a read returns entirely): the EOF probe hostfs_pread_all makes is a
+ * second read at a non-zero offset, which makes seq_file generate the whole file again — twice
+ * the kernel time of every sample. A read that fills the buffer is -EFBIG (grow and retry).
+ */
+ssize_t hostfs_pread_once(int fd, char *buf, size_t size);
+
+/*
  * hostfs_readlink - readlink @rel under @root into @buf (NUL-terminated). Returns the length or
  * -errno (-ENAMETOOLONG when it does not fit).
  */

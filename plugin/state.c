@@ -203,7 +203,7 @@ static int fsync_dir(const char *dir)
 	return fsync(fd) < 0 ? -errno : 0;
 }
 
-int state_save(const char *dir, const char *name, const char *payload, size_t len)
+static int save(const char *dir, const char *name, const char *payload, size_t len, bool durable)
 {
 	char path[4096], tmp[4096], header[128], trailer[16];
 	int fd, r, hl;
@@ -231,7 +231,7 @@ int state_save(const char *dir, const char *name, const char *payload, size_t le
 		r = write_all(fd, payload, len);
 	if (r == 0)
 		r = write_all(fd, trailer, 13);
-	if (r == 0 && fsync(fd) < 0)
+	if (r == 0 && durable && fsync(fd) < 0)
 		r = -errno;
 	if (close(fd) < 0 && r == 0)
 		r = -errno;
@@ -241,5 +241,15 @@ int state_save(const char *dir, const char *name, const char *payload, size_t le
 		(void)unlink(tmp);
 		return r;
 	}
-	return fsync_dir(dir);
+	return durable ? fsync_dir(dir) : 0;
+}
+
+int state_save(const char *dir, const char *name, const char *payload, size_t len)
+{
+	return save(dir, name, payload, len, true);
+}
+
+int state_save_volatile(const char *dir, const char *name, const char *payload, size_t len)
+{
+	return save(dir, name, payload, len, false);
 }

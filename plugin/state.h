@@ -54,6 +54,14 @@ ssize_t state_load(const char *dir, const char *name, char *buf, size_t size);
 int state_save(const char *dir, const char *name, const char *payload, size_t len);
 
 /*
+ * state_save_volatile - state_save without the fsyncs, for files in the run dir (a tmpfs that a
+ * reboot empties anyway): still replaced atomically by rename, so readers see the old or the new
+ * file, never a torn one; only durability across power loss is given up. The agent's heartbeat
+ * goes through here every 2 s.
+ */
+int state_save_volatile(const char *dir, const char *name, const char *payload, size_t len);
+
+/*
  * state_parse_envelope - pure: validate a whole file's bytes (header, version, name, trailer
  * checksum). On success sets *@ret_payload and *@ret_len to the payload inside @file and returns 0;
  * -EBADMSG otherwise.

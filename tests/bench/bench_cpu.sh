@@ -35,7 +35,7 @@ awk -v a=$((a1 - a0)) -v m=$((m1 - m0)) -v hz="$hz" -v secs="$secs" -v rss="$ars
 	printf "%-52s %12s\n", "measure (" secs " s, schedstat ns)", "value"
 	printf "%-52s %12.3f\n", "agent CPU per sample, ms (4 Hz)", as
 	printf "%-52s %12.3f\n", "mpstat -P ALL 1 CPU per sample, ms (1 Hz)", ms
-	printf "%-52s %12.3f\n", "ratio agent/mpstat per sample (goal <= 0.5)", ms > 0 ? as / ms : 0
+	printf "%-52s %12.3f\n", "ratio agent/mpstat per sample (goal <= 0.5)", (ms > 0 ? as / ms : 0)
 	printf "%-52s %12.4f\n", "agent % of one core at 4 Hz (goal < 0.02)", a / 1e9 / secs * 100
 	printf "%-52s %12.2f\n", "agent CPU per hour, s", a / 1e9 / secs * 3600
 	printf "%-52s %12.2f\n", "mpstat CPU per hour, s", m / 1e9 / secs * 3600

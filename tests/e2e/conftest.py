@@ -69,3 +69,21 @@ def cz(cz_bin, tmp_path):
     run_cz.state = state
     run_cz.run = run
     return run_cz
+
+
+# -- the API server emulator (tests/tools/kubeemu.py), shared by the Kubernetes tests ----------
+
+@pytest.fixture(scope="module")
+def certs(tmp_path_factory):
+    """A CA, server and client certificates (and a wrong CA) made with openssl."""
+    import kube_helpers as kh
+    return kh.Certs(str(tmp_path_factory.mktemp("kubecerts")))
+
+
+@pytest.fixture
+def emu(certs, tmp_path):
+    """A fresh emulator on 127.0.0.1 for one test, stopped afterwards."""
+    import kube_helpers as kh
+    e = kh.Emulator(certs, str(tmp_path)).start()
+    yield e
+    e.stop()

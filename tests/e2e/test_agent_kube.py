@@ -17,18 +17,6 @@ from conftest import FIXTURES
 BIN = os.environ.get("CZ_BIN", os.path.join(kh.ROOT, "build", "cpuzombie"))
 
 
-@pytest.fixture(scope="module")
-def certs(tmp_path_factory):
-    return kh.Certs(str(tmp_path_factory.mktemp("kubecerts")))
-
-
-@pytest.fixture
-def emu(certs, tmp_path):
-    e = kh.Emulator(certs, str(tmp_path)).start()
-    yield e
-    e.stop()
-
-
 def node_tree(tmp_path, case):
     """A fixture memcg tree with the real /proc/stat linked in for the sampler."""
     dst = tmp_path / ("tree-" + case)

@@ -18,18 +18,6 @@ BIN = os.environ.get("CZ_BIN", os.path.join(kh.ROOT, "build", "cpuzombie"))
 OLD = "2024-01-01T00:00:00Z"
 
 
-@pytest.fixture(scope="module")
-def certs(tmp_path_factory):
-    return kh.Certs(str(tmp_path_factory.mktemp("kubecerts")))
-
-
-@pytest.fixture
-def emu(certs, tmp_path):
-    e = kh.Emulator(certs, str(tmp_path)).start()
-    yield e
-    e.stop()
-
-
 def cond(t, status, ltt=OLD, reason="R"):
     return {"type": t, "status": status, "reason": reason, "message": "m",
             "lastHeartbeatTime": ltt, "lastTransitionTime": ltt}
@@ -213,7 +201,13 @@ def test_drain_evicts_right_pods_and_waits_out_pdb(emu, tmp_path):
                  reboot_sentinel=sentinel)
     p = subprocess.Popen([BIN, "--config", cfg, "kube-cycle", "--once"],
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    time.sleep(3)
+    # wait until the drain has met the PDB (a 429), however slow this shared machine is today
+    deadline = time.time() + 30
+    while not any(e["path"].endswith("/eviction") and e["status"] == 429 for e in emu.log()):
+        assert p.poll() is None, p.communicate()
+        assert time.time() < deadline, "no eviction refused by the PDB within 30 s"
+        time.sleep(0.1)
+    time.sleep(1)
     assert p.poll() is None                               # waiting out the PDB
     assert not os.path.exists(sentinel)
     emu.add(kh.pod_obj("web-3", "n2", owner=("ReplicaSet", "web"), labels={"app": "web"}))

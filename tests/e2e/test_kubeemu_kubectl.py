@@ -17,18 +17,6 @@ pytestmark = pytest.mark.skipif(kh.kubectl_path() is None,
                                 reason="no kubectl (tests/tools/get-kube-tools.sh needs npm)")
 
 
-@pytest.fixture(scope="module")
-def certs(tmp_path_factory):
-    return kh.Certs(str(tmp_path_factory.mktemp("kubecerts")))
-
-
-@pytest.fixture
-def emu(certs, tmp_path):
-    e = kh.Emulator(certs, str(tmp_path)).start()
-    yield e
-    e.stop()
-
-
 @pytest.fixture
 def kc(emu, tmp_path):
     return emu.kubeconfig(str(tmp_path / "kubeconfig"))
@@ -130,7 +118,11 @@ def test_drain_evicts_waits_out_pdb_and_skips_daemonset_and_mirror(emu, kc):
     seed_cluster(emu)   # PDB web minAvailable 2 with 2 healthy pods: evicting web-1 is refused
 
     def scale_up():
-        time.sleep(6)   # kubectl retries a 429 every 5 s: at least one refusal is seen
+        # once kubectl has met the PDB (a 429; it retries every 5 s), let the eviction through
+        deadline = time.time() + 60
+        while time.time() < deadline and not any(
+                e["path"].endswith("/eviction") and e["status"] == 429 for e in emu.log()):
+            time.sleep(0.1)
         emu.add(kh.pod_obj("web-3", "n2", owner=("ReplicaSet", "web"), labels={"app": "web"}))
     t = threading.Thread(target=scale_up)
     t.start()

@@ -312,7 +312,7 @@ static int run(uint64_t now, struct npd_result *res)
 {
 	struct ethtool_ops ops = fake_ops(&F);
 
-	return ena_check_resets(&cfg, &ops, dir, now, NULL, 0, res);
+	return ena_check_resets(&cfg, &ops, dir, now, NULL, res);
 }
 
 #define MIN (60u * 1000)
@@ -424,7 +424,7 @@ static void test_check_unknown(void **s)
 	struct ethtool_ops ops = fake_ops(&F);
 
 	d->no_drvinfo = false;
-	assert_int_equal(ena_check_resets(&cfg, &ops, "/proc/cz-no-such/dir", 1, NULL, 0, &res),
+	assert_int_equal(ena_check_resets(&cfg, &ops, "/proc/cz-no-such/dir", 1, NULL, &res),
 			 NPD_UNKNOWN);
 	assert_non_null(strstr(res.msg, "state"));
 }

@@ -1,0 +1,695 @@
+"""Deployment: the Helm chart, manifests/, the NPD configs, RBAC, the admission policy, the
+image recipe and the systemd units line up with what the binary and NPD actually use.
+
+Real helm and kubectl (tests/tools/get-kube-tools.sh), real promtool, systemd-analyze and the
+binary under test; Kubernetes object schemas and a CEL evaluator from npm (pinned in
+deploy_helpers.NPM_PKGS)."""
+import glob
+import json
+import os
+import re
+import shutil
+import subprocess
+
+import pytest
+import yaml
+
+from conftest import ROOT, is_root, needs_root
+from deploy_helpers import (CHART, VARIANTS, DiscoveryServer, container, find, helm, kube_tools,
+                            node_eval, one, pod_spec, render)
+
+NPD_DIR = os.path.join(ROOT, "config", "npd")
+CONDITIONS = {"MemcgZombieLeak": ("ZombieMemcgsHigh", "ZombieMemcgsNormal"),
+              "CPUCoreSaturation": ("CoreSaturationBursts", "NoCoreSaturation"),
+              "ENADeviceReset": ("ENAResetsDetected", "NoENAResets")}
+PLUGIN_BIN = "/opt/cpuzombie/bin/cpuzombie"   # where NPD's container finds the binary
+API_VERSIONS = {"Namespace": "v1", "ServiceAccount": "v1", "ConfigMap": "v1",
+                "DaemonSet": "apps/v1", "ClusterRole": "rbac.authorization.k8s.io/v1",
+                "ClusterRoleBinding": "rbac.authorization.k8s.io/v1",
+                "Role": "rbac.authorization.k8s.io/v1", "RoleBinding": "rbac.authorization.k8s.io/v1",
+                "ValidatingAdmissionPolicy": "admissionregistration.k8s.io/v1",
+                "ValidatingAdmissionPolicyBinding": "admissionregistration.k8s.io/v1"}
+CLUSTER_SCOPED = {"Namespace", "ClusterRole", "ClusterRoleBinding", "ValidatingAdmissionPolicy",
+                  "ValidatingAdmissionPolicyBinding"}
+
+
+@pytest.fixture(scope="module", autouse=True)
+def tools():
+    return kube_tools()
+
+
+@pytest.fixture(scope="module")
+def rendered():
+    return {v: render(v)[1] for v in VARIANTS}
+
+
+def npd_files():
+    return sorted(glob.glob(os.path.join(NPD_DIR, "*.json")))
+
+
+def check_of(rule):
+    """The check a rule runs: the word after "check" in its args."""
+    return rule["args"][rule["args"].index("check") + 1]
+
+
+def rendered_config(objs):
+    return one(objs, "ConfigMap", "cpuzombie-config")["data"]["cpuzombie.yaml"]
+
+
+# --- helm --------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("variant", sorted(VARIANTS))
+def test_helm_lint_strict_is_clean(variant):
+    p = helm("lint", "--strict", CHART, *VARIANTS[variant], check=False)
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert "0 chart(s) failed" in p.stdout
+    assert not re.search(r"\[(WARNING|ERROR)\]", p.stdout), p.stdout
+
+
+def test_values_schema_refuses_bad_values():
+    bad = {"config.remediation.mode=false": "config.remediation.mode",   # a bare YAML off
+           "mode=both": "mode",
+           "config.cpu.bogus=1": "bogus",
+           "config.cpu.min_burst=2": "config.cpu.min_burst",
+           "config.remediation.max_unavailable=lots": "max_unavailable",
+           "npd.checks.nonesuch=true": "nonesuch"}
+    for setting, named in bad.items():
+        p = helm("template", "x", CHART, "--set", setting, check=False)
+        assert p.returncode != 0 and "schema" in p.stderr and named in p.stderr, (setting, p)
+    # values.yaml quotes "off": a bare off would be YAML 1.1 false
+    with open(os.path.join(CHART, "values.yaml")) as f:
+        assert re.search(r'^\s+mode: "off"', f.read(), re.M)
+
+
+def test_kinds_per_variant(rendered):
+    kinds = {v: sorted((o["kind"], o["metadata"]["name"]) for o in objs)
+             for v, objs in rendered.items()}
+    base = {("Namespace", "cpuzombie"), ("ServiceAccount", "cpuzombie"),
+            ("ConfigMap", "cpuzombie-config"), ("DaemonSet", "cpuzombie"),
+            ("ClusterRole", "cpuzombie-conditions"), ("ClusterRoleBinding", "cpuzombie-conditions"),
+            ("ValidatingAdmissionPolicy", "cpuzombie-own-node-only"),
+            ("ValidatingAdmissionPolicyBinding", "cpuzombie-own-node-only")}
+    remed = {("ClusterRole", "cpuzombie-remediation"), ("ClusterRoleBinding", "cpuzombie-remediation"),
+             ("Role", "cpuzombie-budget"), ("RoleBinding", "cpuzombie-budget")}
+    assert set(kinds["default"]) == base | {("ConfigMap", "cpuzombie-npd")}
+    assert set(kinds["remediation"]) == base | remed | {("ConfigMap", "cpuzombie-npd")}
+    assert set(kinds["standalone"]) == base | remed
+    for v, k in kinds.items():
+        assert len(k) == len(set(k)), f"{v}: duplicate objects"
+
+
+def test_objects_are_well_formed(rendered):
+    for v, objs in rendered.items():
+        for o in objs:
+            assert o["apiVersion"] == API_VERSIONS[o["kind"]], (v, o["kind"])
+            md = o["metadata"]
+            assert re.fullmatch(r"[a-z0-9]([-a-z0-9.]*[a-z0-9])?", md["name"])
+            assert ("namespace" in md) == (o["kind"] not in CLUSTER_SCOPED), (v, o["kind"])
+            assert md["labels"]["app.kubernetes.io/name"] == "cpuzombie"
+        for b in find(objs, "ClusterRoleBinding") + find(objs, "RoleBinding"):
+            assert one(objs, b["roleRef"]["kind"], b["roleRef"]["name"])
+            assert b["subjects"] == [{"kind": "ServiceAccount", "name": "cpuzombie",
+                                      "namespace": "cpuzombie"}]
+        ds = one(objs, "DaemonSet")
+        sel = ds["spec"]["selector"]["matchLabels"]
+        labels = ds["spec"]["template"]["metadata"]["labels"]
+        assert sel.items() <= labels.items()
+        spec = pod_spec(objs)
+        vols = {x["name"] for x in spec["volumes"]}
+        assert len(vols) == len(spec["volumes"])
+        for c in spec["containers"] + spec.get("initContainers", []):
+            for m in c["volumeMounts"]:
+                assert m["name"] in vols, (v, c["name"], m)
+            assert c["resources"]["requests"] and c["resources"]["limits"], (v, c["name"])
+            assert c["image"] and ":" in c["image"]
+
+
+def test_kubernetes_schemas_accept_every_object(rendered):
+    """Types and required fields from the Kubernetes OpenAPI (kubernetes-models on npm).
+    It does not flag unknown fields; the structural tests above and kubectl cover those."""
+    script = """
+import { readFileSync } from "node:fs";
+const objs = JSON.parse(readFileSync(0, "utf8"));
+const groups = {"v1": "v1", "apps/v1": "apps/v1", "rbac.authorization.k8s.io/v1":
+  "rbac.authorization.k8s.io/v1", "admissionregistration.k8s.io/v1":
+  "admissionregistration.k8s.io/v1"};
+const out = [];
+for (const o of objs) {
+  const mod = await import(`kubernetes-models/${groups[o.apiVersion]}/${o.kind}`);
+  try { new mod[o.kind](o).validate(); out.push("ok"); }
+  catch (e) { out.push(`${o.kind}/${o.metadata.name}: ${e.message}`); }
+}
+console.log(JSON.stringify(out));
+"""
+    for v, objs in rendered.items():
+        res = node_eval(script, objs)
+        assert res == ["ok"] * len(objs), (v, res)
+    # the validator is live: a wrong type is refused
+    bad = json.loads(json.dumps(one(rendered["default"], "DaemonSet")))
+    bad["spec"]["template"]["spec"]["hostNetwork"] = "yes"
+    assert "must be boolean" in node_eval(script, [bad])[0]
+
+
+# --- the pod: host access exactly as needed ------------------------------------------------------
+
+def test_pod_host_access_and_privileges(rendered):
+    for v, objs in rendered.items():
+        spec = pod_spec(objs)
+        assert spec["hostNetwork"] is True          # ethtool ioctl on the host's NICs
+        assert spec.get("hostPID") in (None, False)  # see test_host_proc_without_host_pid
+        assert "hostIPC" not in spec
+        assert spec["dnsPolicy"] == "ClusterFirstWithHostNet"
+        assert spec["priorityClassName"] == "system-node-critical"
+        assert {"operator": "Exists"} in spec["tolerations"]
+        hostpaths = {x["name"]: x["hostPath"]["path"] for x in spec["volumes"] if "hostPath" in x}
+        assert hostpaths == {"host-proc": "/proc", "host-sys": "/sys", "state": "/var/lib/cpuzombie"}
+        run = [x for x in spec["volumes"] if x["name"] == "run"][0]
+        assert "emptyDir" in run
+        for c in spec["containers"] + spec.get("initContainers", []):
+            sc = c["securityContext"]
+            assert sc["privileged"] is False and sc["allowPrivilegeEscalation"] is False
+            assert sc["readOnlyRootFilesystem"] is True
+            assert sc["capabilities"]["drop"] == ["ALL"]
+            assert "add" not in sc["capabilities"], (v, c["name"])   # no capability by default
+            mounts = {m["mountPath"]: m for m in c["volumeMounts"]}
+            for root in ("/host/proc", "/host/sys"):
+                if root in mounts:
+                    assert mounts[root].get("readOnly") is True
+        for c in spec["containers"]:
+            env = {e["name"]: e for e in c["env"]}
+            assert env["NODE_NAME"]["valueFrom"]["fieldRef"]["fieldPath"] == "spec.nodeName"
+    # the kernel-stack option adds exactly the two capabilities it needs, to the agent only
+    _, objs = render("default", ["--set", "agent.readKernelStacks=true"])
+    spec = pod_spec(objs)
+    assert container(spec, "agent")["securityContext"]["capabilities"]["add"] == \
+        ["SYS_ADMIN", "SYS_PTRACE"]
+    assert "add" not in container(spec, "node-problem-detector")["securityContext"]["capabilities"]
+
+
+@needs_root
+def test_host_proc_without_host_pid(tmp_path):
+    """Why the pod has no hostPID: from a child PID namespace, the host's /proc bind-mounted
+    (what the hostPath /proc -> /host/proc mount is) still lists every host task, and their
+    task stat files (processor, stime: what task attribution reads) are readable."""
+    hp = tmp_path / "hostproc"
+    hp.mkdir()
+    script = ("mount --make-rprivate / && mount --bind /proc %s && mount -t proc proc /proc && "
+              "ls /proc | grep -c '^[0-9]' && ls %s | grep -c '^[0-9]' && "
+              "cat %s/1/task/1/stat" % (hp, hp, hp))
+    p = subprocess.run(["unshare", "--pid", "--fork", "--mount", "sh", "-c", script],
+                       capture_output=True, text=True, timeout=30)
+    assert p.returncode == 0, p.stderr
+    own, host, stat = p.stdout.splitlines()[:3]
+    assert int(host) > int(own) >= 1
+    fields = stat.rsplit(")", 1)[1].split()
+    assert len(fields) >= 37 and fields[36].isdigit()  # field 39 (processor)
+
+
+def test_mounts_match_the_config_paths(rendered, cz, tmp_path):
+    for v, objs in rendered.items():
+        cfg = yaml.safe_load(rendered_config(objs))
+        assert cfg["paths"] == {"proc": "/host/proc", "sys": "/host/sys",
+                                "state": "/var/lib/cpuzombie", "run": "/run/cpuzombie"}
+        assert cfg["agent"]["set_conditions"] is (v == "standalone")
+        spec = pod_spec(objs)
+        for c in spec["containers"]:
+            mounts = {m["mountPath"]: m["name"] for m in c["volumeMounts"]}
+            assert mounts["/host/proc"] == "host-proc" and mounts["/host/sys"] == "host-sys"
+            assert mounts["/var/lib/cpuzombie"] == "state" and mounts["/run/cpuzombie"] == "run"
+            assert mounts["/etc/cpuzombie"] in ("config", "npd-config")
+        # the rendered file is a configuration the binary accepts
+        f = tmp_path / ("cpuzombie-%s.yaml" % v)
+        f.write_text(rendered_config(objs))
+        r = cz("config", "check", "--config", str(f), check=0)
+        assert r.line.startswith("configuration OK"), r
+        r = cz("-v", "config", "check", "--config", str(f), check=0)
+        assert "set_conditions: %s" % ("true" if v == "standalone" else "false") in r.out
+        mode = {"default": "off", "remediation": "drain", "standalone": "cordon"}[v]
+        assert re.search(r"mode: \"?%s\"?" % mode, r.out), r.out
+
+
+# --- NPD: configs, paths, flags -------------------------------------------------------------------
+
+def test_npd_configmap_is_config_npd_byte_for_byte(rendered):
+    files = npd_files()
+    assert {os.path.basename(f) for f in files} == \
+        {"cpuzombie-memcg.json", "cpuzombie-cpu.json", "cpuzombie-ena.json",
+         "cpuzombie-ena-allowance.json"}
+    for v in ("default", "remediation"):
+        data = one(rendered[v], "ConfigMap", "cpuzombie-npd")["data"]
+        assert sorted(data) == sorted(os.path.basename(f) for f in files)
+        for f in files:
+            assert data[os.path.basename(f)] == open(f).read(), f
+    assert not find(rendered["standalone"], "ConfigMap", "cpuzombie-npd")
+
+
+def test_npd_configs_conditions_and_timeouts():
+    seen = {}
+    for f in npd_files():
+        c = json.load(open(f))
+        assert c["plugin"] == "custom"
+        pc = c["pluginConfig"]
+        dur = lambda s: int(s[:-1]) * {"s": 1, "m": 60}[s[-1]]  # noqa: E731
+        conds = {x["type"]: x for x in c["conditions"]}
+        perm = [r for r in c["rules"] if r["type"] == "permanent"]
+        assert all(r["type"] in ("permanent", "temporary") for r in c["rules"])
+        for r in c["rules"]:
+            assert dur(r["timeout"]) <= dur(pc["timeout"]) < dur(pc["invoke_interval"]), f
+            i = r["args"].index("--max-output")
+            assert int(r["args"][i + 1]) == pc["max_output_length"], f
+        for r in perm:
+            assert r["condition"] in conds, f
+            assert seen.setdefault(r["condition"], f) == f, "two permanent rules on one condition"
+            assert (r["reason"], conds[r["condition"]]["reason"]) == CONDITIONS[r["condition"]]
+        temp = [r for r in c["rules"] if r["type"] == "temporary"]
+        for r in temp:
+            assert r["reason"] == "ENAAllowanceExceeded" and check_of(r) == "ena-allowance"
+        assert len(perm) == len(conds), f
+    assert set(seen) == set(CONDITIONS)
+
+
+def test_npd_rules_point_where_the_init_container_puts_the_binary(rendered):
+    spec = pod_spec(rendered["default"])
+    init = container(spec, "install-plugin")
+    npd = container(spec, "node-problem-detector")
+    # init copies the image's /opt/cpuzombie into the "plugin" volume ...
+    assert init["command"] == ["cp", "-a", "/opt/cpuzombie/.", "/plugin/"]
+    assert {m["name"]: m["mountPath"] for m in init["volumeMounts"]} == {"plugin": "/plugin"}
+    # ... which NPD's container mounts back at /opt/cpuzombie
+    npd_mounts = {m["name"]: m for m in npd["volumeMounts"]}
+    assert npd_mounts["plugin"]["mountPath"] == "/opt/cpuzombie"
+    assert npd_mounts["plugin"]["readOnly"] is True
+    # the image's layout (bundle-plugin.sh PREFIX /opt/cpuzombie) puts the binary at bin/
+    df = open(os.path.join(ROOT, "manifests", "image", "Dockerfile")).read()
+    assert "bundle-plugin build/cpuzombie /opt/cpuzombie" in df
+    assert "COPY --from=build /opt/cpuzombie /opt/cpuzombie" in df
+    for f in npd_files():
+        for r in json.load(open(f))["rules"]:
+            assert r["path"] == PLUGIN_BIN, f"{os.path.basename(f)}: rule path {r['path']} is " \
+                f"not where the init container puts the binary ({PLUGIN_BIN})"
+    # NPD is pointed at exactly the projected config files
+    flag = [a for a in npd["command"] if a.startswith("--config.custom-plugin-monitor=")]
+    listed = flag[0].split("=", 1)[1].split(",")
+    vol = [x for x in spec["volumes"] if x["name"] == "npd-config"][0]["projected"]["sources"]
+    items = [i["path"] for s in vol if s["configMap"]["name"] == "cpuzombie-npd"
+             for i in s["configMap"]["items"]]
+    assert sorted(listed) == sorted("/etc/cpuzombie/" + i for i in items)
+    assert sorted(os.path.basename(x) for x in listed) == \
+        sorted(os.path.basename(f) for f in npd_files())
+    assert npd["command"][0] == "/node-problem-detector"
+    assert npd_mounts["npd-config"]["mountPath"] == "/etc/cpuzombie"
+
+
+def test_rule_and_agent_flags_are_the_binarys(cz, rendered):
+    """Every flag the NPD rules and the agent container pass is one --help documents and the
+    binary accepts (the runs in test_npd_rules_run_in_the_pod_layout use them for real)."""
+    top = cz("--help", check=0).out
+    documented = set(re.findall(r"(--[a-z][-a-z]*)", top))
+    args = [a for f in npd_files() for r in json.load(open(f))["rules"] for a in r["args"]]
+    agent = container(pod_spec(rendered["default"]), "agent")["command"]
+    assert agent[0] == "/usr/local/bin/cpuzombie" and agent[-1] == "agent"
+    for a in args + agent[1:]:
+        if a.startswith("--"):
+            assert a in documented, a
+    assert re.search(r"^cpuzombie agent", top, re.M)
+    for sub in ("memcg", "cpu", "ena", "ena-allowance"):
+        assert sub in re.search(r"^cpuzombie check (\S+)", top, re.M).group(1).split("|")
+
+
+def _bundle(cz_bin, root):
+    subprocess.run([os.path.join(ROOT, "manifests", "image", "bundle-plugin.sh"), cz_bin,
+                    "/opt/cpuzombie", str(root)], check=True, capture_output=True, text=True)
+
+
+def _in_pod_layout(root, cfg, cmds, timeout=60):
+    """Run @cmds (argv lists) chrooted into @root laid out like the NPD container: /opt/cpuzombie
+    (the bundle), /etc/cpuzombie/cpuzombie.yaml, the host's /proc and /sys at /host/proc and
+    /host/sys, /var/lib/cpuzombie, /run/cpuzombie, plus the /proc and /dev a container has."""
+    for d in ("host/proc", "host/sys", "proc", "dev", "etc/cpuzombie", "var/lib/cpuzombie",
+              "run/cpuzombie"):
+        os.makedirs(os.path.join(root, d), exist_ok=True)
+    with open(os.path.join(root, "etc/cpuzombie/cpuzombie.yaml"), "w") as f:
+        f.write(cfg)
+    q = lambda a: "'" + a.replace("'", "'\\''") + "'"  # noqa: E731
+    lines = ["set -e", "mount --make-rprivate /"]
+    for src, dst in (("/proc", "host/proc"), ("/sys", "host/sys"), ("/proc", "proc"),
+                     ("/dev", "dev")):
+        lines.append("mount --rbind %s %s/%s" % (src, root, dst))
+    lines.append("set +e")
+    for c in cmds:
+        lines.append("chroot %s %s; echo \"rc=$?\"" % (root, " ".join(q(a) for a in c)))
+    env = {"PATH": "/usr/bin:/bin:/usr/sbin:/sbin",
+           "ASAN_OPTIONS": "detect_leaks=1:abort_on_error=0",
+           "UBSAN_OPTIONS": "print_stacktrace=1:halt_on_error=1"}
+    p = subprocess.run(["unshare", "--mount", "sh", "-c", "\n".join(lines)], capture_output=True,
+                       text=True, timeout=timeout, env=env)
+    assert p.returncode == 0, p.stderr
+    out, res = [], []
+    for l in p.stdout.splitlines():
+        if l.startswith("rc="):
+            res.append((int(l[3:]), out))
+            out = []
+        else:
+            out.append(l)
+    return res, p.stderr
+
+
+@needs_root
+def test_npd_rules_run_in_the_pod_layout(cz_bin, rendered, tmp_path):
+    """The binary as the init container hands it over (bundle-plugin.sh: own loader and libc)
+    runs every NPD rule, path and args exactly as in config/npd, chrooted into a tree that has
+    nothing but what the NPD container mounts, against this machine's real /proc and /sys.
+    Then the agent command (--once) fills the shared run dir and check cpu sees its sampler."""
+    root = tmp_path / "pod"
+    _bundle(cz_bin, root)
+    assert sorted(os.listdir(root)) == ["opt"]          # no /lib, no /usr: nothing borrowed
+    rules = [r for f in npd_files() for r in json.load(open(f))["rules"]]
+    cmds = [[r["path"], *r["args"]] for r in rules]
+    agent = container(pod_spec(rendered["default"]), "agent")["command"]
+    agent_cmd = [PLUGIN_BIN, *agent[1:], "--once"]
+    cpu_rule = [r for r in rules if check_of(r) == "cpu"][0]
+    cmds += [agent_cmd, [cpu_rule["path"], *cpu_rule["args"]]]
+    res, err = _in_pod_layout(str(root), rendered_config(rendered["default"]), cmds,
+                              timeout=120)
+    assert len(res) == len(cmds), err
+    for (rc, out), c in zip(res, cmds):
+        if c is agent_cmd:
+            assert rc == 0, (c, out, err)
+            continue
+        assert rc in (0, 1), (c, rc, out, err)         # a verdict, never "could not tell"
+        assert len(out) == 1 and all(32 <= ord(ch) < 127 for ch in out[0]), (c, out)
+        assert not re.match(r"(bad |cannot |usage)", out[0]), (c, out)
+    first_cpu = res[[check_of(r) for r in rules].index("cpu")]
+    assert "no sampler" in first_cpu[1][0], first_cpu     # before the agent ran: inline
+    # after the agent's cycle, check cpu reads the sampler's heartbeat instead of sampling inline
+    assert "no sampler" not in res[-1][1][0], res[-1]
+    assert os.listdir(root / "run" / "cpuzombie"), "the agent wrote nothing to the run dir"
+
+
+# --- RBAC --------------------------------------------------------------------------------------
+
+# Every API call of the Kubernetes code, as read in plugin/kube.c, kube_agent.c, remediate.c:
+# (file, method, path shape, the RBAC (group, resource, verb) it needs, role).
+CALLS = [
+    ("kube.c", "POST", "/api/v1/namespaces/default/events", ("", "events", "create"), "conditions"),
+    ("kube_agent.c", "GET", "/api/v1/nodes/%s", ("", "nodes", "get"), "conditions"),
+    ("kube_agent.c", "PATCH", "/api/v1/nodes/%s/status", ("", "nodes/status", "patch"),
+     "conditions"),
+    ("remediate.c", "GET", "/api/v1/nodes/%s", ("", "nodes", "get"), "conditions"),
+    ("remediate.c", "PATCH", "/api/v1/nodes/%s", ("", "nodes", "patch"), "remediation"),
+    ("remediate.c", "GET", "/api/v1/nodes", ("", "nodes", "list"), "remediation"),
+    ("remediate.c", "GET", "leases?labelSelector", ("coordination.k8s.io", "leases", "list"),
+     "budget"),
+    ("remediate.c", "POST", "leases", ("coordination.k8s.io", "leases", "create"), "budget"),
+    ("remediate.c", "PUT", "leases/%s", ("coordination.k8s.io", "leases", "update"), "budget"),
+    ("remediate.c", "DELETE", "leases/%s", ("coordination.k8s.io", "leases", "delete"), "budget"),
+    ("remediate.c", "GET", "/api/v1/pods?fieldSelector=spec.nodeName", ("", "pods", "list"),
+     "remediation"),
+    ("remediate.c", "POST", "/api/v1/namespaces/%s/pods/%s/eviction",
+     ("", "pods/eviction", "create"), "remediation"),
+    ("remediate.c", "DELETE", "/api/v1/namespaces/%s/pods/%s", ("", "pods", "delete"),
+     "remediation"),   # only with remediation.allow_delete
+]
+# NPD's k8s exporter: get nodes, patch nodes/status, create/patch/update events.
+NPD_NEEDS = {("", "nodes", "get"), ("", "nodes/status", "patch"), ("", "events", "create"),
+             ("", "events", "patch"), ("", "events", "update")}
+
+
+def _grants(objs, name):
+    kind = "Role" if name == "cpuzombie-budget" else "ClusterRole"
+    got = set()
+    for r in one(objs, kind, name)["rules"]:
+        for g in r["apiGroups"]:
+            for res in r["resources"]:
+                for v in r["verbs"]:
+                    got.add((g, res, v))
+    return got
+
+
+def test_rbac_source_calls_are_the_table():
+    """The call table above is what the code does: as many call sites, each shape present.
+    A new API call in the Kubernetes code fails here until the roles (and CALLS) cover it."""
+    sites = {}
+    for f in ("kube.c", "kube_agent.c", "remediate.c"):
+        src = open(os.path.join(ROOT, "plugin", f)).read()
+        sites[f] = len(re.findall(r"kube_(?:request|json)\(\s*\w+->kc\b|kube_json\(kc,", src))
+        for cf, method, shape, *_ in CALLS:
+            if cf == f:
+                assert f'"{method}"' in src and shape.split("?")[0].split("%")[0].rstrip("/") \
+                    in src.replace('"/apis/coordination.k8s.io/v1/namespaces/%s/leases%s%s"',
+                                   "leases leases/%s"), (f, method, shape)
+    # remediate.c: 10 call sites (one does PUT or POST); kube_agent.c 2; kube.c 1 (events)
+    assert sites == {"kube.c": 1, "kube_agent.c": 2, "remediate.c": 10}, sites
+
+
+def test_rbac_is_exactly_what_the_code_and_npd_call(rendered):
+    d, r, s = rendered["default"], rendered["remediation"], rendered["standalone"]
+    need = lambda role: {c[3] for c in CALLS if c[4] == role}  # noqa: E731
+    assert _grants(d, "cpuzombie-conditions") == NPD_NEEDS | need("conditions")
+    assert _grants(r, "cpuzombie-remediation") == need("remediation")     # allow_delete on
+    assert _grants(r, "cpuzombie-budget") == need("budget")
+    assert one(r, "Role", "cpuzombie-budget")["metadata"]["namespace"] == "kube-system"
+    # without allow_delete no pod is ever deleted
+    assert _grants(s, "cpuzombie-remediation") == need("remediation") - {("", "pods", "delete")}
+    assert not find(d, "ClusterRole", "cpuzombie-remediation")       # remediation off: no role
+    _, ns = render("remediation", ["--set", "config.remediation.lease_namespace=cz-budget"])
+    assert one(ns, "Role", "cpuzombie-budget")["metadata"]["namespace"] == "cz-budget"
+
+
+# --- admission policy ----------------------------------------------------------------------------
+
+SA = "system:serviceaccount:cpuzombie:cpuzombie"
+
+
+def _req(op, resource, name, node=None, user=SA, obj=None, old=None, extra=None):
+    ex = {} if node is None else {"authentication.kubernetes.io/node-name": [node]}
+    ex.update(extra or {})
+    return {"request": {"operation": op, "name": name,
+                        "resource": {"group": "coordination.k8s.io" if resource == "leases"
+                                     else "", "version": "v1", "resource": resource},
+                        "userInfo": {"username": user, "extra": ex}},
+            "object": obj, "oldObject": old}
+
+
+def _lease(holder):
+    return {"metadata": {"name": "cpuzombie-slot-0"}, "spec": {} if holder is None
+            else {"holderIdentity": holder}}
+
+
+def _event(kind, name):
+    return {"involvedObject": {"kind": kind, "name": name}}
+
+
+# (request, allowed?)
+SAMPLES = [
+    (_req("UPDATE", "nodes", "n1", "n1"), True),                     # cordon itself
+    (_req("UPDATE", "nodes", "n2", "n1"), False),                    # cordon another node
+    (_req("UPDATE", "nodes", "n1"), False),                          # token without the claim
+    (_req("UPDATE", "nodes", "n2", user="system:node:n2"), True),    # not us: not matched
+    (_req("UPDATE", "nodes", "n1", "n1", extra={
+        "authentication.kubernetes.io/node-name": ["n1", "n2"]}), False),
+    (_req("CREATE", "events", "", "n1", obj=_event("Node", "n1")), True),
+    (_req("CREATE", "events", "", "n1", obj=_event("Node", "n2")), False),
+    (_req("UPDATE", "events", "e", "n1", obj=_event("Pod", "n1")), False),
+    (_req("CREATE", "leases", "", "n1", obj=_lease("n1")), True),
+    (_req("CREATE", "leases", "", "n1", obj=_lease("n2")), False),
+    (_req("UPDATE", "leases", "s0", "n1", obj=_lease("n1"), old=_lease("n2")), True),  # expired
+    (_req("UPDATE", "leases", "s0", "n1", obj=_lease(None), old=_lease("n1")), False),
+    (_req("DELETE", "leases", "s0", "n1", old=_lease("n1")), True),
+    (_req("DELETE", "leases", "s0", "n1", old=_lease("n2")), False),
+]
+
+
+def _policy_in_python(pol, r):
+    """The policy's rule, re-implemented: is request @r allowed?"""
+    req = r["request"]
+    if req["userInfo"]["username"] != SA:
+        return True                                          # matchConditions
+    names = req["userInfo"]["extra"].get("authentication.kubernetes.io/node-name", [])
+    node = names[0] if len(names) == 1 else ""
+    res = req["resource"]["resource"]
+    if not node:
+        return False
+    if res == "nodes":
+        return req["name"] == node
+    if res == "events":
+        o = r["object"]["involvedObject"]
+        return o["kind"] == "Node" and o["name"] == node
+    if res == "leases":
+        o = r["oldObject"] if req["operation"] == "DELETE" else r["object"]
+        return o["spec"].get("holderIdentity") == node
+    return True
+
+
+CEL_SCRIPT = """
+import { readFileSync } from "node:fs";
+import { run } from "@bufbuild/cel";
+const { policy, samples } = JSON.parse(readFileSync(0, "utf8"));
+const toCel = (v) => v === null || typeof v !== "object" ? v
+  : Array.isArray(v) ? v.map(toCel) : new Map(Object.entries(v).map(([k, x]) => [k, toCel(x)]));
+// An evaluation error (a value that is not a plain answer) is an error, never a "no".
+const value = (r) => { if (r !== null && typeof r === "object") throw new Error(String(r.message ?? r)); return r; };
+const bool = (r) => { if (typeof value(r) !== "boolean") throw new Error("not a bool: " + r); return r; };
+const out = [];
+for (const s of samples) {
+  const vars = { request: toCel(s.request), object: toCel(s.object), oldObject: toCel(s.oldObject) };
+  try {
+    if (!policy.matchConditions.every((m) => bool(run(m.expression, vars)))) { out.push(true); continue; }
+    const variables = new Map();
+    for (const v of policy.variables) variables.set(v.name, value(run(v.expression, { ...vars, variables })));
+    out.push(policy.validations.every((v) => bool(run(v.expression, { ...vars, variables }))));
+  } catch (e) { out.push("error: " + e.message); }
+}
+console.log(JSON.stringify(out));
+"""
+
+
+def test_admission_policy_lets_a_node_change_only_itself(rendered):
+    """The ValidatingAdmissionPolicy's CEL, evaluated two ways on sample requests: a Python
+    re-implementation of the rule, and the policy's own expressions run by a CEL evaluator
+    (@bufbuild/cel; standard CEL, which is all these expressions use). The API server's own
+    evaluation (its type checker, request.userInfo as it really arrives) needs a real API
+    server, which these machines cannot run."""
+    pol = one(rendered["default"], "ValidatingAdmissionPolicy")["spec"]
+    binding = one(rendered["default"], "ValidatingAdmissionPolicyBinding")["spec"]
+    assert binding == {"policyName": "cpuzombie-own-node-only", "validationActions": ["Deny"]}
+    assert pol["failurePolicy"] == "Fail"
+    rules = {(tuple(r["apiGroups"]), tuple(r["resources"]), tuple(r["operations"]))
+             for r in pol["matchConstraints"]["resourceRules"]}
+    assert rules == {(("",), ("nodes", "nodes/status"), ("UPDATE",)),
+                     (("",), ("events",), ("CREATE", "UPDATE")),
+                     (("coordination.k8s.io",), ("leases",), ("CREATE", "UPDATE", "DELETE"))}
+    # every mutating call of the role tables is under the policy (evictions cannot be: an
+    # Eviction names a pod, not its node)
+    for _, method, _, (group, res, verb), _ in CALLS:
+        if verb in ("patch", "update", "create", "delete") and res != "pods/eviction" \
+                and res != "pods":
+            assert any(res in r[1] and group in r[0] for r in rules), res
+    want = [ok for _, ok in SAMPLES]
+    assert [_policy_in_python(pol, r) for r, _ in SAMPLES] == want
+    got = node_eval(CEL_SCRIPT, {"policy": pol, "samples": [r for r, _ in SAMPLES]})
+    assert got == want, list(zip(got, want))
+    # the evaluator is live: a syntax error is reported, not taken for an answer
+    broken = dict(pol, validations=[{"expression": "request.name == ("}])
+    assert str(node_eval(CEL_SCRIPT, {"policy": broken, "samples": [SAMPLES[0][0]]})[0]) \
+        .startswith("error:")
+    _, off = render("default", ["--set", "admissionPolicy.enabled=false"])
+    assert not find(off, "ValidatingAdmissionPolicy")
+
+
+# --- manifests/, kubectl, NOTES -----------------------------------------------------------------
+
+def test_manifests_equal_the_charts_default_rendering():
+    p = subprocess.run([os.path.join(ROOT, "tests", "tools", "render-manifests.sh"), "--check"],
+                       capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, p.stdout[-3000:] + p.stderr
+    text, objs = render("default")
+    with open(os.path.join(ROOT, "manifests", "cpuzombie.yaml")) as f:
+        assert [d for d in yaml.safe_load_all(f) if d] == objs
+
+
+def test_kubectl_accepts_the_manifests(tmp_path):
+    """Real kubectl, client-side dry run (--validate=false: no OpenAPI offline) against a
+    discovery-only server on 127.0.0.1 that knows the real group/version/resource names: kubectl
+    parses every document, maps every kind, and would create each object."""
+    srv = DiscoveryServer(tmp_path)
+    try:
+        p = subprocess.run([shutil.which("kubectl") and os.path.join(
+            ROOT, "build", "tools", "bin", "kubectl"), "--kubeconfig", srv.kubeconfig, "apply",
+            "--dry-run=client", "--validate=false", "-o", "name", "-f",
+            os.path.join(ROOT, "manifests", "cpuzombie.yaml")],
+            capture_output=True, text=True, timeout=120)
+        assert p.returncode == 0, p.stderr
+        _, objs = render("default")
+        want = sorted("%s/%s" % (o["kind"].lower() + ("." + o["apiVersion"].split("/")[0]
+                                                      if "/" in o["apiVersion"] else ""),
+                                 o["metadata"]["name"]) for o in objs)
+        assert sorted(p.stdout.split()) == want
+        assert not [l for l in srv.log if not l.startswith("GET")]   # a dry run writes nothing
+        # NOTES.txt: helm install --dry-run renders it (it asks the server's /version)
+        env = dict(os.environ, KUBECONFIG=srv.kubeconfig)
+        for v in VARIANTS:
+            p = subprocess.run([os.path.join(ROOT, "build", "tools", "bin", "helm"), "install",
+                                "--dry-run=client", "--disable-openapi-validation", "cpuzombie", CHART, *VARIANTS[v]],
+                               capture_output=True, text=True, timeout=120, env=env)
+            assert p.returncode == 0, p.stderr
+            notes = p.stdout.split("NOTES:", 1)[1]
+            assert "kubectl describe node" in notes and "custom-columns" in notes
+            for c in CONDITIONS:
+                assert '.status.conditions[?(@.type=="%s")].status' % c in notes
+            assert ("node-problem-detector" in notes) == (v != "standalone")
+    finally:
+        srv.close()
+
+
+# --- Prometheus rules, systemd units, image recipe -----------------------------------------------
+
+def test_prometheus_rules(tmp_path):
+    rules = os.path.join(ROOT, "manifests", "prometheus-rules.yaml")
+    p = subprocess.run(["promtool", "check", "rules", rules], capture_output=True, text=True)
+    assert p.returncode == 0, p.stdout + p.stderr
+    types = set(re.findall(r'problem_gauge\{type="(\w+)"\}', open(rules).read()))
+    assert types == set(CONDITIONS)
+    spec = {r["alert"]: r for g in yaml.safe_load(open(rules))["groups"] for r in g["rules"]}
+
+    def exp(alert, instance):
+        ann = {k: v.replace("{{ $labels.instance }}", instance)
+               for k, v in spec[alert]["annotations"].items()}
+        return [{"exp_labels": dict(spec[alert]["labels"], instance=instance),
+                 "exp_annotations": ann}]
+    t = tmp_path / "t.yaml"
+    t.write_text(yaml.safe_dump({"rule_files": [rules], "evaluation_interval": "1m", "tests": [{
+        "interval": "1m",
+        "input_series": [
+            {"series": 'problem_gauge{type="MemcgZombieLeak",reason="ZombieMemcgsHigh",'
+                       'instance="a"}', "values": "1x30"},
+            {"series": 'problem_gauge{type="CPUCoreSaturation",reason="CoreSaturationBursts",'
+                       'instance="a"}', "values": "0x10 1x20"},
+            {"series": 'problem_gauge{type="MemcgZombieLeak",reason="ZombieMemcgsHigh",'
+                       'instance="b"}', "values": "0x30"}],
+        "alert_rule_test": [
+            {"eval_time": "10m", "alertname": "CPUZombieMemcgLeak", "exp_alerts": []},
+            {"eval_time": "20m", "alertname": "CPUZombieMemcgLeak",
+             "exp_alerts": exp("CPUZombieMemcgLeak", "a")},
+            {"eval_time": "12m", "alertname": "CPUZombieChain", "exp_alerts": []},
+            {"eval_time": "20m", "alertname": "CPUZombieChain",
+             "exp_alerts": exp("CPUZombieChain", "a")}]}]}))
+    p = subprocess.run(["promtool", "test", "rules", str(t)], capture_output=True, text=True)
+    assert p.returncode == 0, p.stdout + p.stderr
+    # the chart's PrometheusRule carries the same groups
+    _, objs = render("default", ["--set", "prometheusRule.enabled=true"])
+    assert one(objs, "PrometheusRule")["spec"] == yaml.safe_load(open(rules))
+
+
+def test_systemd_units_verify(cz_bin, tmp_path):
+    if not shutil.which("systemd-analyze"):
+        pytest.skip("systemd-analyze missing")
+    src = os.path.join(ROOT, "config", "systemd")
+    for u in ("cpuzombie-check@.service", "cpuzombie-check@.timer"):
+        text = open(os.path.join(src, u)).read().replace("/usr/local/bin/cpuzombie", cz_bin)
+        (tmp_path / u).write_text(text)
+    exec_start = re.search(r"^ExecStart=(\S+) (.*)$", open(os.path.join(
+        src, "cpuzombie-check@.service")).read(), re.M)
+    assert exec_start.group(1) == "/usr/local/bin/cpuzombie"   # `make install` PREFIX default
+    assert exec_start.group(2) == "check %i"
+    units = [str(tmp_path / "cpuzombie-check@memcg.service"),
+             str(tmp_path / "cpuzombie-check@memcg.timer")]
+    p = subprocess.run(["systemd-analyze", "verify", *units], capture_output=True, text=True)
+    assert p.returncode == 0, p.stderr
+    # verify is live: a typo is refused
+    (tmp_path / "cpuzombie-check@.service").write_text(text.replace("Type=oneshot", "Type=oneshoot"))
+    p = subprocess.run(["systemd-analyze", "verify", units[0]], capture_output=True, text=True)
+    assert p.returncode != 0 or "oneshoot" in p.stderr
+
+
+def test_image_recipe_uses_what_exists():
+    """No container engine runs here: the Dockerfile is untested as a build. What can be
+    checked: every file it copies exists, it builds with the project's make, ships the bundle
+    the DaemonSet's init container copies and the agent binary its command names."""
+    df = open(os.path.join(ROOT, "manifests", "image", "Dockerfile")).read()
+    stages = re.findall(r"^FROM (\S+)", df, re.M)
+    assert stages == ["debian:bookworm", "debian:bookworm-slim"]
+    for src in re.findall(r"^COPY (?!--from)(\S+)", df, re.M):
+        assert glob.glob(os.path.join(ROOT, src.rstrip("*").rstrip("/")) + "*"), src
+    assert "make -j" in df and "libcurl4 libsystemd0" in df
+    assert "COPY --from=build /src/build/cpuzombie /usr/local/bin/cpuzombie" in df
