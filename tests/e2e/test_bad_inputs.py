@@ -18,13 +18,13 @@ import json
 import os
 import re
 import shutil
+import subprocess
 import threading
 import time
 
 import pytest
 
 import hardening_helpers as hh
-import kube_helpers as kh
 
 MEMCG = os.path.join(hh.FIXTURES, "memcg", "this-vm-hybrid")
 ENA = os.path.join(hh.FIXTURES, "ena")
@@ -474,11 +474,6 @@ API_CASES = [
 ]
 
 
-@pytest.fixture(scope="module")
-def certs(tmp_path_factory):
-    return kh.Certs(str(tmp_path_factory.mktemp("hcerts")))
-
-
 def kube_cycle_config(tmp, url, ca, mode="cordon", extra=""):
     kc = hh.kubeconfig(os.path.join(tmp, "kc"), url, ca)
     p = os.path.join(tmp, "cz.yaml")
@@ -521,3 +516,91 @@ def test_bad_api_answer(case, certs, tmp_path):
             assert not path.endswith("/eviction"), reqs
         if not exp["cordon"]:
             assert b'"unschedulable":true' not in body.replace(b" ", b""), reqs
+
+
+# -- the agent: logs and keeps running ---------------------------------------------------------
+
+def heartbeat_time(run):
+    try:
+        for line in open(os.path.join(run, "cpu-heartbeat")):
+            if line.startswith("time_ms "):
+                return int(line.split()[1])
+    except (OSError, ValueError):
+        pass
+    return 0
+
+
+def stop_agent(p):
+    p.send_signal(15)
+    out, err = p.communicate(timeout=20)
+    return p.returncode, err
+
+
+def test_agent_survives_bad_host_and_run_files(tmp_path):
+    """Corrupt run-dir files at start, then /proc/stat turning to garbage, binary, empty and
+    truncated under a running agent: it logs, skips those samples, and samples again once the
+    file is good; SIGTERM still ends it cleanly."""
+    proc, run = tmp_path / "proc", tmp_path / "run"
+    proc.mkdir()
+    run.mkdir()
+    good = open("/proc/stat", "rb").read()
+    write(str(proc / "stat"), good)
+    write(str(run / "cpu-bursts"), b"cpuzombie-state 1 cpu-bursts\nburst x y\nend 00000000\n")
+    write(str(run / "cpu-heartbeat"), os.urandom(300))
+    write(str(run / "cpu-history"), b"CZHIST1\n" + os.urandom(5000))
+    p = subprocess.Popen([hh.bin_path(), "--proc-root", str(proc), "--sys-root", "/sys",
+                          "--run-dir", str(run), "--state-dir", str(tmp_path / "st"), "agent"],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        time.sleep(1.0)
+        for bad in (b"cpu  garbage\n", os.urandom(4096), b"", b"cpu  1 2 3\ncpu0 1", good):
+            with open(proc / "stat", "r+b") as f:   # in place: the agent keeps its fd open
+                f.truncate(0)
+                f.write(bad)
+            time.sleep(0.8)
+            assert p.poll() is None, p.communicate()
+        t1 = heartbeat_time(run)
+        time.sleep(2.5)     # HISTORY_HEARTBEAT_MS = 2 s
+        assert heartbeat_time(run) > t1, "sampling did not resume"
+    finally:
+        rc, err = stop_agent(p)
+    err = err.decode(errors="replace")
+    hh.assert_no_sanitizer(err)
+    assert rc == 0, err
+    assert "Failed to sample /proc/stat" in err, err
+    assert "\nstopped 1\n" in open(run / "cpu-heartbeat").read()
+
+
+def test_agent_survives_bad_api_answers(certs, tmp_path):
+    """The agent publishing conditions every second to an API server that answers garbage,
+    errors, or too slowly: it logs each failed cycle and keeps sampling."""
+    answers = [hh.Reply(body=b"<html>"), hh.Reply(status=500, body=b"{}"),
+               hh.Reply(body={"items": 5}), hh.Reply(body=b"[" * 100000),
+               hh.Reply(body=json.dumps(hh.node(NODE)).encode(), drip=200)]
+    seq = iter(range(10 ** 6))
+    srv = hh.RawApi(certs, lambda m, path, b: answers[next(seq) % len(answers)])
+    run = tmp_path / "run"
+    try:
+        kc = hh.kubeconfig(str(tmp_path / "kc"), srv.url, certs.ca)
+        cfg = write(str(tmp_path / "cz.yaml"),
+                    "kubernetes:\n  node_name: %s\n  kubeconfig: %s\n  timeout: 1s\n"
+                    "agent:\n  set_conditions: true\n  check_interval: 1s\n"
+                    "remediation:\n  mode: cordon\n  for: 1s\n" % (NODE, kc))
+        p = subprocess.Popen([hh.bin_path(), "--config", cfg, "--run-dir", str(run),
+                              "--state-dir", str(tmp_path / "st"), "agent"],
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        try:
+            time.sleep(6)
+            assert p.poll() is None, p.communicate()
+            assert heartbeat_time(run) > 0
+        finally:
+            rc, err = stop_agent(p)
+    finally:
+        srv.stop()
+    err = err.decode(errors="replace")
+    hh.assert_no_sanitizer(err)
+    assert rc == 0, err
+    assert len(srv.requests) >= 3, srv.requests
+    assert "cannot read node" in err, err
+    for method, path, body in srv.requests:
+        assert b'"unschedulable":true' not in body.replace(b" ", b""), srv.requests
