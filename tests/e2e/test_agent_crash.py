@@ -11,7 +11,7 @@ The agent is SIGKILLed at random moments while a pinned on/off load makes it rec
     says "corrupt", never moves anything aside.
 check ena's state is exercised the same way through a veth pair in a network namespace of the
 test's own (the ioctl path is the same one ENA devices take; the driver filter is widened to
-veth). The lead's test_state_crash.py does this for check memcg.
+veth), then with six checks at once (NPD runs plugins concurrently), one of them killed. The lead's test_state_crash.py does this for check memcg.
 """
 import os
 import random
@@ -143,6 +143,18 @@ def test_check_ena_kill9_never_tears_state(tmp_path):
             cur = envelope_ok(st / "ena", "ena")
             assert cur.startswith(b"read ") or cur == prev, cur[:100]
             prev = cur
+        # NPD running checks concurrently, some of them killed: still never torn
+        for i in range(RUNS // 4):
+            ps = [subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                   text=True) for _ in range(6)]
+            time.sleep(rng.uniform(0, 0.01))
+            ps[i % 6].send_signal(signal.SIGKILL)
+            for q in ps:
+                out, err = q.communicate(timeout=30)
+                assert q.returncode in (0, -9), (q.returncode, out, err)
+                assert "corrupt" not in out + err, (out, err)
+            envelope_ok(st / "ena", "ena")
+            assert not [f for f in os.listdir(st) if f.endswith(".corrupt")], os.listdir(st)
         r = subprocess.run(cmd, capture_output=True, text=True, timeout=30)
         assert r.returncode == 0 and "corrupt" not in r.stdout + r.stderr, r
         print("check ena kill -9 x%d: %s" % (RUNS * 2, outcomes))
