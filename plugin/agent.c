@@ -9,6 +9,7 @@
 #include "burst.h"
 #include "cpustat.h"
 #include "irq.h"
+#include "log.h"
 #include "systemd.h"
 #include "tasks.h"
 #include "util.h"
@@ -307,12 +308,15 @@ static void log_events(struct agent *a, const struct burst_event *ev, int n)
 	for (int i = 0; i < n && i < HISTORY_ACTIVE_MAX; i++) {
 		int r = burst_log_append(a->ctx->cfg.paths.run, &ev[i]);
 
+		struct log_fields f = { LOG_MID_BURST, "cpu", (int)ev[i].cpu, NULL };
+
 		if (r < 0)
-			fprintf(stderr, "cpuzombie agent: Failed to record burst on cpu%u: %s\n",
-				ev[i].cpu, strerror(-r));
-		else if (a->ctx->verbose)
-			fprintf(stderr, "cpuzombie agent: burst cpu%u %.1fs peak %.0f%%\n", ev[i].cpu,
-				(double)(ev[i].end_ms - ev[i].start_ms) / 1000.0, ev[i].peak_pct);
+			log_msg(LOG_PRIO_ERR, &f, "Failed to record burst on cpu%u: %s", ev[i].cpu,
+				strerror(-r));
+		else if (a->ctx->verbose || log_to_journal())
+			log_msg(LOG_PRIO_NOTICE, &f, "burst cpu%u %.1fs peak %.0f%%%s%s", ev[i].cpu,
+				(double)(ev[i].end_ms - ev[i].start_ms) / 1000.0, ev[i].peak_pct,
+				ev[i].ntasks ? " top " : "", ev[i].ntasks ? ev[i].task[0].comm : "");
 	}
 }
 

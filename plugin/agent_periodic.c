@@ -6,7 +6,11 @@
 #include <time.h>
 
 #include "agent_periodic.h"
+#include "canary.h"
 #include "kube_agent.h"
+#include "log.h"
+#include "metrics.h"
+#include "report.h"
 #include "util.h"
 
 #define MAX_RESULTS 8
@@ -15,6 +19,7 @@
 struct periodic {
 	struct cz_ctx *ctx;
 	struct kube_agent *ka;
+	int last[MAX_RESULTS];		/* previous status per check, -1 before the first */
 	pthread_t thread;
 	bool started;
 	atomic_bool stop, done;
@@ -37,8 +42,10 @@ int periodic_new(struct cz_ctx *ctx, struct periodic **ret)
 	pthread_cond_init(&p->wake, NULL);
 	r = kube_agent_new(&ctx->cfg, &p->ka, err, sizeof(err));
 	if (r < 0)
-		fprintf(stderr, "cpuzombie agent: Kubernetes disabled: %s\n", err);
-	if (!p->ka) {
+		log_msg(LOG_PRIO_WARNING, NULL, "Kubernetes disabled: %s", err);
+	for (size_t i = 0; i < MAX_RESULTS; i++)
+		p->last[i] = -1;
+	if (!p->ka && !ctx->cfg.agent.metrics_textfile[0]) {
 		/* nothing to publish: the sampler alone is the agent's job */
 		periodic_free(p);
 		return 0;
@@ -47,19 +54,85 @@ int periodic_new(struct cz_ctx *ctx, struct periodic **ret)
 	return 0;
 }
 
+/* The canary (rate-limited by itself): a slow read is what kubelet pays on every stats pass. */
+static void canary(struct periodic *p, struct report *r)
+{
+	const struct cz_config *cfg = &p->ctx->cfg;
+
+	r->canary_rc = canary_run(&p->ctx->hf, cfg->paths.state, cfg->memcg.latency_canary_ms,
+				  r->now_ms, &r->canary);
+	if (r->canary_rc == 0 && r->canary.fresh && r->canary.err == 0 &&
+	    r->canary.read_us >= 100000)
+		log_msg(LOG_PRIO_WARNING, &(struct log_fields){ LOG_MID_CHECK, "memcg", -1, NULL },
+			"memcg read-latency canary: %s took %.0f ms", r->canary.file,
+			(double)r->canary.read_us / 1000.0);
+}
+
+static int metrics(struct periodic *p, struct report *r)
+{
+	const struct cz_config *cfg = &p->ctx->cfg;
+	struct npd_result res;
+	int e;
+
+	r->memcg_rc = memcg_read(p->ctx, &r->memcg, &res);
+	if (r->memcg_rc == NPD_OK)
+		report_memcg_growth(r, cfg->paths.state);
+	r->since_ms = r->now_ms > cfg->cpu.lookback_ms ? r->now_ms - cfg->cpu.lookback_ms : 0;
+	e = report_load_run(r, cfg->paths.run, r->now_ms);
+	if (e < 0)
+		return e;
+	r->ena_rc = report_ena_load(cfg->paths.state, "ena", &r->ena);
+	r->allowance_rc = report_ena_load(cfg->paths.state, "ena-allowance", &r->allowance);
+	e = metrics_write(r, cfg->agent.metrics_textfile);
+	if (e < 0)
+		log_msg(LOG_PRIO_ERR, &(struct log_fields){ LOG_MID_METRICS, NULL, -1, NULL },
+			"Failed to write metrics '%s': %s", cfg->agent.metrics_textfile, strerror(-e));
+	return e;
+}
+
+/* Log each check whose status changed since the last cycle. */
+static void log_changes(struct periodic *p, const char *const names[],
+			const struct npd_result res[], size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		if (p->last[i] == (int)res[i].status)
+			continue;
+		log_msg(res[i].status == NPD_PROBLEM ? LOG_PRIO_WARNING : LOG_PRIO_INFO,
+			&(struct log_fields){ LOG_MID_CHECK, names[i], -1, NULL }, "check %s: %s: %s",
+			names[i], npd_status_name(res[i].status), res[i].msg);
+		p->last[i] = (int)res[i].status;
+	}
+}
+
 int periodic_cycle(struct periodic *p)
 {
 	const char *names[MAX_RESULTS];
 	struct npd_result res[MAX_RESULTS];
 	char summary[1024] = "";
+	struct report *r;
 	size_t n;
-	int r;
+	int e = 0, m = 0;
 
 	n = kube_agent_run_checks(p->ctx, names, res, MAX_RESULTS);
-	r = kube_agent_cycle(p->ka, p->ctx, names, res, n, summary, sizeof(summary));
-	if (r < 0 || p->ctx->verbose)
-		fprintf(stderr, "cpuzombie agent: %s\n", summary);
-	return r;
+	log_changes(p, names, res, n);
+	if (p->ka) {
+		e = kube_agent_cycle(p->ka, p->ctx, names, res, n, summary, sizeof(summary));
+		if (e < 0 || p->ctx->verbose)
+			log_msg(e < 0 ? LOG_PRIO_ERR : LOG_PRIO_INFO, NULL, "%s", summary);
+	}
+	r = report_new(&p->ctx->cfg, now_realtime_ms());
+	if (!r)
+		return -ENOMEM;
+	report_node_name(r, &p->ctx->hf);
+	for (size_t i = 0; i < n && i < REPORT_CHECKS_MAX; i++) {
+		r->checks[i] = (struct report_check){ names[i], conditions_for_check(names[i]), res[i] };
+		r->nchecks++;
+	}
+	canary(p, r);
+	if (p->ctx->cfg.agent.metrics_textfile[0])
+		m = metrics(p, r);
+	report_free(r);
+	return e < 0 ? e : m;
 }
 
 static void *thread_main(void *arg)
@@ -119,7 +192,7 @@ void periodic_free(struct periodic *p)
 			usleep(20000);
 		if (!atomic_load(&p->done)) {
 			/* a cycle is stuck in a drain or a slow API call: leave it to process exit */
-			fprintf(stderr, "cpuzombie agent: periodic work still running at exit\n");
+			log_msg(LOG_PRIO_WARNING, NULL, "periodic work still running at exit");
 			return;
 		}
 		pthread_join(p->thread, NULL);

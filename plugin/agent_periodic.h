@@ -3,8 +3,11 @@
 #define CZ_AGENT_PERIODIC_H
 
 /*
- * The agent's work every agent.check_interval: run the checks that map to node conditions and
- * hand their results to the Kubernetes side (kube_agent.h: conditions, events, remediation).
+ * The agent's work every agent.check_interval: run the checks that map to node conditions, hand
+ * their results to the Kubernetes side (kube_agent.h: conditions, events, remediation) when it
+ * is configured, run the memcg read-latency canary (rate-limited by memcg.latency_canary), and
+ * write the Prometheus textfile (agent.metrics_textfile) when it is configured. Check results
+ * that change are logged (journald fields CHECK=, see log.h).
  *
  * It runs in a thread of its own, so a slow API server or a drain that waits out a
  * PodDisruptionBudget for minutes never stalls the sampler (a gap in the history, a stale
@@ -21,13 +24,14 @@ struct periodic;
 /*
  * periodic_new - set up the Kubernetes client when agent.set_conditions or a remediation mode
  * asks for it. A client that cannot be set up is logged and left out (the sampler keeps
- * running). *@ret is NULL when there is nothing to do every interval. Returns 0 or -ENOMEM.
+ * running). *@ret is NULL when there is nothing to do every interval (no Kubernetes work and no
+ * metrics textfile). Returns 0 or -ENOMEM.
  */
 int periodic_new(struct cz_ctx *ctx, struct periodic **ret);
 
 /*
  * periodic_cycle - one cycle now, in the caller's thread (agent --once). Returns 0, or -errno
- * when the API server could not be used.
+ * when the API server could not be used or the metrics could not be written.
  */
 int periodic_cycle(struct periodic *p);
 

@@ -13,6 +13,7 @@
 #include "cz.h"
 #include "memcg.h"
 #include "state.h"
+#include "systemd.h"
 #include "util.h"
 
 #define COUNT_MAX 2000000 /* directories; far above any real node, bounds a hostile tree */
@@ -217,5 +218,17 @@ int check_memcg(struct cz_ctx *ctx, struct npd_result *res)
 	if (e != NPD_OK)
 		return e;
 	update_history(ctx, &r);
-	return memcg_verdict(&r, &ctx->cfg, res);
+	e = memcg_verdict(&r, &ctx->cfg, res);
+	if (e == NPD_PROBLEM && ctx->cfg.memcg.systemd_hints) {
+		/* only now is libsystemd worth loading: name the crash-looping unit */
+		struct systemd_restarts sr;
+		char err[256];
+
+		if (systemd_restarts_update(ctx->cfg.systemd.bus, ctx->cfg.paths.state,
+					    now_realtime_ms(), &sr, err, sizeof(err)) < 0)
+			fprintf(stderr, "cpuzombie: no restart hint: %s\n", err);
+		else if (systemd_hint_format(&sr, r.hint, sizeof(r.hint)) > 0)
+			e = memcg_verdict(&r, &ctx->cfg, res);
+	}
+	return e;
 }

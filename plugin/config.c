@@ -114,8 +114,13 @@ bool config_strlist_has(const struct cz_strlist *l, const char *name)
 static void list_set(struct cz_strlist *l, const char *const *items)
 {
 	l->n = 0;
-	for (; items && *items && l->n < CZ_LIST_MAX; items++)
-		snprintf(l->item[l->n++], CZ_NAME_MAX, "%s", *items);
+	/* memcpy, not snprintf: this runs on every exec of every check (config_defaults) */
+	for (; items && *items && l->n < CZ_LIST_MAX; items++) {
+		size_t n = strnlen(*items, CZ_NAME_MAX - 1);
+
+		memcpy(l->item[l->n], *items, n);
+		l->item[l->n++][n] = '\0';
+	}
 }
 
 /*

@@ -294,7 +294,7 @@ static bool reloaded(const struct ethtool_devdump *before, const struct ethtool_
 		if (!streq(s->name, "interface_up") &&
 		    ena_classify(l, s->name, NULL) != ENA_CLASS_RESET)
 			continue;
-		b = ethtool_dump_find(before, s->name);
+		b = ethtool_dump_find_near(before, s->name, i);
 		if (b && s->value < b->value)
 			return true;
 	}
@@ -307,7 +307,7 @@ static void collect(const struct ethtool_devdump *before, const struct ethtool_d
 {
 	for (size_t i = 0; i < after->n; i++) {
 		const struct ethtool_stat *s = &after->stats[i];
-		const struct ethtool_stat *b = ethtool_dump_find(before, s->name);
+		const struct ethtool_stat *b = ethtool_dump_find_near(before, s->name, i);
 		struct ena_counter *c;
 		int q;
 		enum ena_class cls;
@@ -398,7 +398,7 @@ int ena_allowance_diff(const struct ethtool_devdump *before, const struct ethtoo
 		}
 		if (ena_classify(l, s->name, NULL) != ENA_CLASS_ALLOWANCE || !before)
 			continue;
-		b = ethtool_dump_find(before, s->name);
+		b = ethtool_dump_find_near(before, s->name, i);
 		if (!b || s->value <= b->value || ret->n_rose == ENA_MOVED_MAX)
 			continue;
 		c = &ret->rose[ret->n_rose++];

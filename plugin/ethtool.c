@@ -43,6 +43,14 @@ const struct ethtool_stat *ethtool_dump_find(const struct ethtool_devdump *d, co
 	return NULL;
 }
 
+const struct ethtool_stat *ethtool_dump_find_near(const struct ethtool_devdump *d,
+						  const char *name, size_t hint)
+{
+	if (hint < d->n && strncmp(d->stats[hint].name, name, ETHTOOL_NAME_MAX) == 0)
+		return &d->stats[hint];
+	return ethtool_dump_find(d, name);
+}
+
 int ethtool_dump_key(const struct ethtool_devdump *d, char *buf, size_t size)
 {
 	int r;

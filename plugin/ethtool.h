@@ -58,6 +58,15 @@ void ethtool_dumps_free(struct ethtool_devdump *d, size_t n);
 const struct ethtool_stat *ethtool_dump_find(const struct ethtool_devdump *d, const char *name);
 
 /*
+ * ethtool_dump_find_near - ethtool_dump_find trying index @hint first. Comparing two readings of
+ * one device walks the same names in the same order, so the hint (the index in the other dump)
+ * is almost always right: O(n) for the whole comparison instead of O(n^2) — 1,253 counters on a
+ * 32-queue ENA device.
+ */
+const struct ethtool_stat *ethtool_dump_find_near(const struct ethtool_devdump *d,
+						  const char *name, size_t hint);
+
+/*
  * ethtool_dump_key - the identity a baseline is kept under: "pci:<bus_info>" when the device
  * has a bus address (survives renames), else "if:<ifname>". Writes into @buf. Returns 0, or
  * -EINVAL when neither is known, -ENOBUFS when @size is too small.

@@ -3,14 +3,23 @@
 #define CZ_SYSTEMD_H
 
 /*
- * The one place that talks to libsystemd. It is dlopen()ed lazily ("libsystemd.so.0"), only by
- * the agent: the check paths must never load it (41 shared objects, ~7 ms per exec measured).
- * Symbols are resolved one by one on first use, so later additions (sd-bus for unit restart
- * counts, sd-journal) go next to sd_notify here with their own resolver entry.
+ * The one place that talks to libsystemd. It is dlopen()ed lazily ("libsystemd.so.0"), never by
+ * a check on its normal path: the check paths must not load it (41 shared objects, ~7 ms per
+ * exec measured). The only exception is `check memcg` when it already has a problem to report
+ * and memcg.systemd_hints is true: then the unit restart hint is worth the load. Symbols are
+ * resolved one by one on first use (thread-safe: the agent's periodic thread logs too).
+ *
+ * Unit restart counts: systemd's Manager.ListUnits over the configured bus (systemd.bus:
+ * "system", "user", or a D-Bus address; an address ending in "/systemd/private" is systemd's own
+ * peer-to-peer socket and is spoken to directly, anything else as a bus client), then
+ * Service.NRestarts (systemd 235+) of every *.service unit. A crash-looping unit is how leaked
+ * memcgs pile up (each restart leaves its memcg dying while its page cache lives on).
  */
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
+#include <sys/uio.h>
 
 /*
  * systemd_notify - sd_notify(0, @state) ("READY=1", "WATCHDOG=1", "STOPPING=1", "STATUS=...").
@@ -29,5 +38,74 @@ uint64_t systemd_watchdog_usec(void);
 
 /* systemd_loaded - true once libsystemd has been dlopen()ed (tests assert the checks never do). */
 bool systemd_loaded(void);
+
+/*
+ * systemd_journal_sendv - sd_journal_sendv(@iov, @n): one structured entry ("KEY=value" each).
+ * Loads libsystemd. Returns 0 or -errno (-ENOSYS without the library).
+ */
+int systemd_journal_sendv(const struct iovec *iov, int n);
+
+/* ---- unit restart counts ---- */
+
+#define SYSTEMD_UNIT_MAX 128	/* unit name bytes kept (systemd's own limit is 255) */
+#define SYSTEMD_TOP_MAX 64	/* units kept in a reading and in the state file */
+#define SYSTEMD_RESTARTS_STATE "systemd-restarts"
+#define SYSTEMD_BASELINE_MIN_MS (60 * 1000)	/* keep a baseline at least this long */
+#define SYSTEMD_GROWTH_MIN_MS (5 * 1000)	/* no growth figure over a shorter span */
+
+struct systemd_unit_restarts {
+	char name[SYSTEMD_UNIT_MAX];
+	uint64_t restarts;	/* NRestarts */
+	bool has_growth;
+	double per_hour;	/* restarts per hour since the stored baseline */
+};
+
+struct systemd_restarts {
+	uint64_t t_ms;		/* when read (CLOCK_REALTIME) */
+	size_t n;		/* units with at least one restart, most restarts first */
+	struct systemd_unit_restarts u[SYSTEMD_TOP_MAX];
+};
+
+/*
+ * systemd_read_restarts - list the service units over @bus and keep those with NRestarts > 0,
+ * most first (at most SYSTEMD_TOP_MAX). Bounded: each call times out after a second and the
+ * whole listing stops after a few seconds (keeping what it has). Loads libsystemd. Returns 0
+ * and fills *@ret (t_ms = @now_ms), or -errno with a one-line reason in @err (-ENOSYS no
+ * libsystemd, -ECONNREFUSED / -ENOENT no bus, -EINVAL bad address).
+ */
+int systemd_read_restarts(const char *bus, uint64_t now_ms, struct systemd_restarts *ret,
+			  char *err, size_t err_size);
+
+/*
+ * systemd_restarts_parse - pure: a state payload ("t <ms>" then "u <restarts> <name>" lines)
+ * into *@ret (growth fields false). Returns 0, or -EINVAL; *@ret untouched on failure.
+ */
+int systemd_restarts_parse(const char *text, struct systemd_restarts *ret);
+
+/* systemd_restarts_format - pure: the payload for @r; returns bytes written (cut at @size). */
+size_t systemd_restarts_format(const struct systemd_restarts *r, char *buf, size_t size);
+
+/*
+ * systemd_restarts_growth - pure: fill each unit's growth in @cur from @base (NULL: none). A unit
+ * whose count went down (manager restarted, reset-failed) or a span under
+ * SYSTEMD_GROWTH_MIN_MS gets no growth. Returns true when @base should be replaced by @cur
+ * (no base, base older than SYSTEMD_BASELINE_MIN_MS, or from the future).
+ */
+bool systemd_restarts_growth(const struct systemd_restarts *base, struct systemd_restarts *cur);
+
+/*
+ * systemd_hint_format - pure: "top restarts: ecs.service=4211 (+310/h), foo.service=3" with as
+ * many units as fit in @size (at least the first, cut if it must). "" when @r has no unit.
+ * Returns the length written.
+ */
+size_t systemd_hint_format(const struct systemd_restarts *r, char *buf, size_t size);
+
+/*
+ * systemd_restarts_update - read (systemd_read_restarts), compute growth against the state file
+ * SYSTEMD_RESTARTS_STATE in @state_dir and replace it when due (locked, atomic). State trouble
+ * costs only the growth figures. Returns as systemd_read_restarts.
+ */
+int systemd_restarts_update(const char *bus, const char *state_dir, uint64_t now_ms,
+			    struct systemd_restarts *ret, char *err, size_t err_size);
 
 #endif

@@ -1,17 +1,40 @@
 #!/usr/bin/env bash
-# make bench: every benchmark of tests/bench, one report on stdout. Not a timed test: it prints
-# tables of measured ratios against the naive alternatives, measured in the same run.
+# make bench: every benchmark of tests/bench, one report on stdout (markdown). Not a timed test:
+# it prints tables of measured ratios against the floor and the naive alternatives, all measured
+# in the same run. Needs root for the dying-memcg curve (skipped with a note otherwise).
+#   run.sh BINARY          BENCH_N (execs per batch, 40), BENCH_AGENT_SECONDS (120),
+#                          BENCH_MEMCG_SIZES, BENCH_LIVE_SIZES, BENCH_CPU_SIZES (comma lists)
 set -u
 bin=${1:?usage: run.sh BINARY}
+bin=$(readlink -f "$bin")
 here=$(cd "$(dirname "$0")" && pwd)
-echo "# cpuzombie benchmarks — $(date -u +%Y-%m-%d) on $(uname -r), $(nproc) CPUs, $(awk '/model name/{$1=$2=$3="";print;exit}' /proc/cpuinfo)"
+"$here/install-bench-deps.sh" || exit 1
+out=$(mktemp -d /tmp/cz-bench.XXXXXX)
+trap 'rm -rf "$out"' EXIT
+export BENCH_OUT=$out
+
+model=$(awk -F': ' '/^model name/ {print $2; exit}' /proc/cpuinfo)
+echo "# cpuzombie benchmarks"
+echo
+echo "$(date -u '+%Y-%m-%d %H:%M UTC'); kernel $(uname -r); $(nproc) CPUs: ${model:-unknown};" \
+	"$(awk '/MemTotal/ {printf "%.0f GiB RAM", $2 / 1048576}' /proc/meminfo);" \
+	"$("$bin" --version 2>/dev/null | head -1); $(. /etc/os-release && echo "$PRETTY_NAME")"
+echo "CPU = user + kernel time from the kernel's accounting; every figure a median over batches"
+echo "(range = min-max of the batch means), every ratio measured in this run."
 rc=0
-for b in "$here"/bench_*; do
-	echo
-	echo "## $(basename "$b")"
+start=$(date +%s)
+for b in bench_checks.py bench_agent.py bench_scale.py bench_zbudget.py; do
+	t0=$(date +%s)
 	case $b in
-	*.py) /usr/bin/python3 "$b" "$bin" || rc=1 ;;
-	*.sh) bash "$b" "$bin" || rc=1 ;;
+	bench_checks.py) echo; echo "## Per invocation: every check vs the exec floor and naive plugins" ;;
+	bench_agent.py) echo; echo "## The agent at 4 Hz vs mpstat and node_exporter, same minutes" ;;
+	bench_scale.py) echo; echo "## Scale curves" ;;
+	bench_zbudget.py) echo; echo "## NPD CPU budget (from the per-exec costs above)" ;;
 	esac
+	echo
+	/usr/bin/python3 "$here/$b" "$bin" || { rc=1; echo "($b failed)"; }
+	echo >&2 "bench: $b took $(($(date +%s) - t0)) s"
 done
+echo
+echo "(make bench took $(($(date +%s) - start)) s)"
 exit $rc

@@ -99,3 +99,25 @@ def _dur(s):
     m = re.fullmatch(r"(\d+)(ms|s|m)", s)
     assert m, s
     return int(m.group(1)) * {"ms": 1, "s": 1000, "m": 60000}[m.group(2)]
+
+
+def test_install_and_man_pages_mirror_usage(cz, tmp_path):
+    """make install puts binary, config, NPD configs, units and man pages under DESTDIR; the man
+    page documents every command and common option --help lists."""
+    import subprocess
+    dest = tmp_path / "dest"
+    subprocess.run(["make", "-s", "-C", ROOT, "install", f"DESTDIR={dest}", "PREFIX=/usr"],
+                   check=True, capture_output=True, timeout=300)
+    for f in ("usr/bin/cpuzombie", "etc/cpuzombie/cpuzombie.yaml",
+              "usr/share/cpuzombie/npd/cpuzombie-memcg.json", "usr/share/man/man8/cpuzombie.8",
+              "usr/share/man/man5/cpuzombie.yaml.5", "usr/lib/systemd/system/cpuzombie-agent.service"):
+        assert (dest / f).exists(), f
+    man = open(os.path.join(ROOT, "config", "man", "cpuzombie.8")).read().replace("\\-", "-")
+    top = cz("--help", check=0).out
+    for sub in re.findall(r"^cpuzombie (\S+)", top, re.M):
+        assert f"B {sub}" in man or f"fB{sub}" in man, sub
+    for opt in re.findall(r"^  (--[a-z-]+)", top, re.M):
+        assert opt in man, opt
+    yaml5 = open(os.path.join(ROOT, "config", "man", "cpuzombie.yaml.5")).read()
+    for section in re.findall(r"^([a-z]+):$", open(os.path.join(ROOT, "config", "cpuzombie.yaml")).read(), re.M):
+        assert f".B {section}" in yaml5, section

@@ -12,6 +12,8 @@ import time
 
 import pytest
 
+from cpu_helpers import burn, burning
+
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="needs root: reads other users' "
                                 "/proc/<pid>/task/*/stat and IRQ affinities of the real kernel")
@@ -31,37 +33,6 @@ def run_check(run_dir, config=None, timeout=30):
     p = subprocess.run(cz_cmd(run_dir, "check", "cpu", config=config), capture_output=True,
                        text=True, timeout=timeout)
     return p.returncode, p.stdout.strip(), p.stderr
-
-
-def _cpu_v1_root():
-    for line in open("/proc/self/mountinfo"):
-        pre, _, post = line.partition(" - ")
-        f = post.split()
-        if len(f) >= 3 and f[0] == "cgroup" and "cpu" in f[2].split(","):
-            return pre.split()[4]
-    return None
-
-
-def burner(cpu):
-    """dd reading /dev/zero in 1 MiB blocks, pinned to @cpu: ~100% system time there, like the
-    kubelet walk it stands for. This machine is shared with other work (compiles, fuzzers) in
-    other CPU cgroups, which CFS would give an equal share of that core whatever dd's nice value,
-    so dd runs at nice -20 from the root cpu cgroup, where each sibling group weighs only as much
-    as one nice-0 task (1024 vs 88761): dd keeps ~99% of its core. Not SCHED_FIFO: RT throttling
-    (sched_rt_runtime_us) takes the core away for 50 ms of every second, which cuts every
-    250 ms sample run short of the burst it is meant to show."""
-    root = _cpu_v1_root()
-    move = f"echo $$ > {root}/cgroup.procs 2>/dev/null; " if root else ""
-    return ["sh", "-c", f"{move}exec nice -n -20 taskset -c {cpu} dd if=/dev/zero "
-            "of=/dev/null bs=1M"]
-
-
-def burn(cpu, seconds):
-    p = subprocess.Popen(burner(cpu), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    time.sleep(seconds)
-    p.send_signal(signal.SIGTERM)
-    p.wait(timeout=5)
-    return p.pid
 
 
 def read_ring(path):
@@ -221,13 +192,9 @@ def test_no_load_is_ok_and_agent_exits_cleanly(agent):
 def test_inline_window_catches_burst_without_agent(tmp_path):
     run_dir = tmp_path / "run"
     hot = os.cpu_count() - 1
-    p = subprocess.Popen(burner(hot), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    try:
+    with burning(hot):
         time.sleep(0.3)
         rc, line, err = run_check(run_dir)
-    finally:
-        p.kill()
-        p.wait()
     assert rc == 1, (line, err)
     assert line.startswith(f"cpu{hot} ") and "top dd " in line, line
     assert line.endswith("inline 3s: no sampler"), line

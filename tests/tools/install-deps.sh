@@ -13,6 +13,7 @@ pkgs=(
 	prometheus							# promtool
 	systemd dbus							# a real systemd --user manager in tests
 	hyperfine time valgrind						# make bench
+	chromium							# renders the report's SVG heatmap
 )
 
 missing=()

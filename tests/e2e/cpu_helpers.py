@@ -1,0 +1,97 @@
+"""A real one-core system-time burst for the end-to-end tests (test_cpu, test_report).
+
+dd reading /dev/zero in 1 MiB blocks, pinned to one CPU, spends ~100% of that core in the kernel
+(clear_user), like the kubelet memcg walk it stands for. This machine is shared with other work
+(compiles, fuzzers), and neither nice -20 nor a cgroup of its own kept dd above 90% there (the
+EEVDF scheduler lets waking tasks in: measured 76-83% sys). So dd runs SCHED_FIFO from the root
+cpu cgroup (with the v1 cpu controller, RT tasks are only allowed where cpu.rt_runtime_us > 0),
+with RT throttling off for the few seconds of the burn: throttling takes the core away 50 ms of
+every second, which cuts one 250 ms sample in four to ~80% and so splits the burst. The other
+core stays free for everything else (the tests that burn need 2 CPUs); the sysctl is restored
+afterwards.
+"""
+import contextlib
+import signal
+import socket
+import subprocess
+import time
+
+RT_RUNTIME = "/proc/sys/kernel/sched_rt_runtime_us"
+
+
+def _cpu_v1_root():
+    for line in open("/proc/self/mountinfo"):
+        pre, _, post = line.partition(" - ")
+        f = post.split()
+        if len(f) >= 3 and f[0] == "cgroup" and "cpu" in f[2].split(","):
+            return pre.split()[4]
+    return None
+
+
+def burner(cpu):
+    """The burn command; falls back to a plain pinned dd where RT is not permitted."""
+    root = _cpu_v1_root()
+    move = f"echo $$ > {root}/cgroup.procs 2>/dev/null; " if root else ""
+    dd = f"taskset -c {cpu} dd if=/dev/zero of=/dev/null bs=1M"
+    return ["sh", "-c", f"{move}chrt -f 10 true 2>/dev/null && exec chrt -f 10 {dd}; exec {dd}"]
+
+
+@contextlib.contextmanager
+def _burn_lock(timeout=120):
+    """One burn at a time on this machine (other checkouts' test runs burn the same core and
+    save/restore the same sysctl): an abstract unix socket name is the lock, so nothing is left
+    on disk and the kernel releases it if the holder dies."""
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+    deadline = time.time() + timeout
+    while True:
+        try:
+            s.bind("\0cpuzombie-test-burn")
+            break
+        except OSError:
+            if time.time() > deadline:
+                s.close()
+                raise
+            time.sleep(0.2)
+    try:
+        yield
+    finally:
+        s.close()
+
+
+@contextlib.contextmanager
+def burning(cpu):
+    """Yields the running dd (its PID is the burner's); stops it and restores the sysctl."""
+    with _burn_lock():
+        with _burning(cpu) as p:
+            yield p
+
+
+@contextlib.contextmanager
+def _burning(cpu):
+    saved = None
+    try:
+        saved = open(RT_RUNTIME).read().strip()
+        with open(RT_RUNTIME, "w") as f:
+            f.write("-1")
+    except OSError:
+        saved = None  # not root, or no RT group scheduling: run throttled
+    p = subprocess.Popen(burner(cpu), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        yield p
+    finally:
+        p.send_signal(signal.SIGTERM)
+        try:
+            p.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            p.wait()
+        if saved is not None:
+            with open(RT_RUNTIME, "w") as f:
+                f.write(saved)
+
+
+def burn(cpu, seconds):
+    """Burn @cpu for @seconds; returns the burner's PID."""
+    with burning(cpu) as p:
+        time.sleep(seconds)
+        return p.pid

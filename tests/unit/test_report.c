@@ -1,0 +1,204 @@
+/* SPDX-License-Identifier: MIT */
+/* The report's pure parts: the screen and the JSON document of a fixed node (golden files),
+ * the helpers (heat scale, perf hand-off, cause -> CPU), the systemd restart state/growth/hint,
+ * the canary state and the journal detection. */
+#include "testutil.h"
+
+#include "canary.h"
+#include "log.h"
+#include "report_fixture.h"
+#include "systemd.h"
+
+static int print_text(const struct report *r, FILE *f)
+{
+	return report_print(r, f);
+}
+
+static int print_json(const struct report *r, FILE *f)
+{
+	json_object *j = report_json(r);
+
+	json_object_object_del(j, "version");
+	fprintf(f, "%s\n", json_object_to_json_string_ext(j, JSON_C_TO_STRING_PRETTY |
+							      JSON_C_TO_STRING_NOSLASHESCAPE));
+	json_object_put(j);
+	return 0;
+}
+
+static void test_text_golden(void **state)
+{
+	struct report *r = fx_report();
+	char *t = fx_render(print_text, r);
+
+	fx_golden("node1.txt", t);
+	/* what the screen must say, whatever the golden file holds */
+	assert_non_null(strstr(t, "MemcgZombieLeak    True    ZombieMemcgsHigh"));
+	assert_non_null(strstr(t, "ratio x1070.0"));
+	assert_non_null(strstr(t, "restarts   ecs.service=4211 (+310/h), fluent-bit.service=3"));
+	assert_non_null(strstr(t, "EXPOSED"));
+	assert_non_null(strstr(t, "canary     fs/cgroup/memory/memory.numa_stat read in 712.345 ms (18211 bytes), 12s ago\n"));
+	assert_non_null(strstr(t, "kubelet[815] 9.0s"));
+	assert_non_null(strstr(t, "NIC IRQs on this core: eth0-Tx-Rx-3"));
+	assert_non_null(strstr(t, "perf record -C 3 -g -- sleep 20"));
+	assert_non_null(strstr(t, "   3.0s+ ")); /* the ongoing burst */
+	assert_non_null(strstr(t, "suspected_poll_starvation 1 (+1 since 11:54:30)"));
+	assert_non_null(strstr(t, "  cpu2       |?"));	/* offline at the start */
+	free(t);
+	report_free(r);
+}
+
+static void test_json_golden(void **state)
+{
+	struct report *r = fx_report();
+	char *t = fx_render(print_json, r);
+	json_object *j = json_tokener_parse(t), *b, *x;
+
+	fx_golden("node1.json", t);
+	assert_non_null(j);
+	assert_true(json_object_object_get_ex(j, "cores", &x));
+	assert_true(json_object_object_get_ex(x, "bursts", &b));
+	assert_int_equal(json_object_array_length(b), 3);
+	x = json_object_array_get_idx(b, 2);
+	assert_true(json_object_get_boolean(json_object_object_get(x, "ongoing")));
+	x = json_object_object_get(json_object_array_get_idx(b, 0), "profile");
+	assert_string_equal(json_object_get_string(json_object_object_get(x, "command")),
+			    "perf record -C 3 -g -- sleep 20");
+	assert_string_equal(json_object_get_string(json_object_object_get(x, "node")),
+			    "ip-10-0-7-12");
+	assert_string_equal(json_object_get_string(json_object_object_get(j, "status")), "problem");
+	json_object_put(j);
+	free(t);
+	report_free(r);
+}
+
+static void test_unknown_memcg_and_no_sampler(void **state)
+{
+	struct report *r = fx_report();
+	char *t;
+
+	r->memcg_rc = NPD_UNKNOWN;
+	snprintf(r->memcg_err, sizeof(r->memcg_err), "cannot read /proc/cgroups: Permission denied");
+	history_series_free(&r->hist);
+	r->hist_rc = -ENOENT;
+	r->nbursts = r->nlogged = 0;
+	r->restarts_rc = -ECONNREFUSED;
+	t = fx_render(print_text, r);
+	assert_non_null(strstr(t, "unknown: cannot read /proc/cgroups: Permission denied"));
+	assert_non_null(strstr(t, "heatmap: no history (No such file or directory)"));
+	assert_non_null(strstr(t, "BURSTS since 11:50:00: 0"));
+	free(t);
+	report_free(r);
+}
+
+static void test_helpers(void **state)
+{
+	char b[96];
+
+	assert_int_equal(report_heat_char(0), ' ');
+	assert_int_equal(report_heat_char(9), ' ');
+	assert_int_equal(report_heat_char(10), '.');
+	assert_int_equal(report_heat_char(89), '%');
+	assert_int_equal(report_heat_char(90), '@');
+	assert_int_equal(report_heat_char(100), '@');
+	assert_int_equal(report_heat_char(180), '@');
+	assert_int_equal(report_heat_char(HISTORY_NO_SAMPLE), '?');
+	assert_string_equal(report_perf_cmd(39, 6200, b, sizeof(b)), "perf record -C 39 -g -- sleep 13");
+	assert_string_equal(report_perf_cmd(0, 100, b, sizeof(b)), "perf record -C 0 -g -- sleep 10");
+	assert_string_equal(report_perf_cmd(1, 3600000, b, sizeof(b)),
+			    "perf record -C 1 -g -- sleep 300");
+	assert_int_equal(report_ena_cpu("poll starvation q5 (cpu39 burst 6.2s)"), 39);
+	assert_int_equal(report_ena_cpu("cpu7 saturated"), 7);
+	assert_int_equal(report_ena_cpu("tx_timeout +2"), -1);
+	assert_int_equal(report_ena_cpu("xcpu3 cpu"), -1);
+	assert_int_equal(report_ena_cpu(NULL), -1);
+}
+
+static void test_restarts_state(void **state)
+{
+	struct systemd_restarts a = { 0 }, b, c = { .t_ms = 7 };
+	char buf[512], hint[128];
+
+	a.t_ms = 1000;
+	a.n = 2;
+	a.u[0] = (struct systemd_unit_restarts){ "ecs.service", 100, false, 0 };
+	a.u[1] = (struct systemd_unit_restarts){ "x@1.service", 5, false, 0 };
+	systemd_restarts_format(&a, buf, sizeof(buf));
+	assert_string_equal(buf, "t 1000\nu 100 ecs.service\nu 5 x@1.service\n");
+	assert_int_equal(systemd_restarts_parse(buf, &b), 0);
+	assert_int_equal(b.n, 2);
+	assert_string_equal(b.u[1].name, "x@1.service");
+	/* bad payloads leave the output untouched */
+	assert_int_equal(systemd_restarts_parse("u 5 a.service\n", &c), -EINVAL); /* no t */
+	assert_int_equal(systemd_restarts_parse("t 1\nu x a.service\n", &c), -EINVAL);
+	assert_int_equal(systemd_restarts_parse("t 1\nu 5\n", &c), -EINVAL);
+	assert_int_equal(systemd_restarts_parse("t 1\nq 5 a\n", &c), -EINVAL);
+	assert_int_equal(systemd_restarts_parse("t -1\n", &c), -EINVAL);
+	assert_int_equal(c.t_ms, 7);
+
+	/* 30 minutes later: ecs restarted 155 more times (310/h), x@1 went down (reset-failed) */
+	b.t_ms = 1000 + 1800000;
+	b.u[0].restarts = 255;
+	b.u[1].restarts = 1;
+	assert_true(systemd_restarts_growth(&a, &b));
+	assert_true(b.u[0].has_growth);
+	assert_true(b.u[0].per_hour > 309.9 && b.u[0].per_hour < 310.1);
+	assert_false(b.u[1].has_growth);
+	systemd_hint_format(&b, hint, sizeof(hint));
+	assert_string_equal(hint, "top restarts: ecs.service=255 (+310/h), x@1.service=1");
+	/* too soon: no growth, keep the base */
+	b.t_ms = 1000 + 2000;
+	assert_false(systemd_restarts_growth(&a, &b));
+	assert_false(b.u[0].has_growth);
+	/* a base from the future (clock stepped back) is replaced */
+	b.t_ms = 10;
+	assert_true(systemd_restarts_growth(&a, &b));
+	assert_true(systemd_restarts_growth(NULL, &b));
+	/* only the first unit fits: it is cut rather than dropped */
+	systemd_hint_format(&a, hint, 20);
+	assert_string_equal(hint, "top restarts: ecs.s");
+	b.n = 0;
+	assert_int_equal(systemd_hint_format(&b, hint, sizeof(hint)), 0);
+	assert_string_equal(hint, "");
+}
+
+static void test_canary_state(void **state)
+{
+	struct canary_result c = { 5, 712345, 100, -EACCES, "fs/cgroup/memory/memory.numa_stat",
+				   true }, d, e = { .t_ms = 9 };
+	char buf[256];
+
+	canary_format(&c, buf, sizeof(buf));
+	assert_int_equal(canary_parse(buf, &d), 0);
+	assert_int_equal(d.read_us, 712345);
+	assert_int_equal(d.err, -EACCES);
+	assert_string_equal(d.file, c.file);
+	assert_int_equal(canary_parse("t_ms 5\nread_us 1\n", &e), -EINVAL);
+	assert_int_equal(canary_parse("t_ms 5\nread_us 1\nbytes 1\nerr 0\nfile x\nzzz 1\n", &e),
+			 -EINVAL);
+	assert_int_equal(e.t_ms, 9);
+}
+
+static void test_journal_stream(void **state)
+{
+	assert_true(log_journal_stream_matches("8:17:123456", 0, 0) == false);
+	assert_true(log_journal_stream_matches("2049:123456", 2049, 123456));
+	assert_false(log_journal_stream_matches("2049:123457", 2049, 123456));
+	assert_false(log_journal_stream_matches("2049", 2049, 123456));
+	assert_false(log_journal_stream_matches(":1", 0, 1));
+	assert_false(log_journal_stream_matches(NULL, 0, 0));
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_text_golden),
+		cmocka_unit_test(test_json_golden),
+		cmocka_unit_test(test_unknown_memcg_and_no_sampler),
+		cmocka_unit_test(test_helpers),
+		cmocka_unit_test(test_restarts_state),
+		cmocka_unit_test(test_canary_state),
+		cmocka_unit_test(test_journal_stream),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
