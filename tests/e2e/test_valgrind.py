@@ -96,11 +96,6 @@ def test_config_check_and_ena_diff(tmp_path):
     vg(tmp_path, "frobnicate", rcs=(2,))
 
 
-@pytest.fixture(scope="module")
-def certs(tmp_path_factory):
-    return kh.Certs(str(tmp_path_factory.mktemp("vgcerts")))
-
-
 def test_kube_cycle_against_emulator(certs, tmp_path):
     emu = kh.Emulator(certs, str(tmp_path)).start()
     try:
