@@ -305,6 +305,23 @@ CASES = [
                                           dict(rc=2, err=r"f\.fifo"))),
     ("ethtool-nul-in-name", diff_case(FX01, fx01_with("tx_timeout: 0", "tx_ti\x00meout: 0"),
                                       r"after\.txt:\d+")),
+    # -- report (6): never a crash; Unknown parts are said, exit 1 only for a True condition -
+    ("report-svg-unwritable", cli_case("report", "--svg", "/nonexistent/dir/h.svg",
+                                       err=r"/nonexistent/dir/h\.svg")),
+    ("report-svg-is-directory", lambda tmp: (["report", "--svg", tmp],
+                                             dict(rc=2, err=re.escape(tmp)))),
+    ("report-no-host", lambda tmp: (["--proc-root", os.path.join(tmp, "no"), "--sys-root",
+                                     os.path.join(tmp, "no"), "report"],
+                                    dict(rc=0, line=r"cpuzombie report",
+                                         out=r"MemcgZombieLeak\s+Unknown"))),
+    ("report-json-no-host", lambda tmp: (["--proc-root", os.path.join(tmp, "no"), "--sys-root",
+                                          os.path.join(tmp, "no"), "report", "--json"],
+                                         dict(rc=0, json=True))),
+    ("report-corrupt-run-files", lambda tmp: (
+        [*corrupt_run(tmp), "report", "--json"], dict(rc=0, json=True))),
+    ("report-bad-cgroups", lambda tmp: ([*memcg_tree(tmp, lambda t: write(
+        os.path.join(t, "proc", "cgroups"), os.urandom(999))), "report"],
+        dict(rc=0, out=r"MemcgZombieLeak\s+Unknown.*cgroups"))),
     # -- command lines (13) ------------------------------------------------------------------
     ("cli-unknown-subcommand", cli_case("frobnicate", err=r"frobnicate")),
     ("cli-check-no-name", cli_case("check", line=r"^usage: cpuzombie check")),
@@ -339,6 +356,14 @@ def unreadable_file(p, data="memcg:\n  min_dying: 5\n"):
     return p
 
 
+def corrupt_run(tmp):
+    run = os.path.join(tmp, "rn")
+    write(os.path.join(run, "cpu-heartbeat"), fresh_heartbeat())
+    write(os.path.join(run, "cpu-bursts"), b"cpuzombie-state 1 cpu-bursts\nburst 1")
+    write(os.path.join(run, "cpu-history"), b"CZHIST1\n" + os.urandom(4000))
+    return ["--run-dir", run]
+
+
 def fifo_writer(p, data):
     """A FIFO at @p whose writer (a daemon thread) sends @data once a reader opens it."""
     os.mkfifo(p)
@@ -365,7 +390,8 @@ def test_bad_input(name, build, tmp_path):
     assert p.returncode >= 0, "killed by signal %d: %s" % (-p.returncode, p.stderr)
     assert p.elapsed < DEADLINE, "took %.1fs" % p.elapsed
     assert p.returncode == exp["rc"], (p.returncode, p.stdout, p.stderr)
-    if args[0] in ("ena-diff", "agent") or exp.get("err") and not exp.get("line"):
+    if args[0] in ("ena-diff", "agent") or "report" in args or exp.get("err") and \
+            not exp.get("line"):
         pass
     elif "check" in args:
         # NPD's side: exactly one printable ASCII line
@@ -373,6 +399,10 @@ def test_bad_input(name, build, tmp_path):
         assert all(32 <= ord(c) < 127 for c in p.stdout[:-1]), repr(p.stdout)
     if exp.get("line"):
         assert re.search(exp["line"], p.stdout), (p.stdout, p.stderr)
+    if exp.get("out"):
+        assert re.search(exp["out"], p.stdout, re.S), (p.stdout, p.stderr)
+    if exp.get("json"):
+        json.loads(p.stdout)
     if exp.get("err"):
         assert re.search(exp["err"], p.stderr), (p.stdout, p.stderr)
 

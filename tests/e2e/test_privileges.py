@@ -13,6 +13,7 @@ results:
   check ena(-allowance), ena-diff -   no capability (ETHTOOL_GDRVINFO/GSSET_INFO/GSTRINGS/GSTATS
                    are unprivileged ioctls); the host network namespace; state dir writable
   agent            no capability; run dir writable; stacks as check cpu
+  report           no capability; reads what the checks read; writes only the --svg file
 """
 import os
 import shutil
@@ -198,3 +199,20 @@ def test_check_ena_needs_no_capability(netns, tmp_path):
     rootst = owned_dir(tmp_path / "rootst", uid=0)
     p = cz(ns + as_user(), "--config", str(cfg), "--state-dir", rootst, "check", "ena")
     assert p.returncode == 2 and "Permission denied" in p.stdout and rootst in p.stdout, p
+
+
+def test_report_needs_no_capability(tmp_path):
+    world_readable(tmp_path)
+    out = owned_dir(tmp_path / "out")
+    root = cz([], "--state-dir", str(tmp_path / "rst"), "--run-dir", str(tmp_path / "rrun"),
+              "report", "--json")
+    p = cz(as_user(), "--state-dir", owned_dir(tmp_path / "st"), "--run-dir",
+           owned_dir(tmp_path / "run"), "report", "--svg", os.path.join(out, "h.svg"))
+    assert p.returncode == root.returncode, (p, root)
+    assert "MEMCG" in p.stdout and "CORES" in p.stdout, p
+    assert os.path.getsize(os.path.join(out, "h.svg")) > 0
+    # less: an SVG path it may not write -> exit 2 naming it
+    rootdir = owned_dir(tmp_path / "rootonly", uid=0)
+    p = cz(as_user(), "--state-dir", owned_dir(tmp_path / "st"), "report", "--svg",
+           os.path.join(rootdir, "h.svg"))
+    assert p.returncode == 2 and "Permission denied" in p.stderr and rootdir in p.stderr, p

@@ -3,6 +3,7 @@
 error and no definite leak (tests/tools/valgrind-run.sh: --error-exitcode=99, --leak-check=full,
 --errors-for-leak-kinds=definite). ASan+UBSan cover the same suite in the sanitizer pass; valgrind
 runs on the plain build only (it cannot run an ASan binary), so that pass skips this file."""
+import json
 import os
 import shutil
 import subprocess
@@ -135,3 +136,20 @@ def test_kube_cycle_on_garbage_answers(certs, tmp_path):
            env={"CZ_TEST_FORCE_RESULTS": str(force)}, rcs=(2,), timeout=240)
     finally:
         srv.stop()
+
+
+def test_report(tmp_path):
+    vg(tmp_path, "report", rcs=(0, 1))
+    p = vg(tmp_path, "report", "--json", rcs=(0, 1))
+    json.loads(p.stdout)
+    vg(tmp_path, "report", "--svg", str(tmp_path / "h.svg"), rcs=(0, 1))
+    vg(tmp_path, *tree(ZOMBIES), "report", rcs=(1,))
+    # error paths: nothing readable, a corrupt run dir, an unwritable SVG, a bad option
+    vg(tmp_path, *tree(str(tmp_path / "none")), "report", "--json", rcs=(0, 1))
+    run = tmp_path / "run"
+    run.mkdir(exist_ok=True)
+    for f in ("cpu-history", "cpu-bursts", "cpu-heartbeat"):
+        (run / f).write_bytes(os.urandom(700))
+    vg(tmp_path, "report", "--svg", str(tmp_path / "h2.svg"), rcs=(0, 1))
+    vg(tmp_path, "report", "--svg", "/nonexistent/h.svg", rcs=(2,))
+    vg(tmp_path, "report", "--bogus", rcs=(2,))
