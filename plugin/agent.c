@@ -100,7 +100,7 @@ int sampler_new(const struct cz_ctx *ctx, bool attribute, struct sampler **ret)
 	s->bp = (struct burst_params){ ctx->cfg.cpu.threshold_pct, ctx->cfg.cpu.min_burst_ms,
 				       ctx->cfg.cpu.interval_ms };
 	s->attribute = attribute;
-	s->fd = hostfs_openat(&ctx->hf, HOSTFS_PROC, "stat", O_RDONLY | O_NOCTTY);
+	s->fd = hostfs_openat(&ctx->hf, HOSTFS_PROC, "stat", O_RDONLY | O_NOCTTY | O_NONBLOCK);
 	s->ncpu = possible_cpus(&ctx->hf);
 	if (s->ncpu == 0)
 		s->ncpu = CPUSTAT_MAX_CPUS; /* no sysfs: take the highest row seen below */

@@ -541,7 +541,7 @@ int config_load_file(const char *path, struct cz_config *cfg, char *errs, size_t
 
 	if (!buf)
 		return -ENOMEM;
-	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
 	n = fd < 0 ? -errno : hostfs_pread_all(fd, buf, CONFIG_FILE_MAX + 1);
 	if (n < 0) {
 		if (errs && errs_size)

@@ -161,7 +161,7 @@ void kube_client_set_backoff(struct kube_client *kc, uint64_t base_ms, uint64_t 
 
 static int read_token_file(const char *path, char **ret)
 {
-	_cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+	_cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
 	char buf[TOKEN_MAX + 1];
 	ssize_t n;
 
@@ -390,6 +390,11 @@ static void fill_response(struct buf *b, struct kube_response *resp)
 	if (streq(kube_get_str(resp->body, "kind", ""), "Status"))
 		snprintf(resp->message, sizeof(resp->message), "%s",
 			 kube_get_str(resp->body, "message", ""));
+	/* the server's words end up inside our one-line logs and summaries: no line breaks, no
+	 * terminal escapes */
+	for (char *c = resp->message; *c; c++)
+		if ((unsigned char)*c < 0x20 || *c == 0x7f)
+			*c = ' ';
 }
 
 static int attempt(struct kube_client *kc, const char *method, const char *url,

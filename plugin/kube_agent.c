@@ -85,6 +85,12 @@ static int publish(struct kube_agent *ka, const char *const checks[],
 		kube_response_clear(&resp);
 		return r;
 	}
+	if (!json_object_is_type(resp.body, json_type_object)) {
+		/* not "a node without conditions": that would reset every transition time */
+		snprintf(out, size, "cannot read node %.64s: the answer is not a JSON object", node);
+		kube_response_clear(&resp);
+		return -EBADMSG;
+	}
 	cur = json_object_get(resp.body);
 	kube_response_clear(&resp);
 	r = conditions_build_patch(cur, in, k, now, &patch, ch, &nch);

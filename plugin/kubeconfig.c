@@ -332,7 +332,7 @@ int kubeconfig_parse(const char *text, size_t len, const char *dir, struct kube_
 
 static int read_bounded(const char *path, char **ret, size_t *ret_len)
 {
-	_cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+	_cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
 	_cleanup_free_ char *buf = NULL;
 	size_t n = 0, cap = KUBECONFIG_MAX_BYTES + 1;
 	ssize_t k;

@@ -123,6 +123,17 @@ bool remediate_is_control_plane(json_object *node)
 		json_object_object_get_ex(labels, "node-role.kubernetes.io/master", &v));
 }
 
+/*
+ * The array at @dotted in @o, or NULL when absent or of another type: json-c's array accessors
+ * assert() on anything but an array, so an API answer of the wrong shape must never reach them.
+ */
+static json_object *get_array(json_object *o, const char *dotted)
+{
+	json_object *a = kube_get(o, dotted);
+
+	return a && json_object_is_type(a, json_type_array) ? a : NULL;
+}
+
 /* kube_get() splits on dots: annotation keys contain them, so look them up directly. */
 static const char *annotation(json_object *node, const char *key)
 {
@@ -149,6 +160,9 @@ static int get_node(struct rem *r, json_object **ret)
 		e = -EREMOTEIO;
 	} else if (e < 0) {
 		say(r, "cannot read node: %s", resp.message);
+	} else if (!json_object_is_type(resp.body, json_type_object)) {
+		say(r, "cannot read node: the answer is not a JSON object");
+		e = -EBADMSG;	/* never decide (cordon, uncordon) on what could not be read */
 	} else {
 		*ret = json_object_get(resp.body);
 	}
@@ -246,8 +260,10 @@ static int lease_list(struct rem *r, struct kube_response *resp, json_object **r
 		say(r, "cannot list cpuzombie leases: HTTP %ld: %s", resp->status, resp->message);
 		e = -EREMOTEIO;
 	}
-	if (e == 0 && !(*ret_items = kube_get(resp->body, "items")))
+	if (e == 0 && !(*ret_items = get_array(resp->body, "items"))) {
+		say(r, "cannot list cpuzombie leases: the answer has no list of items");
 		e = -EBADMSG;
+	}
 	return e;
 }
 
@@ -309,6 +325,8 @@ static bool lease_free(struct rem *r, json_object *l)
 
 	if (!*holder)
 		return true;
+	if (!valid_name(holder, 253))
+		return false;	/* not a node name: never put it in a URL; the slot stays taken */
 	if (kube_parse_time(kube_get_str(l, "spec.renewTime", NULL), &renew) < 0 ||
 	    renew + (uint64_t)LEASE_SECONDS * 1000 > r->now)
 		return false;
@@ -326,7 +344,7 @@ static int total_nodes(struct rem *r, size_t *ret)
 	json_object *items;
 	int e = kube_request(r->kc, "GET", "/api/v1/nodes", NULL, NULL, 0, &resp);
 
-	if (e == 0 && (resp.status != 200 || !(items = kube_get(resp.body, "items"))))
+	if (e == 0 && (resp.status != 200 || !(items = get_array(resp.body, "items"))))
 		e = -EREMOTEIO;
 	if (e == 0)
 		*ret = json_object_array_length(items);
@@ -431,7 +449,7 @@ static void lease_release(struct rem *r)
 
 static bool has_emptydir(json_object *pod)
 {
-	json_object *vols = kube_get(pod, "spec.volumes");
+	json_object *vols = get_array(pod, "spec.volumes");
 
 	for (size_t i = 0; vols && i < json_object_array_length(vols); i++)
 		if (kube_get(json_object_array_get_idx(vols, i), "emptyDir"))
@@ -441,7 +459,7 @@ static bool has_emptydir(json_object *pod)
 
 static bool skip_pod(json_object *pod)
 {
-	json_object *refs = kube_get(pod, "metadata.ownerReferences");
+	json_object *refs = get_array(pod, "metadata.ownerReferences");
 	const char *phase = kube_get_str(pod, "status.phase", "");
 
 	if (annotation(pod, "kubernetes.io/config.mirror"))
@@ -466,6 +484,10 @@ static int evict(struct rem *r, json_object *pod)
 	char path[600], body[600];
 	int e;
 
+	/* both go into a URL path and a JSON string unescaped: only what the API server itself
+	 * allows in names (DNS labels and subdomains), never "", "..", '/', '"' or '?' */
+	if (!valid_name(ns, 253) || !valid_name(name, 253))
+		return -EINVAL;
 	snprintf(path, sizeof(path), "/api/v1/namespaces/%s/pods/%s/eviction", ns, name);
 	snprintf(body, sizeof(body), "{\"apiVersion\":\"policy/v1\",\"kind\":\"Eviction\","
 		 "\"metadata\":{\"name\":\"%s\",\"namespace\":\"%s\"}}", name, ns);
@@ -496,8 +518,11 @@ static int list_pods(struct rem *r, struct kube_response *resp, json_object **re
 
 	snprintf(path, sizeof(path), "/api/v1/pods?fieldSelector=spec.nodeName%%3D%s", r->node);
 	e = kube_request(r->kc, "GET", path, NULL, NULL, 0, resp);
-	if (e == 0 && (resp->status != 200 || !(*ret_items = kube_get(resp->body, "items"))))
+	if (e == 0 && (resp->status != 200 || !(*ret_items = get_array(resp->body, "items")))) {
+		say(r, "cannot list the node's pods: HTTP %ld%s", resp->status,
+		    resp->status == 200 ? ", no list of items" : "");
 		e = -EREMOTEIO;
+	}
 	return e;
 }
 

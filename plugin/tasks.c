@@ -200,7 +200,7 @@ static void scan_process(struct tasks_tracker *t, int pfd, int pid, size_t *n)
 		if (parse_u64(de->d_name, &tid) < 0)
 			continue;
 		snprintf(rel, sizeof(rel), "%s/stat", de->d_name);
-		fd = openat(dirfd(d), rel, O_RDONLY | O_CLOEXEC);
+		fd = openat(dirfd(d), rel, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
 		if (fd < 0)
 			continue; /* exited meanwhile */
 		len = hostfs_pread_all(fd, buf, sizeof(buf));

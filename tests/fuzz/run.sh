@@ -1,22 +1,40 @@
 #!/usr/bin/env bash
 # Builds every libFuzzer target tests/fuzz/fuzz_*.c against the plugin sources (clang,
 # ASan+UBSan) and runs each for $1 seconds on a copy of its seed corpus. Any crash fails.
+# Further arguments name targets to run (e.g. "history state_payloads"); default all.
+# The plugin sources are compiled once (into build-fuzz/obj, again only when a plugin file
+# changed), then linked into each target.
 set -euo pipefail
 secs=${1:-300}
 root=$(cd "$(dirname "$0")/../.." && pwd)
-out=$root/build-fuzz
-mkdir -p "$out"
+out=${CZ_FUZZ_OUT:-$root/build-fuzz}
+mkdir -p "$out/obj"
 shopt -s nullglob
-targets=("$root"/tests/fuzz/fuzz_*.c)
+shift || true
+if [ $# -gt 0 ]; then
+	targets=()
+	for n in "$@"; do targets+=("$root/tests/fuzz/fuzz_${n#fuzz_}.c"); done
+else
+	targets=("$root"/tests/fuzz/fuzz_*.c)
+fi
 if [ ${#targets[@]} -eq 0 ]; then echo "fuzz: no targets"; exit 0; fi
+cflags=(-std=gnu11 -D_GNU_SOURCE -g -O1 -fno-sanitize-recover=undefined -DCZ_VERSION='"fuzz"'
+	-I"$root/plugin")
 srcs=()
 for s in "$root"/plugin/*.c; do [ "$(basename "$s")" = main.c ] || srcs+=("$s"); done
+stamp=$out/obj/.stamp
+if [ ! -e "$stamp" ] || [ -n "$(find "$root/plugin" -newer "$stamp" -print -quit)" ]; then
+	rm -f "$out"/obj/*.o
+	printf '%s\n' "${srcs[@]}" | xargs -P 2 -I{} sh -c 'clang "$@" -c -o "$0/obj/$(basename {} .c).o" {}' \
+		"$out" "${cflags[@]}" -fsanitize=fuzzer-no-link,address,undefined
+	touch "$stamp"
+fi
+objs=("$out"/obj/*.o)
 pass=0 fail=0
 for t in "${targets[@]}"; do
 	name=$(basename "$t" .c)
-	clang -std=gnu11 -D_GNU_SOURCE -g -O1 -fsanitize=fuzzer,address,undefined \
-		-fno-sanitize-recover=undefined -DCZ_VERSION='"fuzz"' -I"$root/plugin" \
-		-o "$out/$name" "$t" "${srcs[@]}" -Wl,-Bstatic -ljson-c -lyaml -Wl,-Bdynamic -lm -ldl
+	clang "${cflags[@]}" -fsanitize=fuzzer,address,undefined -o "$out/$name" "$t" "${objs[@]}" \
+		-Wl,-Bstatic -ljson-c -lyaml -Wl,-Bdynamic -lm -ldl
 	corpus=$out/corpus-$name
 	rm -rf "$corpus"; mkdir -p "$corpus"
 	[ -d "$root/tests/fuzz/corpus/${name#fuzz_}" ] && cp -r "$root/tests/fuzz/corpus/${name#fuzz_}/." "$corpus/"

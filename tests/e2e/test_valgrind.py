@@ -1,0 +1,155 @@
+# SPDX-License-Identifier: MIT
+"""valgrind memcheck over end-to-end runs of every subcommand, good and error paths: no memory
+error and no definite leak (tests/tools/valgrind-run.sh: --error-exitcode=99, --leak-check=full,
+--errors-for-leak-kinds=definite). ASan+UBSan cover the same suite in the sanitizer pass; valgrind
+runs on the plain build only (it cannot run an ASan binary), so that pass skips this file."""
+import json
+import os
+import shutil
+import subprocess
+
+import pytest
+
+import hardening_helpers as hh
+import kube_helpers as kh
+
+VG = os.path.join(hh.ROOT, "tests", "tools", "valgrind-run.sh")
+MEMCG = os.path.join(hh.FIXTURES, "memcg", "this-vm-hybrid")
+ZOMBIES = os.path.join(hh.FIXTURES, "memcg", "v1-zombies")
+ENA = os.path.join(hh.FIXTURES, "ena")
+FX01 = os.path.join(ENA, "01-ethq15-ena-1.2.0k-ethtool-i-and-S.txt")
+FX02 = os.path.join(ENA, "02-sliderule518-ens34-ena-2.14-2.15-allowance-exceeded.txt")
+
+pytestmark = [
+    pytest.mark.skipif(not shutil.which("valgrind"), reason="valgrind not installed"),
+    pytest.mark.skipif("asan" in os.path.basename(os.environ.get("CZ_BUILD", "")),
+                       reason="valgrind cannot run the ASan+UBSan build; the plain pass runs it"),
+]
+
+
+def vg(tmp_path, *args, rcs=(0,), env=None, timeout=120):
+    log = str(tmp_path / ("vg-%d.log" % len(os.listdir(tmp_path))))
+    e = dict(os.environ, **(env or {}))
+    cmd = [VG, log, hh.bin_path(), "--state-dir", str(tmp_path / "st"), "--run-dir",
+           str(tmp_path / "run"), *args]
+    p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=e)
+    report = open(log).read() if os.path.exists(log) else ""
+    assert p.returncode != 99, "valgrind: %s\n%s" % (" ".join(args), report)
+    assert "definitely lost" not in report and "Invalid" not in report, report
+    assert p.returncode in rcs, (args, p.returncode, p.stdout, p.stderr)
+    return p
+
+
+def tree(path):
+    return ["--proc-root", path + "/proc", "--sys-root", path + "/sys"]
+
+
+def test_check_memcg(tmp_path):
+    vg(tmp_path, *tree(ZOMBIES), "check", "memcg", rcs=(1,))      # problem, history written
+    vg(tmp_path, *tree(ZOMBIES), "check", "memcg", rcs=(1,))      # history read back
+    vg(tmp_path, *tree(MEMCG), "check", "memcg", rcs=(0,))
+    vg(tmp_path, *tree(str(tmp_path / "none")), "check", "memcg", rcs=(2,))
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("memcg:\n  min_dying: lots\n  nonesuch: 1\n")
+    vg(tmp_path, "--config", str(bad), *tree(MEMCG), "check", "memcg", rcs=(2,))
+    st = tmp_path / "st"
+    (st / "memcg").write_text("cpuzombie-state 1 memcg\ngarbage\nend 00000000\n")
+    vg(tmp_path, *tree(ZOMBIES), "check", "memcg", rcs=(1,))      # corrupt state moved aside
+
+
+def test_agent_once_and_check_cpu(tmp_path):
+    cfg = tmp_path / "cz.yaml"
+    cfg.write_text("cpu:\n  inline_window: 2s\n  min_burst: 2s\n")
+    vg(tmp_path, "--config", str(cfg), "agent", "--once", timeout=180)
+    assert (tmp_path / "run" / "cpu-heartbeat").exists()
+    vg(tmp_path, "--config", str(cfg), "check", "cpu", rcs=(0, 1))   # from the agent's files
+    (tmp_path / "run" / "cpu-bursts").write_bytes(os.urandom(300))
+    vg(tmp_path, "--config", str(cfg), "check", "cpu", rcs=(0, 1, 2))
+    shutil.rmtree(tmp_path / "run")     # no sampler: inline sampling on a bad proc root
+    vg(tmp_path, "--proc-root", str(tmp_path), "check", "cpu", rcs=(2,))
+
+
+def test_check_ena_and_allowance(tmp_path):
+    vg(tmp_path, "check", "ena", rcs=(0,))        # this machine's NICs (no ENA: OK)
+    vg(tmp_path, "check", "ena-allowance", rcs=(0,))
+    (tmp_path / "st" / "ena").write_text("cpuzombie-state 1 ena\nnot a state\nend 00000000\n")
+    vg(tmp_path, "check", "ena", rcs=(0,))
+    cfg = tmp_path / "cz.yaml"
+    cfg.write_text("ena:\n  interfaces: [nonesuch0]\n")
+    vg(tmp_path, "--config", str(cfg), "check", "ena", rcs=(0, 2))
+
+
+def test_config_check_and_ena_diff(tmp_path):
+    vg(tmp_path, "config", "check", "--config", os.path.join(hh.ROOT, "config", "cpuzombie.yaml"))
+    vg(tmp_path, "-v", "config", "check")
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("cpu: [\n")
+    vg(tmp_path, "config", "check", "--config", str(bad), rcs=(2,))
+    vg(tmp_path, "ena-diff", FX01, FX01, rcs=(0,))
+    after = tmp_path / "after.txt"
+    after.write_text(open(FX01).read().replace("tx_timeout: 0", "tx_timeout: 3"))
+    vg(tmp_path, "ena-diff", FX01, str(after), rcs=(1,))
+    vg(tmp_path, "ena-diff", FX02, FX02, rcs=(0,))
+    (tmp_path / "junk.txt").write_bytes(os.urandom(1000))
+    vg(tmp_path, "ena-diff", FX01, str(tmp_path / "junk.txt"), rcs=(2,))
+    vg(tmp_path, "--version")
+    vg(tmp_path, "--help")
+    vg(tmp_path, "frobnicate", rcs=(2,))
+
+
+def test_kube_cycle_against_emulator(certs, tmp_path):
+    emu = kh.Emulator(certs, str(tmp_path)).start()
+    try:
+        emu.add(kh.node_obj("n1", conditions=[
+            {"type": "MemcgZombieLeak", "status": "True", "reason": "R", "message": "m",
+             "lastHeartbeatTime": "2024-01-01T00:00:00Z",
+             "lastTransitionTime": "2024-01-01T00:00:00Z"}]))
+        emu.add(kh.pod_obj("web", "n1", owner=("ReplicaSet", "rs")))
+        kc = emu.kubeconfig(str(tmp_path / "kc"))
+        cfg = tmp_path / "cz.yaml"
+        cfg.write_text("kubernetes:\n  node_name: n1\n  kubeconfig: %s\n  timeout: 10s\n"
+                       "agent:\n  set_conditions: true\nremediation:\n  mode: drain\n"
+                       "  for: 1s\n  drain_timeout: 20s\n" % kc)
+        force = tmp_path / "force"
+        force.write_text("memcg 1 12840 dying memcgs\ncpu 0 ok\nena 0 no resets\n")
+        env = {"CZ_TEST_FORCE_RESULTS": str(force)}
+        p = vg(tmp_path, "--config", str(cfg), "kube-cycle", "--once", env=env, timeout=240)
+        assert "drained" in p.stdout, p.stdout
+        # error paths: the API refuses, then is gone
+        emu.rbac_deny("patch nodes/status", "get nodes")
+        vg(tmp_path, "--config", str(cfg), "kube-cycle", "--once", env=env, rcs=(2,), timeout=240)
+    finally:
+        emu.stop()
+    vg(tmp_path, "--config", str(cfg), "kube-cycle", "--once", env=env, rcs=(2,), timeout=240)
+
+
+def test_kube_cycle_on_garbage_answers(certs, tmp_path):
+    srv = hh.RawApi(certs, lambda m, p, b: hh.Reply(body=b'{"items": 5, "kind": "Node", "status"'))
+    try:
+        kc = hh.kubeconfig(str(tmp_path / "kc"), srv.url, certs.ca)
+        cfg = tmp_path / "cz.yaml"
+        cfg.write_text("kubernetes:\n  node_name: n1\n  kubeconfig: %s\n  timeout: 2s\n"
+                       "agent:\n  set_conditions: true\nremediation:\n  mode: cordon\n" % kc)
+        force = tmp_path / "force"
+        force.write_text("memcg 1 x\n")
+        vg(tmp_path, "--config", str(cfg), "kube-cycle", "--once",
+           env={"CZ_TEST_FORCE_RESULTS": str(force)}, rcs=(2,), timeout=240)
+    finally:
+        srv.stop()
+
+
+def test_report(tmp_path):
+    vg(tmp_path, "report", rcs=(0, 1))
+    p = vg(tmp_path, "report", "--json", rcs=(0, 1))
+    json.loads(p.stdout)
+    vg(tmp_path, "report", "--svg", str(tmp_path / "h.svg"), rcs=(0, 1))
+    vg(tmp_path, *tree(ZOMBIES), "report", rcs=(1,))
+    # error paths: nothing readable, a corrupt run dir, an unwritable SVG, a bad option
+    vg(tmp_path, *tree(str(tmp_path / "none")), "report", "--json", rcs=(0, 1))
+    run = tmp_path / "run"
+    run.mkdir(exist_ok=True)
+    for f in ("cpu-history", "cpu-bursts", "cpu-heartbeat"):
+        (run / f).write_bytes(os.urandom(700))
+    vg(tmp_path, "report", "--svg", str(tmp_path / "h2.svg"), rcs=(0, 1))
+    vg(tmp_path, "report", "--svg", "/nonexistent/h.svg", rcs=(2,))
+    vg(tmp_path, "report", "--bogus", rcs=(2,))
