@@ -301,6 +301,7 @@ struct agent {
 	struct history_ring ring;
 	bool ring_ok;
 	uint64_t watchdog_ms;
+	unsigned bad_samples;	/* consecutive failed samples, for rate-limited logging */
 };
 
 static void log_events(struct agent *a, const struct burst_event *ev, int n)
@@ -346,9 +347,19 @@ static int agent_sample(struct agent *a, struct burst_event *evs)
 	int n = sampler_step(a->s, evs, HISTORY_ACTIVE_MAX);
 
 	if (n < 0) {
-		fprintf(stderr, "cpuzombie agent: Failed to sample /proc/stat: %s, skipping\n",
-			strerror(-n));
+		/* a bad /proc/stat can last: log the first failure, then every 2^k-th (4 Hz would
+		 * otherwise write four lines a second into the journal) */
+		unsigned k = ++a->bad_samples;
+
+		if ((k & (k - 1)) == 0)
+			fprintf(stderr, "cpuzombie agent: Failed to sample /proc/stat: %s, skipping "
+					"(%u in a row)\n", strerror(-n), k);
 		return 0;
+	}
+	if (a->bad_samples) {
+		fprintf(stderr, "cpuzombie agent: sampling /proc/stat again after %u failures\n",
+			a->bad_samples);
+		a->bad_samples = 0;
 	}
 	log_events(a, evs, n);
 	if (a->ring_ok)

@@ -5,6 +5,7 @@
  */
 #include <errno.h>
 #include <getopt.h>
+#include <stdarg.h>
 #include <sys/stat.h>
 
 #include "cz.h"
@@ -61,6 +62,21 @@ static void usage(FILE *out, const struct cmd *only)
 	fprintf(out, "%s", common_usage);
 }
 
+/* What was wrong with the command line: main prints it on stderr, and a check also puts it in
+ * its one stdout line (NPD never shows stderr). */
+static char cmdline_err[256];
+
+static int _printf_(1, 2) cmdline_error(const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(cmdline_err, sizeof(cmdline_err), fmt, ap);
+	va_end(ap);
+	fprintf(stderr, "cpuzombie: %s\n", cmdline_err);
+	return -EINVAL;
+}
+
 enum {
 	OPT_CONFIG = 256, OPT_PROC, OPT_SYS, OPT_STATE, OPT_RUN, OPT_NODE, OPT_KUBECONFIG,
 	OPT_MAXOUT, OPT_VERSION, OPT_HELP, OPT_ONCE, OPT_JSON, OPT_SVG,
@@ -115,9 +131,8 @@ static int parse_opts(int argc, char **argv, struct opts *o, bool permute)
 		case OPT_MAXOUT:
 			if (parse_u64(optarg, &o->max_output) < 0 || o->max_output == 0 ||
 			    o->max_output >= NPD_MSG_MAX) {
-				fprintf(stderr, "cpuzombie: --max-output: expected 1..%d, got '%s'\n",
-					NPD_MSG_MAX - 1, optarg);
-				return -EINVAL;
+				return cmdline_error("--max-output: expected 1..%d, got '%.32s'",
+						     NPD_MSG_MAX - 1, optarg);
 			}
 			break;
 		case 'v': o->verbose++; break;
@@ -128,9 +143,7 @@ static int parse_opts(int argc, char **argv, struct opts *o, bool permute)
 		case OPT_JSON: o->json = true; break;
 		case OPT_SVG: o->svg = optarg; break;
 		default:
-			fprintf(stderr, "cpuzombie: unknown or incomplete option '%s'\n",
-				argv[optind - 1]);
-			return -EINVAL;
+			return cmdline_error("unknown or incomplete option '%.32s'", argv[optind - 1]);
 		}
 	}
 	return optind;
@@ -141,10 +154,8 @@ static int set_path(char *dst, size_t size, const char *src, const char *what)
 {
 	if (!src)
 		return 0;
-	if (!*src || strlen(src) >= size) {
-		fprintf(stderr, "cpuzombie: %s: empty or too long\n", what);
-		return -EINVAL;
-	}
+	if (!*src || strlen(src) >= size)
+		return cmdline_error("%s: empty or too long", what);
 	memcpy(dst, src, strlen(src) + 1);
 	return 0;
 }
@@ -175,8 +186,7 @@ static int load_config(struct cz_ctx *ctx, const struct opts *o, char *errs, siz
 			  o->kubeconfig, "--kubeconfig");
 	if (r == 0 && o->node) {
 		if (!valid_name(o->node, sizeof(ctx->cfg.kubernetes.node_name) - 1)) {
-			fprintf(stderr, "cpuzombie: --node-name: not a valid node name\n");
-			return -EINVAL;
+			return cmdline_error("--node-name: not a valid node name: '%.64s'", o->node);
 		}
 		r = set_path(ctx->cfg.kubernetes.node_name, sizeof(ctx->cfg.kubernetes.node_name),
 			     o->node, "--node-name");
@@ -224,7 +234,7 @@ int main(int argc, char **argv)
 		return CZ_EXIT_OK;
 	}
 	if (first < 0)
-		return fail(c, "bad command line (see cpuzombie --help)");
+		return fail(c, cmdline_err);
 	if (!c) {
 		if (first < argc)
 			fprintf(stderr, "cpuzombie: unknown command '%s'\n", argv[first]);
@@ -235,7 +245,7 @@ int main(int argc, char **argv)
 	 * its own argv, the subcommand standing in for the program name. */
 	r = parse_opts(argc - first, argv + first, &o, true);
 	if (r < 0)
-		return fail(c, "bad command line (see cpuzombie --help)");
+		return fail(c, cmdline_err);
 	if (o.help) {
 		usage(stdout, c);
 		return CZ_EXIT_OK;
@@ -250,6 +260,9 @@ int main(int argc, char **argv)
 	if (load_config(&ctx, &o, errs, sizeof(errs)) < 0) {
 		/* NPD shows only stdout: lead with the first error, which names file, line and key */
 		char msg[NPD_MSG_MAX];
+
+		if (cmdline_err[0]) /* an option given with the config, not the config file */
+			return fail(c, cmdline_err);
 		size_t n = strcspn(errs, "\n");
 		unsigned more = 0;
 

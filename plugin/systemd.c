@@ -29,7 +29,7 @@ static void *sym(const char *name)
 }
 
 /* Resolve @name into a function pointer of @fn's own type (the prototypes in sd-*.h). */
-#define SYM(fn) (*(void **)&(fn) = sym(#fn + 2 /* skip "p_" */))
+#define SYM(fn) (*(void **)&(fn) = sym(&(#fn)[2] /* skip "p_" */))
 #define BSYM(f, name) (*(void **)&(f)->p_##name = sym(#name))
 
 bool systemd_loaded(void)
