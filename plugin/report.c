@@ -181,26 +181,6 @@ int report_load_run(struct report *r, const char *run_dir, uint64_t since_hist_m
 
 /* ---- the screen ---- */
 
-static char *hms(uint64_t ms, char *buf, size_t size)
-{
-	time_t t = (time_t)(ms / 1000);
-	struct tm tm;
-
-	if (!gmtime_r(&t, &tm) || strftime(buf, size, "%H:%M:%S", &tm) == 0)
-		snprintf(buf, size, "?");
-	return buf;
-}
-
-static char *ymdhms(uint64_t ms, char *buf, size_t size)
-{
-	time_t t = (time_t)(ms / 1000);
-	struct tm tm;
-
-	if (!gmtime_r(&t, &tm) || strftime(buf, size, "%Y-%m-%d %H:%M:%S UTC", &tm) == 0)
-		snprintf(buf, size, "?");
-	return buf;
-}
-
 static const char *source_name(enum memcg_source s)
 {
 	switch (s) {
@@ -306,14 +286,14 @@ static void print_burst(const struct report *r, const struct burst_event *ev, bo
 		off += w > 0 ? (size_t)w : 0;
 	}
 	fprintf(out, "  cpu%-4u %s  %6.1fs%s %4.0f%% %4.0f%%  %s\n", ev->cpu,
-		hms(ev->start_ms, t1, sizeof(t1)), (double)dur / 1000.0, ongoing ? "+" : " ",
+		utc_hms(ev->start_ms, t1, sizeof(t1)), (double)dur / 1000.0, ongoing ? "+" : " ",
 		ev->peak_pct, ev->mean_pct, ev->ntasks ? tasks : "-");
 	if (ev->irqs[0])
 		fprintf(out, "          NIC IRQs on this core: %s\n", ev->irqs);
 	if (ev->stack[0])
 		fprintf(out, "          kernel stack: %s\n", ev->stack);
 	fprintf(out, "          profile: node %s cpu %u %s..%s (%s): %s\n", r->node[0] ? r->node : "-",
-		ev->cpu, t1, hms(ev->end_ms, t2, sizeof(t2)), format_duration(dur, d, sizeof(d)),
+		ev->cpu, t1, utc_hms(ev->end_ms, t2, sizeof(t2)), format_duration(dur, d, sizeof(d)),
 		report_perf_cmd(ev->cpu, dur, cmd, sizeof(cmd)));
 }
 
@@ -352,9 +332,9 @@ static void print_cores(const struct report *r, FILE *out)
 			     "heatmap need `cpuzombie agent`\n");
 	else if (r->hb->stopped || r->hb->time_ms + 3 * HISTORY_HEARTBEAT_MS < r->now_ms)
 		fprintf(out, "  sampler: stopped, last heartbeat %s\n",
-			hms(r->hb->time_ms, t, sizeof(t)));
+			utc_hms(r->hb->time_ms, t, sizeof(t)));
 	print_now(r, out);
-	fprintf(out, "  BURSTS since %s: %zu\n", hms(r->since_ms, t, sizeof(t)), r->nbursts);
+	fprintf(out, "  BURSTS since %s: %zu\n", utc_hms(r->since_ms, t, sizeof(t)), r->nbursts);
 	if (r->nbursts)
 		fprintf(out, "  core    start       length  peak  mean  top tasks (system time on the "
 			     "core)\n");
@@ -398,7 +378,7 @@ int report_heatmap(const struct report *r, unsigned cols, FILE *out)
 		}
 	}
 	fprintf(out, "  HEATMAP  %s..%s UTC (%s), %u columns, highest share per cell%s\n",
-		hms(t0, a, sizeof(a)), hms(h->t_ms[h->n - 1], b, sizeof(b)),
+		utc_hms(t0, a, sizeof(a)), utc_hms(h->t_ms[h->n - 1], b, sizeof(b)),
 		format_duration(span - 1, d, sizeof(d)), cols,
 		group > 1 ? ", rows group cores (highest)" : "");
 	fprintf(out, "  scale: ' '0-9%% '.'10 ':'20 '-'30 '='40 '+'50 '*'60 '#'70 '%%'80 '@'90+ "
@@ -452,7 +432,7 @@ static void print_ena(const struct report *r, const struct ena_ifstate *s, FILE 
 	uint64_t prev_ms = 0;
 	unsigned shown = 0;
 
-	fprintf(out, "    ENA counters (read %s):", hms(s->read_ms, t, sizeof(t)));
+	fprintf(out, "    ENA counters (read %s):", utc_hms(s->read_ms, t, sizeof(t)));
 	for (size_t i = 0; i < s->base.n; i++) {
 		const struct ethtool_stat *st = &s->base.stats[i], *p;
 		enum ena_class c = ena_classify(&l, st->name, NULL);
@@ -464,7 +444,7 @@ static void print_ena(const struct report *r, const struct ena_ifstate *s, FILE 
 			(unsigned long long)st->value);
 		if (p && prev_ms < s->read_ms && st->value >= p->value)
 			fprintf(out, " (+%llu since %s)", (unsigned long long)(st->value - p->value),
-				hms(prev_ms, t2, sizeof(t2)));
+				utc_hms(prev_ms, t2, sizeof(t2)));
 	}
 	fprintf(out, "%s\n", shown ? "" : " no reset, risk or allowance counter above 0");
 	fprintf(out, "    resets in the last %s: %llu\n",
@@ -474,7 +454,7 @@ static void print_ena(const struct report *r, const struct ena_ifstate *s, FILE 
 		const struct ena_event *ev = &s->hist.ev[i];
 		int cpu = report_ena_cpu(ev->cause);
 
-		fprintf(out, "     %s  %llu reset(s): %s\n", hms(ev->t_ms, t, sizeof(t)),
+		fprintf(out, "     %s  %llu reset(s): %s\n", utc_hms(ev->t_ms, t, sizeof(t)),
 			(unsigned long long)ev->resets, ev->cause);
 		if (cpu >= 0)
 			fprintf(out, "          profile: node %s cpu %d before %s: %s\n",
@@ -521,7 +501,7 @@ int report_print(const struct report *r, FILE *out)
 	char t[48];
 
 	fprintf(out, "cpuzombie report  node %s  %s  (cpuzombie %s)\n\n", r->node[0] ? r->node : "-",
-		ymdhms(r->now_ms, t, sizeof(t)), CZ_VERSION);
+		utc_datetime(r->now_ms, t, sizeof(t)), CZ_VERSION);
 	print_conditions(r, out);
 	fputc('\n', out);
 	print_memcg(r, out);

@@ -42,16 +42,6 @@ static void xml(FILE *out, const char *s)
 	}
 }
 
-static char *hms(uint64_t ms, char *buf, size_t size)
-{
-	time_t t = (time_t)(ms / 1000);
-	struct tm tm;
-
-	if (!gmtime_r(&t, &tm) || strftime(buf, size, "%H:%M:%S", &tm) == 0)
-		snprintf(buf, size, "?");
-	return buf;
-}
-
 /* Highest share per (core, column); HISTORY_NO_SAMPLE where nothing was sampled. */
 static uint8_t *bin(const struct report *r, const struct geom *g)
 {
@@ -128,7 +118,7 @@ static void bursts(FILE *out, const struct report *r, const struct geom *g)
 		y = TOP + ev->cpu * g->rh;
 		fprintf(out, "<g class=\"marker burst\" id=\"burst-%u\" data-cpu=\"%u\"><title>cpu%u "
 			     "burst %s..%s UTC %.1fs peak %.0f%%", k++, ev->cpu, ev->cpu,
-			hms(ev->start_ms, a, sizeof(a)), hms(ev->end_ms, b, sizeof(b)),
+			utc_hms(ev->start_ms, a, sizeof(a)), utc_hms(ev->end_ms, b, sizeof(b)),
 			(double)dur / 1000.0, ev->peak_pct);
 		if (ev->ntasks) {
 			fputs(" top ", out);
@@ -165,7 +155,7 @@ static void resets(FILE *out, const struct report *r, const struct geom *g)
 			fprintf(out, "<g class=\"marker ena-reset\" id=\"reset-%u\"><title>", k++);
 			xml(out, s->base.ifname);
 			fprintf(out, " ENA reset x%llu seen %s UTC: ", (unsigned long long)ev->resets,
-				hms(ev->t_ms, a, sizeof(a)));
+				utc_hms(ev->t_ms, a, sizeof(a)));
 			xml(out, ev->cause);
 			fprintf(out, "</title><line class=\"reset-line\" x1=\"%.2f\" y1=\"%d\" "
 				     "x2=\"%.2f\" y2=\"%.2f\"/><path class=\"reset-tick\" "
@@ -193,7 +183,7 @@ static void axis(FILE *out, const struct geom *g)
 	for (uint64_t t = (g->t0 + step - 1) / step * step; t <= g->t1; t += step)
 		fprintf(out, "<line x1=\"%.2f\" y1=\"%.2f\" x2=\"%.2f\" y2=\"%.2f\"/><text "
 			     "class=\"tick\" x=\"%.2f\" y=\"%.2f\">%s</text>\n", x_of(g, t), y, x_of(g, t),
-			y + 5, x_of(g, t), y + 18, hms(t, a, sizeof(a)));
+			y + 5, x_of(g, t), y + 18, utc_hms(t, a, sizeof(a)));
 	fprintf(out, "<text class=\"tick\" x=\"%d\" y=\"%.2f\">time (UTC)</text></g>\n",
 		LEFT + SVG_PLOT_W / 2, y + 36);
 }
@@ -219,7 +209,7 @@ static void head(FILE *out, const struct report *r, const struct geom *g, double
 	xml(out, r->node[0] ? r->node : "-");
 	fprintf(out, " per-core %s share %s..%s UTC, %u cores; blue: bursts >= %g%%, green: ENA "
 		     "resets</text>\n", config_metric_name(r->cfg->cpu.metric),
-		hms(g->t0, a, sizeof(a)), hms(g->t1, b, sizeof(b)), g->ncpu,
+		utc_hms(g->t0, a, sizeof(a)), utc_hms(g->t1, b, sizeof(b)), g->ncpu,
 		r->cfg->cpu.threshold_pct);
 }
 

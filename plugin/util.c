@@ -173,6 +173,30 @@ char *format_bytes(uint64_t bytes, char *buf, size_t size)
 	return buf;
 }
 
+static char *utc(uint64_t ms, bool date, char *buf, size_t size)
+{
+	time_t t = (time_t)(ms / 1000);
+	struct tm tm;
+	size_t n = 0;
+
+	if (gmtime_r(&t, &tm))
+		n = date ? strftime(buf, size, "%Y-%m-%d %H:%M:%S UTC", &tm)
+			 : strftime(buf, size, "%H:%M:%S", &tm);
+	if (n == 0)
+		snprintf(buf, size, "?");
+	return buf;
+}
+
+char *utc_hms(uint64_t ms, char *buf, size_t size)
+{
+	return utc(ms, false, buf, size);
+}
+
+char *utc_datetime(uint64_t ms, char *buf, size_t size)
+{
+	return utc(ms, true, buf, size);
+}
+
 static uint64_t clock_ms(clockid_t id)
 {
 	struct timespec ts;

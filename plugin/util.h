@@ -104,6 +104,13 @@ char *format_duration(uint64_t ms, char *buf, size_t size);
  */
 char *format_bytes(uint64_t bytes, char *buf, size_t size);
 
+/*
+ * utc_hms / utc_datetime - @ms since the epoch as UTC "13:05:59" / "2026-11-29 13:05:59 UTC",
+ * or "?" when it cannot be formatted. Return @buf.
+ */
+char *utc_hms(uint64_t ms, char *buf, size_t size);
+char *utc_datetime(uint64_t ms, char *buf, size_t size);
+
 /* Milliseconds on CLOCK_REALTIME (wall time, stored in state) and CLOCK_MONOTONIC. */
 uint64_t now_realtime_ms(void);
 uint64_t now_monotonic_ms(void);
