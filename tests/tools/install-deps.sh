@@ -1,7 +1,13 @@
 #!/usr/bin/env bash
 # Installs the Debian packages that building and testing cpuzombie need, when missing and run as
 # root. Idempotent and quiet when everything is there (one dpkg-query).
+#   install-deps.sh                          the build and test packages below
+#   install-deps.sh [--no-service-start] PKG...   these packages instead (make bench's list);
+#        --no-service-start keeps a package's daemon from being started by its postinst
 set -euo pipefail
+
+no_start=0
+if [ "${1:-}" = --no-service-start ]; then no_start=1; shift; fi
 
 pkgs=(
 	gcc make pkg-config
@@ -15,6 +21,8 @@ pkgs=(
 	hyperfine time valgrind						# make bench
 	chromium							# renders the report's SVG heatmap
 )
+
+[ $# -gt 0 ] && pkgs=("$@")
 
 missing=()
 status=$(dpkg-query -W -f='${Package} ${db:Status-Abbrev}\n' "${pkgs[@]}" 2>/dev/null || true)
@@ -30,4 +38,13 @@ fi
 echo "install-deps: installing ${missing[*]}" >&2
 export DEBIAN_FRONTEND=noninteractive
 apt-get update -qq >&2
-apt-get install -y -qq --no-install-recommends "${missing[@]}" >&2
+if [ $no_start -eq 0 ] || [ -e /usr/sbin/policy-rc.d ]; then
+	exec apt-get install -y -qq --no-install-recommends "${missing[@]}" >&2
+fi
+# policy-rc.d answering 101 tells invoke-rc.d not to start services (Debian policy 9.3.3)
+printf '#!/bin/sh\nexit 101\n' >/usr/sbin/policy-rc.d
+chmod +x /usr/sbin/policy-rc.d
+rc=0
+apt-get install -y -qq --no-install-recommends "${missing[@]}" >&2 || rc=$?
+rm -f /usr/sbin/policy-rc.d
+exit $rc
