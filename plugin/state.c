@@ -203,10 +203,79 @@ static int fsync_dir(const char *dir)
 	return fsync(fd) < 0 ? -errno : 0;
 }
 
+/* Header, payload and trailer into @fd; fsync'ed when @durable. */
+static int write_envelope(int fd, const char *name, const char *payload, size_t len, bool durable)
+{
+	char header[128], trailer[16];
+	int hl, r;
+
+	hl = snprintf(header, sizeof(header), HEADER_FMT, STATE_VERSION, name);
+	snprintf(trailer, sizeof(trailer), "end %08" PRIx32 "\n", state_crc32(payload, len));
+	r = write_all(fd, header, (size_t)hl);
+	if (r == 0)
+		r = write_all(fd, payload, len);
+	if (r == 0)
+		r = write_all(fd, trailer, 13);
+	if (r == 0 && durable && fsync(fd) < 0)
+		r = -errno;
+	return r;
+}
+
+/*
+ * Write the new file as an unnamed O_TMPFILE in @dir and give it the name @tmp only once it is
+ * whole, just before the rename. A writer killed while writing (NPD's timeout, kill -9 of the
+ * agent) then leaves nothing behind: the kernel frees the unnamed inode. Only a kill in the few
+ * microseconds between linkat and rename leaves <name>.tmp, which the next writer replaces.
+ * Returns 0 with @tmp linked, -EOPNOTSUPP when the filesystem or a missing /proc rules O_TMPFILE
+ * out (the caller falls back to writing @tmp by name), or another -errno.
+ */
+static int write_unnamed(const char *dir, const char *tmp, const char *name, const char *payload,
+			 size_t len, bool durable)
+{
+	_cleanup_close_ int fd = open(dir, O_TMPFILE | O_WRONLY | O_CLOEXEC, 0600);
+	char fdpath[64];
+	int r;
+
+	if (fd < 0)
+		return errno == EOPNOTSUPP || errno == EISDIR || errno == EINVAL ? -EOPNOTSUPP
+										   : -errno;
+	r = write_envelope(fd, name, payload, len, durable);
+	if (r < 0)
+		return r;
+	snprintf(fdpath, sizeof(fdpath), "/proc/self/fd/%d", fd);
+	for (int attempt = 0; attempt < 2; attempt++) {
+		if (linkat(AT_FDCWD, fdpath, AT_FDCWD, tmp, AT_SYMLINK_FOLLOW) == 0)
+			return 0;
+		if (errno != EEXIST)
+			/* no /proc mounted (ENOENT), or a filesystem without links */
+			return errno == ENOENT || errno == EPERM || errno == EOPNOTSUPP ? -EOPNOTSUPP
+											 : -errno;
+		/* a stale <name>.tmp from a writer killed before its rename: we hold the lock */
+		if (unlink(tmp) < 0 && errno != ENOENT)
+			return -errno;
+	}
+	return -EEXIST;
+}
+
+/* The fallback: write <name>.tmp by name (a kill mid-write leaves it for the next writer). */
+static int write_named(const char *tmp, const char *name, const char *payload, size_t len,
+		       bool durable)
+{
+	int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
+	int r;
+
+	if (fd < 0)
+		return -errno;
+	r = write_envelope(fd, name, payload, len, durable);
+	if (close(fd) < 0 && r == 0)
+		r = -errno;
+	return r;
+}
+
 static int save(const char *dir, const char *name, const char *payload, size_t len, bool durable)
 {
-	char path[4096], tmp[4096], header[128], trailer[16];
-	int fd, r, hl;
+	char path[4096], tmp[4096];
+	int r;
 
 	if (!dir || !valid_state_name(name))
 		return -EINVAL;
@@ -216,25 +285,14 @@ static int save(const char *dir, const char *name, const char *payload, size_t l
 	if (join(path, sizeof(path), dir, name, "") < 0)
 		return -ENAMETOOLONG;
 	/* One fixed temporary name: writers hold the lock, so there is never a second one, and a
-	 * writer SIGKILLed by NPD's timeout leaves one stale file that the next writer reuses
+	 * writer SIGKILLed at the wrong moment leaves one stale file that the next writer replaces
 	 * instead of one per dead PID piling up. */
 	if (snprintf(tmp, sizeof(tmp), "%s.tmp", path) >= (int)sizeof(tmp))
 		return -ENAMETOOLONG;
-	hl = snprintf(header, sizeof(header), HEADER_FMT, STATE_VERSION, name);
-	snprintf(trailer, sizeof(trailer), "end %08" PRIx32 "\n", state_crc32(payload, len));
 
-	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
-	if (fd < 0)
-		return -errno;
-	r = write_all(fd, header, (size_t)hl);
-	if (r == 0)
-		r = write_all(fd, payload, len);
-	if (r == 0)
-		r = write_all(fd, trailer, 13);
-	if (r == 0 && durable && fsync(fd) < 0)
-		r = -errno;
-	if (close(fd) < 0 && r == 0)
-		r = -errno;
+	r = write_unnamed(dir, tmp, name, payload, len, durable);
+	if (r == -EOPNOTSUPP)
+		r = write_named(tmp, name, payload, len, durable);
 	if (r == 0 && rename(tmp, path) < 0)
 		r = -errno;
 	if (r < 0) {

@@ -6,8 +6,10 @@
  * Crash-safe state files under --state-dir (and the run dir).
  *
  * NPD may run checks concurrently, and a check can be SIGKILLed at its timeout at any moment,
- * so a state file is only ever replaced whole: write "<name>.tmp", fsync, rename over the
- * old one, fsync the directory. Readers and writers of one name serialise on flock() of
+ * so a state file is only ever replaced whole: write the new file unnamed (O_TMPFILE), fsync,
+ * link it as "<name>.tmp", rename over the old one, fsync the directory. A writer killed mid-write
+ * leaves no file behind (where O_TMPFILE or /proc is missing, "<name>.tmp" is written by name and
+ * the next writer replaces it). Readers and writers of one name serialise on flock() of
  * "<name>.lock" (bounded wait: a check never blocks past its deadline).
  *
  * On disk:   cpuzombie-state <version> <name>\n   payload   end <crc32 of payload, 8 hex>\n

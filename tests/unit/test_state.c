@@ -112,12 +112,45 @@ static void test_no_temporaries_left(void **state)
 	assert_int_equal(state_save(dir, "a/b", "z", 1), -EINVAL);
 }
 
+/* A <name>.tmp left by a writer killed between link and rename is replaced, never followed. */
+static void test_stale_temporary_replaced(void **state)
+{
+	char tmp[300], outside[300], buf[64];
+	FILE *f;
+	struct stat st;
+
+	snprintf(tmp, sizeof(tmp), "%s/s.tmp", dir);
+	f = fopen(tmp, "w");
+	assert_non_null(f);
+	fputs("half a file", f);
+	fclose(f);
+	assert_int_equal(state_save(dir, "s", "v 1\n", 4), 0);
+	assert_int_equal(state_load(dir, "s", buf, sizeof(buf)), 4);
+	assert_string_equal(buf, "v 1\n");
+	assert_int_equal(lstat(tmp, &st), -1);
+
+	/* a planted symlink is removed, its target left alone */
+	snprintf(outside, sizeof(outside), "%s/outside", dir);
+	f = fopen(outside, "w");
+	assert_non_null(f);
+	fputs("keep", f);
+	fclose(f);
+	assert_int_equal(symlink(outside, tmp), 0);
+	assert_int_equal(state_save(dir, "s", "v 2\n", 4), 0);
+	assert_int_equal(state_load(dir, "s", buf, sizeof(buf)), 4);
+	assert_string_equal(buf, "v 2\n");
+	assert_int_equal(lstat(tmp, &st), -1);
+	assert_int_equal(stat(outside, &st), 0);
+	assert_int_equal(st.st_size, 4);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_crc),		 cmocka_unit_test(test_roundtrip),
 		cmocka_unit_test(test_lock_times_out),	 cmocka_unit_test(test_envelope),
 		cmocka_unit_test(test_corrupt_moved_aside), cmocka_unit_test(test_no_temporaries_left),
+		cmocka_unit_test(test_stale_temporary_replaced),
 	};
 	return cmocka_run_group_tests_name("state", tests, setup, teardown);
 }
