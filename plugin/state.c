@@ -58,11 +58,10 @@ static int join(char *buf, size_t size, const char *dir, const char *name, const
 	return w < 0 || (size_t)w >= size ? -ENAMETOOLONG : 0;
 }
 
-int state_lock(const char *dir, const char *name, struct state_lock *ret_lock)
+/* For writers and lockers: check @name, create @dir if missing, and build "dir/name<suffix>". */
+static int writable_path(char *buf, size_t size, const char *dir, const char *name,
+			 const char *suffix)
 {
-	char path[4096];
-	_cleanup_close_ int fd = -1;
-	uint64_t deadline;
 	int r;
 
 	if (!dir || !valid_state_name(name))
@@ -70,7 +69,17 @@ int state_lock(const char *dir, const char *name, struct state_lock *ret_lock)
 	r = mkdir_p(dir);
 	if (r < 0)
 		return r;
-	r = join(path, sizeof(path), dir, name, ".lock");
+	return join(buf, size, dir, name, suffix);
+}
+
+int state_lock(const char *dir, const char *name, struct state_lock *ret_lock)
+{
+	char path[4096];
+	_cleanup_close_ int fd = -1;
+	uint64_t deadline;
+	int r;
+
+	r = writable_path(path, sizeof(path), dir, name, ".lock");
 	if (r < 0)
 		return r;
 	fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
@@ -277,18 +286,15 @@ static int save(const char *dir, const char *name, const char *payload, size_t l
 	char path[4096], tmp[4096];
 	int r;
 
-	if (!dir || !valid_state_name(name))
-		return -EINVAL;
-	r = mkdir_p(dir);
+	r = writable_path(path, sizeof(path), dir, name, "");
 	if (r < 0)
 		return r;
-	if (join(path, sizeof(path), dir, name, "") < 0)
-		return -ENAMETOOLONG;
 	/* One fixed temporary name: writers hold the lock, so there is never a second one, and a
 	 * writer SIGKILLed at the wrong moment leaves one stale file that the next writer replaces
 	 * instead of one per dead PID piling up. */
-	if (snprintf(tmp, sizeof(tmp), "%s.tmp", path) >= (int)sizeof(tmp))
-		return -ENAMETOOLONG;
+	r = join(tmp, sizeof(tmp), dir, name, ".tmp");
+	if (r < 0)
+		return r;
 
 	r = write_unnamed(dir, tmp, name, payload, len, durable);
 	if (r == -EOPNOTSUPP)
