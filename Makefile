@@ -36,10 +36,10 @@ LDFLAGS_CZ := -pie -Wl,-z,relro,-z,now -Wl,-z,noexecstack -Wl,--gc-sections -Wl,
 LIBS_STATIC := -Wl,-Bstatic -ljson-c -lyaml -Wl,-Bdynamic
 LIBS := $(LIBS_STATIC) -lm -ldl
 
-SRCS := $(sort $(wildcard plugin/*.c))
+SRCS := $(sort $(wildcard plugin/*/*.c))
 OBJS := $(SRCS:plugin/%.c=$(B)/obj/%.o)
-LIB_OBJS := $(filter-out $(B)/obj/main.o,$(OBJS))
-HDRS := $(wildcard plugin/*.h)
+LIB_OBJS := $(filter-out $(B)/obj/cmd/main.o,$(OBJS))
+HDRS := $(wildcard plugin/*/*.h)
 
 UNIT_SRCS := $(sort $(wildcard tests/unit/test_*.c))
 UNIT_BINS := $(UNIT_SRCS:tests/unit/%.c=$(B)/tests/%)
@@ -49,10 +49,11 @@ UNIT_BINS := $(UNIT_SRCS:tests/unit/%.c=$(B)/tests/%)
 
 all: $(B)/cpuzombie
 
-$(B)/obj/%.o: plugin/%.c $(HDRS) | $(B)/obj
+$(B)/obj/%.o: plugin/%.c $(HDRS)
+	@mkdir -p $(@D)
 	$(CC) $(CZ_CFLAGS) $(CFLAGS) -MMD -c -o $@ $<
 
-$(B)/obj $(B)/tests:
+$(B)/tests:
 	mkdir -p $@
 
 $(B)/cpuzombie: $(OBJS)
@@ -69,7 +70,7 @@ $(B)/tests/%: tests/unit/%.c $(B)/libcz.a tests/unit/testutil.h | $(B)/tests
 # Each header must compile on its own (git's hdr-check).
 hdr-check:
 	@for h in $(HDRS); do \
-		echo '#include "'$$(basename $$h)'"' | $(CC) $(CZ_CFLAGS) -x c -c -o /dev/null - || exit 1; \
+		echo '#include "'$${h#plugin/}'"' | $(CC) $(CZ_CFLAGS) -x c -c -o /dev/null - || exit 1; \
 	done; echo "hdr-check: $(words $(HDRS)) headers compile alone"
 
 deps:

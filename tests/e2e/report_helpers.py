@@ -90,7 +90,7 @@ def can_run_manager():
 
 
 # ---- a synthetic node: the sampler's run dir and the ENA state, in the formats of
-# plugin/history.h, plugin/state.h and plugin/ena.c, for any number of cores ----
+# plugin/checks/history.h, plugin/base/state.h and plugin/checks/ena.c, for any number of cores ----
 
 import struct  # noqa: E402
 import zlib  # noqa: E402

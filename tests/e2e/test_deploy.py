@@ -388,7 +388,7 @@ def test_npd_rules_run_in_the_pod_layout(cz_bin, rendered, tmp_path):
 
 # --- RBAC --------------------------------------------------------------------------------------
 
-# Every API call of the Kubernetes code, as read in plugin/kube.c, kube_agent.c, remediate.c:
+# Every API call of the Kubernetes code, as read in plugin/cluster/kube.c, agent/kube_agent.c, cluster/remediate.c:
 # (file, method, path shape, the RBAC (group, resource, verb) it needs, role).
 CALLS = [
     ("kube.c", "POST", "/api/v1/namespaces/default/events", ("", "events", "create"), "conditions"),

@@ -19,7 +19,7 @@ needs_promtool = pytest.mark.skipif(not shutil.which("promtool"),
 
 
 def state_file(path, name, payload):
-    """A state file in plugin/state.h's envelope."""
+    """A state file in plugin/base/state.h's envelope."""
     data = payload.encode()
     with open(path, "wb") as f:
         f.write(b"cpuzombie-state 1 %s\n" % name.encode() + data +

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* The YAML configuration loader: any bytes give 0 or an error list, never a crash. */
-#include "config.h"
+#include "base/config.h"
 
 int LLVMFuzzerTestOneInput(const unsigned char *data, size_t size);
 

@@ -15,9 +15,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "config.h"
-#include "ena.h"
-#include "ethtool.h"
+#include "base/config.h"
+#include "checks/ena.h"
+#include "host/ethtool.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

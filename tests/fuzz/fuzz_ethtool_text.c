@@ -9,8 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "ena.h"
-#include "ethtool.h"
+#include "checks/ena.h"
+#include "host/ethtool.h"
 
 int LLVMFuzzerTestOneInput(const unsigned char *data, size_t size);
 

@@ -11,8 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "history.h"
-#include "state.h"
+#include "checks/history.h"
+#include "base/state.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -6,9 +6,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "conditions.h"
-#include "kube.h"
-#include "remediate.h"
+#include "cluster/conditions.h"
+#include "cluster/kube.h"
+#include "cluster/remediate.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

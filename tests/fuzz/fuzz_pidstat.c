@@ -4,8 +4,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "history.h"
-#include "tasks.h"
+#include "checks/history.h"
+#include "host/tasks.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

@@ -8,10 +8,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "canary.h"
-#include "log.h"
-#include "report.h"
-#include "systemd.h"
+#include "checks/canary.h"
+#include "base/log.h"
+#include "report/report.h"
+#include "host/systemd.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

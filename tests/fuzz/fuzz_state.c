@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* The state file envelope (header, version, checksum trailer). */
-#include "state.h"
+#include "base/state.h"
 
 int LLVMFuzzerTestOneInput(const unsigned char *data, size_t size);
 

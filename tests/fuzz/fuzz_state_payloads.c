@@ -11,10 +11,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "ena.h"
-#include "history.h"
-#include "memcg.h"
-#include "state.h"
+#include "checks/ena.h"
+#include "checks/history.h"
+#include "checks/memcg.h"
+#include "base/state.h"
 
 int LLVMFuzzerTestOneInput(const unsigned char *data, size_t size);
 

@@ -11,10 +11,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "kube.h"
-#include "kubeconfig.h"
-#include "remediate.h"
-#include "util.h"
+#include "cluster/kube.h"
+#include "cluster/kubeconfig.h"
+#include "cluster/remediate.h"
+#include "base/util.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

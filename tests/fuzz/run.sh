@@ -21,11 +21,11 @@ if [ ${#targets[@]} -eq 0 ]; then echo "fuzz: no targets"; exit 0; fi
 cflags=(-std=gnu11 -D_GNU_SOURCE -g -O1 -fno-sanitize-recover=undefined -DCZ_VERSION='"fuzz"'
 	-I"$root/plugin")
 srcs=()
-for s in "$root"/plugin/*.c; do [ "$(basename "$s")" = main.c ] || srcs+=("$s"); done
+for s in "$root"/plugin/*/*.c; do [ "$(basename "$s")" = main.c ] || srcs+=("$s"); done
 stamp=$out/obj/.stamp
 if [ ! -e "$stamp" ] || [ -n "$(find "$root/plugin" -newer "$stamp" -print -quit)" ]; then
 	rm -f "$out"/obj/*.o
-	printf '%s\n' "${srcs[@]}" | xargs -P 2 -I{} sh -c 'clang "$@" -c -o "$0/obj/$(basename {} .c).o" {}' \
+	printf '%s\n' "${srcs[@]}" | xargs -P 2 -I{} sh -c 'f={}; f=${f#*/plugin/}; clang "$@" -c -o "$0/obj/$(echo "${f%.c}" | tr / _).o" {}' \
 		"$out" "${cflags[@]}" -fsanitize=fuzzer-no-link,address,undefined
 	touch "$stamp"
 fi

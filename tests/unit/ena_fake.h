@@ -10,7 +10,7 @@
 
 #include <linux/ethtool.h>
 
-#include "ethtool.h"
+#include "host/ethtool.h"
 
 #define FAKE_MAX_STATS 64
 #define FAKE_MAX_DEVS 4

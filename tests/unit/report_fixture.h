@@ -12,9 +12,9 @@
 
 #include <stdlib.h>
 
-#include "config.h"
-#include "ena.h"
-#include "report.h"
+#include "base/config.h"
+#include "checks/ena.h"
+#include "report/report.h"
 
 #define FX_NOW 1714564800000ULL /* 2024-05-01 12:00:00 UTC */
 

@@ -1,10 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 #include "testutil.h"
 
-#include "burst.h"
-#include "check_cpu.h"
-#include "history.h"
-#include "util.h"
+#include "checks/burst.h"
+#include "checks/check_cpu.h"
+#include "checks/history.h"
+#include "base/util.h"
 
 static const struct burst_params P = { 90.0, 2000, 250 };
 

@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 #include "testutil.h"
 
-#include "conditions.h"
-#include "kube.h"
-#include "remediate.h"
+#include "cluster/conditions.h"
+#include "cluster/kube.h"
+#include "cluster/remediate.h"
 
 static const char node_json[] =
 	"{\"metadata\":{\"labels\":{\"node-role.kubernetes.io/control-plane\":\"\"}},"

@@ -3,8 +3,8 @@
 #include <stdlib.h>
 
 #include "testutil.h"
-#include "config.h"
-#include "util.h"
+#include "base/config.h"
+#include "base/util.h"
 
 #define CFG FIXTURES "/config/"
 

@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 #include "testutil.h"
 
-#include "cpustat.h"
-#include "hostfs.h"
-#include "util.h"
+#include "checks/cpustat.h"
+#include "host/hostfs.h"
+#include "base/util.h"
 
 static char *slurp(const char *name)
 {

@@ -5,12 +5,12 @@
 #include <ftw.h>
 #include <stdlib.h>
 
-#include "config.h"
-#include "ena.h"
+#include "base/config.h"
+#include "checks/ena.h"
 #include "ena_fake.h"
-#include "npd.h"
-#include "state.h"
-#include "util.h"
+#include "base/npd.h"
+#include "base/state.h"
+#include "base/util.h"
 
 static const struct ena_lists DEF = { NULL, NULL, NULL };
 

@@ -5,11 +5,11 @@
 #include <stdlib.h>
 
 #include "testutil.h"
-#include "cz.h"
-#include "ena.h"
-#include "ena_link.h"
-#include "history.h"
-#include "util.h"
+#include "checks/cz.h"
+#include "checks/ena.h"
+#include "checks/ena_link.h"
+#include "checks/history.h"
+#include "base/util.h"
 
 static char run_dir[128];
 

@@ -3,8 +3,8 @@
 #include "testutil.h"
 
 #include "ena_fake.h"
-#include "ethtool.h"
-#include "util.h"
+#include "host/ethtool.h"
+#include "base/util.h"
 
 static struct fake F;
 

@@ -11,9 +11,9 @@
 
 #include "testutil.h"
 
-#include "config.h"
-#include "hostfs.h"
-#include "kubeconfig.h"
+#include "base/config.h"
+#include "host/hostfs.h"
+#include "cluster/kubeconfig.h"
 
 static char dir[64];
 

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 #include "testutil.h"
 
-#include "irq.h"
-#include "util.h"
+#include "host/irq.h"
+#include "base/util.h"
 
 static struct irq_line lines[64];
 static struct irq_map map;

@@ -3,7 +3,7 @@
 
 #include <stdlib.h>
 
-#include "kubeconfig.h"
+#include "cluster/kubeconfig.h"
 
 #define KC(user) \
 	"apiVersion: v1\nkind: Config\ncurrent-context: b\n" \

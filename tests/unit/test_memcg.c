@@ -2,9 +2,9 @@
 #include <stdlib.h>
 
 #include "testutil.h"
-#include "cz.h"
-#include "memcg.h"
-#include "util.h"
+#include "checks/cz.h"
+#include "checks/memcg.h"
+#include "base/util.h"
 
 #define HDR "#subsys_name\thierarchy\tnum_cgroups\tenabled\n"
 

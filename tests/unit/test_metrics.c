@@ -4,7 +4,7 @@
 
 #include <sys/stat.h>
 
-#include "metrics.h"
+#include "agent/metrics.h"
 #include "report_fixture.h"
 
 static void test_golden_and_values(void **state)

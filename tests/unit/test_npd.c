@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 #include "testutil.h"
-#include "npd.h"
+#include "base/npd.h"
 
 static void test_status_and_exit(void **state)
 {

@@ -4,10 +4,10 @@
  * the canary state and the journal detection. */
 #include "testutil.h"
 
-#include "canary.h"
-#include "log.h"
+#include "checks/canary.h"
+#include "base/log.h"
 #include "report_fixture.h"
-#include "systemd.h"
+#include "host/systemd.h"
 
 static int print_text(const struct report *r, FILE *f)
 {

@@ -4,8 +4,8 @@
 #include <dirent.h>
 
 #include "testutil.h"
-#include "state.h"
-#include "util.h"
+#include "base/state.h"
+#include "base/util.h"
 
 static char dir[256];
 

@@ -4,7 +4,7 @@
 #include "testutil.h"
 
 #include "report_fixture.h"
-#include "svg.h"
+#include "report/svg.h"
 
 static size_t count(const char *s, const char *what)
 {

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 #include "testutil.h"
 
-#include "tasks.h"
-#include "util.h"
+#include "host/tasks.h"
+#include "base/util.h"
 
 /* A stat line of tid @tid with @comm, stime @st and processor @cpu (52 fields, 6.x). */
 static void stat_line(char *buf, size_t size, int tid, const char *comm, int st, int cpu)

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 #include "testutil.h"
-#include "util.h"
+#include "base/util.h"
 
 static void test_parse_u64(void **state)
 {

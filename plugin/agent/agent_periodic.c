@@ -1,0 +1,204 @@
+/* SPDX-License-Identifier: MIT */
+#include <errno.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <time.h>
+
+#include "agent/agent_periodic.h"
+#include "checks/canary.h"
+#include "agent/kube_agent.h"
+#include "base/log.h"
+#include "agent/metrics.h"
+#include "report/report.h"
+#include "base/util.h"
+
+#define MAX_RESULTS 8
+#define STOP_WAIT_MS 5000
+
+struct periodic {
+	struct cz_ctx *ctx;
+	struct kube_agent *ka;
+	int last[MAX_RESULTS];		/* previous status per check, -1 before the first */
+	pthread_t thread;
+	bool started;
+	atomic_bool stop, done;
+	pthread_mutex_t lock;
+	pthread_cond_t wake;
+};
+
+int periodic_new(struct cz_ctx *ctx, struct periodic **ret)
+{
+	struct periodic *p;
+	char err[512] = "";
+	int r;
+
+	*ret = NULL;
+	p = calloc(1, sizeof(*p));
+	if (!p)
+		return -ENOMEM;
+	p->ctx = ctx;
+	pthread_mutex_init(&p->lock, NULL);
+	pthread_cond_init(&p->wake, NULL);
+	r = kube_agent_new(&ctx->cfg, &p->ka, err, sizeof(err));
+	if (r < 0)
+		log_msg(LOG_PRIO_WARNING, NULL, "Kubernetes disabled: %s", err);
+	for (size_t i = 0; i < MAX_RESULTS; i++)
+		p->last[i] = -1;
+	if (!p->ka && !ctx->cfg.agent.metrics_textfile[0]) {
+		/* nothing to publish: the sampler alone is the agent's job */
+		periodic_free(p);
+		return 0;
+	}
+	*ret = p;
+	return 0;
+}
+
+/* The canary (rate-limited by itself): a slow read is what kubelet pays on every stats pass. */
+static void canary(struct periodic *p, struct report *r)
+{
+	const struct cz_config *cfg = &p->ctx->cfg;
+
+	r->canary_rc = canary_run(&p->ctx->hf, cfg->paths.state, cfg->memcg.latency_canary_ms,
+				  r->now_ms, &r->canary);
+	if (r->canary_rc == 0 && r->canary.fresh && r->canary.err == 0 &&
+	    r->canary.read_us >= 100000)
+		log_msg(LOG_PRIO_WARNING, &(struct log_fields){ LOG_MID_CHECK, "memcg", -1, NULL },
+			"memcg read-latency canary: %s took %.0f ms", r->canary.file,
+			(double)r->canary.read_us / 1000.0);
+}
+
+static int metrics(struct periodic *p, struct report *r)
+{
+	const struct cz_config *cfg = &p->ctx->cfg;
+	struct npd_result res;
+	int e;
+
+	r->memcg_rc = memcg_read(p->ctx, &r->memcg, &res);
+	if (r->memcg_rc == NPD_OK)
+		report_memcg_growth(r, cfg->paths.state);
+	r->since_ms = r->now_ms > cfg->cpu.lookback_ms ? r->now_ms - cfg->cpu.lookback_ms : 0;
+	e = report_load_run(r, cfg->paths.run, r->now_ms);
+	if (e < 0)
+		return e;
+	r->ena_rc = report_ena_load(cfg->paths.state, "ena", &r->ena);
+	r->allowance_rc = report_ena_load(cfg->paths.state, "ena-allowance", &r->allowance);
+	e = metrics_write(r, cfg->agent.metrics_textfile);
+	if (e < 0)
+		log_msg(LOG_PRIO_ERR, &(struct log_fields){ LOG_MID_METRICS, NULL, -1, NULL },
+			"Failed to write metrics '%s': %s", cfg->agent.metrics_textfile, strerror(-e));
+	return e;
+}
+
+/* Log each check whose status changed since the last cycle. */
+static void log_changes(struct periodic *p, const char *const names[],
+			const struct npd_result res[], size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		if (p->last[i] == (int)res[i].status)
+			continue;
+		log_msg(res[i].status == NPD_PROBLEM ? LOG_PRIO_WARNING : LOG_PRIO_INFO,
+			&(struct log_fields){ LOG_MID_CHECK, names[i], -1, NULL }, "check %s: %s: %s",
+			names[i], npd_status_name(res[i].status), res[i].msg);
+		p->last[i] = (int)res[i].status;
+	}
+}
+
+int periodic_cycle(struct periodic *p)
+{
+	const char *names[MAX_RESULTS];
+	struct npd_result res[MAX_RESULTS];
+	char summary[1024] = "";
+	struct report *r;
+	size_t n;
+	int e = 0, m = 0;
+
+	n = kube_agent_run_checks(p->ctx, names, res, MAX_RESULTS);
+	log_changes(p, names, res, n);
+	if (p->ka) {
+		e = kube_agent_cycle(p->ka, p->ctx, names, res, n, summary, sizeof(summary));
+		if (e < 0 || p->ctx->verbose)
+			log_msg(e < 0 ? LOG_PRIO_ERR : LOG_PRIO_INFO, NULL, "%s", summary);
+	}
+	r = report_new(&p->ctx->cfg, now_realtime_ms());
+	if (!r)
+		return -ENOMEM;
+	report_node_name(r, &p->ctx->hf);
+	for (size_t i = 0; i < n && i < REPORT_CHECKS_MAX; i++) {
+		r->checks[i] = (struct report_check){ names[i], conditions_for_check(names[i]), res[i] };
+		r->nchecks++;
+	}
+	canary(p, r);
+	if (p->ctx->cfg.agent.metrics_textfile[0])
+		m = metrics(p, r);
+	report_free(r);
+	return e < 0 ? e : m;
+}
+
+static void *thread_main(void *arg)
+{
+	struct periodic *p = arg;
+	uint64_t every = p->ctx->cfg.agent.check_interval_ms;
+
+	while (!atomic_load(&p->stop)) {
+		struct timespec ts;
+
+		(void)periodic_cycle(p);
+		clock_gettime(CLOCK_REALTIME, &ts);
+		ts.tv_sec += (time_t)(every / 1000);
+		ts.tv_nsec += (long)(every % 1000) * 1000000L;
+		if (ts.tv_nsec >= 1000000000L) {
+			ts.tv_sec++;
+			ts.tv_nsec -= 1000000000L;
+		}
+		pthread_mutex_lock(&p->lock);
+		while (!atomic_load(&p->stop) &&
+		       pthread_cond_timedwait(&p->wake, &p->lock, &ts) != ETIMEDOUT)
+			;
+		pthread_mutex_unlock(&p->lock);
+	}
+	atomic_store(&p->done, true);
+	return NULL;
+}
+
+int periodic_start(struct periodic *p)
+{
+	sigset_t all, old;
+	int r;
+
+	/* signals stay with the sampler's thread, which owns the shutdown */
+	sigfillset(&all);
+	pthread_sigmask(SIG_BLOCK, &all, &old);
+	r = pthread_create(&p->thread, NULL, thread_main, p);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (r != 0)
+		return -r;
+	p->started = true;
+	return 0;
+}
+
+void periodic_free(struct periodic *p)
+{
+	if (!p)
+		return;
+	if (p->started) {
+		uint64_t deadline = now_monotonic_ms() + STOP_WAIT_MS;
+
+		pthread_mutex_lock(&p->lock);
+		atomic_store(&p->stop, true);
+		pthread_cond_signal(&p->wake);
+		pthread_mutex_unlock(&p->lock);
+		while (!atomic_load(&p->done) && now_monotonic_ms() < deadline)
+			usleep(20000);
+		if (!atomic_load(&p->done)) {
+			/* a cycle is stuck in a drain or a slow API call: leave it to process exit */
+			log_msg(LOG_PRIO_WARNING, NULL, "periodic work still running at exit");
+			return;
+		}
+		pthread_join(p->thread, NULL);
+	}
+	kube_agent_free(p->ka);
+	pthread_cond_destroy(&p->wake);
+	pthread_mutex_destroy(&p->lock);
+	free(p);
+}

@@ -1,0 +1,157 @@
+/* SPDX-License-Identifier: MIT */
+/* The agent's Kubernetes side: see kube_agent.h. */
+#include <errno.h>
+
+#include "cluster/conditions.h"
+#include "agent/kube_agent.h"
+#include "base/util.h"
+
+struct kube_agent {
+	struct kube_client *kc;
+	const struct cz_config *cfg;
+	enum remediate_action last;
+};
+
+int kube_agent_new(const struct cz_config *cfg, struct kube_agent **ret, char *err,
+		   size_t err_size)
+{
+	struct kube_agent *ka;
+	int r;
+
+	*ret = NULL;
+	if (!cfg->agent.set_conditions && cfg->remediation.mode == CZ_REMEDIATE_OFF)
+		return 0;
+	if (!cfg->kubernetes.node_name[0]) {
+		snprintf(err, err_size, "no node name: set kubernetes.node_name, $NODE_NAME or "
+					"--node-name");
+		return -EINVAL;
+	}
+	ka = calloc(1, sizeof(*ka));
+	if (!ka)
+		return -ENOMEM;
+	r = kube_client_from_config(cfg->kubernetes.kubeconfig, cfg->kubernetes.timeout_ms,
+				    &ka->kc, err, err_size);
+	if (r < 0) {
+		free(ka);
+		return r;
+	}
+	ka->cfg = cfg;
+	*ret = ka;
+	return 0;
+}
+
+void kube_agent_free(struct kube_agent *ka)
+{
+	if (!ka)
+		return;
+	kube_client_free(ka->kc);
+	free(ka);
+}
+
+enum remediate_action kube_agent_last_action(const struct kube_agent *ka)
+{
+	return ka ? ka->last : REM_NONE;
+}
+
+static int publish(struct kube_agent *ka, const char *const checks[],
+		   const struct npd_result res[], size_t n, char *out, size_t size)
+{
+	const char *node = ka->cfg->kubernetes.node_name;
+	struct cond_input in[8];
+	struct cond_change ch[8];
+	struct kube_response resp = { 0 };
+	_cleanup_(json_object_putp) json_object *patch = NULL, *cur = NULL;
+	size_t k = 0, nch = 0;
+	char path[400];
+	uint64_t now = now_realtime_ms();
+	int r;
+
+	for (size_t i = 0; i < n && k < ARRAY_SIZE(in); i++)
+		if (conditions_for_check(checks[i]))
+			in[k++] = (struct cond_input){ conditions_for_check(checks[i]),
+						       res[i].status, res[i].msg };
+	if (k == 0)
+		return 0;
+	snprintf(path, sizeof(path), "/api/v1/nodes/%s", node);
+	r = kube_request(ka->kc, "GET", path, NULL, NULL, 0, &resp);
+	if (r == 0 && resp.status != 200) {
+		snprintf(out, size, "cannot read node %.64s: HTTP %ld: %.160s", node, resp.status,
+			 resp.message);
+		kube_response_clear(&resp);
+		return -EREMOTEIO;
+	}
+	if (r < 0) {
+		snprintf(out, size, "cannot read node %.64s: %.160s", node, resp.message);
+		kube_response_clear(&resp);
+		return r;
+	}
+	if (!json_object_is_type(resp.body, json_type_object)) {
+		/* not "a node without conditions": that would reset every transition time */
+		snprintf(out, size, "cannot read node %.64s: the answer is not a JSON object", node);
+		kube_response_clear(&resp);
+		return -EBADMSG;
+	}
+	cur = json_object_get(resp.body);
+	kube_response_clear(&resp);
+	r = conditions_build_patch(cur, in, k, now, &patch, ch, &nch);
+	if (r < 0)
+		return r;
+	strncat(path, "/status", sizeof(path) - strlen(path) - 1);
+	r = kube_json(ka->kc, "PATCH", path, "application/strategic-merge-patch+json", patch, 0,
+		      &resp);
+	if (r == 0 && resp.status != 200) {
+		snprintf(out, size, "PATCH %.100s: HTTP %ld: %.160s", path, resp.status, resp.message);
+		r = -EREMOTEIO;
+	}
+	kube_response_clear(&resp);
+	if (r < 0)
+		return r;
+	for (size_t i = 0; i < nch; i++) {
+		bool bad = streq(ch[i].new_status, "True");
+		char msg[NPD_MSG_MAX + 100];
+
+		snprintf(msg, sizeof(msg), "%s is now %s (was %s)", ch[i].def->type,
+			 ch[i].new_status, *ch[i].old_status ? ch[i].old_status : "unset");
+		kube_post_event(ka->kc, node, kube_get_str(cur, "metadata.uid", NULL),
+				bad ? "Warning" : "Normal",
+				bad ? ch[i].def->reason_true : ch[i].def->reason_false, msg, now);
+	}
+	snprintf(out, size, "conditions: %zu set, %zu changed", k, nch);
+	return 0;
+}
+
+int kube_agent_cycle(struct kube_agent *ka, struct cz_ctx *ctx, const char *const checks[],
+		     const struct npd_result res[], size_t n, char *summary, size_t summary_size)
+{
+	char cond[300] = "conditions: not set (agent.set_conditions false)", rem[300] = "";
+	int r = 0, r2 = 0;
+
+	snprintf(summary, summary_size, "kubernetes: off");
+	if (!ka)
+		return 0;
+	if (ka->cfg->agent.set_conditions)
+		r = publish(ka, checks, res, n, cond, sizeof(cond));
+	ka->last = REM_NONE;
+	if (ka->cfg->remediation.mode != CZ_REMEDIATE_OFF)
+		r2 = remediate_cycle(ka->kc, ka->cfg, ka->cfg->kubernetes.node_name,
+				     now_realtime_ms(), &ka->last, rem, sizeof(rem));
+	snprintf(summary, summary_size, "%s; remediation %s: %s: %s", cond,
+		 config_mode_name(ka->cfg->remediation.mode), remediate_action_name(ka->last),
+		 *rem ? rem : "off");
+	return r < 0 ? r : r2;
+}
+
+size_t kube_agent_run_checks(struct cz_ctx *ctx, const char *names[], struct npd_result res[],
+			     size_t max)
+{
+	size_t n = 0;
+
+	for (const struct check_def *c = checks_all(); c->name && n < max; c++) {
+		if (!conditions_for_check(c->name))
+			continue;
+		res[n] = (struct npd_result){ .status = NPD_UNKNOWN };
+		c->run(ctx, &res[n]);
+		names[n++] = c->name;
+	}
+	return n;
+}

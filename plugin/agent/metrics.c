@@ -1,0 +1,204 @@
+/* SPDX-License-Identifier: MIT */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+
+#include "agent/metrics.h"
+#include "report/report.h"
+#include "base/util.h"
+
+/* A label value: backslash, double quote and newline escaped (exposition format). */
+static void label(FILE *out, const char *s)
+{
+	for (; *s; s++) {
+		if (*s == '\\' || *s == '"')
+			fputc('\\', out);
+		if (*s == '\n')
+			fputs("\\n", out);
+		else
+			fputc(*s, out);
+	}
+}
+
+static void help(FILE *out, const char *name, const char *type, const char *text)
+{
+	fprintf(out, "# HELP %s %s\n# TYPE %s %s\n", name, text, name, type);
+}
+
+static void memcg(const struct report *r, FILE *out)
+{
+	const struct memcg_reading *m = &r->memcg;
+
+	if (r->memcg_rc != 0)
+		return;
+	help(out, "cpuzombie_memcg_live", "gauge", "Live memory cgroups (root included).");
+	fprintf(out, "cpuzombie_memcg_live %llu\n", (unsigned long long)m->live);
+	help(out, "cpuzombie_memcg_dying", "gauge",
+	     "Dying (zombie) memory cgroups: removed but still held by charged pages.");
+	fprintf(out, "cpuzombie_memcg_dying %llu\n", (unsigned long long)m->dying);
+	help(out, "cpuzombie_memcg_dying_ratio", "gauge", "Dying memcgs per live memcg.");
+	fprintf(out, "cpuzombie_memcg_dying_ratio %.6g\n",
+		m->live ? (double)m->dying / (double)m->live : 0.0);
+	if (m->has_growth) {
+		help(out, "cpuzombie_memcg_dying_growth_per_hour", "gauge",
+		     "Growth of dying memcgs per hour over the stored history.");
+		fprintf(out, "cpuzombie_memcg_dying_growth_per_hour %.6g\n", m->growth_per_hour);
+	}
+	if (m->has_percpu) {
+		help(out, "cpuzombie_memcg_percpu_bytes", "gauge",
+		     "Kernel per-CPU memory (/proc/meminfo Percpu), which dying memcgs hold.");
+		fprintf(out, "cpuzombie_memcg_percpu_bytes %llu\n",
+			(unsigned long long)m->percpu_bytes);
+	}
+	if (m->has_kernel) {
+		help(out, "cpuzombie_memcg_exposed", "gauge",
+		     "1 when every root memory.numa_stat read walks all dying memcgs "
+		     "(cgroup v1 before 5.8).");
+		fprintf(out, "cpuzombie_memcg_exposed %d\n", memcg_exposed(m) ? 1 : 0);
+	}
+	if (r->canary_rc == 0 && r->canary.err == 0) {
+		help(out, "cpuzombie_memcg_canary_read_seconds", "gauge",
+		     "Time of one read of the root memory.numa_stat (v1) or memory.stat (v2).");
+		fprintf(out, "cpuzombie_memcg_canary_read_seconds %.6f\n",
+			(double)r->canary.read_us / 1e6);
+	}
+}
+
+static void cpu(const struct report *r, FILE *out)
+{
+	_cleanup_free_ double *secs = calloc(r->ncpu ? r->ncpu : 1, sizeof(double));
+	_cleanup_free_ double *peak = calloc(r->ncpu ? r->ncpu : 1, sizeof(double));
+	_cleanup_free_ unsigned *count = calloc(r->ncpu ? r->ncpu : 1, sizeof(unsigned));
+
+	if (!secs || !peak || !count)
+		return;
+	for (size_t i = 0; i < r->nbursts; i++) {
+		const struct burst_event *ev = &r->bursts[i];
+
+		if (ev->cpu >= r->ncpu)
+			continue;
+		count[ev->cpu]++;
+		secs[ev->cpu] += ev->end_ms > ev->start_ms ? (double)(ev->end_ms - ev->start_ms) / 1e3
+							   : 0;
+		if (ev->peak_pct > peak[ev->cpu])
+			peak[ev->cpu] = ev->peak_pct;
+	}
+	help(out, "cpuzombie_cpu_burst_window_seconds", "gauge",
+	     "The lookback window the burst metrics cover (cpu.lookback).");
+	fprintf(out, "cpuzombie_cpu_burst_window_seconds %.3f\n",
+		(double)r->cfg->cpu.lookback_ms / 1e3);
+	help(out, "cpuzombie_cpu_bursts", "gauge",
+	     "Saturation bursts per core that ended in the window or are going on.");
+	for (unsigned c = 0; c < r->ncpu; c++)
+		fprintf(out, "cpuzombie_cpu_bursts{cpu=\"%u\"} %u\n", c, count[c]);
+	help(out, "cpuzombie_cpu_burst_seconds", "gauge", "Seconds of saturation bursts per core "
+							   "in the window.");
+	for (unsigned c = 0; c < r->ncpu; c++)
+		fprintf(out, "cpuzombie_cpu_burst_seconds{cpu=\"%u\"} %.3f\n", c, secs[c]);
+	help(out, "cpuzombie_cpu_burst_peak_percent", "gauge",
+	     "Highest share of a burst per core in the window (0 without bursts).");
+	for (unsigned c = 0; c < r->ncpu; c++)
+		fprintf(out, "cpuzombie_cpu_burst_peak_percent{cpu=\"%u\"} %.1f\n", c, peak[c]);
+}
+
+static void ena_counters(const struct report *r, const struct ena_state *st, enum ena_class want,
+			 const char *name, const char *lab, FILE *out)
+{
+	struct ena_lists l = ena_lists_from_config(r->cfg);
+
+	for (size_t i = 0; i < st->n; i++) {
+		const struct ethtool_devdump *d = &st->ifs[i].base;
+
+		for (size_t k = 0; k < d->n; k++) {
+			int q;
+
+			if (ena_classify(&l, d->stats[k].name, &q) != want || q >= 0)
+				continue; /* per-queue counters would explode the series count */
+			fprintf(out, "%s{interface=\"", name);
+			label(out, d->ifname);
+			fprintf(out, "\",%s=\"", lab);
+			label(out, d->stats[k].name);
+			fprintf(out, "\"} %llu\n", (unsigned long long)d->stats[k].value);
+		}
+	}
+}
+
+static void ena(const struct report *r, FILE *out)
+{
+	help(out, "cpuzombie_ena_resets_total", "counter",
+	     "The ENA driver's reset counters by cause (ethtool -S; restart at driver reload).");
+	ena_counters(r, &r->ena, ENA_CLASS_RESET, "cpuzombie_ena_resets_total", "cause", out);
+	help(out, "cpuzombie_ena_resets_window", "gauge",
+	     "ENA device resets seen within ena.window.");
+	for (size_t i = 0; i < r->ena.n; i++) {
+		fputs("cpuzombie_ena_resets_window{interface=\"", out);
+		label(out, r->ena.ifs[i].base.ifname);
+		fprintf(out, "\"} %llu\n", (unsigned long long)ena_history_resets(&r->ena.ifs[i].hist));
+	}
+	help(out, "cpuzombie_ena_allowance_exceeded_total", "counter",
+	     "Packets queued or dropped because an instance network allowance was exceeded.");
+	ena_counters(r, &r->allowance, ENA_CLASS_ALLOWANCE, "cpuzombie_ena_allowance_exceeded_total",
+		     "counter", out);
+}
+
+static void checks(const struct report *r, FILE *out)
+{
+	help(out, "cpuzombie_check_status", "gauge",
+	     "Last result of each check: 0 OK, 1 problem (condition True), 2 unknown.");
+	for (size_t i = 0; i < r->nchecks; i++)
+		fprintf(out, "cpuzombie_check_status{check=\"%s\",condition=\"%s\"} %d\n",
+			r->checks[i].check, r->checks[i].cond ? r->checks[i].cond->type : "",
+			(int)r->checks[i].res.status);
+	help(out, "cpuzombie_condition_true", "gauge", "1 when the node condition is True.");
+	for (size_t i = 0; i < r->nchecks; i++)
+		fprintf(out, "cpuzombie_condition_true{check=\"%s\",condition=\"%s\"} %d\n",
+			r->checks[i].check, r->checks[i].cond ? r->checks[i].cond->type : "",
+			r->checks[i].res.status == NPD_PROBLEM);
+}
+
+int metrics_format(const struct report *r, FILE *out)
+{
+	help(out, "cpuzombie_agent_info", "gauge", "The cpuzombie agent writing these metrics.");
+	fputs("cpuzombie_agent_info{version=\"", out);
+	label(out, CZ_VERSION);
+	fputs("\",node=\"", out);
+	label(out, r->node);
+	fputs("\"} 1\n", out);
+	help(out, "cpuzombie_metrics_timestamp_seconds", "gauge", "When these metrics were written.");
+	fprintf(out, "cpuzombie_metrics_timestamp_seconds %.3f\n", (double)r->now_ms / 1e3);
+	memcg(r, out);
+	cpu(r, out);
+	ena(r, out);
+	checks(r, out);
+	return ferror(out) ? -EIO : 0;
+}
+
+int metrics_write(const struct report *r, const char *path)
+{
+	char tmp[PATH_MAX];
+	FILE *f;
+	int fd, e;
+
+	if (snprintf(tmp, sizeof(tmp), "%s.tmp", path) >= (int)sizeof(tmp))
+		return -ENAMETOOLONG;
+	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
+	if (fd < 0)
+		return -errno;
+	f = fdopen(fd, "w");
+	if (!f) {
+		e = -errno;
+		close(fd);
+		unlink(tmp);
+		return e;
+	}
+	e = metrics_format(r, f);
+	if (e == 0 && (fflush(f) != 0 || fsync(fd) != 0))
+		e = -errno;
+	if (fclose(f) != 0 && e == 0)
+		e = -errno;
+	if (e == 0 && rename(tmp, path) != 0)
+		e = -errno;
+	if (e < 0)
+		unlink(tmp);
+	return e;
+}

@@ -1,0 +1,611 @@
+/* SPDX-License-Identifier: MIT */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <yaml.h>
+
+#include "base/config.h"
+#include "checks/ena.h"
+#include "host/hostfs.h"
+#include "base/util.h"
+
+#define CONFIG_FILE_MAX (1024 * 1024)
+
+enum key_type {
+	T_STR,	    /* char[] of .size bytes */
+	T_NAME,	    /* like T_STR, but must be a valid name (Kubernetes node / namespace) */
+	T_U64,	    /* non-negative integer */
+	T_RATIO,    /* non-negative decimal, > 0 */
+	T_PCT,	    /* decimal in (0, 100] */
+	T_DUR,	    /* duration, stored as ms */
+	T_DUR_POS,  /* duration > 0 */
+	T_BOOL,
+	T_LIST,	    /* sequence of names */
+	T_METRIC,
+	T_MODE,
+	T_BUDGET,   /* "2" or "10%" */
+};
+
+struct key_def {
+	const char *section, *key;
+	enum key_type type;
+	size_t off, size;
+};
+
+#define K(sec, k, t, field) { sec, k, t, offsetof(struct cz_config, field), sizeof(((struct cz_config *)0)->field) }
+
+static const struct key_def keys[] = {
+	K("paths", "proc", T_STR, paths.proc),
+	K("paths", "sys", T_STR, paths.sys),
+	K("paths", "state", T_STR, paths.state),
+	K("paths", "run", T_STR, paths.run),
+	K("memcg", "min_dying", T_U64, memcg.min_dying),
+	K("memcg", "max_ratio", T_RATIO, memcg.max_ratio),
+	K("memcg", "latency_canary", T_DUR, memcg.latency_canary_ms),
+	K("memcg", "systemd_hints", T_BOOL, memcg.systemd_hints),
+	K("cpu", "interval", T_DUR_POS, cpu.interval_ms),
+	K("cpu", "metric", T_METRIC, cpu.metric),
+	K("cpu", "threshold_pct", T_PCT, cpu.threshold_pct),
+	K("cpu", "min_burst", T_DUR_POS, cpu.min_burst_ms),
+	K("cpu", "lookback", T_DUR_POS, cpu.lookback_ms),
+	K("cpu", "inline_window", T_DUR, cpu.inline_window_ms),
+	K("cpu", "attribute_tasks", T_BOOL, cpu.attribute_tasks),
+	K("cpu", "history", T_DUR_POS, cpu.history_ms),
+	K("ena", "drivers", T_LIST, ena.drivers),
+	K("ena", "interfaces", T_LIST, ena.interfaces),
+	K("ena", "window", T_DUR_POS, ena.window_ms),
+	K("ena", "min_read_interval", T_DUR, ena.min_read_interval_ms),
+	K("ena", "conntrack_floor", T_U64, ena.conntrack_floor),
+	K("ena", "reset_counters", T_LIST, ena.reset_counters),
+	K("ena", "risk_counters", T_LIST, ena.risk_counters),
+	K("ena", "allowance_counters", T_LIST, ena.allowance_counters),
+	K("kubernetes", "node_name", T_NAME, kubernetes.node_name),
+	K("kubernetes", "kubeconfig", T_STR, kubernetes.kubeconfig),
+	K("kubernetes", "timeout", T_DUR_POS, kubernetes.timeout_ms),
+	K("systemd", "bus", T_STR, systemd.bus),
+	K("agent", "check_interval", T_DUR_POS, agent.check_interval_ms),
+	K("agent", "set_conditions", T_BOOL, agent.set_conditions),
+	K("agent", "metrics_textfile", T_STR, agent.metrics_textfile),
+	K("remediation", "mode", T_MODE, remediation.mode),
+	K("remediation", "conditions", T_LIST, remediation.conditions),
+	K("remediation", "for", T_DUR, remediation.for_ms),
+	K("remediation", "max_unavailable", T_BUDGET, remediation.max_unavailable),
+	K("remediation", "drain_timeout", T_DUR_POS, remediation.drain_timeout_ms),
+	K("remediation", "delete_emptydir_data", T_BOOL, remediation.delete_emptydir_data),
+	K("remediation", "allow_delete", T_BOOL, remediation.allow_delete),
+	K("remediation", "allow_control_plane", T_BOOL, remediation.allow_control_plane),
+	K("remediation", "uncordon_after", T_DUR, remediation.uncordon_after_ms),
+	K("remediation", "reboot_sentinel", T_STR, remediation.reboot_sentinel),
+	K("remediation", "lease_namespace", T_NAME, remediation.lease_namespace),
+};
+
+static const char *const metric_names[] = {
+	[CZ_METRIC_SYSTEM] = "system",
+	[CZ_METRIC_SYSTEM_IRQ] = "system+irq+softirq",
+	[CZ_METRIC_BUSY] = "busy",
+};
+
+static const char *const mode_names[] = {
+	[CZ_REMEDIATE_OFF] = "off",
+	[CZ_REMEDIATE_DRY_RUN] = "dry-run",
+	[CZ_REMEDIATE_CORDON] = "cordon",
+	[CZ_REMEDIATE_DRAIN] = "drain",
+};
+
+const char *config_metric_name(enum cz_cpu_metric m)
+{
+	return (unsigned)m < ARRAY_SIZE(metric_names) ? metric_names[m] : "?";
+}
+
+const char *config_mode_name(enum cz_remediation_mode m)
+{
+	return (unsigned)m < ARRAY_SIZE(mode_names) ? mode_names[m] : "?";
+}
+
+bool config_strlist_has(const struct cz_strlist *l, const char *name)
+{
+	for (size_t i = 0; i < l->n; i++)
+		if (streq(l->item[i], name))
+			return true;
+	return false;
+}
+
+static void list_set(struct cz_strlist *l, const char *const *items)
+{
+	l->n = 0;
+	/* memcpy, not snprintf: this runs on every exec of every check (config_defaults) */
+	for (; items && *items && l->n < CZ_LIST_MAX; items++) {
+		size_t n = strnlen(*items, CZ_NAME_MAX - 1);
+
+		memcpy(l->item[l->n], *items, n);
+		l->item[l->n++][n] = '\0';
+	}
+}
+
+/*
+ * kubernetes.node_name "" means $NODE_NAME (the downward API in the DaemonSet). An invalid
+ * value is ignored here and reported by whoever needs a node name.
+ */
+static void node_name_from_env(struct cz_config *cfg)
+{
+	const char *node = getenv("NODE_NAME");
+
+	if (!cfg->kubernetes.node_name[0] && node &&
+	    valid_name(node, sizeof(cfg->kubernetes.node_name) - 1))
+		snprintf(cfg->kubernetes.node_name, sizeof(cfg->kubernetes.node_name), "%s", node);
+}
+
+void config_defaults(struct cz_config *cfg)
+{
+	static const char *const drivers[] = { "ena", NULL };
+	static const char *const conditions[] = { "MemcgZombieLeak", "CPUCoreSaturation",
+						  "ENADeviceReset", NULL };
+	memset(cfg, 0, sizeof(*cfg));
+	snprintf(cfg->paths.proc, sizeof(cfg->paths.proc), "/proc");
+	snprintf(cfg->paths.sys, sizeof(cfg->paths.sys), "/sys");
+	snprintf(cfg->paths.state, sizeof(cfg->paths.state), "/var/lib/cpuzombie");
+	snprintf(cfg->paths.run, sizeof(cfg->paths.run), "/run/cpuzombie");
+	cfg->memcg.min_dying = 1000;
+	cfg->memcg.max_ratio = 10;
+	cfg->memcg.latency_canary_ms = 10 * 60 * 1000;
+	cfg->memcg.systemd_hints = true;
+	cfg->cpu.interval_ms = 250;
+	cfg->cpu.metric = CZ_METRIC_SYSTEM;
+	cfg->cpu.threshold_pct = 90;
+	cfg->cpu.min_burst_ms = 2000;
+	cfg->cpu.lookback_ms = 10 * 60 * 1000;
+	cfg->cpu.inline_window_ms = 3000;
+	cfg->cpu.attribute_tasks = true;
+	cfg->cpu.history_ms = 15 * 60 * 1000;
+	list_set(&cfg->ena.drivers, drivers);
+	cfg->ena.window_ms = 60 * 60 * 1000;
+	cfg->ena.min_read_interval_ms = 5000;
+	list_set(&cfg->ena.reset_counters, ena_default_reset_counters);
+	list_set(&cfg->ena.risk_counters, ena_default_risk_counters);
+	list_set(&cfg->ena.allowance_counters, ena_default_allowance_counters);
+	node_name_from_env(cfg);
+	cfg->kubernetes.timeout_ms = 10000;
+	snprintf(cfg->systemd.bus, sizeof(cfg->systemd.bus), "system");
+	cfg->agent.check_interval_ms = 30000;
+	cfg->remediation.mode = CZ_REMEDIATE_OFF;
+	list_set(&cfg->remediation.conditions, conditions);
+	cfg->remediation.for_ms = 10 * 60 * 1000;
+	snprintf(cfg->remediation.max_unavailable, sizeof(cfg->remediation.max_unavailable), "1");
+	cfg->remediation.drain_timeout_ms = 10 * 60 * 1000;
+	cfg->remediation.uncordon_after_ms = 30 * 60 * 1000;
+	snprintf(cfg->remediation.lease_namespace, sizeof(cfg->remediation.lease_namespace),
+		 "kube-system");
+}
+
+/* ---- loading ---- */
+
+struct loader {
+	const char *file;
+	struct cz_config *cfg;
+	char *errs;
+	size_t errs_size, errs_len;
+	unsigned nerr;
+};
+
+static void _printf_(3, 4) add_err(struct loader *ld, const yaml_node_t *node, const char *fmt, ...)
+{
+	char line[512];
+	va_list ap;
+	int w;
+
+	ld->nerr++;
+	if (!ld->errs || ld->errs_len + 1 >= ld->errs_size)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(line, sizeof(line), fmt, ap);
+	va_end(ap);
+	if (node)
+		w = snprintf(ld->errs + ld->errs_len, ld->errs_size - ld->errs_len, "%s:%zu: %s\n",
+			     ld->file, node->start_mark.line + 1, line);
+	else
+		w = snprintf(ld->errs + ld->errs_len, ld->errs_size - ld->errs_len, "%s: %s\n",
+			     ld->file, line);
+	if (w > 0)
+		ld->errs_len = (size_t)w >= ld->errs_size - ld->errs_len ? ld->errs_size - 1
+									 : ld->errs_len + (size_t)w;
+}
+
+static const char *scalar(const yaml_node_t *n)
+{
+	return n && n->type == YAML_SCALAR_NODE ? (const char *)n->data.scalar.value : NULL;
+}
+
+static bool plain_null(const yaml_node_t *n)
+{
+	const char *s = scalar(n);
+
+	return s && n->data.scalar.style == YAML_PLAIN_SCALAR_STYLE &&
+	       (streq(s, "") || streq(s, "~") || streq(s, "null"));
+}
+
+static bool valid_counter_name(const char *s)
+{
+	size_t n = strlen(s);
+
+	/* ethtool stat names, '*' standing for a queue number. The kernel cuts names to 31 bytes
+	 * (ETH_GSTRING_LEN - 1); a longer pattern still matches the cut name (ena_name_match). */
+	if (n == 0 || n >= CZ_NAME_MAX)
+		return false;
+	for (size_t i = 0; i < n; i++)
+		if (!((s[i] >= 'a' && s[i] <= 'z') || (s[i] >= '0' && s[i] <= '9') || s[i] == '_' ||
+		      s[i] == '*'))
+			return false;
+	return true;
+}
+
+static int set_list(struct loader *ld, const struct key_def *k, const yaml_node_t *val,
+		    yaml_document_t *doc, void *dst)
+{
+	struct cz_strlist tmp = { 0 };
+	const bool counters = streq(k->section, "ena") && !streq(k->key, "drivers") &&
+			      !streq(k->key, "interfaces");
+
+	if (plain_null(val)) {
+		*(struct cz_strlist *)dst = tmp;
+		return 0;
+	}
+	if (val->type != YAML_SEQUENCE_NODE) {
+		add_err(ld, val, "key '%s.%s': expected a list", k->section, k->key);
+		return -EINVAL;
+	}
+	for (yaml_node_item_t *it = val->data.sequence.items.start;
+	     it < val->data.sequence.items.top; it++) {
+		yaml_node_t *item = yaml_document_get_node(doc, *it);
+		const char *s = scalar(item);
+
+		if (!s || (counters ? !valid_counter_name(s) : !valid_name(s, CZ_NAME_MAX - 1))) {
+			add_err(ld, item ? item : val, "key '%s.%s': invalid entry '%s'", k->section,
+				k->key, s ? s : "(not a string)");
+			return -EINVAL;
+		}
+		if (tmp.n >= CZ_LIST_MAX) {
+			add_err(ld, item, "key '%s.%s': more than %d entries", k->section, k->key,
+				CZ_LIST_MAX);
+			return -E2BIG;
+		}
+		snprintf(tmp.item[tmp.n++], CZ_NAME_MAX, "%s", s);
+	}
+	*(struct cz_strlist *)dst = tmp;
+	return 0;
+}
+
+static int lookup(const char *const *names, size_t n, const char *s)
+{
+	for (size_t i = 0; i < n; i++)
+		if (names[i] && streq(names[i], s))
+			return (int)i;
+	return -1;
+}
+
+static int set_budget(const char *s, char *dst, size_t size)
+{
+	uint64_t v;
+	size_t n = strlen(s);
+	char num[16];
+
+	if (n == 0 || n >= size || n >= sizeof(num))
+		return -EINVAL;
+	memcpy(num, s, n + 1);
+	if (num[n - 1] == '%') {
+		num[n - 1] = '\0';
+		if (parse_u64(num, &v) < 0 || v == 0 || v > 100)
+			return -EINVAL;
+	} else if (parse_u64(num, &v) < 0 || v == 0) {
+		return -EINVAL; /* 0 would mean "never act": that is mode: off */
+	}
+	memcpy(dst, s, n + 1);
+	return 0;
+}
+
+/* Convert one scalar into its field; returns 0 or -EINVAL with a reason in @why. */
+static int set_scalar(const struct key_def *k, const char *s, void *dst, const char **why)
+{
+	uint64_t u;
+	double d;
+	int i;
+
+	switch (k->type) {
+	case T_STR:
+	case T_NAME:
+		if (strlen(s) >= k->size)
+			return *why = "too long", -EINVAL;
+		if (k->type == T_NAME && *s && !valid_name(s, k->size - 1))
+			return *why = "not a valid name", -EINVAL;
+		snprintf(dst, k->size, "%s", s);
+		return 0;
+	case T_U64:
+		if (parse_u64(s, &u) < 0)
+			return *why = "expected a non-negative integer", -EINVAL;
+		*(uint64_t *)dst = u;
+		return 0;
+	case T_RATIO:
+	case T_PCT:
+		if (parse_double(s, &d) < 0 || d <= 0 || (k->type == T_PCT && d > 100))
+			return *why = k->type == T_PCT ? "expected a percentage in (0, 100]"
+						       : "expected a positive number",
+			       -EINVAL;
+		*(double *)dst = d;
+		return 0;
+	case T_DUR:
+	case T_DUR_POS:
+		if (parse_duration_ms(s, &u) < 0 || (k->type == T_DUR_POS && u == 0))
+			return *why = "expected a duration such as 250ms, 2s, 10m, 1h", -EINVAL;
+		*(uint64_t *)dst = u;
+		return 0;
+	case T_BOOL:
+		if (!streq(s, "true") && !streq(s, "false"))
+			return *why = "expected true or false", -EINVAL;
+		*(bool *)dst = streq(s, "true");
+		return 0;
+	case T_METRIC:
+		i = lookup(metric_names, ARRAY_SIZE(metric_names), s);
+		if (i < 0)
+			return *why = "expected system, system+irq+softirq or busy", -EINVAL;
+		*(enum cz_cpu_metric *)dst = (enum cz_cpu_metric)i;
+		return 0;
+	case T_MODE:
+		i = lookup(mode_names, ARRAY_SIZE(mode_names), s);
+		if (i < 0)
+			return *why = "expected off, dry-run, cordon or drain", -EINVAL;
+		*(enum cz_remediation_mode *)dst = (enum cz_remediation_mode)i;
+		return 0;
+	case T_BUDGET:
+		if (set_budget(s, dst, k->size) < 0)
+			return *why = "expected a node count >= 1 or a percentage such as 10%", -EINVAL;
+		return 0;
+	default:
+		return *why = "internal: unknown type", -EINVAL;
+	}
+}
+
+static const struct key_def *find_key(const char *section, const char *key, bool *section_known)
+{
+	*section_known = false;
+	for (size_t i = 0; i < ARRAY_SIZE(keys); i++) {
+		if (!streq(keys[i].section, section))
+			continue;
+		*section_known = true;
+		if (key && streq(keys[i].key, key))
+			return &keys[i];
+	}
+	return NULL;
+}
+
+static bool dup_key(yaml_document_t *doc, const yaml_node_t *map, const yaml_node_pair_t *upto,
+		    const char *name)
+{
+	for (yaml_node_pair_t *p = map->data.mapping.pairs.start; p < upto; p++) {
+		const char *s = scalar(yaml_document_get_node(doc, p->key));
+
+		if (s && streq(s, name))
+			return true;
+	}
+	return false;
+}
+
+static void load_section(struct loader *ld, yaml_document_t *doc, const char *section,
+			 const yaml_node_t *map)
+{
+	for (yaml_node_pair_t *p = map->data.mapping.pairs.start; p < map->data.mapping.pairs.top;
+	     p++) {
+		yaml_node_t *kn = yaml_document_get_node(doc, p->key);
+		yaml_node_t *vn = yaml_document_get_node(doc, p->value);
+		const char *key = scalar(kn), *why = NULL, *s;
+		const struct key_def *k;
+		bool known;
+
+		if (!key) {
+			add_err(ld, kn, "section '%s': keys must be plain names", section);
+			continue;
+		}
+		if (dup_key(doc, map, p, key)) {
+			add_err(ld, kn, "key '%s.%s': given twice", section, key);
+			continue;
+		}
+		k = find_key(section, key, &known);
+		if (!k) {
+			add_err(ld, kn, "unknown key '%s.%s'", section, key);
+			continue;
+		}
+		if (k->type == T_LIST) {
+			set_list(ld, k, vn, doc, (char *)ld->cfg + k->off);
+			continue;
+		}
+		s = scalar(vn);
+		if (!s) {
+			add_err(ld, vn ? vn : kn, "key '%s.%s': expected a single value", section, key);
+			continue;
+		}
+		if (set_scalar(k, s, (char *)ld->cfg + k->off, &why) < 0)
+			add_err(ld, vn, "key '%s.%s': %s, got '%.64s'", section, key, why, s);
+	}
+}
+
+static void load_root(struct loader *ld, yaml_document_t *doc)
+{
+	yaml_node_t *root = yaml_document_get_root_node(doc);
+
+	if (!root || plain_null(root))
+		return; /* an empty file: every default */
+	if (root->type != YAML_MAPPING_NODE) {
+		add_err(ld, root, "expected a mapping of sections (paths, memcg, cpu, ena, ...)");
+		return;
+	}
+	for (yaml_node_pair_t *p = root->data.mapping.pairs.start;
+	     p < root->data.mapping.pairs.top; p++) {
+		yaml_node_t *kn = yaml_document_get_node(doc, p->key);
+		yaml_node_t *vn = yaml_document_get_node(doc, p->value);
+		const char *sec = scalar(kn);
+		bool known;
+
+		if (!sec) {
+			add_err(ld, kn, "section names must be plain names");
+			continue;
+		}
+		if (dup_key(doc, root, p, sec)) {
+			add_err(ld, kn, "section '%s': given twice", sec);
+			continue;
+		}
+		find_key(sec, NULL, &known);
+		if (!known) {
+			add_err(ld, kn, "unknown section '%s'", sec);
+			continue;
+		}
+		if (plain_null(vn))
+			continue;
+		if (vn->type != YAML_MAPPING_NODE) {
+			add_err(ld, vn, "section '%s': expected a mapping of keys", sec);
+			continue;
+		}
+		load_section(ld, doc, sec, vn);
+	}
+}
+
+static int check_consistency(struct loader *ld)
+{
+	const struct cz_config *c = ld->cfg;
+
+	/* Relations between keys, checked after everything parsed. */
+	if (c->cpu.min_burst_ms < c->cpu.interval_ms)
+		add_err(ld, NULL, "key 'cpu.min_burst': shorter than cpu.interval");
+	if (c->cpu.history_ms / c->cpu.interval_ms > 24 * 3600 * 4)
+		add_err(ld, NULL, "key 'cpu.history': more than a day of samples at cpu.interval");
+	if (c->cpu.lookback_ms > c->cpu.history_ms && c->cpu.lookback_ms > 24 * 3600 * 1000ull)
+		add_err(ld, NULL, "key 'cpu.lookback': longer than a day");
+	for (size_t i = 0; i < c->ena.interfaces.n; i++)
+		if (strlen(c->ena.interfaces.item[i]) > 15) /* IFNAMSIZ - 1 */
+			add_err(ld, NULL, "key 'ena.interfaces': '%s' is longer than an interface name",
+				c->ena.interfaces.item[i]);
+	return ld->nerr ? -EINVAL : 0;
+}
+
+int config_load_string(const char *name, const char *text, size_t len, struct cz_config *cfg,
+		       char *errs, size_t errs_size)
+{
+	struct cz_config tmp;
+	struct loader ld = { .file = name, .cfg = &tmp, .errs = errs, .errs_size = errs_size };
+	yaml_parser_t parser;
+	yaml_document_t doc;
+	int r = 0;
+
+	if (errs && errs_size)
+		errs[0] = '\0';
+	if (len > CONFIG_FILE_MAX) {
+		add_err(&ld, NULL, "larger than %d bytes", CONFIG_FILE_MAX);
+		return -EFBIG;
+	}
+	config_defaults(&tmp);
+	if (!yaml_parser_initialize(&parser))
+		return -ENOMEM;
+	yaml_parser_set_input_string(&parser, (const unsigned char *)text, len);
+	if (!yaml_parser_load(&parser, &doc)) {
+		ld.nerr++;
+		if (errs && errs_size)
+			snprintf(errs, errs_size, "%s:%zu: YAML syntax: %s\n", name,
+				 parser.problem_mark.line + 1,
+				 parser.problem ? parser.problem : "malformed");
+		yaml_parser_delete(&parser);
+		return -EINVAL;
+	}
+	load_root(&ld, &doc);
+	yaml_document_delete(&doc);
+	/* A second document ("---") would be silently ignored: refuse it instead. */
+	if (ld.nerr == 0 && yaml_parser_load(&parser, &doc)) {
+		if (yaml_document_get_root_node(&doc))
+			add_err(&ld, NULL, "more than one YAML document");
+		yaml_document_delete(&doc);
+	}
+	yaml_parser_delete(&parser);
+	if (ld.nerr == 0)
+		r = check_consistency(&ld);
+	if (ld.nerr)
+		return -EINVAL;
+	if (r == 0) {
+		node_name_from_env(&tmp);
+		*cfg = tmp;
+	}
+	return r;
+}
+
+int config_load_file(const char *path, struct cz_config *cfg, char *errs, size_t errs_size)
+{
+	_cleanup_free_ char *buf = malloc(CONFIG_FILE_MAX + 1);
+	_cleanup_close_ int fd = -1;
+	ssize_t n;
+
+	if (!buf)
+		return -ENOMEM;
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+	n = fd < 0 ? -errno : hostfs_pread_all(fd, buf, CONFIG_FILE_MAX + 1);
+	if (n < 0) {
+		if (errs && errs_size)
+			snprintf(errs, errs_size, "%s: cannot read: %s\n", path,
+				 n == -EFBIG ? "larger than 1 MiB" : strerror((int)-n));
+		return (int)n;
+	}
+	return config_load_string(path, buf, (size_t)n, cfg, errs, errs_size);
+}
+
+static void dump_value(const struct key_def *k, const void *p, FILE *out)
+{
+	char d[64];
+
+	switch (k->type) {
+	case T_STR:
+	case T_NAME:
+	case T_BUDGET:
+		fprintf(out, "\"%s\"", (const char *)p);
+		break;
+	case T_U64:
+		fprintf(out, "%" PRIu64, *(const uint64_t *)p);
+		break;
+	case T_RATIO:
+	case T_PCT:
+		fprintf(out, "%g", *(const double *)p);
+		break;
+	case T_DUR:
+	case T_DUR_POS:
+		fprintf(out, "%s", format_duration(*(const uint64_t *)p, d, sizeof(d)));
+		break;
+	case T_BOOL:
+		fprintf(out, "%s", *(const bool *)p ? "true" : "false");
+		break;
+	case T_METRIC:
+		fprintf(out, "%s", config_metric_name(*(const enum cz_cpu_metric *)p));
+		break;
+	case T_MODE:
+		fprintf(out, "%s", config_mode_name(*(const enum cz_remediation_mode *)p));
+		break;
+	case T_LIST: {
+		const struct cz_strlist *l = p;
+
+		fputc('[', out);
+		for (size_t i = 0; i < l->n; i++)
+			fprintf(out, "%s%s", i ? ", " : "", l->item[i]);
+		fputc(']', out);
+		break;
+	}
+	}
+}
+
+int config_dump(const struct cz_config *cfg, FILE *out)
+{
+	const char *section = "";
+
+	for (size_t i = 0; i < ARRAY_SIZE(keys); i++) {
+		if (!streq(section, keys[i].section)) {
+			section = keys[i].section;
+			fprintf(out, "%s:\n", section);
+		}
+		fprintf(out, "  %s: ", keys[i].key);
+		dump_value(&keys[i], (const char *)cfg + keys[i].off, out);
+		fputc('\n', out);
+	}
+	return ferror(out) ? -EIO : 0;
+}

@@ -1,0 +1,474 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * `cpuzombie check ena` (condition ENADeviceReset) and `check ena-allowance` (NPD temporary
+ * rule, event ENAAllowanceExceeded): the I/O edge around ena.c's pure verdicts.
+ *
+ * Each read holds RTNL and may wait on the device's admin queue (ENI stats are an admin
+ * command), so a check reads the devices at most every ena.min_read_interval; in between it
+ * answers from its state. State is one file per check in the state dir, keyed by bus_info so
+ * a renamed interface keeps its baseline; the reset check also keeps the reset events of the
+ * last ena.window there, which keeps the condition True for the window instead of flapping.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdarg.h>
+
+#include "checks/cz.h"
+#include "checks/ena.h"
+#include "checks/ena_link.h"
+#include "base/state.h"
+#include "base/util.h"
+
+#define STATE_MAX (4u << 20) /* 64 devices x ~1000 filtered counters, with room */
+
+struct ena_lists ena_lists_from_config(const struct cz_config *cfg)
+{
+	return (struct ena_lists){ &cfg->ena.reset_counters, &cfg->ena.risk_counters,
+				   &cfg->ena.allowance_counters };
+}
+
+void ena_devices_free(struct ena_devices *d)
+{
+	if (!d)
+		return;
+	for (size_t i = 0; i < d->n; i++)
+		ethtool_dump_free(&d->d[i]);
+	d->n = 0;
+}
+
+static bool wanted(const struct cz_config *cfg, char **only, size_t n_only, const char *ifname)
+{
+	if (n_only > 0) {
+		for (size_t i = 0; i < n_only; i++)
+			if (streq(only[i], ifname))
+				return true;
+		return false;
+	}
+	return cfg->ena.interfaces.n == 0 || config_strlist_has(&cfg->ena.interfaces, ifname);
+}
+
+static void note_failure(struct ena_devices *ret, const char *ifname, int r)
+{
+	if (r == -ENODEV || r == -ENXIO) {
+		ret->gone++; /* vanished or renamed since the listing */
+		return;
+	}
+	if (ret->failed++ == 0) {
+		ret->first_err = r;
+		snprintf(ret->failed_if, sizeof(ret->failed_if), "%s", ifname);
+	}
+}
+
+int ena_read_devices(const struct cz_config *cfg, const struct ethtool_ops *ops, char **only,
+		     size_t n_only, struct ena_devices *ret)
+{
+	char names[ETHTOOL_MAX_DUMPS][ETHTOOL_IFNAME_MAX + 1];
+	int n = ops->list(ops->userdata, names, ETHTOOL_MAX_DUMPS);
+
+	memset(ret, 0, sizeof(*ret));
+	if (n < 0)
+		return n;
+	for (int i = 0; i < n && ret->n < ETHTOOL_MAX_DUMPS; i++) {
+		struct ethtool_devdump d = { 0 };
+		int r;
+
+		if (!valid_name(names[i], ETHTOOL_IFNAME_MAX) || !wanted(cfg, only, n_only, names[i]))
+			continue;
+		r = ethtool_read_drvinfo(ops, names[i], &d);
+		if (r == -EOPNOTSUPP && n_only == 0)
+			continue; /* lo and friends: no driver info, certainly not ENA */
+		if (r < 0) {
+			note_failure(ret, names[i], r);
+			continue;
+		}
+		if (n_only == 0 && !config_strlist_has(&cfg->ena.drivers, d.driver))
+			continue;
+		r = ethtool_read_stats(ops, names[i], &d);
+		if (r < 0) {
+			ethtool_dump_free(&d);
+			note_failure(ret, names[i], r);
+			continue;
+		}
+		ret->d[ret->n++] = d;
+	}
+	return 0;
+}
+
+/* Lock and load a check's state. A corrupt or unreadable payload is a new baseline (noted). */
+static int load(const char *dir, const char *name, struct state_lock *lock, struct ena_state *st,
+		bool *ret_corrupt)
+{
+	_cleanup_free_ char *buf = malloc(STATE_MAX);
+	ssize_t n;
+	int r;
+
+	*ret_corrupt = false;
+	memset(st, 0, sizeof(*st));
+	if (!buf)
+		return -ENOMEM;
+	r = state_lock(dir, name, lock);
+	if (r < 0)
+		return r;
+	n = state_load(dir, name, buf, STATE_MAX);
+	if (n == -ENOENT)
+		return 0;
+	if (n == -EBADMSG || n == -EFBIG || (n >= 0 && ena_state_parse(buf, (size_t)n, st) < 0)) {
+		*ret_corrupt = true;
+		return 0;
+	}
+	return n < 0 ? (int)n : 0;
+}
+
+static int save(const char *dir, const char *name, const struct ena_state *st)
+{
+	_cleanup_free_ char *buf = NULL;
+	ssize_t n = ena_state_format(st, &buf);
+
+	if (n < 0)
+		return (int)n;
+	return state_save(dir, name, buf, (size_t)n);
+}
+
+/* Forget devices not seen for a whole window and without events in it. Returns true when
+ * something was dropped (the state must be saved). */
+static bool forget_old(struct ena_state *st, uint64_t now_ms, uint64_t window_ms)
+{
+	size_t k = 0, events = 0, n = st->n;
+
+	for (size_t i = 0; i < st->n; i++) {
+		struct ena_ifstate *f = &st->ifs[i];
+
+		events += f->hist.n;
+		ena_history_prune(&f->hist, now_ms, window_ms);
+		events -= f->hist.n;
+		if (f->hist.n == 0 && (f->read_ms > now_ms || now_ms - f->read_ms > window_ms)) {
+			ethtool_dump_free(&f->base);
+			continue;
+		}
+		if (k != i) {
+			st->ifs[k] = *f;
+			memset(f, 0, sizeof(*f));
+		}
+		k++;
+	}
+	st->n = k;
+	return events > 0 || k != n;
+}
+
+/* Store @d (filtered) as the new baseline of @key; returns the entry or NULL. */
+static struct ena_ifstate *rebase(struct ena_state *st, const char *key,
+				  const struct ethtool_devdump *d, const struct ena_lists *l,
+				  uint64_t now_ms)
+{
+	struct ena_ifstate *f = ena_state_find(st, key);
+	struct ethtool_devdump filtered;
+
+	if (!f)
+		f = ena_state_add(st, key);
+	if (!f || ena_filter(d, l, &filtered) < 0)
+		return NULL;
+	ethtool_dump_free(&f->base);
+	f->base = filtered;
+	f->read_ms = now_ms;
+	return f;
+}
+
+/* "ena,ena_express" for messages. */
+static const char *drivers_text(const struct cz_config *cfg, char *buf, size_t size)
+{
+	size_t len = 0;
+
+	buf[0] = '\0';
+	for (size_t i = 0; i < cfg->ena.drivers.n && len + 1 < size; i++) {
+		int w = snprintf(buf + len, size - len, "%s%s", i ? "," : "", cfg->ena.drivers.item[i]);
+
+		len = w < 0 ? size : len + (size_t)w;
+	}
+	return buf;
+}
+
+/* Appends "; text" to a bounded buffer. */
+static void add_note(char *buf, size_t size, const char *fmt, ...) _printf_(3, 4);
+static void add_note(char *buf, size_t size, const char *fmt, ...)
+{
+	size_t len = strlen(buf);
+	va_list ap;
+
+	if (len + 3 >= size)
+		return;
+	if (len)
+		len += (size_t)snprintf(buf + len, size - len, "; ");
+	va_start(ap, fmt);
+	vsnprintf(buf + len, size - len, fmt, ap);
+	va_end(ap);
+}
+
+struct pass {
+	const struct cz_config *cfg;
+	struct ena_lists l;
+	uint64_t now_ms;
+	size_t seen;		/* ENA devices read in this pass */
+	char seen_if[ETHTOOL_IFNAME_MAX + 1];
+	char risk[NPD_MSG_MAX / 2];
+	char notes[NPD_MSG_MAX / 2];
+	const struct ena_qc_source *src; /* queue -> CPU, asked only when something happened */
+};
+
+#define QC_MAX 512
+
+/* Compare one device with its baseline and record what happened. */
+/* ena_diff, then again with the device's queue -> CPU map when there is something to explain */
+static int diff_linked(struct pass *p, const struct ena_ifstate *f,
+		       const struct ethtool_devdump *d, struct ena_verdict *v)
+{
+	_cleanup_free_ struct ena_queue_cpu *qc = NULL;
+	int r = ena_diff(&f->base, d, &p->l, NULL, 0, v), n;
+
+	if (r < 0 || !p->src || !(v->resets || v->reset_fail || v->cause[0]))
+		return r;
+	qc = calloc(QC_MAX, sizeof(*qc));
+	if (!qc)
+		return r;
+	n = p->src->get(p->src->userdata, d->ifname, qc, QC_MAX);
+	return n > 0 ? ena_diff(&f->base, d, &p->l, qc, (size_t)n, v) : r;
+}
+
+static void compare_one(struct pass *p, struct ena_state *st, const struct ethtool_devdump *d)
+{
+	uint64_t window = p->cfg->ena.window_ms;
+	struct ena_verdict v;
+	struct ena_ifstate *f;
+	char key[ETHTOOL_INFO_MAX + 8], age[32];
+
+	if (ethtool_dump_key(d, key, sizeof(key)) < 0)
+		return;
+	f = ena_state_find(st, key);
+	if (f && diff_linked(p, f, d, &v) == 0) {
+		bool stale = f->read_ms > p->now_ms || p->now_ms - f->read_ms > window;
+
+		if ((v.resets || v.reset_fail) && stale)
+			add_note(p->notes, sizeof(p->notes), "%s %" PRIu64 " resets in %s before now, "
+				 "older baseline than the window", d->ifname, v.resets,
+				 format_duration(p->now_ms - f->read_ms, age, sizeof(age)));
+		else if (v.resets || v.reset_fail)
+			ena_history_add(&f->hist, p->now_ms, v.resets ? v.resets : 1, v.cause);
+		else if (v.new_baseline)
+			add_note(p->notes, sizeof(p->notes),
+				 "%s counters went down (driver reloaded): new baseline", d->ifname);
+		else if (v.cause[0])
+			add_note(p->risk, sizeof(p->risk), "%s %s", d->ifname, v.cause);
+	} else if (!f)
+		add_note(p->notes, sizeof(p->notes), "%s first reading", d->ifname);
+	f = rebase(st, key, d, &p->l, p->now_ms);
+	if (!f)
+		add_note(p->notes, sizeof(p->notes), "%s not remembered (state full)", d->ifname);
+}
+
+static int read_pass(struct pass *p, const struct ethtool_ops *ops, struct ena_state *st,
+		     struct npd_result *res)
+{
+	struct ena_devices devs;
+	int r = ena_read_devices(p->cfg, ops, NULL, 0, &devs);
+
+	if (r < 0)
+		return npd_unknown(res, r, "cannot list network interfaces");
+	if (devs.n == 0 && devs.failed > 0)
+		return npd_unknown(res, devs.first_err, "cannot read ethtool stats of %s",
+				   devs.failed_if);
+	for (size_t i = 0; i < devs.n; i++) {
+		compare_one(p, st, &devs.d[i]);
+		if (p->seen++ == 0)
+			memcpy(p->seen_if, devs.d[i].ifname, sizeof(p->seen_if));
+	}
+	if (devs.failed > 0)
+		add_note(p->notes, sizeof(p->notes), "%s unreadable: %s", devs.failed_if,
+			 strerror(-devs.first_err));
+	ena_devices_free(&devs);
+	st->read_ms = p->now_ms;
+	return NPD_OK;
+}
+
+static int resets_verdict(struct pass *p, struct ena_state *st, struct npd_result *res)
+{
+	char win[32], drv[128];
+	bool problem = false, done[ENA_STATE_MAX_IFACES] = { false };
+
+	format_duration(p->cfg->ena.window_ms, win, sizeof(win));
+	npd_set(res, NPD_OK, "%s", "");
+	/* most resets first: a simple selection, there are a handful of devices */
+	for (;;) {
+		struct ena_ifstate *best = NULL;
+		size_t bi = 0;
+		uint64_t n;
+		const char *cause;
+
+		for (size_t i = 0; i < st->n; i++) {
+			struct ena_ifstate *f = &st->ifs[i];
+
+			if (f->hist.n && !done[i] &&
+			    (!best || ena_history_resets(&f->hist) > ena_history_resets(&best->hist)))
+				best = f, bi = i;
+		}
+		if (!best)
+			break;
+		problem = true;
+		done[bi] = true;
+		n = ena_history_resets(&best->hist);
+		cause = best->hist.ev[best->hist.n - 1].cause;
+		npd_append(res, "%s %" PRIu64 " reset%s/%s%s%s", best->base.ifname[0] ?
+			   best->base.ifname : best->key, n, n == 1 ? "" : "s", win,
+			   cause[0] ? ": " : "", cause);
+	}
+	if (problem)
+		res->status = NPD_PROBLEM;
+	else if (p->seen == 0)
+		npd_append(res, "No ENA interface (drivers: %s)", drivers_text(p->cfg, drv, sizeof(drv)));
+	else if (p->seen == 1)
+		npd_append(res, "%s: no ENA resets in %s", p->seen_if, win);
+	else
+		npd_append(res, "%zu ENA interfaces: no resets in %s", p->seen, win);
+	if (p->risk[0])
+		npd_append(res, "risk: %s", p->risk);
+	if (p->notes[0])
+		npd_append(res, "%s", p->notes);
+	return res->status;
+}
+
+int ena_check_resets(const struct cz_config *cfg, const struct ethtool_ops *ops,
+		     const char *state_dir, uint64_t now_ms, const struct ena_qc_source *src,
+		     struct npd_result *res)
+{
+	_cleanup_(state_unlock) struct state_lock lock = { .fd = -1 };
+	_cleanup_(ena_state_free) struct ena_state st = { 0 };
+	struct pass p = { .cfg = cfg, .l = ena_lists_from_config(cfg), .now_ms = now_ms,
+			  .src = src };
+	bool corrupt, dirty = false;
+	int r;
+
+	r = load(state_dir, "ena", &lock, &st, &corrupt);
+	if (r < 0)
+		return npd_unknown(res, r, "cannot read state '%s/ena'", state_dir);
+	if (corrupt)
+		add_note(p.notes, sizeof(p.notes), "state was corrupt: new baseline");
+	if (!(st.read_ms && now_ms >= st.read_ms &&
+	      now_ms - st.read_ms < cfg->ena.min_read_interval_ms)) {
+		r = read_pass(&p, ops, &st, res);
+		if (r != NPD_OK)
+			return r;
+		dirty = true;
+	} else {
+		/* rate-limited: answer for the devices the last read saw */
+		for (size_t i = 0; i < st.n; i++)
+			if (st.ifs[i].read_ms == st.read_ms && p.seen++ == 0)
+				memcpy(p.seen_if, st.ifs[i].base.ifname, sizeof(p.seen_if));
+	}
+	/* a rate-limited answer that changed nothing leaves the file alone (no fsync) */
+	dirty |= forget_old(&st, now_ms, cfg->ena.window_ms);
+	r = dirty ? save(state_dir, "ena", &st) : 0;
+	if (r < 0)
+		return npd_unknown(res, r, "cannot save state '%s/ena'", state_dir);
+	return resets_verdict(&p, &st, res);
+}
+
+/* One device for the allowance check: what rose since its last reading. */
+static void allowance_one(struct pass *p, struct ena_state *st, const struct ethtool_devdump *d,
+			  bool *problem)
+{
+	uint64_t floor = p->cfg->ena.conntrack_floor;
+	struct ena_allowance a;
+	struct ena_ifstate *f;
+	char key[ETHTOOL_INFO_MAX + 8], text[NPD_MSG_MAX / 2];
+
+	if (ethtool_dump_key(d, key, sizeof(key)) < 0)
+		return;
+	f = ena_state_find(st, key);
+	ena_allowance_diff(f ? &f->base : NULL, d, &p->l, floor, &a);
+	if (a.n_rose || a.below_floor) {
+		*problem = true;
+		add_note(p->risk, sizeof(p->risk), "%s %s", d->ifname,
+			 ena_allowance_format(&a, floor, text, sizeof(text)));
+	} else if (!f)
+		add_note(p->notes, sizeof(p->notes), "%s first reading", d->ifname);
+	if (!rebase(st, key, d, &p->l, p->now_ms))
+		add_note(p->notes, sizeof(p->notes), "%s not remembered (state full)", d->ifname);
+}
+
+int ena_check_allowance(const struct cz_config *cfg, const struct ethtool_ops *ops,
+			const char *state_dir, uint64_t now_ms, struct npd_result *res)
+{
+	_cleanup_(state_unlock) struct state_lock lock = { .fd = -1 };
+	_cleanup_(ena_state_free) struct ena_state st = { 0 };
+	struct pass p = { .cfg = cfg, .l = ena_lists_from_config(cfg), .now_ms = now_ms };
+	struct ena_devices devs;
+	bool corrupt, problem = false;
+	char buf[128];
+	int r;
+
+	r = load(state_dir, "ena-allowance", &lock, &st, &corrupt);
+	if (r < 0)
+		return npd_unknown(res, r, "cannot read state '%s/ena-allowance'", state_dir);
+	if (st.read_ms && now_ms >= st.read_ms && now_ms - st.read_ms < cfg->ena.min_read_interval_ms)
+		return npd_set(res, NPD_OK, "not read: last read less than %s ago",
+			       format_duration(cfg->ena.min_read_interval_ms, buf, sizeof(buf)));
+	if (corrupt)
+		add_note(p.notes, sizeof(p.notes), "state was corrupt: new baseline");
+	r = ena_read_devices(cfg, ops, NULL, 0, &devs);
+	if (r < 0)
+		return npd_unknown(res, r, "cannot list network interfaces");
+	if (devs.n == 0 && devs.failed > 0)
+		return npd_unknown(res, devs.first_err, "cannot read ethtool stats of %s",
+				   devs.failed_if);
+	for (size_t i = 0; i < devs.n; i++)
+		allowance_one(&p, &st, &devs.d[i], &problem);
+	p.seen = devs.n;
+	ena_devices_free(&devs);
+	st.read_ms = now_ms;
+	forget_old(&st, now_ms, cfg->ena.window_ms);
+	r = save(state_dir, "ena-allowance", &st);
+	if (r < 0)
+		return npd_unknown(res, r, "cannot save state '%s/ena-allowance'", state_dir);
+	if (problem)
+		npd_set(res, NPD_PROBLEM, "%s", p.risk);
+	else if (p.seen == 0)
+		npd_set(res, NPD_OK, "No ENA interface (drivers: %s)",
+			drivers_text(cfg, buf, sizeof(buf)));
+	else
+		npd_set(res, NPD_OK, "no ENA allowance exceeded on %zu interface%s", p.seen,
+			p.seen == 1 ? "" : "s");
+	if (p.notes[0])
+		npd_append(res, "%s", p.notes);
+	return res->status;
+}
+
+/* ---- the check_fn entry points ---------------------------------------------------------------- */
+
+static int with_kernel(struct cz_ctx *ctx, struct npd_result *res, bool allowance)
+{
+	struct ethtool_ops ops;
+	int r = ethtool_ops_kernel(&ops);
+
+	if (r < 0)
+		return npd_unknown(res, r, "cannot open a socket for SIOCETHTOOL");
+	if (allowance) {
+		r = ena_check_allowance(&ctx->cfg, &ops, ctx->cfg.paths.state, now_realtime_ms(), res);
+	} else {
+		/* causes name the CPU serving the queue and its burst: the NIC IRQ map and the
+		 * sampler's burst log (ena_link.c), read only when a device has news */
+		struct ena_qc_source src = { ena_link_queue_cpus, ctx };
+
+		r = ena_check_resets(&ctx->cfg, &ops, ctx->cfg.paths.state, now_realtime_ms(), &src,
+				     res);
+	}
+	ethtool_ops_kernel_close(&ops);
+	return r;
+}
+
+int check_ena(struct cz_ctx *ctx, struct npd_result *res)
+{
+	return with_kernel(ctx, res, false);
+}
+
+int check_ena_allowance(struct cz_ctx *ctx, struct npd_result *res)
+{
+	return with_kernel(ctx, res, true);
+}

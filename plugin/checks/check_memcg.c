@@ -1,0 +1,234 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * `cpuzombie check memcg`: the I/O edge of the zombie-memcg check. Reads /proc/cgroups, the
+ * memory hierarchy (v1: count its directories; v2: root cgroup.stat), /proc/meminfo and the
+ * kernel release through the host roots, keeps a small growth history in the state dir, and
+ * hands everything to memcg_verdict(). It never opens a per-memcg stat file.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+
+#include "checks/cz.h"
+#include "checks/memcg.h"
+#include "base/state.h"
+#include "host/systemd.h"
+#include "base/util.h"
+
+#define COUNT_MAX 2000000 /* directories; far above any real node, bounds a hostile tree */
+#define DEPTH_MAX 64
+
+static int count_dirs(int dfd, unsigned depth, uint64_t *count)
+{
+	DIR *d;
+	struct dirent *de;
+	int r = 0;
+
+	if (depth > DEPTH_MAX)
+		return -ELOOP;
+	d = fdopendir(dfd);
+	if (!d) {
+		r = -errno;
+		close(dfd);
+		return r;
+	}
+	while ((errno = 0, de = readdir(d))) {
+		bool isdir = de->d_type == DT_DIR;
+		int sub;
+
+		if (streq(de->d_name, ".") || streq(de->d_name, ".."))
+			continue;
+		if (de->d_type == DT_UNKNOWN) {
+			struct stat st;
+
+			if (fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+				continue; /* removed meanwhile */
+			isdir = S_ISDIR(st.st_mode);
+		}
+		if (!isdir)
+			continue;
+		if (++*count > COUNT_MAX) {
+			r = -E2BIG;
+			break;
+		}
+		sub = openat(dirfd(d), de->d_name, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+		if (sub < 0) {
+			if (errno == ENOENT)
+				continue; /* rmdir'ed while we walked: it is no longer live */
+			r = -errno;
+			break;
+		}
+		r = count_dirs(sub, depth + 1, count);
+		if (r < 0)
+			break;
+	}
+	if (r == 0 && errno != 0)
+		r = -errno;
+	closedir(d);
+	return r;
+}
+
+/* Where a hierarchy is mounted, relative to the sys root: host init's mountinfo, then ours,
+ * then the conventional path. */
+static int find_mount(const struct hostfs *hf, bool v2, char *buf, size_t size)
+{
+	static const char *const infos[] = { "1/mountinfo", "self/mountinfo" };
+	const size_t size_text = 256 * 1024; /* a node with thousands of mounts (pods) */
+	/* on the heap: a large stack frame is probed page by page (-fstack-clash-protection),
+	 * which costs page faults on every exec; malloc'ed pages are only touched as filled */
+	_cleanup_free_ char *text = malloc(size_text);
+
+	for (size_t i = 0; text && i < ARRAY_SIZE(infos); i++) {
+		if (hostfs_read(hf, HOSTFS_PROC, infos[i], text, size_text) < 0)
+			continue;
+		if (memcg_find_mount(text, v2, buf, size) == 0)
+			return 0;
+	}
+	snprintf(buf, size, "%s", v2 ? "fs/cgroup" : "fs/cgroup/memory");
+	return 0;
+}
+
+static int read_v1(struct cz_ctx *ctx, const struct memcg_controller *c, struct memcg_reading *r,
+		   struct npd_result *res)
+{
+	char rel[256], p[512];
+	uint64_t dirs = 1; /* the hierarchy root, which /proc/cgroups counts too */
+	int fd, e;
+
+	find_mount(&ctx->hf, false, rel, sizeof(rel));
+	fd = hostfs_openat(&ctx->hf, HOSTFS_SYS, rel, O_RDONLY | O_DIRECTORY);
+	if (fd < 0)
+		return npd_unknown(res, fd, "cannot open memory hierarchy %s",
+				   hostfs_path(&ctx->hf, HOSTFS_SYS, rel, p, sizeof(p)));
+	e = count_dirs(fd, 0, &dirs);
+	if (e < 0)
+		return npd_unknown(res, e, "cannot walk memory hierarchy %s",
+				   hostfs_path(&ctx->hf, HOSTFS_SYS, rel, p, sizeof(p)));
+	r->source = MEMCG_V1;
+	r->live = dirs;
+	/* Cgroups created between the two reads can make the difference negative: that is zero
+	 * dying, not a wrap-around to 2^64. */
+	r->dying = c->num_cgroups > dirs ? c->num_cgroups - dirs : 0;
+	return NPD_OK;
+}
+
+static int read_v2(struct cz_ctx *ctx, struct memcg_reading *r, struct npd_result *res)
+{
+	char rel[256], file[300], buf[8192], p[512];
+	struct memcg_cgstat st;
+	ssize_t n;
+	int e;
+
+	find_mount(&ctx->hf, true, rel, sizeof(rel));
+	snprintf(file, sizeof(file), "%s/cgroup.stat", rel);
+	n = hostfs_read(&ctx->hf, HOSTFS_SYS, file, buf, sizeof(buf));
+	e = n < 0 ? (int)n : memcg_parse_cgroup_stat(buf, &st);
+	if (e < 0)
+		return npd_unknown(res, e, "cannot read %s",
+				   hostfs_path(&ctx->hf, HOSTFS_SYS, file, p, sizeof(p)));
+	if (st.has_subsys_memory) {
+		r->source = MEMCG_V2_SUBSYS;
+		r->live = st.nr_subsys_memory;
+		r->dying = st.nr_dying_subsys_memory;
+	} else {
+		r->source = MEMCG_V2_DESCENDANTS;
+		r->live = st.nr_descendants + 1;
+		r->dying = st.nr_dying_descendants;
+	}
+	return NPD_OK;
+}
+
+/* Growth from the stored history; state trouble only costs us the growth figure. */
+static void update_history(struct cz_ctx *ctx, struct memcg_reading *r)
+{
+	_cleanup_(state_unlock) struct state_lock lock = { -1 };
+	struct memcg_history h = { 0 };
+	char buf[MEMCG_HISTORY_MAX * 48 + 64];
+	uint64_t now = now_realtime_ms();
+	ssize_t n;
+	int e;
+
+	e = state_lock(ctx->cfg.paths.state, "memcg", &lock);
+	if (e < 0) {
+		fprintf(stderr, "cpuzombie: Failed to lock state in '%s': %s, ignoring\n",
+			ctx->cfg.paths.state, strerror(-e));
+		return;
+	}
+	n = state_load(ctx->cfg.paths.state, "memcg", buf, sizeof(buf));
+	if (n == -EBADMSG)
+		fprintf(stderr, "cpuzombie: state '%s/memcg' was corrupt, moved to memcg.corrupt; "
+				"starting a new history\n", ctx->cfg.paths.state);
+	else if (n >= 0 && memcg_history_parse(buf, &h) < 0)
+		fprintf(stderr, "cpuzombie: state '%s/memcg' unreadable, starting a new history\n",
+			ctx->cfg.paths.state);
+	else if (n < 0 && n != -ENOENT)
+		fprintf(stderr, "cpuzombie: Failed to read state '%s/memcg': %s, ignoring\n",
+			ctx->cfg.paths.state, strerror((int)-n));
+	r->has_growth = memcg_history_growth(&h, now, r->dying, &r->growth_per_hour);
+	if (!memcg_history_add(&h, now, r->dying) && n >= 0)
+		return; /* nothing new to keep: no write, no fsync */
+	n = (ssize_t)memcg_history_format(&h, buf, sizeof(buf));
+	e = state_save(ctx->cfg.paths.state, "memcg", buf, (size_t)n);
+	if (e < 0)
+		fprintf(stderr, "cpuzombie: Failed to save state '%s/memcg': %s, ignoring\n",
+			ctx->cfg.paths.state, strerror(-e));
+}
+
+static void read_extras(struct cz_ctx *ctx, struct memcg_reading *r)
+{
+	char buf[8192];
+
+	if (hostfs_read(&ctx->hf, HOSTFS_PROC, "meminfo", buf, sizeof(buf)) >= 0)
+		r->has_percpu = memcg_parse_meminfo_percpu(buf, &r->percpu_bytes) == 0;
+	if (hostfs_read(&ctx->hf, HOSTFS_PROC, "sys/kernel/osrelease", buf, sizeof(buf)) >= 0)
+		r->has_kernel = memcg_parse_osrelease(buf, &r->kernel_major, &r->kernel_minor) == 0;
+}
+
+int memcg_read(struct cz_ctx *ctx, struct memcg_reading *r, struct npd_result *res)
+{
+	struct memcg_controller c;
+	char buf[8192], p[512];
+	ssize_t n;
+	int e;
+
+	memset(r, 0, sizeof(*r));
+	n = hostfs_read(&ctx->hf, HOSTFS_PROC, "cgroups", buf, sizeof(buf));
+	e = n < 0 ? (int)n : memcg_parse_proc_cgroups(buf, &c);
+	if (e == -ENODATA)
+		return npd_set(res, NPD_UNKNOWN, "no memory controller in %s",
+			       hostfs_path(&ctx->hf, HOSTFS_PROC, "cgroups", p, sizeof(p)));
+	if (e < 0)
+		return npd_unknown(res, e, "cannot read %s",
+				   hostfs_path(&ctx->hf, HOSTFS_PROC, "cgroups", p, sizeof(p)));
+	if (!c.enabled)
+		return npd_set(res, NPD_UNKNOWN, "memory controller disabled (cgroup_disable=memory)");
+	e = c.hierarchy != 0 ? read_v1(ctx, &c, r, res) : read_v2(ctx, r, res);
+	if (e != NPD_OK)
+		return e;
+	read_extras(ctx, r);
+	return NPD_OK;
+}
+
+int check_memcg(struct cz_ctx *ctx, struct npd_result *res)
+{
+	struct memcg_reading r;
+	int e = memcg_read(ctx, &r, res);
+
+	if (e != NPD_OK)
+		return e;
+	update_history(ctx, &r);
+	e = memcg_verdict(&r, &ctx->cfg, res);
+	if (e == NPD_PROBLEM && ctx->cfg.memcg.systemd_hints) {
+		/* only now is libsystemd worth loading: name the crash-looping unit */
+		struct systemd_restarts sr;
+		char err[256];
+
+		if (systemd_restarts_update(ctx->cfg.systemd.bus, ctx->cfg.paths.state,
+					    now_realtime_ms(), &sr, err, sizeof(err)) < 0)
+			fprintf(stderr, "cpuzombie: no restart hint: %s\n", err);
+		else if (systemd_hint_format(&sr, r.hint, sizeof(r.hint)) > 0)
+			e = memcg_verdict(&r, &ctx->cfg, res);
+	}
+	return e;
+}

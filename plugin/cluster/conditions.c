@@ -1,0 +1,97 @@
+/* SPDX-License-Identifier: MIT */
+/* Node conditions: see conditions.h. Field names: k8s.io/api/core/v1 NodeCondition. */
+#include <errno.h>
+
+#include "cluster/conditions.h"
+#include "cluster/kube.h"
+#include "base/util.h"
+
+static const struct cond_def defs[] = {
+	{ "memcg", "MemcgZombieLeak", "ZombieMemcgsHigh", "ZombieMemcgsNormal" },
+	{ "cpu", "CPUCoreSaturation", "CoreSaturationBursts", "NoCoreSaturation" },
+	{ "ena", "ENADeviceReset", "ENAResetsDetected", "NoENAResets" },
+};
+
+const struct cond_def *conditions_for_check(const char *check)
+{
+	for (size_t i = 0; i < ARRAY_SIZE(defs); i++)
+		if (streq(defs[i].check, check))
+			return &defs[i];
+	return NULL;
+}
+
+const char *conditions_status_name(enum npd_status s)
+{
+	return s == NPD_OK ? "False" : s == NPD_PROBLEM ? "True" : "Unknown";
+}
+
+static json_object *find_condition(json_object *node, const char *type)
+{
+	json_object *list = kube_get(node, "status.conditions");
+	size_t n;
+
+	if (!list || !json_object_is_type(list, json_type_array))
+		return NULL;
+	n = json_object_array_length(list);
+	for (size_t i = 0; i < n; i++) {
+		json_object *c = json_object_array_get_idx(list, i);
+
+		if (streq(kube_get_str(c, "type", ""), type))
+			return c;
+	}
+	return NULL;
+}
+
+static const char *static_status(const char *s)
+{
+	return streq(s, "True") ? "True" : streq(s, "False") ? "False" :
+	       streq(s, "Unknown") ? "Unknown" : "";
+}
+
+int conditions_build_patch(json_object *node, const struct cond_input in[], size_t n,
+			   uint64_t now_ms, json_object **ret_patch, struct cond_change *changes,
+			   size_t *ret_nchanges)
+{
+	_cleanup_(json_object_putp) json_object *patch = json_object_new_object();
+	json_object *status, *list;
+	char now[40];
+	size_t nch = 0;
+
+	if (!patch)
+		return -ENOMEM;
+	kube_time(now_ms, false, now, sizeof(now));
+	status = json_object_new_object();
+	list = json_object_new_array();
+	json_object_object_add(patch, "status", status);
+	json_object_object_add(status, "conditions", list);
+	for (size_t i = 0; i < n; i++) {
+		const struct cond_def *d = in[i].def;
+		const char *st = conditions_status_name(in[i].status);
+		json_object *old, *c = json_object_new_object();
+		const char *old_st, *old_tt;
+
+		if (!d || in[i].status > NPD_UNKNOWN || !c) {
+			json_object_put(c);
+			return -EINVAL;
+		}
+		old = find_condition(node, d->type);
+		old_st = kube_get_str(old, "status", "");
+		old_tt = kube_get_str(old, "lastTransitionTime", NULL);
+		json_object_object_add(c, "type", json_object_new_string(d->type));
+		json_object_object_add(c, "status", json_object_new_string(st));
+		json_object_object_add(c, "reason", json_object_new_string(
+			in[i].status == NPD_PROBLEM ? d->reason_true : d->reason_false));
+		json_object_object_add(c, "message", json_object_new_string(
+			in[i].message ? in[i].message : ""));
+		json_object_object_add(c, "lastHeartbeatTime", json_object_new_string(now));
+		json_object_object_add(c, "lastTransitionTime", json_object_new_string(
+			streq(old_st, st) && old_tt ? old_tt : now));
+		json_object_array_add(list, c);
+		if (!streq(old_st, st) && changes && nch < n)
+			changes[nch++] = (struct cond_change){ d, static_status(old_st), st };
+	}
+	if (ret_nchanges)
+		*ret_nchanges = nch;
+	*ret_patch = TAKE_PTR(patch);
+	return 0;
+}

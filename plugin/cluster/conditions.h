@@ -1,0 +1,57 @@
+/* SPDX-License-Identifier: MIT */
+#ifndef CZ_CONDITIONS_H
+#define CZ_CONDITIONS_H
+
+/*
+ * Node conditions from check results (DESIGN.md's table): one condition type per check, status
+ * True = problem, False = OK, Unknown = we could not tell (reason as NPD does: the False reason).
+ * conditions_build_patch() is pure: node JSON + results in, strategic-merge patch of nodes/status
+ * out.
+ */
+
+#include <json-c/json.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "base/npd.h"
+
+struct cond_def {
+	const char *check;		/* "memcg" */
+	const char *type;		/* "MemcgZombieLeak" */
+	const char *reason_true;	/* "ZombieMemcgsHigh" */
+	const char *reason_false;	/* "ZombieMemcgsNormal" */
+};
+
+/* conditions_for_check - the condition of check @check, or NULL (ena-allowance is an event). */
+const struct cond_def *conditions_for_check(const char *check);
+
+/* A result to publish. */
+struct cond_input {
+	const struct cond_def *def;
+	enum npd_status status;
+	const char *message;
+};
+
+/* What changed, for Events. */
+struct cond_change {
+	const struct cond_def *def;
+	const char *old_status;		/* "True", "False", "Unknown" or "" when new; static */
+	const char *new_status;
+};
+
+/*
+ * conditions_build_patch - the body of a strategic merge PATCH of nodes/NAME/status that sets one
+ * condition per input: {"status":{"conditions":[...]}} (merged by type, so other conditions stay).
+ * lastHeartbeatTime is @now; lastTransitionTime is kept from @node's condition of the same type
+ * unless its status differs (then @now). @node is the Node as read (may be NULL: all new).
+ * @changes (capacity @n, may be NULL) receives the status flips, *@ret_nchanges their count.
+ * Returns 0 and a new object in *@ret_patch (caller puts it), or -EINVAL (bad input) / -ENOMEM.
+ */
+int conditions_build_patch(json_object *node, const struct cond_input in[], size_t n,
+			   uint64_t now_ms, json_object **ret_patch, struct cond_change *changes,
+			   size_t *ret_nchanges);
+
+/* conditions_status_name - "False", "True" or "Unknown" for an NPD status. */
+const char *conditions_status_name(enum npd_status s);
+
+#endif

@@ -1,0 +1,431 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * kubeconfig and in-cluster configuration. The kubeconfig format is client-go's
+ * (k8s.io/client-go/tools/clientcmd/api/v1/types.go): clusters[], users[] and contexts[] are
+ * lists of {name, cluster|user|context} and current-context picks one context.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <yaml.h>
+
+#include "cluster/kubeconfig.h"
+#include "base/util.h"
+
+#define SA_DIR "/var/run/secrets/kubernetes.io/serviceaccount"
+
+_printf_(3, 4) static int fail(char *err, size_t size, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (err && size) {
+		va_start(ap, fmt);
+		vsnprintf(err, size, fmt, ap);
+		va_end(ap);
+	}
+	return -EINVAL;
+}
+
+int base64_decode(const char *in, size_t len, unsigned char **ret, size_t *ret_len)
+{
+	static const char tbl[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+	_cleanup_free_ unsigned char *out = malloc(len / 4 * 3 + 4);
+	uint32_t acc = 0;
+	size_t n = 0, bits = 0, pad = 0;
+
+	if (!out)
+		return -ENOMEM;
+	for (size_t i = 0; i < len; i++) {
+		const char *p;
+
+		if (in[i] == ' ' || in[i] == '\n' || in[i] == '\r' || in[i] == '\t')
+			continue;
+		if (in[i] == '=') {
+			pad++;
+			continue;
+		}
+		p = in[i] ? strchr(tbl, in[i]) : NULL;
+		if (!p || pad)
+			return -EINVAL;
+		acc = (acc << 6) | (uint32_t)(p - tbl);
+		bits += 6;
+		if (bits >= 8) {
+			bits -= 8;
+			out[n++] = (unsigned char)(acc >> bits);
+		}
+	}
+	if (pad > 2 || bits >= 6)
+		return -EINVAL;
+	out[n] = '\0';
+	*ret_len = n;
+	*ret = TAKE_PTR(out);
+	return 0;
+}
+
+/* ---- libyaml document helpers -------------------------------------------------------------- */
+
+static const char *scalar(yaml_document_t *d, yaml_node_t *n)
+{
+	return n && n->type == YAML_SCALAR_NODE ? (const char *)n->data.scalar.value : NULL;
+}
+
+static yaml_node_t *map_get(yaml_document_t *d, yaml_node_t *m, const char *key)
+{
+	if (!m || m->type != YAML_MAPPING_NODE)
+		return NULL;
+	for (yaml_node_pair_t *p = m->data.mapping.pairs.start; p < m->data.mapping.pairs.top; p++) {
+		const char *k = scalar(d, yaml_document_get_node(d, p->key));
+
+		if (k && streq(k, key))
+			return yaml_document_get_node(d, p->value);
+	}
+	return NULL;
+}
+
+static const char *map_str(yaml_document_t *d, yaml_node_t *m, const char *key)
+{
+	return scalar(d, map_get(d, m, key));
+}
+
+/* In a list of {name: N, <field>: {...}} return the <field> mapping of the entry named @name. */
+static yaml_node_t *named(yaml_document_t *d, yaml_node_t *root, const char *list,
+			  const char *field, const char *name)
+{
+	yaml_node_t *seq = map_get(d, root, list);
+
+	if (!seq || seq->type != YAML_SEQUENCE_NODE)
+		return NULL;
+	for (yaml_node_item_t *i = seq->data.sequence.items.start; i < seq->data.sequence.items.top;
+	     i++) {
+		yaml_node_t *e = yaml_document_get_node(d, *i);
+		const char *n = map_str(d, e, "name");
+
+		if (n && streq(n, name))
+			return map_get(d, e, field);
+	}
+	return NULL;
+}
+
+/* Nesting depth check with the event parser before building a document (bounds the loader). */
+static int check_depth(const char *text, size_t len, char *err, size_t err_size)
+{
+	yaml_parser_t p;
+	yaml_event_t ev;
+	int depth = 0, r = 0;
+
+	if (!yaml_parser_initialize(&p))
+		return -ENOMEM;
+	yaml_parser_set_input_string(&p, (const unsigned char *)text, len);
+	for (;;) {
+		if (!yaml_parser_parse(&p, &ev)) {
+			r = fail(err, err_size, "kubeconfig: YAML error at line %zu: %s",
+				 p.problem_mark.line + 1, p.problem ? p.problem : "?");
+			break;
+		}
+		if (ev.type == YAML_MAPPING_START_EVENT || ev.type == YAML_SEQUENCE_START_EVENT)
+			depth++;
+		else if (ev.type == YAML_MAPPING_END_EVENT || ev.type == YAML_SEQUENCE_END_EVENT)
+			depth--;
+		if (depth > KUBECONFIG_MAX_DEPTH) {
+			snprintf(err ? err : (char[1]){ 0 }, err ? err_size : 1,
+				 "kubeconfig: nested deeper than %d", KUBECONFIG_MAX_DEPTH);
+			r = -E2BIG;
+		}
+		bool end = ev.type == YAML_STREAM_END_EVENT;
+		yaml_event_delete(&ev);
+		if (end || r < 0)
+			break;
+	}
+	yaml_parser_delete(&p);
+	return r;
+}
+
+/* ---- building the result ------------------------------------------------------------------- */
+
+static int dup_path(const char *dir, const char *v, char **ret)
+{
+	if (!v || !*v)
+		return 0;
+	if (v[0] == '/' || !dir || !*dir)
+		*ret = strdup(v);
+	else if (asprintf(ret, "%s/%s", dir, v) < 0)
+		*ret = NULL;
+	return *ret ? 0 : -ENOMEM;
+}
+
+static int dup_b64(const char *v, unsigned char **ret, size_t *ret_len, const char *what,
+		   char *err, size_t err_size)
+{
+	int r;
+
+	if (!v || !*v)
+		return 0;
+	r = base64_decode(v, strlen(v), ret, ret_len);
+	if (r == -EINVAL)
+		return fail(err, err_size, "kubeconfig: %s is not valid base64", what);
+	return r;
+}
+
+static int parse_exec(yaml_document_t *d, yaml_node_t *ex, struct kube_exec *e, char *err,
+		      size_t err_size)
+{
+	const char *cmd = map_str(d, ex, "command"), *api = map_str(d, ex, "apiVersion");
+	yaml_node_t *args = map_get(d, ex, "args"), *env = map_get(d, ex, "env");
+	size_t n = 0;
+
+	if (!cmd || !*cmd)
+		return fail(err, err_size, "kubeconfig: user.exec.command is missing");
+	if (api && !streq(api, "client.authentication.k8s.io/v1") &&
+	    !streq(api, "client.authentication.k8s.io/v1beta1"))
+		return fail(err, err_size, "kubeconfig: exec apiVersion '%.64s' is not supported",
+			    api);
+	e->command = strdup(cmd);
+	e->api_version = strdup(api ? api : "client.authentication.k8s.io/v1");
+	if (!e->command || !e->api_version)
+		return -ENOMEM;
+	if (args && args->type == YAML_SEQUENCE_NODE)
+		for (yaml_node_item_t *i = args->data.sequence.items.start;
+		     i < args->data.sequence.items.top; i++) {
+			const char *a = scalar(d, yaml_document_get_node(d, *i));
+
+			if (!a || n >= KUBECONFIG_MAX_ARGS)
+				return fail(err, err_size, "kubeconfig: bad or too many exec args");
+			if (!(e->args[n++] = strdup(a)))
+				return -ENOMEM;
+		}
+	n = 0;
+	if (env && env->type == YAML_SEQUENCE_NODE)
+		for (yaml_node_item_t *i = env->data.sequence.items.start;
+		     i < env->data.sequence.items.top; i++) {
+			yaml_node_t *kv = yaml_document_get_node(d, *i);
+			const char *k = map_str(d, kv, "name"), *v = map_str(d, kv, "value");
+
+			if (!k || !v || !*k || strchr(k, '=') || n >= KUBECONFIG_MAX_ARGS)
+				return fail(err, err_size, "kubeconfig: bad exec env entry");
+			if (asprintf(&e->env[n++], "%s=%s", k, v) < 0) {
+				e->env[n - 1] = NULL;
+				return -ENOMEM;
+			}
+		}
+	return 0;
+}
+
+static int parse_user(yaml_document_t *d, yaml_node_t *u, const char *dir, struct kube_auth *a,
+		      char *err, size_t err_size)
+{
+	const char *tok = map_str(d, u, "token");
+	yaml_node_t *ex = map_get(d, u, "exec");
+	int r;
+
+	if (map_get(d, u, "auth-provider"))
+		return fail(err, err_size, "kubeconfig: auth-provider is not supported (use exec)");
+	if (tok && *tok && !(a->token = strdup(tok)))
+		return -ENOMEM;
+	r = dup_path(dir, map_str(d, u, "tokenFile"), &a->token_file);
+	r = r ?: dup_path(dir, map_str(d, u, "client-certificate"), &a->cert_file);
+	r = r ?: dup_path(dir, map_str(d, u, "client-key"), &a->key_file);
+	r = r ?: dup_b64(map_str(d, u, "client-certificate-data"), &a->cert_data,
+			 &a->cert_data_len, "client-certificate-data", err, err_size);
+	r = r ?: dup_b64(map_str(d, u, "client-key-data"), &a->key_data, &a->key_data_len,
+			 "client-key-data", err, err_size);
+	if (r < 0)
+		return r;
+	if ((a->cert_file || a->cert_data) != (a->key_file || a->key_data))
+		return fail(err, err_size, "kubeconfig: client certificate without key (or key "
+					   "without certificate)");
+	if (ex) {
+		a->has_exec = true;
+		r = parse_exec(d, ex, &a->exec, err, err_size);
+	}
+	return r;
+}
+
+static int parse_cluster(yaml_document_t *d, yaml_node_t *c, const char *dir, struct kube_auth *a,
+			 char *err, size_t err_size)
+{
+	const char *server = map_str(d, c, "server"), *ins;
+	size_t n;
+	int r;
+
+	if (!server || !*server)
+		return fail(err, err_size, "kubeconfig: cluster has no server");
+	if (!startswith(server, "https://"))
+		return fail(err, err_size, "kubeconfig: server '%.128s' is not https:// (TLS is "
+					   "required)", server);
+	n = strlen(server);
+	while (n > 8 && server[n - 1] == '/')
+		n--;
+	if (!(a->server = strndup(server, n)))
+		return -ENOMEM;
+	ins = map_str(d, c, "insecure-skip-tls-verify");
+	a->insecure = ins && streq(ins, "true");
+	r = dup_path(dir, map_str(d, c, "certificate-authority"), &a->ca_file);
+	return r ?: dup_b64(map_str(d, c, "certificate-authority-data"), &a->ca_data,
+			    &a->ca_data_len, "certificate-authority-data", err, err_size);
+}
+
+static int parse_doc(yaml_document_t *d, const char *dir, struct kube_auth *a, char *err,
+		     size_t err_size)
+{
+	yaml_node_t *root = yaml_document_get_root_node(d), *ctx, *cluster, *user;
+	const char *cur, *cname, *uname;
+	int r;
+
+	if (!root || root->type != YAML_MAPPING_NODE)
+		return fail(err, err_size, "kubeconfig: not a mapping");
+	cur = map_str(d, root, "current-context");
+	if (!cur || !*cur)
+		return fail(err, err_size, "kubeconfig: no current-context");
+	ctx = named(d, root, "contexts", "context", cur);
+	if (!ctx)
+		return fail(err, err_size, "kubeconfig: context '%.64s' not found", cur);
+	cname = map_str(d, ctx, "cluster");
+	uname = map_str(d, ctx, "user");
+	cluster = cname ? named(d, root, "clusters", "cluster", cname) : NULL;
+	if (!cluster)
+		return fail(err, err_size, "kubeconfig: cluster '%.64s' of context '%.64s' not found",
+			    cname ? cname : "", cur);
+	user = uname && *uname ? named(d, root, "users", "user", uname) : NULL;
+	if (uname && *uname && !user)
+		return fail(err, err_size, "kubeconfig: user '%.64s' of context '%.64s' not found",
+			    uname, cur);
+	r = parse_cluster(d, cluster, dir, a, err, err_size);
+	if (r == 0 && user)
+		r = parse_user(d, user, dir, a, err, err_size);
+	return r;
+}
+
+int kubeconfig_parse(const char *text, size_t len, const char *dir, struct kube_auth *ret,
+		     char *err, size_t err_size)
+{
+	struct kube_auth a = { 0 };
+	yaml_parser_t p;
+	yaml_document_t d;
+	int r;
+
+	if (len > KUBECONFIG_MAX_BYTES) {
+		fail(err, err_size, "kubeconfig: larger than %d bytes", KUBECONFIG_MAX_BYTES);
+		return -E2BIG;
+	}
+	r = check_depth(text, len, err, err_size);
+	if (r < 0)
+		return r;
+	if (!yaml_parser_initialize(&p))
+		return -ENOMEM;
+	yaml_parser_set_input_string(&p, (const unsigned char *)text, len);
+	if (!yaml_parser_load(&p, &d)) {
+		r = fail(err, err_size, "kubeconfig: YAML error at line %zu: %s",
+			 p.problem_mark.line + 1, p.problem ? p.problem : "?");
+		yaml_parser_delete(&p);
+		return r;
+	}
+	r = parse_doc(&d, dir, &a, err, err_size);
+	yaml_document_delete(&d);
+	yaml_parser_delete(&p);
+	if (r < 0) {
+		kubeconfig_free(&a);
+		return r;
+	}
+	*ret = a;
+	return 0;
+}
+
+static int read_bounded(const char *path, char **ret, size_t *ret_len)
+{
+	_cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+	_cleanup_free_ char *buf = NULL;
+	size_t n = 0, cap = KUBECONFIG_MAX_BYTES + 1;
+	ssize_t k;
+
+	if (fd < 0)
+		return -errno;
+	buf = malloc(cap + 1);
+	if (!buf)
+		return -ENOMEM;
+	while (n < cap && (k = read(fd, buf + n, cap - n)) != 0) {
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k < 0)
+			return -errno;
+		n += (size_t)k;
+	}
+	if (n > KUBECONFIG_MAX_BYTES)
+		return -E2BIG;
+	buf[n] = '\0';
+	*ret_len = n;
+	*ret = TAKE_PTR(buf);
+	return 0;
+}
+
+int kubeconfig_load(const char *path, struct kube_auth *ret, char *err, size_t err_size)
+{
+	_cleanup_free_ char *text = NULL, *dir = strdup(path);
+	char *slash;
+	size_t len = 0;
+	int r;
+
+	if (!dir)
+		return -ENOMEM;
+	r = read_bounded(path, &text, &len);
+	if (r < 0) {
+		snprintf(err ? err : (char[1]){ 0 }, err ? err_size : 1,
+			 "cannot read kubeconfig '%s': %s", path, strerror(-r));
+		return r;
+	}
+	slash = strrchr(dir, '/');
+	if (slash)
+		*slash = '\0';
+	return kubeconfig_parse(text, len, slash ? dir : NULL, ret, err, err_size);
+}
+
+int kubeconfig_incluster(const char *sa_dir, struct kube_auth *ret, char *err, size_t err_size)
+{
+	const char *host = getenv("KUBERNETES_SERVICE_HOST");
+	const char *port = getenv("KUBERNETES_SERVICE_PORT");
+	struct kube_auth a = { 0 };
+	uint64_t p;
+
+	if (!sa_dir)
+		sa_dir = SA_DIR;
+	if (!host || !*host || !port || !*port) {
+		snprintf(err ? err : (char[1]){ 0 }, err ? err_size : 1,
+			 "not in a cluster: KUBERNETES_SERVICE_HOST/PORT unset and no kubeconfig");
+		return -ENOENT;
+	}
+	if (parse_u64(port, &p) < 0 || p == 0 || p > 65535 || strpbrk(host, "/[]@ ")) {
+		fail(err, err_size, "bad KUBERNETES_SERVICE_HOST/PORT '%.64s' '%.16s'", host, port);
+		return -EINVAL;
+	}
+	/* An IPv6 literal needs brackets in a URL (client-go: net.JoinHostPort). */
+	if (asprintf(&a.server, strchr(host, ':') ? "https://[%s]:%s" : "https://%s:%s", host,
+		     port) < 0 ||
+	    asprintf(&a.token_file, "%s/token", sa_dir) < 0 ||
+	    asprintf(&a.ca_file, "%s/ca.crt", sa_dir) < 0) {
+		kubeconfig_free(&a);
+		return -ENOMEM;
+	}
+	*ret = a;
+	return 0;
+}
+
+void kubeconfig_free(struct kube_auth *a)
+{
+	if (!a)
+		return;
+	free(a->server);
+	free(a->ca_file);
+	free(a->ca_data);
+	free(a->token);
+	free(a->token_file);
+	free(a->cert_file);
+	free(a->key_file);
+	free(a->cert_data);
+	free(a->key_data);
+	free(a->exec.api_version);
+	free(a->exec.command);
+	for (size_t i = 0; a->exec.args[i]; i++)
+		free(a->exec.args[i]);
+	for (size_t i = 0; a->exec.env[i]; i++)
+		free(a->exec.env[i]);
+	*a = (struct kube_auth){ 0 };
+}

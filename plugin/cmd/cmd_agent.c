@@ -1,0 +1,16 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * `cpuzombie agent [--once]`: the long-running sampler (agent.h). Positional arguments are an
+ * error; everything else comes from the config and the common options.
+ */
+#include "agent/agent.h"
+#include "checks/cz.h"
+
+int cmd_agent(struct cz_ctx *ctx)
+{
+	if (ctx->argc > 0) {
+		fprintf(stderr, "cpuzombie agent: unexpected argument '%s'\n", ctx->argv[0]);
+		return CZ_EXIT_ERROR;
+	}
+	return agent_run(ctx);
+}

@@ -1,0 +1,30 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * `cpuzombie check NAME`: run one check and speak NPD's protocol: one ASCII line on stdout,
+ * exit 0 OK / 1 problem / 2 Unknown. Nothing here forks, and nothing blocks without a bound.
+ */
+#include <errno.h>
+
+#include "checks/cz.h"
+#include "base/npd.h"
+
+int cmd_check(struct cz_ctx *ctx)
+{
+	struct npd_result res = { .status = NPD_UNKNOWN };
+	const struct check_def *c;
+
+	if (ctx->argc != 1) {
+		npd_set(&res, NPD_UNKNOWN, "usage: cpuzombie check <memcg|cpu|ena|ena-allowance>");
+		return npd_emit(&res, ctx->max_output, stdout);
+	}
+	c = checks_find(ctx->argv[0]);
+	if (!c) {
+		npd_set(&res, NPD_UNKNOWN, "unknown check '%.32s'", ctx->argv[0]);
+		return npd_emit(&res, ctx->max_output, stdout);
+	}
+	c->run(ctx, &res);
+	if (ctx->verbose)
+		fprintf(stderr, "cpuzombie: check %s: %s: %s\n", c->name,
+			npd_status_name(res.status), res.msg);
+	return npd_emit(&res, ctx->max_output, stdout);
+}

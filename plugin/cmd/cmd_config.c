@@ -1,0 +1,19 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * `cpuzombie config check [--config FILE]`: "configuration OK" (exit 0), or every error as
+ * FILE:LINE lines (exit 2). main.c has already loaded the file; it lands here only on success.
+ * With -v the effective configuration is printed too.
+ */
+#include "checks/cz.h"
+
+int cmd_config(struct cz_ctx *ctx)
+{
+	if (ctx->argc != 1 || !streq(ctx->argv[0], "check")) {
+		fprintf(stderr, "usage: cpuzombie config check [--config FILE]\n");
+		return CZ_EXIT_ERROR;
+	}
+	printf("configuration OK (%s)\n", ctx->config_path ? ctx->config_path : "built-in defaults");
+	if (ctx->verbose && config_dump(&ctx->cfg, stdout) < 0)
+		return CZ_EXIT_ERROR;
+	return CZ_EXIT_OK;
+}

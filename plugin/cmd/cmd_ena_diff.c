@@ -1,0 +1,232 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * `cpuzombie ena-diff BEFORE AFTER`: the ENA verdict from two saved `ethtool -S` texts (what
+ * SREs paste into tickets), with one line of explanation per counter that moved.
+ *
+ *   ena-diff BEFORE AFTER   two files
+ *   ena-diff BEFORE -       AFTER read now through SIOCETHTOOL (the interfaces named in BEFORE)
+ *   ena-diff - [IF...]      print the live counters as `ethtool -i` + `ethtool -S` text (every
+ *                           interface of ena.drivers, or the ones named): the input format
+ *
+ * Exit 0 no reset or risk, 1 reset or risk found, 2 bad input or I/O error.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+
+#include "checks/cz.h"
+#include "checks/ena.h"
+#include "base/util.h"
+
+#define TEXT_MAX (8u << 20)
+
+static int read_text(const char *path, struct ethtool_devdump **ret, size_t *ret_n)
+{
+	_cleanup_free_ char *buf = malloc(TEXT_MAX + 1);
+	_cleanup_close_ int fd = -1;
+	struct ethtool_text_error e;
+	size_t len = 0;
+	ssize_t n;
+	int r;
+
+	if (!buf)
+		return -ENOMEM;
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0) {
+		r = -errno;
+		fprintf(stderr, "cpuzombie: Failed to open '%s': %s\n", path, strerror(-r));
+		return r;
+	}
+	while ((n = read(fd, buf + len, TEXT_MAX + 1 - len)) > 0 && len <= TEXT_MAX)
+		len += (size_t)n;
+	if (n < 0 || len > TEXT_MAX) {
+		r = n < 0 ? -errno : -EFBIG;
+		fprintf(stderr, "cpuzombie: Failed to read '%s': %s\n", path, strerror(-r));
+		return r;
+	}
+	r = ethtool_parse_text(buf, len, ret, ret_n, &e);
+	if (r < 0) {
+		if (e.line)
+			fprintf(stderr, "cpuzombie: %s:%u: %s\n", path, e.line, e.what);
+		else
+			fprintf(stderr, "cpuzombie: %s: %s\n", path, e.what);
+	}
+	return r;
+}
+
+/* Read the live devices: the ones named, else every interface of ena.drivers. */
+static int read_live(struct cz_ctx *ctx, char **names, size_t n_names, struct ethtool_devdump **ret,
+		     size_t *ret_n)
+{
+	static struct ena_devices devs; /* large: keep it off the stack */
+	struct ethtool_ops ops;
+	int r = ethtool_ops_kernel(&ops);
+
+	if (r < 0) {
+		fprintf(stderr, "cpuzombie: Failed to open a socket for SIOCETHTOOL: %s\n",
+			strerror(-r));
+		return r;
+	}
+	r = ena_read_devices(&ctx->cfg, &ops, names, n_names, &devs);
+	ethtool_ops_kernel_close(&ops);
+	if (r < 0) {
+		fprintf(stderr, "cpuzombie: Failed to list interfaces: %s\n", strerror(-r));
+		return r;
+	}
+	if (devs.failed) {
+		fprintf(stderr, "cpuzombie: Failed to read '%s': %s\n", devs.failed_if,
+			strerror(-devs.first_err));
+		ena_devices_free(&devs);
+		return devs.first_err;
+	}
+	*ret = calloc(devs.n ? devs.n : 1, sizeof(**ret));
+	if (!*ret) {
+		ena_devices_free(&devs);
+		return -ENOMEM;
+	}
+	memcpy(*ret, devs.d, devs.n * sizeof(devs.d[0]));
+	*ret_n = devs.n;
+	devs.n = 0; /* ownership moved */
+	return 0;
+}
+
+static void explain(const struct ena_counter *c)
+{
+	if (c->went_down)
+		printf("  %s %" PRIu64 " -> %" PRIu64 " (went down: counted from its new value): %s\n",
+		       c->name, c->prev, c->cur, ena_explain(c->name));
+	else
+		printf("  %s +%" PRIu64 " (%" PRIu64 " -> %" PRIu64 "): %s\n", c->name, c->delta,
+		       c->prev, c->cur, ena_explain(c->name));
+}
+
+/* Print the verdict for one pair; returns true when it found a reset or a risk. */
+static bool verdict(struct cz_ctx *ctx, const struct ethtool_devdump *b,
+		    const struct ethtool_devdump *a)
+{
+	struct ena_lists l = ena_lists_from_config(&ctx->cfg);
+	const char *name = a->ifname[0] ? a->ifname : b->ifname[0] ? b->ifname : "interface";
+	struct ena_verdict v;
+	struct ena_allowance al;
+	char text[NPD_MSG_MAX];
+
+	ena_diff(b, a, &l, NULL, 0, &v);
+	ena_allowance_diff(b, a, &l, ctx->cfg.ena.conntrack_floor, &al);
+	if (v.new_baseline) {
+		printf("%s: counters went down (driver reloaded or node rebooted between the dumps): "
+		       "no verdict\n", name);
+		return false;
+	}
+	if (v.resets || v.reset_fail)
+		printf("%s %" PRIu64 " reset%s: %s\n", name, v.resets, v.resets == 1 ? "" : "s",
+		       v.cause);
+	else if (v.cause[0])
+		printf("%s no reset; risk: %s\n", name, v.cause);
+	else
+		printf("%s no reset\n", name);
+	if (al.n_rose || al.below_floor)
+		printf("%s throttled: %s\n", name,
+		       ena_allowance_format(&al, ctx->cfg.ena.conntrack_floor, text, sizeof(text)));
+	for (size_t i = 0; i < v.n_moved; i++)
+		explain(&v.moved[i]);
+	return v.resets || v.reset_fail || v.risk || v.restart;
+}
+
+/* The BEFORE dump that goes with @a, or NULL. */
+static const struct ethtool_devdump *partner(const struct ethtool_devdump *b, size_t nb,
+					     const struct ethtool_devdump *a, size_t na)
+{
+	if (nb == 1 && na == 1)
+		return &b[0];
+	for (size_t i = 0; i < nb; i++)
+		if (a->ifname[0] && streq(a->ifname, b[i].ifname))
+			return &b[i];
+	for (size_t i = 0; i < nb; i++)
+		if (a->bus_info[0] && streq(a->bus_info, b[i].bus_info))
+			return &b[i];
+	return NULL;
+}
+
+static int diff_all(struct cz_ctx *ctx, const struct ethtool_devdump *b, size_t nb,
+		    const struct ethtool_devdump *a, size_t na)
+{
+	size_t pairs = 0;
+	bool found = false;
+
+	for (size_t i = 0; i < na; i++) {
+		const struct ethtool_devdump *p = partner(b, nb, &a[i], na);
+
+		if (!p) {
+			fprintf(stderr, "cpuzombie: '%s' is only in AFTER, ignoring\n", a[i].ifname);
+			continue;
+		}
+		if (p->bus_info[0] && a[i].bus_info[0] && !streq(p->bus_info, a[i].bus_info)) {
+			fprintf(stderr, "cpuzombie: BEFORE is %s, AFTER is %s: not the same device\n",
+				p->bus_info, a[i].bus_info);
+			return CZ_EXIT_ERROR;
+		}
+		pairs++;
+		found |= verdict(ctx, p, &a[i]);
+	}
+	if (pairs == 0) {
+		fprintf(stderr, "cpuzombie: no interface is in both BEFORE and AFTER\n");
+		return CZ_EXIT_ERROR;
+	}
+	return found ? CZ_EXIT_PROBLEM : CZ_EXIT_OK;
+}
+
+static int dump_live(struct cz_ctx *ctx, char **names, size_t n)
+{
+	struct ethtool_devdump *d = NULL;
+	size_t nd = 0;
+	int r;
+
+	for (size_t i = 0; i < n; i++)
+		if (!valid_name(names[i], ETHTOOL_IFNAME_MAX)) {
+			fprintf(stderr, "cpuzombie: '%.32s' is not an interface name\n", names[i]);
+			return CZ_EXIT_ERROR;
+		}
+	r = read_live(ctx, names, n, &d, &nd);
+	if (r < 0)
+		return CZ_EXIT_ERROR;
+	for (size_t i = 0; i < nd && r == 0; i++)
+		r = ethtool_format_text(&d[i], stdout);
+	ethtool_dumps_free(d, nd);
+	if (nd == 0)
+		fprintf(stderr, "cpuzombie: no interface of the drivers in ena.drivers\n");
+	return r < 0 || fflush(stdout) != 0 ? CZ_EXIT_ERROR : CZ_EXIT_OK;
+}
+
+int cmd_ena_diff(struct cz_ctx *ctx)
+{
+	struct ethtool_devdump *b = NULL, *a = NULL;
+	size_t nb = 0, na = 0;
+	char *names[ETHTOOL_MAX_DUMPS];
+	int r;
+
+	if (ctx->argc >= 1 && streq(ctx->argv[0], "-"))
+		return dump_live(ctx, ctx->argv + 1, (size_t)ctx->argc - 1);
+	if (ctx->argc != 2) {
+		fprintf(stderr, "usage: cpuzombie ena-diff BEFORE AFTER|-  or  ena-diff - [IF...]\n");
+		return CZ_EXIT_ERROR;
+	}
+	if (read_text(ctx->argv[0], &b, &nb) < 0)
+		return CZ_EXIT_ERROR;
+	if (streq(ctx->argv[1], "-")) {
+		size_t n = 0;
+
+		for (size_t i = 0; i < nb; i++)
+			if (b[i].ifname[0] && valid_name(b[i].ifname, ETHTOOL_IFNAME_MAX))
+				names[n++] = b[i].ifname;
+		r = read_live(ctx, names, n, &a, &na);
+	} else
+		r = read_text(ctx->argv[1], &a, &na);
+	if (r < 0) {
+		ethtool_dumps_free(b, nb);
+		return CZ_EXIT_ERROR;
+	}
+	r = diff_all(ctx, b, nb, a, na);
+	ethtool_dumps_free(b, nb);
+	ethtool_dumps_free(a, na);
+	return r;
+}

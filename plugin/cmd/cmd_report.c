@@ -1,0 +1,175 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * `cpuzombie report [--json|--svg FILE]`: the I/O edge of the report. Runs the checks (so the
+ * verdicts are exactly NPD's), reads the rest of what the node says into a struct report, and
+ * hands it to the pure renderers (report.c, report_json.c, svg.c).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <time.h>
+
+#include "checks/cpustat.h"
+#include "checks/cz.h"
+#include "report/report.h"
+#include "base/state.h"
+#include "report/svg.h"
+#include "base/util.h"
+
+#define NOW_SAMPLE_MS 500
+
+static void run_checks(struct cz_ctx *ctx, struct report *r)
+{
+	for (const struct check_def *c = checks_all(); c->name; c++) {
+		struct report_check *rc;
+
+		if (!conditions_for_check(c->name) || r->nchecks == REPORT_CHECKS_MAX)
+			continue;
+		rc = &r->checks[r->nchecks++];
+		rc->check = c->name;
+		rc->cond = conditions_for_check(c->name);
+		rc->res = (struct npd_result){ .status = NPD_UNKNOWN };
+		c->run(ctx, &rc->res);
+	}
+}
+
+static void gather_memcg(struct cz_ctx *ctx, struct report *r)
+{
+	struct npd_result res = { 0 };
+
+	r->memcg_rc = memcg_read(ctx, &r->memcg, &res);
+	if (r->memcg_rc != NPD_OK) {
+		snprintf(r->memcg_err, sizeof(r->memcg_err), "%s", res.msg);
+		return;
+	}
+	report_memcg_growth(r, ctx->cfg.paths.state);
+	r->canary_rc = canary_run(&ctx->hf, ctx->cfg.paths.state, ctx->cfg.memcg.latency_canary_ms,
+				  r->now_ms, &r->canary);
+	if (ctx->cfg.memcg.systemd_hints)
+		r->restarts_rc = systemd_restarts_update(ctx->cfg.systemd.bus, ctx->cfg.paths.state,
+							 r->now_ms, &r->restarts, r->restarts_err,
+							 sizeof(r->restarts_err));
+}
+
+static int read_stat(struct cz_ctx *ctx, char *buf, size_t size, struct cpustat_core *c,
+		     size_t max)
+{
+	ssize_t n = hostfs_read(&ctx->hf, HOSTFS_PROC, "stat", buf, size);
+
+	return n < 0 ? (int)n : cpustat_parse(buf, c, max);
+}
+
+/* Current shares: the sampler's newest sample when fresh, else two /proc/stat reads. */
+static void gather_now(struct cz_ctx *ctx, struct report *r)
+{
+	const size_t max = CPUSTAT_MAX_CPUS, size = CPUSTAT_BUF_SIZE(1024) * 2;
+	_cleanup_free_ struct cpustat_core *a = calloc(max, sizeof(*a)), *b = calloc(max, sizeof(*b));
+	_cleanup_free_ char *buf = malloc(size);
+	const struct history_series *h = &r->hist;
+	int na, nb;
+
+	if (h->n > 0 && h->t_ms[h->n - 1] + 3 * HISTORY_HEARTBEAT_MS >= r->now_ms) {
+		r->now_pct = malloc(h->ncpu);
+		if (!r->now_pct)
+			return;
+		memcpy(r->now_pct, &h->pct[(h->n - 1) * h->ncpu], h->ncpu);
+		r->has_now = true;
+		return;
+	}
+	if (!a || !b || !buf || (na = read_stat(ctx, buf, size, a, max)) <= 0)
+		return;
+	usleep(NOW_SAMPLE_MS * 1000);
+	nb = read_stat(ctx, buf, size, b, max);
+	if (nb <= 0)
+		return;
+	if ((unsigned)nb > r->ncpu)
+		r->ncpu = (unsigned)nb;
+	r->now_pct = malloc(r->ncpu);
+	if (!r->now_pct)
+		return;
+	for (unsigned c = 0; c < r->ncpu; c++) {
+		double pct;
+
+		r->now_pct[c] = (int)c < na && (int)c < nb &&
+					cpustat_share(&a[c], &b[c], ctx->cfg.cpu.metric, &pct) == 0
+				? (uint8_t)(pct + 0.5)
+				: HISTORY_NO_SAMPLE;
+	}
+	r->has_now = true;
+}
+
+static int gather(struct cz_ctx *ctx, struct report *r)
+{
+	const struct cz_config *cfg = &ctx->cfg;
+	int n;
+
+	report_node_name(r, &ctx->hf);
+	r->since_ms = r->now_ms > cfg->cpu.lookback_ms ? r->now_ms - cfg->cpu.lookback_ms : 0;
+	r->ena_rc = report_ena_load(cfg->paths.state, "ena", &r->ena_prev);
+	run_checks(ctx, r);
+	gather_memcg(ctx, r);
+	if (report_load_run(r, cfg->paths.run,
+			    r->now_ms > cfg->cpu.history_ms ? r->now_ms - cfg->cpu.history_ms : 0) < 0)
+		return -ENOMEM;
+	gather_now(ctx, r);
+	n = irq_map_all(&ctx->hf, &r->maps);
+	r->maps_rc = n < 0 ? n : 0;
+	r->nmaps = n > 0 ? (size_t)n : 0;
+	r->ena_rc = report_ena_load(cfg->paths.state, "ena", &r->ena);
+	r->allowance_rc = report_ena_load(cfg->paths.state, "ena-allowance", &r->allowance);
+	return 0;
+}
+
+static int write_svg(const struct report *r, const char *path)
+{
+	_cleanup_fclose_ FILE *f = fopen(path, "we");
+	int e;
+
+	if (!f) {
+		fprintf(stderr, "cpuzombie report: Failed to create '%s': %m\n", path);
+		return -errno;
+	}
+	e = svg_write(r, f);
+	if (e == 0 && (fflush(f) != 0 || ferror(f)))
+		e = -EIO;
+	if (e < 0)
+		fprintf(stderr, "cpuzombie report: Failed to write '%s': %s\n", path, strerror(-e));
+	return e;
+}
+
+int cmd_report(struct cz_ctx *ctx)
+{
+	struct report *r;
+	int e = 0;
+
+	if (ctx->argc > 0 || (ctx->json && ctx->svg_path)) {
+		fprintf(stderr, "cpuzombie report: usage: report [--json|--svg FILE]\n");
+		return CZ_EXIT_ERROR;
+	}
+	r = report_new(&ctx->cfg, now_realtime_ms());
+	if (!r || gather(ctx, r) < 0) {
+		fprintf(stderr, "cpuzombie report: out of memory\n");
+		report_free(r);
+		return CZ_EXIT_ERROR;
+	}
+	if (ctx->json) {
+		json_object *j = report_json(r);
+		const char *s = j ? json_object_to_json_string_ext(j, JSON_C_TO_STRING_PRETTY |
+								   JSON_C_TO_STRING_NOSLASHESCAPE)
+				  : NULL;
+
+		e = s && printf("%s\n", s) > 0 ? 0 : -EIO;
+		json_object_put(j);
+	} else {
+		if (ctx->svg_path)
+			e = write_svg(r, ctx->svg_path);
+		if (e == 0)
+			e = report_print(r, stdout);
+		if (e == 0 && ctx->svg_path)
+			printf("\nheatmap: %s\n", ctx->svg_path);
+	}
+	if (fflush(stdout) != 0)
+		e = -EIO;
+	e = e < 0 ? CZ_EXIT_ERROR : report_worst(r) == NPD_PROBLEM ? CZ_EXIT_PROBLEM : CZ_EXIT_OK;
+	report_free(r);
+	return e;
+}

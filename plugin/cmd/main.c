@@ -1,0 +1,283 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Subcommand dispatch only: parse the common options, load the configuration, open the host
+ * roots, run the subcommand and return its exit code. Errors are reported here, once.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <stdarg.h>
+#include <sys/stat.h>
+
+#include "checks/cz.h"
+#include "base/util.h"
+
+struct cmd {
+	const char *name;
+	cmd_fn run;
+	const char *usage;
+};
+
+/* One row per subcommand. */
+static const struct cmd cmds[] = {
+	{ "check", cmd_check,
+	  "check memcg|cpu|ena|ena-allowance\n"
+	  "    Run one NPD custom-plugin check: one line on stdout; exit 0 OK, 1 problem,\n"
+	  "    2 unknown (we could not tell).\n" },
+	{ "config", cmd_config,
+	  "config check [--config FILE]\n"
+	  "    Validate a configuration: 'configuration OK' or FILE:LINE errors (exit 2).\n"
+	  "    With -v, print the effective configuration.\n" },
+	{ "ena-diff", cmd_ena_diff,
+	  "ena-diff BEFORE AFTER | ena-diff BEFORE - | ena-diff - [IF...]\n"
+	  "    ENA verdict from two saved `ethtool -S` texts (AFTER '-': read now); exit 0 no\n"
+	  "    reset, 1 reset or risk, 2 bad input. '- [IF...]' prints the live counters instead.\n" },
+	{ "agent", cmd_agent, "agent [--once]\n    Sample per-core CPU every cpu.interval into --run-dir (bursts, history, heartbeat)\n    until SIGTERM; --once: one cycle of cpu.inline_window, then exit.\n" },
+	{ "report", cmd_report, "report [--json|--svg FILE]\n    Everything this node says, in one screen: memcg, cores, NICs, conditions; exit 1\n    when a condition is True. --json: one JSON document; --svg: per-core heatmap.\n" },
+	{ "kube-cycle", cmd_kube_cycle, NULL }, /* hidden: developer/test driver of kube_agent */
+	{ NULL, NULL, NULL },
+};
+
+static const char common_usage[] =
+	"Common options:\n"
+	"  --config FILE      configuration (default " CZ_DEFAULT_CONFIG_PATH " if it exists,\n"
+	"                     else built-in defaults)\n"
+	"  --proc-root DIR    host /proc (default /proc; /host/proc in a container)\n"
+	"  --sys-root DIR     host /sys (default /sys)\n"
+	"  --state-dir DIR    persistent state (default /var/lib/cpuzombie)\n"
+	"  --run-dir DIR      sampler history and heartbeat (default /run/cpuzombie)\n"
+	"  --node-name NAME   Kubernetes node name (default $NODE_NAME)\n"
+	"  --kubeconfig FILE  kubeconfig (default: in-cluster service account)\n"
+	"  --max-output BYTES longest check line (default 256; match NPD's max_output_length)\n"
+	"  -v, --verbose      diagnostics on stderr\n"
+	"  --version, --help\n";
+
+static void usage(FILE *out, const struct cmd *only)
+{
+	fprintf(out, "Usage: cpuzombie [OPTIONS] COMMAND ...\n\n"
+		     "Finds the CPU-zombie chain on a Kubernetes node: leaked (dying) memory cgroups,\n"
+		     "single cores saturated in system time, and the ENA NIC resets they cause.\n\n");
+	for (const struct cmd *c = cmds; c->name; c++)
+		if ((!only || c == only) && c->usage)
+			fprintf(out, "cpuzombie %s\n", c->usage);
+	fprintf(out, "%s", common_usage);
+}
+
+/* What was wrong with the command line: main prints it on stderr, and a check also puts it in
+ * its one stdout line (NPD never shows stderr). */
+static char cmdline_err[256];
+
+static int _printf_(1, 2) cmdline_error(const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(cmdline_err, sizeof(cmdline_err), fmt, ap);
+	va_end(ap);
+	fprintf(stderr, "cpuzombie: %s\n", cmdline_err);
+	return -EINVAL;
+}
+
+enum {
+	OPT_CONFIG = 256, OPT_PROC, OPT_SYS, OPT_STATE, OPT_RUN, OPT_NODE, OPT_KUBECONFIG,
+	OPT_MAXOUT, OPT_VERSION, OPT_HELP, OPT_ONCE, OPT_JSON, OPT_SVG,
+};
+
+struct opts {
+	const char *config, *proc, *sys, *state, *run, *node, *kubeconfig, *svg;
+	uint64_t max_output;
+	int verbose;
+	bool help, version, once, json;
+};
+
+/*
+ * Parse options from argv[1..]. @permute false stops at the first non-option (the subcommand);
+ * true lets options and positional words mix (GNU permutation), for what follows the
+ * subcommand. Returns the index of the first positional word, or -EINVAL.
+ */
+static int parse_opts(int argc, char **argv, struct opts *o, bool permute)
+{
+	static const struct option longopts[] = {
+		{ "config", required_argument, NULL, OPT_CONFIG },
+		{ "proc-root", required_argument, NULL, OPT_PROC },
+		{ "sys-root", required_argument, NULL, OPT_SYS },
+		{ "state-dir", required_argument, NULL, OPT_STATE },
+		{ "run-dir", required_argument, NULL, OPT_RUN },
+		{ "node-name", required_argument, NULL, OPT_NODE },
+		{ "kubeconfig", required_argument, NULL, OPT_KUBECONFIG },
+		{ "max-output", required_argument, NULL, OPT_MAXOUT },
+		{ "verbose", no_argument, NULL, 'v' },
+		{ "version", no_argument, NULL, OPT_VERSION },
+		{ "help", no_argument, NULL, OPT_HELP },
+		{ "once", no_argument, NULL, OPT_ONCE },
+		{ "json", no_argument, NULL, OPT_JSON },
+		{ "svg", required_argument, NULL, OPT_SVG },
+		{ NULL, 0, NULL, 0 },
+	};
+	int c;
+
+	if (o->max_output == 0)
+		o->max_output = NPD_DEFAULT_MAX_OUTPUT;
+	opterr = 0; /* we print our own one-line error */
+	optind = 0; /* restart getopt on this argv */
+	while ((c = getopt_long(argc, argv, permute ? "vh" : "+vh", longopts, NULL)) != -1) {
+		switch (c) {
+		case OPT_CONFIG: o->config = optarg; break;
+		case OPT_PROC: o->proc = optarg; break;
+		case OPT_SYS: o->sys = optarg; break;
+		case OPT_STATE: o->state = optarg; break;
+		case OPT_RUN: o->run = optarg; break;
+		case OPT_NODE: o->node = optarg; break;
+		case OPT_KUBECONFIG: o->kubeconfig = optarg; break;
+		case OPT_MAXOUT:
+			if (parse_u64(optarg, &o->max_output) < 0 || o->max_output == 0 ||
+			    o->max_output >= NPD_MSG_MAX) {
+				return cmdline_error("--max-output: expected 1..%d, got '%.32s'",
+						     NPD_MSG_MAX - 1, optarg);
+			}
+			break;
+		case 'v': o->verbose++; break;
+		case 'h':
+		case OPT_HELP: o->help = true; break;
+		case OPT_VERSION: o->version = true; break;
+		case OPT_ONCE: o->once = true; break;
+		case OPT_JSON: o->json = true; break;
+		case OPT_SVG: o->svg = optarg; break;
+		default:
+			return cmdline_error("unknown or incomplete option '%.32s'", argv[optind - 1]);
+		}
+	}
+	return optind;
+}
+
+/* Copy a path option into the config, refusing what does not fit rather than cutting it. */
+static int set_path(char *dst, size_t size, const char *src, const char *what)
+{
+	if (!src)
+		return 0;
+	if (!*src || strlen(src) >= size)
+		return cmdline_error("%s: empty or too long", what);
+	memcpy(dst, src, strlen(src) + 1);
+	return 0;
+}
+
+static int load_config(struct cz_ctx *ctx, const struct opts *o, char *errs, size_t errs_size)
+{
+	struct stat st;
+	const char *path = o->config;
+	int r;
+
+	config_defaults(&ctx->cfg);
+	if (!path && stat(CZ_DEFAULT_CONFIG_PATH, &st) == 0)
+		path = CZ_DEFAULT_CONFIG_PATH;
+	if (path) {
+		r = config_load_file(path, &ctx->cfg, errs, errs_size);
+		if (r < 0) {
+			fprintf(stderr, "%s", errs);
+			return r;
+		}
+		ctx->config_path = path;
+	}
+	r = set_path(ctx->cfg.paths.proc, sizeof(ctx->cfg.paths.proc), o->proc, "--proc-root");
+	r = r ?: set_path(ctx->cfg.paths.sys, sizeof(ctx->cfg.paths.sys), o->sys, "--sys-root");
+	r = r ?: set_path(ctx->cfg.paths.state, sizeof(ctx->cfg.paths.state), o->state,
+			  "--state-dir");
+	r = r ?: set_path(ctx->cfg.paths.run, sizeof(ctx->cfg.paths.run), o->run, "--run-dir");
+	r = r ?: set_path(ctx->cfg.kubernetes.kubeconfig, sizeof(ctx->cfg.kubernetes.kubeconfig),
+			  o->kubeconfig, "--kubeconfig");
+	if (r == 0 && o->node) {
+		if (!valid_name(o->node, sizeof(ctx->cfg.kubernetes.node_name) - 1)) {
+			return cmdline_error("--node-name: not a valid node name: '%.64s'", o->node);
+		}
+		r = set_path(ctx->cfg.kubernetes.node_name, sizeof(ctx->cfg.kubernetes.node_name),
+			     o->node, "--node-name");
+	}
+	return r;
+}
+
+static const struct cmd *find_cmd(const char *name)
+{
+	for (const struct cmd *c = cmds; c->name; c++)
+		if (streq(c->name, name))
+			return c;
+	return NULL;
+}
+
+/* A check must always answer NPD with one line, even when the config is broken. */
+static int fail(const struct cmd *c, const char *msg)
+{
+	if (c && c->run == cmd_check) {
+		struct npd_result res;
+
+		npd_set(&res, NPD_UNKNOWN, "%s", msg);
+		return npd_emit(&res, NPD_DEFAULT_MAX_OUTPUT, stdout);
+	}
+	return CZ_EXIT_ERROR;
+}
+
+int main(int argc, char **argv)
+{
+	struct cz_ctx ctx = { 0 };
+	struct opts o = { 0 };
+	static char errs[8192]; /* static: not probed page by page on every exec */
+	const struct cmd *c = NULL;
+	int first, r;
+
+	first = parse_opts(argc, argv, &o, false);
+	if (first >= 0 && first < argc)
+		c = find_cmd(argv[first]);
+	if (o.version) {
+		printf("cpuzombie %s\n", CZ_VERSION);
+		return CZ_EXIT_OK;
+	}
+	if (o.help) {
+		usage(stdout, c);
+		return CZ_EXIT_OK;
+	}
+	if (first < 0)
+		return fail(c, cmdline_err);
+	if (!c) {
+		if (first < argc)
+			fprintf(stderr, "cpuzombie: unknown command '%s'\n", argv[first]);
+		usage(stderr, NULL);
+		return CZ_EXIT_ERROR;
+	}
+	/* Options may also follow the subcommand ("check memcg --proc-root X"): parse the rest as
+	 * its own argv, the subcommand standing in for the program name. */
+	r = parse_opts(argc - first, argv + first, &o, true);
+	if (r < 0)
+		return fail(c, cmdline_err);
+	if (o.help) {
+		usage(stdout, c);
+		return CZ_EXIT_OK;
+	}
+	ctx.max_output = (size_t)o.max_output;
+	ctx.verbose = o.verbose;
+	ctx.once = o.once;
+	ctx.json = o.json;
+	ctx.svg_path = o.svg;
+	ctx.argc = argc - first - r;
+	ctx.argv = argv + first + r;
+	if (load_config(&ctx, &o, errs, sizeof(errs)) < 0) {
+		/* NPD shows only stdout: lead with the first error, which names file, line and key */
+		char msg[NPD_MSG_MAX];
+
+		if (cmdline_err[0]) /* an option given with the config, not the config file */
+			return fail(c, cmdline_err);
+		size_t n = strcspn(errs, "\n");
+		unsigned more = 0;
+
+		for (const char *p = errs + n; *p; p++)
+			more += *p == '\n' && p[1] != '\0';
+		snprintf(msg, sizeof(msg), "bad config: %.*s%s", (int)n, errs,
+			 more ? " (and more: cpuzombie config check)" : "");
+		return fail(c, msg);
+	}
+	r = hostfs_open(&ctx.hf, ctx.cfg.paths.proc, ctx.cfg.paths.sys);
+	if (r < 0) {
+		fprintf(stderr, "cpuzombie: bad --proc-root or --sys-root\n");
+		return fail(c, "bad --proc-root or --sys-root");
+	}
+	r = c->run(&ctx);
+	hostfs_close(&ctx.hf);
+	return r;
+}

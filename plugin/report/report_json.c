@@ -1,0 +1,298 @@
+/* SPDX-License-Identifier: MIT */
+/* `cpuzombie report --json`: the model of report.h as one JSON document (json-c). */
+#include <errno.h>
+
+#include "report/report.h"
+#include "base/util.h"
+
+static void add(json_object *o, const char *k, json_object *v)
+{
+	json_object_object_add(o, k, v);
+}
+
+static json_object *jstr(const char *s)
+{
+	return json_object_new_string(s ? s : "");
+}
+
+static json_object *ju64(uint64_t v)
+{
+	return json_object_new_uint64(v);
+}
+
+static json_object *profile(const struct report *r, unsigned cpu, uint64_t start, uint64_t end,
+			    uint64_t dur)
+{
+	json_object *p = json_object_new_object();
+	char cmd[96];
+
+	add(p, "node", jstr(r->node));
+	add(p, "cpu", json_object_new_int((int)cpu));
+	add(p, "start_ms", ju64(start));
+	add(p, "end_ms", ju64(end));
+	add(p, "command", jstr(report_perf_cmd(cpu, dur, cmd, sizeof(cmd))));
+	return p;
+}
+
+static json_object *conditions(const struct report *r)
+{
+	json_object *a = json_object_new_array();
+
+	for (size_t i = 0; i < r->nchecks; i++) {
+		const struct report_check *c = &r->checks[i];
+		json_object *o = json_object_new_object();
+
+		add(o, "check", jstr(c->check));
+		add(o, "type", c->cond ? jstr(c->cond->type) : NULL);
+		add(o, "status", jstr(conditions_status_name(c->res.status)));
+		add(o, "reason", !c->cond ? NULL
+				 : jstr(c->res.status == NPD_PROBLEM ? c->cond->reason_true
+								     : c->cond->reason_false));
+		add(o, "message", jstr(c->res.msg));
+		json_object_array_add(a, o);
+	}
+	return a;
+}
+
+static json_object *restarts(const struct report *r)
+{
+	json_object *o = json_object_new_object(), *a = json_object_new_array();
+
+	for (size_t i = 0; r->restarts_rc == 0 && i < r->restarts.n; i++) {
+		const struct systemd_unit_restarts *u = &r->restarts.u[i];
+		json_object *j = json_object_new_object();
+
+		add(j, "unit", jstr(u->name));
+		add(j, "restarts", ju64(u->restarts));
+		add(j, "per_hour", u->has_growth ? json_object_new_double(u->per_hour) : NULL);
+		json_object_array_add(a, j);
+	}
+	add(o, "units", a);
+	add(o, "error", r->restarts_rc < 0 ? jstr(r->restarts_err) : NULL);
+	return o;
+}
+
+static json_object *canary(const struct report *r)
+{
+	json_object *o;
+
+	if (r->canary_rc < 0)
+		return NULL;
+	o = json_object_new_object();
+	add(o, "file", jstr(r->canary.file));
+	add(o, "time_ms", ju64(r->canary.t_ms));
+	add(o, "fresh", json_object_new_boolean(r->canary.fresh));
+	add(o, "read_seconds", r->canary.err < 0 ? NULL
+			       : json_object_new_double((double)r->canary.read_us / 1e6));
+	add(o, "bytes", ju64(r->canary.bytes));
+	add(o, "error", r->canary.err < 0 ? jstr(strerror(-r->canary.err)) : NULL);
+	return o;
+}
+
+static json_object *memcg(const struct report *r)
+{
+	const struct memcg_reading *m = &r->memcg;
+	json_object *o = json_object_new_object();
+	static const char *const src[] = { "v1", "v2-subsys", "v2-descendants" };
+
+	if (r->memcg_rc != NPD_OK) {
+		add(o, "error", jstr(r->memcg_err));
+		return o;
+	}
+	add(o, "source", jstr(src[m->source]));
+	add(o, "live", ju64(m->live));
+	add(o, "dying", ju64(m->dying));
+	add(o, "ratio", json_object_new_double(m->live ? (double)m->dying / (double)m->live : 0));
+	add(o, "growth_per_hour", m->has_growth ? json_object_new_double(m->growth_per_hour) : NULL);
+	add(o, "percpu_bytes", m->has_percpu ? ju64(m->percpu_bytes) : NULL);
+	if (m->has_kernel) {
+		char k[32];
+
+		snprintf(k, sizeof(k), "%u.%u", m->kernel_major, m->kernel_minor);
+		add(o, "kernel", jstr(k));
+	}
+	add(o, "exposed", json_object_new_boolean(memcg_exposed(m)));
+	add(o, "canary", canary(r));
+	add(o, "restarts", restarts(r));
+	return o;
+}
+
+static json_object *burst(const struct report *r, const struct burst_event *ev, bool ongoing)
+{
+	json_object *o = json_object_new_object(), *t = json_object_new_array();
+	json_object *irqs = json_object_new_array(), *stack = json_object_new_array();
+	uint64_t dur = ev->end_ms > ev->start_ms ? ev->end_ms - ev->start_ms : 0;
+	const char *p;
+
+	add(o, "cpu", json_object_new_int((int)ev->cpu));
+	add(o, "start_ms", ju64(ev->start_ms));
+	add(o, "end_ms", ju64(ev->end_ms));
+	add(o, "seconds", json_object_new_double((double)dur / 1000.0));
+	add(o, "peak_pct", json_object_new_double(ev->peak_pct));
+	add(o, "mean_pct", json_object_new_double(ev->mean_pct));
+	add(o, "ongoing", json_object_new_boolean(ongoing));
+	for (size_t k = 0; k < ev->ntasks; k++) {
+		json_object *j = json_object_new_object();
+
+		add(j, "pid", json_object_new_int(ev->task[k].pid));
+		add(j, "tid", json_object_new_int(ev->task[k].tid));
+		add(j, "comm", jstr(ev->task[k].comm));
+		add(j, "stime_ms", ju64(ev->task[k].stime_ms));
+		json_object_array_add(t, j);
+	}
+	add(o, "tasks", t);
+	for (p = ev->irqs; *p;) {
+		size_t n = strcspn(p, ",");
+
+		json_object_array_add(irqs, json_object_new_string_len(p, (int)n));
+		p += n + (p[n] == ',');
+	}
+	add(o, "nic_irqs", irqs);
+	for (p = ev->stack; *p;) {
+		size_t n = strcspn(p, "<");
+
+		json_object_array_add(stack, json_object_new_string_len(p, (int)n));
+		p += n + (p[n] == '<');
+	}
+	add(o, "kernel_stack", stack);
+	add(o, "profile", profile(r, ev->cpu, ev->start_ms, ev->end_ms, dur));
+	return o;
+}
+
+static json_object *cores(const struct report *r)
+{
+	json_object *o = json_object_new_object(), *b = json_object_new_array(), *now;
+
+	add(o, "ncpu", json_object_new_int((int)r->ncpu));
+	add(o, "metric", jstr(config_metric_name(r->cfg->cpu.metric)));
+	add(o, "threshold_pct", json_object_new_double(r->cfg->cpu.threshold_pct));
+	add(o, "sampler_running", json_object_new_boolean(
+					  r->hb && !r->hb->stopped &&
+					  r->hb->time_ms + 3 * HISTORY_HEARTBEAT_MS >= r->now_ms));
+	now = r->has_now ? json_object_new_array() : NULL;
+	for (unsigned c = 0; now && c < r->ncpu; c++)
+		json_object_array_add(now, r->now_pct[c] == HISTORY_NO_SAMPLE
+						   ? NULL
+						   : json_object_new_int(r->now_pct[c]));
+	add(o, "now_pct", now);
+	if (r->hist_rc > 0) {
+		json_object *h = json_object_new_object();
+
+		add(h, "samples", ju64(r->hist.n));
+		add(h, "start_ms", ju64(r->hist.t_ms[0]));
+		add(h, "end_ms", ju64(r->hist.t_ms[r->hist.n - 1]));
+		add(o, "history", h);
+	} else {
+		add(o, "history", NULL);
+	}
+	add(o, "since_ms", ju64(r->since_ms));
+	for (size_t i = 0; i < r->nbursts; i++)
+		json_object_array_add(b, burst(r, &r->bursts[i], i >= r->nlogged));
+	add(o, "bursts", b);
+	return o;
+}
+
+static json_object *ena(const struct report *r, const struct ena_ifstate *s)
+{
+	struct ena_lists l = ena_lists_from_config(r->cfg);
+	json_object *o = json_object_new_object(), *cs = json_object_new_array();
+	json_object *evs = json_object_new_array();
+	struct ena_ifstate *p = ena_state_find((struct ena_state *)&r->ena_prev, s->key);
+	static const char *const cls[] = { "none", "reset", "risk", "allowance" };
+
+	add(o, "key", jstr(s->key));
+	add(o, "bus_info", jstr(s->base.bus_info));
+	add(o, "read_ms", ju64(s->read_ms));
+	add(o, "prev_read_ms", p && p->read_ms < s->read_ms ? ju64(p->read_ms) : NULL);
+	for (size_t i = 0; i < s->base.n; i++) {
+		const struct ethtool_stat *st = &s->base.stats[i];
+		const struct ethtool_stat *q = p ? ethtool_dump_find_near(&p->base, st->name, i) : NULL;
+		enum ena_class c = ena_classify(&l, st->name, NULL);
+		json_object *j;
+
+		if (c == ENA_CLASS_NONE)
+			continue;
+		j = json_object_new_object();
+		add(j, "name", jstr(st->name));
+		add(j, "class", jstr(cls[c]));
+		add(j, "value", ju64(st->value));
+		add(j, "delta", q && p->read_ms < s->read_ms && st->value >= q->value
+					? ju64(st->value - q->value) : NULL);
+		json_object_array_add(cs, j);
+	}
+	add(o, "counters", cs);
+	add(o, "resets_in_window", ju64(ena_history_resets(&s->hist)));
+	for (size_t i = 0; i < s->hist.n; i++) {
+		json_object *j = json_object_new_object();
+		int cpu = report_ena_cpu(s->hist.ev[i].cause);
+
+		add(j, "time_ms", ju64(s->hist.ev[i].t_ms));
+		add(j, "resets", ju64(s->hist.ev[i].resets));
+		add(j, "cause", jstr(s->hist.ev[i].cause));
+		add(j, "profile", cpu < 0 ? NULL
+					  : profile(r, (unsigned)cpu, s->hist.ev[i].t_ms - 10000,
+						    s->hist.ev[i].t_ms, 5000));
+		json_object_array_add(evs, j);
+	}
+	add(o, "events", evs);
+	return o;
+}
+
+static json_object *nic(const struct report *r, const struct irq_map *m, const char *ifname)
+{
+	json_object *o = json_object_new_object(), *irqs = json_object_new_array();
+
+	add(o, "interface", jstr(ifname));
+	add(o, "driver", m ? jstr(m->driver) : NULL);
+	add(o, "pci", m ? jstr(m->pci) : NULL);
+	add(o, "threaded_napi", m && m->threaded >= 0 ? json_object_new_boolean(m->threaded) : NULL);
+	for (size_t i = 0; m && i < m->n; i++) {
+		json_object *j = json_object_new_object();
+
+		add(j, "irq", json_object_new_int((int)m->irq[i].irq));
+		add(j, "name", jstr(m->irq[i].name));
+		add(j, "queue", m->irq[i].queue >= 0 ? json_object_new_int(m->irq[i].queue) : NULL);
+		add(j, "cpus", jstr(m->irq[i].cpulist));
+		json_object_array_add(irqs, j);
+	}
+	add(o, "irqs", irqs);
+	add(o, "ena", NULL);
+	for (size_t k = 0; k < r->ena.n; k++)
+		if (streq(r->ena.ifs[k].base.ifname, ifname))
+			add(o, "ena", ena(r, &r->ena.ifs[k]));
+	return o;
+}
+
+static json_object *nics(const struct report *r)
+{
+	json_object *a = json_object_new_array();
+
+	for (size_t i = 0; i < r->nmaps; i++)
+		json_object_array_add(a, nic(r, &r->maps[i], r->maps[i].ifname));
+	for (size_t k = 0; k < r->ena.n; k++) {
+		bool mapped = false;
+
+		for (size_t i = 0; i < r->nmaps; i++)
+			mapped |= streq(r->ena.ifs[k].base.ifname, r->maps[i].ifname);
+		if (!mapped)
+			json_object_array_add(a, nic(r, NULL, r->ena.ifs[k].base.ifname));
+	}
+	return a;
+}
+
+json_object *report_json(const struct report *r)
+{
+	json_object *o = json_object_new_object();
+
+	if (!o)
+		return NULL;
+	add(o, "node", jstr(r->node));
+	add(o, "time_ms", ju64(r->now_ms));
+	add(o, "version", jstr(CZ_VERSION));
+	add(o, "status", jstr(npd_status_name(report_worst(r))));
+	add(o, "conditions", conditions(r));
+	add(o, "memcg", memcg(r));
+	add(o, "cores", cores(r));
+	add(o, "nics", nics(r));
+	return o;
+}
