@@ -312,10 +312,10 @@ static void log_events(struct agent *a, const struct burst_event *ev, int n)
 		struct log_fields f = { LOG_MID_BURST, "cpu", (int)ev[i].cpu, NULL };
 
 		if (r < 0)
-			log_msg(LOG_PRIO_ERR, &f, "Failed to record burst on cpu%u: %s", ev[i].cpu,
+			log_fields_full(LOG_PRIO_ERR, &f, "Failed to record burst on cpu%u: %s", ev[i].cpu,
 				strerror(-r));
 		else if (a->ctx->verbose || log_to_journal())
-			log_msg(LOG_PRIO_NOTICE, &f, "burst cpu%u %.1fs peak %.0f%%%s%s", ev[i].cpu,
+			log_fields_full(LOG_PRIO_NOTICE, &f, "burst cpu%u %.1fs peak %.0f%%%s%s", ev[i].cpu,
 				(double)(ev[i].end_ms - ev[i].start_ms) / 1000.0, ev[i].peak_pct,
 				ev[i].ntasks ? " top " : "", ev[i].ntasks ? ev[i].task[0].comm : "");
 	}
@@ -417,6 +417,8 @@ int agent_run(struct cz_ctx *ctx)
 
 	if (!evs)
 		return CZ_EXIT_ERROR;
+	if (log_to_journal())
+		log_set_sink(systemd_log_sink);
 	r = sampler_new(ctx, ctx->cfg.cpu.attribute_tasks, &a.s);
 	if (r < 0) {
 		fprintf(stderr, "cpuzombie agent: Failed to sample '%s/stat': %s\n",

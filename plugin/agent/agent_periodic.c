@@ -42,7 +42,7 @@ int periodic_new(struct cz_ctx *ctx, struct periodic **ret)
 	pthread_cond_init(&p->wake, NULL);
 	r = kube_agent_new(&ctx->cfg, &p->ka, err, sizeof(err));
 	if (r < 0)
-		log_msg(LOG_PRIO_WARNING, NULL, "Kubernetes disabled: %s", err);
+		log_fields_full(LOG_PRIO_WARNING, NULL, "Kubernetes disabled: %s", err);
 	for (size_t i = 0; i < MAX_RESULTS; i++)
 		p->last[i] = -1;
 	if (!p->ka && !ctx->cfg.agent.metrics_textfile[0]) {
@@ -63,7 +63,7 @@ static void canary(struct periodic *p, struct report *r)
 				  r->now_ms, &r->canary);
 	if (r->canary_rc == 0 && r->canary.fresh && r->canary.err == 0 &&
 	    r->canary.read_us >= 100000)
-		log_msg(LOG_PRIO_WARNING, &(struct log_fields){ LOG_MID_CHECK, "memcg", -1, NULL },
+		log_fields_full(LOG_PRIO_WARNING, &(struct log_fields){ LOG_MID_CHECK, "memcg", -1, NULL },
 			"memcg read-latency canary: %s took %.0f ms", r->canary.file,
 			(double)r->canary.read_us / 1000.0);
 }
@@ -85,7 +85,7 @@ static int metrics(struct periodic *p, struct report *r)
 	r->allowance_rc = report_ena_load(cfg->paths.state, "ena-allowance", &r->allowance);
 	e = metrics_write(r, cfg->agent.metrics_textfile);
 	if (e < 0)
-		log_msg(LOG_PRIO_ERR, &(struct log_fields){ LOG_MID_METRICS, NULL, -1, NULL },
+		log_fields_full(LOG_PRIO_ERR, &(struct log_fields){ LOG_MID_METRICS, NULL, -1, NULL },
 			"Failed to write metrics '%s': %s", cfg->agent.metrics_textfile, strerror(-e));
 	return e;
 }
@@ -97,7 +97,7 @@ static void log_changes(struct periodic *p, const char *const names[],
 	for (size_t i = 0; i < n; i++) {
 		if (p->last[i] == (int)res[i].status)
 			continue;
-		log_msg(res[i].status == NPD_PROBLEM ? LOG_PRIO_WARNING : LOG_PRIO_INFO,
+		log_fields_full(res[i].status == NPD_PROBLEM ? LOG_PRIO_WARNING : LOG_PRIO_INFO,
 			&(struct log_fields){ LOG_MID_CHECK, names[i], -1, NULL }, "check %s: %s: %s",
 			names[i], npd_status_name(res[i].status), res[i].msg);
 		p->last[i] = (int)res[i].status;
@@ -118,7 +118,7 @@ int periodic_cycle(struct periodic *p)
 	if (p->ka) {
 		e = kube_agent_cycle(p->ka, p->ctx, names, res, n, summary, sizeof(summary));
 		if (e < 0 || p->ctx->verbose)
-			log_msg(e < 0 ? LOG_PRIO_ERR : LOG_PRIO_INFO, NULL, "%s", summary);
+			log_fields_full(e < 0 ? LOG_PRIO_ERR : LOG_PRIO_INFO, NULL, "%s", summary);
 	}
 	r = report_new(&p->ctx->cfg, now_realtime_ms());
 	if (!r)
@@ -192,7 +192,7 @@ void periodic_free(struct periodic *p)
 			usleep(20000);
 		if (!atomic_load(&p->done)) {
 			/* a cycle is stuck in a drain or a slow API call: leave it to process exit */
-			log_msg(LOG_PRIO_WARNING, NULL, "periodic work still running at exit");
+			log_fields_full(LOG_PRIO_WARNING, NULL, "periodic work still running at exit");
 			return;
 		}
 		pthread_join(p->thread, NULL);

@@ -2,13 +2,30 @@
 #include <errno.h>
 #include <pthread.h>
 #include <stdarg.h>
+#include <stdlib.h>
 #include <sys/stat.h>
-#include <sys/uio.h>
 
 #include "base/log.h"
-#include "host/systemd.h"
 
-#define FIELD_MAX 1200
+#define MSG_MAX 1184
+
+static log_sink_fn sink;
+static enum log_prio max_level = LOG_PRIO_INFO;
+
+void log_set_sink(log_sink_fn fn)
+{
+	sink = fn;
+}
+
+void log_set_max_level(enum log_prio prio)
+{
+	max_level = prio;
+}
+
+enum log_prio log_get_max_level(void)
+{
+	return max_level;
+}
 
 bool log_journal_stream_matches(const char *env, unsigned long long dev, unsigned long long ino)
 {
@@ -43,53 +60,31 @@ bool log_to_journal(void)
 	return journal;
 }
 
-/* Append one "KEY=value" field to @iov (@buf holds the text). */
-static void field(struct iovec *iov, int *n, char *buf, size_t size, const char *fmt, ...)
-	_printf_(5, 6);
-static void field(struct iovec *iov, int *n, char *buf, size_t size, const char *fmt, ...)
+int log_full_errno(enum log_prio prio, int err, const struct log_fields *f, const char *fmt, ...)
 {
-	va_list ap;
-	int len;
-
-	va_start(ap, fmt);
-	len = vsnprintf(buf, size, fmt, ap);
-	va_end(ap);
-	if (len < 0)
-		return;
-	iov[*n].iov_base = buf;
-	iov[*n].iov_len = (size_t)len < size ? (size_t)len : size - 1;
-	(*n)++;
-}
-
-static int send_journal(enum log_prio prio, const struct log_fields *f, const char *msg)
-{
-	char b[7][FIELD_MAX];
-	struct iovec iov[7];
-	int n = 0;
-
-	field(iov, &n, b[n], sizeof(b[0]), "MESSAGE=%s", msg);
-	field(iov, &n, b[n], sizeof(b[0]), "PRIORITY=%d", (int)prio);
-	field(iov, &n, b[n], sizeof(b[0]), "SYSLOG_IDENTIFIER=cpuzombie");
-	if (f && f->message_id)
-		field(iov, &n, b[n], sizeof(b[0]), "MESSAGE_ID=%s", f->message_id);
-	if (f && f->check)
-		field(iov, &n, b[n], sizeof(b[0]), "CHECK=%s", f->check);
-	if (f && f->cpu >= 0)
-		field(iov, &n, b[n], sizeof(b[0]), "CPU=%d", f->cpu);
-	if (f && f->interface)
-		field(iov, &n, b[n], sizeof(b[0]), "INTERFACE=%s", f->interface);
-	return systemd_journal_sendv(iov, n);
-}
-
-void log_msg(enum log_prio prio, const struct log_fields *f, const char *fmt, ...)
-{
-	char msg[FIELD_MAX - 16];
+	char line[MSG_MAX + 16];
+	int saved = errno, len;
 	va_list ap;
 
+	err = err < 0 ? -err : err;
+	if (prio > max_level)
+		return -err;
+	/* %m formats @err, as in systemd's log_*_errno() */
+	errno = err;
 	va_start(ap, fmt);
-	vsnprintf(msg, sizeof(msg), fmt, ap);
+	vsnprintf(line + 11, MSG_MAX, fmt, ap);
 	va_end(ap);
-	if (log_to_journal() && send_journal(prio, f, msg) >= 0)
-		return;
-	fprintf(stderr, "cpuzombie agent: %s\n", msg);
+	if (sink && sink(prio, f, line + 11) >= 0) {
+		errno = saved;
+		return -err;
+	}
+	memcpy(line, "cpuzombie: ", 11);
+	len = (int)strlen(line);
+	line[len++] = '\n';
+	/* one write(2): lines from the agent's threads never interleave */
+	if (write(STDERR_FILENO, line, (size_t)len) < 0) {
+		/* nowhere left to report it */
+	}
+	errno = saved;
+	return -err;
 }

@@ -4,6 +4,10 @@
 #include <pthread.h>
 #include <systemd/sd-bus.h>	/* types only: nothing is linked, every call goes through dlsym */
 
+#include <stdarg.h>
+#include <sys/uio.h>
+
+#include "base/log.h"
 #include "base/state.h"
 #include "host/systemd.h"
 #include "base/util.h"
@@ -376,4 +380,44 @@ int systemd_restarts_update(const char *bus, const char *state_dir, uint64_t now
 	}
 	*ret = cur;
 	return 0;
+}
+
+#define FIELD_MAX 1200
+
+/* Append one "KEY=value" field to @iov (@buf holds the text). */
+static void field(struct iovec *iov, int *n, char *buf, size_t size, const char *fmt, ...)
+	_printf_(5, 6);
+static void field(struct iovec *iov, int *n, char *buf, size_t size, const char *fmt, ...)
+{
+	va_list ap;
+	int len;
+
+	va_start(ap, fmt);
+	len = vsnprintf(buf, size, fmt, ap);
+	va_end(ap);
+	if (len < 0)
+		return;
+	iov[*n].iov_base = buf;
+	iov[*n].iov_len = (size_t)len < size ? (size_t)len : size - 1;
+	(*n)++;
+}
+
+int systemd_log_sink(enum log_prio prio, const struct log_fields *f, const char *msg)
+{
+	char b[7][FIELD_MAX];
+	struct iovec iov[7];
+	int n = 0;
+
+	field(iov, &n, b[n], sizeof(b[0]), "MESSAGE=%s", msg);
+	field(iov, &n, b[n], sizeof(b[0]), "PRIORITY=%d", (int)prio);
+	field(iov, &n, b[n], sizeof(b[0]), "SYSLOG_IDENTIFIER=cpuzombie");
+	if (f && f->message_id)
+		field(iov, &n, b[n], sizeof(b[0]), "MESSAGE_ID=%s", f->message_id);
+	if (f && f->check)
+		field(iov, &n, b[n], sizeof(b[0]), "CHECK=%s", f->check);
+	if (f && f->cpu >= 0)
+		field(iov, &n, b[n], sizeof(b[0]), "CPU=%d", f->cpu);
+	if (f && f->interface)
+		field(iov, &n, b[n], sizeof(b[0]), "INTERFACE=%s", f->interface);
+	return systemd_journal_sendv(iov, n);
 }

@@ -45,6 +45,14 @@ bool systemd_loaded(void);
  */
 int systemd_journal_sendv(const struct iovec *iov, int n);
 
+/*
+ * systemd_log_sink - a log_sink_fn (base/log.h) that sends each entry to the journal with its
+ * structured fields. The agent installs it when log_to_journal(). Returns >= 0 or -errno.
+ */
+enum log_prio;
+struct log_fields;
+int systemd_log_sink(enum log_prio prio, const struct log_fields *f, const char *msg);
+
 /* ---- unit restart counts ---- */
 
 #define SYSTEMD_UNIT_MAX 128	/* unit name bytes kept (systemd's own limit is 255) */
