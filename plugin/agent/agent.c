@@ -97,8 +97,9 @@ int sampler_new(const struct cz_ctx *ctx, bool attribute, struct sampler **ret)
 		return -ENOMEM;
 	s->hf = &ctx->hf;
 	s->metric = ctx->cfg.cpu.metric;
-	s->bp = (struct burst_params){ ctx->cfg.cpu.threshold_pct, ctx->cfg.cpu.min_burst_ms,
-				       ctx->cfg.cpu.interval_ms };
+	s->bp = (struct burst_params){ .threshold_pct = ctx->cfg.cpu.threshold_pct,
+				       .min_burst_ms = ctx->cfg.cpu.min_burst_ms,
+				       .interval_ms = ctx->cfg.cpu.interval_ms };
 	s->attribute = attribute;
 	s->fd = hostfs_openat(&ctx->hf, HOSTFS_PROC, "stat", O_RDONLY | O_NOCTTY | O_NONBLOCK);
 	s->ncpu = possible_cpus(&ctx->hf);

@@ -6,7 +6,7 @@
 #include "checks/history.h"
 #include "base/util.h"
 
-static const struct burst_params P = { 90.0, 2000, 250 };
+static const struct burst_params P = { .threshold_pct = 90.0, .min_burst_ms = 2000, .interval_ms = 250 };
 
 /* A series at 250 ms: @n0 cold, @hot samples at @pct, then cold to @len. */
 static size_t series(uint64_t *t, double *v, size_t len, size_t n0, size_t hot, double pct)
@@ -81,6 +81,60 @@ static void test_gaps_and_jitter(void **state)
 	assert_int_equal(burst_detect(t, v, 30, NULL, r, 2), -EINVAL);
 }
 
+/* Hysteresis: a 6 s burst at ~96% with single samples dipping (a neighbour stealing slices). */
+static void test_dips(void **state)
+{
+	const struct burst_params H = { .threshold_pct = 90.0, .min_burst_ms = 2000,
+					.interval_ms = 250, .hysteresis_pct = 10.0,
+					.max_dip_ms = 250 };
+	uint64_t t[40];
+	double v[40];
+	struct burst_run r[4];
+	size_t n = series(t, v, 40, 4, 24, 96.0); /* samples 4..27 hot: 6 s */
+
+	/* one-sample dips to 85% every 1 s of the first 4 s (the measured case) */
+	v[7] = v[11] = v[15] = 85.0;
+	assert_int_equal(burst_detect(t, v, n, &P, r, 4), 1); /* without hysteresis: only the end */
+	assert_true(r[0].end_ms - r[0].start_ms < 4000);
+	assert_int_equal(burst_detect(t, v, n, &H, r, 4), 1); /* with it: one 6 s burst */
+	assert_true(r[0].start_ms == t[3] && r[0].end_ms == t[27]);
+	assert_int_equal(r[0].samples, 24);
+	assert_true(burst_mean(&r[0]) > 94.0 && burst_mean(&r[0]) < 96.0); /* dips in the mean */
+	/* a dip below threshold - hysteresis ends it */
+	v[11] = 96.0;
+	v[13] = 79.0;
+	assert_int_equal(burst_detect(t, v, n, &H, r, 4), 2);
+	assert_true(r[0].start_ms == t[3] && r[0].end_ms == t[12] && r[1].start_ms == t[13]);
+	assert_int_equal(r[0].samples, 9); /* the absorbed dip at 7 counts */
+	/* two dips in a row are longer than max_dip (one sample): it ends with its last hot sample;
+	 * a dip never starts the next run */
+	v[13] = 85.0;
+	v[14] = 85.0;
+	v[15] = 96.0;
+	assert_int_equal(burst_detect(t, v, n, &H, r, 4), 2);
+	assert_true(r[0].end_ms == t[12] && r[0].samples == 9);
+	assert_true(r[1].start_ms == t[14] && r[1].end_ms == t[27]);
+	/* ...unless max_dip allows two samples */
+	{
+		struct burst_params H2 = H;
+
+		H2.max_dip_ms = 500;
+		assert_int_equal(burst_detect(t, v, n, &H2, r, 4), 1);
+		assert_true(r[0].start_ms == t[3] && r[0].end_ms == t[27]);
+	}
+	/* trailing dips are not part of the burst: it ends at the last hot sample */
+	series(t, v, 40, 4, 24, 96.0);
+	v[28] = 85.0;
+	assert_int_equal(burst_detect(t, v, n, &H, r, 4), 1);
+	assert_true(r[0].end_ms == t[27] && r[0].samples == 24);
+	/* a dip never starts a run, and an unusable sample ends one even inside the band */
+	series(t, v, 40, 4, 24, 96.0);
+	v[3] = 85.0;
+	v[15] = -1.0;
+	assert_int_equal(burst_detect(t, v, n, &H, r, 4), 2);
+	assert_true(r[0].start_ms == t[3] && r[0].end_ms == t[14]);
+}
+
 static void test_log_roundtrip_and_verdict(void **state)
 {
 	struct burst_event ev = { .cpu = 39, .start_ms = 1000, .end_ms = 7200, .peak_pct = 100,
@@ -120,7 +174,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_exact_boundaries),
 		cmocka_unit_test(test_gaps_and_jitter),
-		cmocka_unit_test(test_log_roundtrip_and_verdict),
+		cmocka_unit_test(test_dips), cmocka_unit_test(test_log_roundtrip_and_verdict),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
