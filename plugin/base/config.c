@@ -6,7 +6,7 @@
 #include <yaml.h>
 
 #include "base/config.h"
-#include "checks/ena.h"
+#include "base/ena_defaults.h"
 #include "host/hostfs.h"
 #include "base/util.h"
 
