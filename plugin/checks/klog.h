@@ -40,7 +40,7 @@
 #include <stdint.h>
 
 #define KLOG_LINE_MAX 1024	/* longer lines are cut here (kernel records are <= 1024) */
-#define KLOG_STAMP_MAX 32
+#define KLOG_STAMP_MAX 40
 
 enum klog_kind {
 	KLOG_NONE = 0,

@@ -11,7 +11,9 @@
 
 int klog_log_add(struct klog_log *l, const struct klog_event *e)
 {
-	if (l->n == KLOG_EVENTS_MAX) {
+	bool noisy = e->kind == KLOG_ENA_STAT || e->kind == KLOG_ENA_TX_MISSED;
+
+	if (l->n == KLOG_EVENTS_MAX || (noisy && l->n >= KLOG_EVENTS_MAX - KLOG_EVENTS_RESERVE)) {
 		l->dropped++;
 		return -E2BIG;
 	}
@@ -159,7 +161,7 @@ static void update(struct klog_reset *r, const struct klog_event *e)
 	default:
 		break;
 	}
-	if (e->kind == KLOG_ENA_RESET_DONE && e->stat[0])
+	if ((e->kind == KLOG_ENA_RESET_DONE || e->kind == KLOG_ENA_RESET_FAILED) && e->stat[0])
 		memcpy(r->version, e->stat, sizeof(r->version));
 }
 

@@ -26,6 +26,7 @@
 #include "checks/klog.h"
 
 #define KLOG_EVENTS_MAX 50000	     /* events kept from one paste; more are counted, not kept */
+#define KLOG_EVENTS_RESERVE 5000 /* of those, kept for all but statistics and missed-Tx lines */
 #define KLOG_RESETS_MAX 32
 #define KLOG_LINK_US (120 * 1000000LL) /* a lockup this close to a reset may have caused it */
 
@@ -36,8 +37,11 @@ struct klog_log {
 	size_t dropped;		/* events beyond KLOG_EVENTS_MAX */
 };
 
-/* klog_log_add - append a copy of @e. Returns 0, -E2BIG when full (counted in dropped) or
- * -ENOMEM. */
+/*
+ * klog_log_add - append a copy of @e. The last KLOG_EVENTS_RESERVE places are kept for events
+ * other than statistics and missed-Tx lines, so a flood of those cannot hide the reset that
+ * follows it. Returns 0, -E2BIG when full (counted in dropped) or -ENOMEM.
+ */
 int klog_log_add(struct klog_log *l, const struct klog_event *e);
 
 /* klog_log_free - free and zero @l. NULL-safe. */
