@@ -73,8 +73,8 @@ Q := @
 say = printf '  %-4s %s\n'
 endif
 
-.PHONY: all run test test-unit test-e2e test-asan deps tools hdr-check check-layers bench \
-	fuzz fuzz-smoke install clean
+.PHONY: all run test test-unit test-e2e test-asan deps deps-build tools hdr-check check-layers \
+	bench fuzz fuzz-smoke install clean
 
 all: $(B)/cpuzombie $(B)/cpuzombie-check
 
@@ -123,14 +123,19 @@ hdr-check:
 check-layers: $(B)/cpuzombie-check $(ONLINE_OBJS)
 	@tests/tools/check-layers.sh plugin $(B)/cpuzombie-check $(CHECK_OBJS) -- $(ONLINE_OBJS)
 
+# make run needs only the build's packages; make test adds its own (and the image tests');
+# make bench installs its list in tests/bench/run.sh. No install starts or enables a service.
+deps-build:
+	@tests/tools/install-deps.sh build run
+
 deps:
-	@tests/tools/install-deps.sh
+	@tests/tools/install-deps.sh build test image
 
 tools: deps
 	@tests/tools/get-kube-tools.sh
 
-run: deps
-	@$(MAKE) --no-print-directory all
+run: deps-build
+	@$(MAKE) -s --no-print-directory all
 	@tests/tools/run-node.sh $(B)/cpuzombie
 
 test-unit: $(UNIT_BINS)
@@ -158,7 +163,7 @@ fuzz-smoke:
 fuzz:
 	@tests/fuzz/run.sh $(FUZZ_TIME)
 
-bench: deps all
+bench: deps-build all
 	@tests/bench/run.sh $(CURDIR)/build/cpuzombie $(CURDIR)/build/cpuzombie-check
 
 install: $(B)/cpuzombie $(B)/cpuzombie-check

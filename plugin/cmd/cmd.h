@@ -18,6 +18,8 @@ int cmd_check(struct cz_ctx *ctx);
 int cmd_config(struct cz_ctx *ctx);
 /* `ena-diff BEFORE AFTER`: the ENA verdict of two saved `ethtool -S` texts. */
 int cmd_ena_diff(struct cz_ctx *ctx);
+/* `explain FILE|- [--json]`: kernel log text into ENA resets, lockups and a timeline. */
+int cmd_explain(struct cz_ctx *ctx);
 /* `agent [--once]`: the sampler loop and periodic work (full binary only). */
 int cmd_agent(struct cz_ctx *ctx);
 /* `kube-cycle`: hidden developer/test driver of the agent's Kubernetes side (full binary only). */
