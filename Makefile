@@ -73,8 +73,8 @@ Q := @
 say = printf '  %-4s %s\n'
 endif
 
-.PHONY: all run test test-unit test-e2e test-asan deps deps-build tools hdr-check check-layers \
-	bench fuzz fuzz-smoke install clean
+.PHONY: all run test test-unit test-e2e test-asan deps deps-build image tools hdr-check \
+	check-layers bench fuzz fuzz-smoke install clean
 
 all: $(B)/cpuzombie $(B)/cpuzombie-check
 
@@ -133,6 +133,10 @@ deps:
 
 tools: deps
 	@tests/tools/get-kube-tools.sh
+
+# The image (manifests/image/Dockerfile) with podman; cached layers between runs.
+image:
+	@tests/tools/podman/build-image.sh
 
 run: deps-build
 	@$(MAKE) -s --no-print-directory all
