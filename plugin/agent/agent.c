@@ -6,6 +6,8 @@
 
 #include "agent/agent.h"
 #include "agent/agent_periodic.h"
+#include "agent/burst_profiles.h"
+#include "agent/tiers.h"
 #include "checks/check_cpu.h"
 #include "base/log.h"
 #include "host/systemd.h"
@@ -30,6 +32,8 @@ static void install_signals(void)
 struct agent {
 	struct cz_ctx *ctx;
 	struct cpu_sampler *s;
+	struct burst_profiles *prof; /* NULL: cpu.profile off */
+	struct agent_tiers tiers;
 	struct history_ring ring;
 	bool ring_ok;
 	uint64_t watchdog_ms;
@@ -93,9 +97,11 @@ static int agent_sample(struct agent *a, struct burst_event *evs)
 			a->bad_samples);
 		a->bad_samples = 0;
 	}
+	burst_profiles_step(a->prof, a->s, evs, (size_t)n);
 	log_events(a, evs, n);
 	if (a->ring_ok)
 		(void)history_ring_add(&a->ring, now_realtime_ms(), cpu_sampler_shares(a->s));
+	agent_tiers_add(&a->tiers, now_realtime_ms(), cpu_sampler_shares(a->s));
 	return n;
 }
 
@@ -126,8 +132,10 @@ static void agent_loop(struct agent *a, struct burst_event *evs)
 		now = now_monotonic_ms();
 		if (now > deadline + cfg->cpu.interval_ms)
 			deadline = now; /* we were stopped or starved: do not catch up in a burst */
-		if (now >= next_flush && a->ring_ok) {
-			(void)history_ring_flush(&a->ring);
+		if (now >= next_flush) {
+			if (a->ring_ok)
+				(void)history_ring_flush(&a->ring);
+			agent_tiers_flush(&a->tiers);
 			next_flush = now + 1000;
 		}
 		if (now >= next_hb) {
@@ -160,11 +168,16 @@ int agent_run(struct cz_ctx *ctx)
 	r = history_ring_open(ctx->cfg.paths.run, cpu_sampler_ncpu(a.s), ctx->cfg.cpu.history_ms,
 			      ctx->cfg.cpu.interval_ms, &a.ring);
 	a.ring_ok = r == 0;
+	agent_tiers_open(&a.tiers, ctx, cpu_sampler_ncpu(a.s));
+	if (burst_profiles_new(ctx, cpu_sampler_ncpu(a.s), &a.prof) < 0)
+		log_warning("Burst profiles off: out of memory");
 	if (r < 0)
 		fprintf(stderr, "cpuzombie agent: Failed to open history in '%s': %s, ignoring\n",
 			ctx->cfg.paths.run, strerror(-r));
 	if (write_heartbeat(&a, false) < 0) {
+		burst_profiles_free(a.prof);
 		cpu_sampler_free(a.s);
+		agent_tiers_close(&a.tiers);
 		history_ring_close(&a.ring);
 		return CZ_EXIT_ERROR; /* without the run dir nobody can read what we find */
 	}
@@ -178,10 +191,13 @@ int agent_run(struct cz_ctx *ctx)
 	agent_loop(&a, evs);
 	(void)systemd_notify("STOPPING=1");
 	n = cpu_sampler_finish(a.s, evs, HISTORY_ACTIVE_MAX);
+	burst_profiles_step(a.prof, a.s, evs, (size_t)n);
 	log_events(&a, evs, n);
 	if (per && ctx->once)
 		(void)periodic_cycle(per); /* after the bursts are logged, so check cpu sees them */
 	periodic_free(per);
+	burst_profiles_free(a.prof);
+	agent_tiers_close(&a.tiers);
 	history_ring_close(&a.ring);
 	/* --once leaves a fresh heartbeat (its bursts are in the log); a stopped agent does not */
 	r = write_heartbeat(&a, !ctx->once);

@@ -81,8 +81,15 @@ int cpu_verdict(const struct burst_event *ev, size_t n, const struct cz_config *
 	snprintf(first, sizeof(first), "%.*s", (int)strcspn(w->irqs, ","), w->irqs);
 	if (nirq)
 		npd_append(res, "serves %s%s", first, nirq > 1 ? " +more" : "");
-	if (w->ntasks > 0)
+	/* with the kernel function the burst's profile spent most samples in (agent/profiler.h):
+	 * "top kubelet 3.0s in memcg_numa_stat_show 74%" */
+	if (w->ntasks > 0 && w->hot[0])
+		npd_append(res, "top %s %.1fs in %s %u%%", w->task[0].comm,
+			   (double)w->task[0].stime_ms / 1000.0, w->hot, w->hot_pct);
+	else if (w->ntasks > 0)
 		npd_append(res, "top %s %.1fs", w->task[0].comm, (double)w->task[0].stime_ms / 1000.0);
+	else if (w->hot[0])
+		npd_append(res, "in %s %u%%", w->hot, w->hot_pct);
 	for (size_t i = 1; i < ns && i < 4; i++)
 		npd_append(res, "also cpu%u x%zu", sum[i].cpu, sum[i].count);
 	if (note && *note)

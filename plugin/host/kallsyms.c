@@ -5,8 +5,8 @@
  * not see addresses (kallsyms_show_value(): kptr_restrict and CAP_SYSLOG).
  */
 #include <errno.h>
-#include <fcntl.h>
 
+#include "base/fileio.h"
 #include "host/kallsyms.h"
 #include "base/util.h"
 
@@ -140,38 +140,16 @@ ssize_t kallsyms_parse(const char *text, size_t len, struct kallsyms *ret)
 
 ssize_t kallsyms_load(const struct hostfs *hf, struct kallsyms *ret)
 {
-	_cleanup_close_ int fd = hostfs_openat(hf, HOSTFS_PROC, "kallsyms", O_RDONLY | O_NONBLOCK);
 	_cleanup_free_ char *buf = NULL;
-	size_t len = 0, cap = 1u << 20;
+	size_t len = 0;
+	int r;
 
-	if (fd < 0)
-		return fd;
-	buf = malloc(cap);
-	if (!buf)
-		return -ENOMEM;
-	for (;;) {
-		ssize_t r;
-
-		if (len == cap) {
-			char *t;
-
-			if (cap >= KALLSYMS_FILE_MAX)
-				return -EFBIG;
-			t = realloc(buf, cap * 2);
-			if (!t)
-				return -ENOMEM;
-			buf = t;
-			cap *= 2;
-		}
-		r = read(fd, buf + len, cap - len);
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r < 0)
-			return -errno;
-		if (r == 0)
-			break;
-		len += (size_t)r;
-	}
+	if (hf->fd[HOSTFS_PROC] < 0)
+		return hf->fd[HOSTFS_PROC];
+	r = fileio_read_alloc_at(hf->fd[HOSTFS_PROC], "kallsyms", FILEIO_REGULAR, KALLSYMS_FILE_MAX,
+				 &buf, &len);
+	if (r < 0)
+		return r;
 	return kallsyms_parse(buf, len, ret);
 }
 

@@ -164,9 +164,69 @@ static void test_log_roundtrip_and_verdict(void **state)
 	assert_int_equal(cpu_verdict(&ev, 1, &cfg, NULL, &res), NPD_PROBLEM);
 	assert_string_equal(res.msg, "cpu39 100% sys 6.2s x1/10m; serves eth0-Tx-Rx-5 +more; "
 				     "top kube let (x) 5.9s");
+	/* with a profile: the hot kernel function after the top task; the log keeps it */
+	snprintf(ev.profile, sizeof(ev.profile), "cpu-profile-39-1000.folded");
+	snprintf(ev.hot, sizeof(ev.hot), "memcg_numa_stat_show");
+	ev.hot_pct = 74;
+	assert_int_equal(cpu_verdict(&ev, 1, &cfg, NULL, &res), NPD_PROBLEM);
+	assert_string_equal(res.msg, "cpu39 100% sys 6.2s x1/10m; serves eth0-Tx-Rx-5 +more; "
+				     "top kube let (x) 5.9s in memcg_numa_stat_show 74%");
+	n = burst_log_format(&ev, line, sizeof(line));
+	assert_true(n > 0);
+	assert_int_equal(burst_log_parse(line, 0, out, 4), 1);
+	assert_string_equal(out[0].profile, ev.profile);
+	assert_string_equal(out[0].hot, "memcg_numa_stat_show");
+	assert_int_equal(out[0].hot_pct, 74);
+	assert_string_equal(out[0].why, "");
+	/* no profile, and why: an escaped reason */
+	ev.profile[0] = ev.hot[0] = '\0';
+	snprintf(ev.why, sizeof(ev.why), "no CAP_PERFMON (CAP_SYS_ADMIN before 5.8)");
+	n = burst_log_format(&ev, line, sizeof(line));
+	assert_non_null(strstr(line, " profile=- hot=- why=no%20CAP_PERFMON%20"));
+	assert_int_equal(burst_log_parse(line, 0, out, 4), 1);
+	assert_string_equal(out[0].why, ev.why);
+	/* a profile that is a path, not a run-dir file name, is refused; so is a bad share */
+	static const char *const bad[] = {
+		"burst 1 2 3 9.0 9.0 system irqs=- tasks=- stack=- profile=..%2Fetc%2Fshadow hot=- why=-\n",
+		"burst 1 2 3 9.0 9.0 system irqs=- tasks=- stack=- profile=x hot=- why=-\n",
+		"burst 1 2 3 9.0 9.0 system irqs=- tasks=- stack=- profile=- hot=f/101 why=-\n",
+		"burst 1 2 3 9.0 9.0 system irqs=- tasks=- stack=- profile=- hot=f why=-\n",
+		"burst 1 2 3 9.0 9.0 system irqs=- tasks=- stack=- profile=- why=- hot=-\n",
+		"burst 1 2 3 9.0 9.0 system irqs=- tasks=- stack=- profile=-\n",
+	};
+	for (size_t i = 0; i < ARRAY_SIZE(bad); i++)
+		assert_int_equal(burst_log_parse(bad[i], 0, out, 4), -EINVAL);
+	ev.why[0] = '\0';
 	ev.end_ms = ev.start_ms + 1700; /* 7 samples: not a burst */
 	assert_int_equal(cpu_verdict(&ev, 1, &cfg, "inline 3s: no sampler", &res), NPD_OK);
 	assert_string_equal(res.msg, "no core >= 90% sys for >= 2.0s in 10m; inline 3s: no sampler");
+}
+
+/* The heartbeat's active bursts carry the tasks seen so far (report during a burst names them). */
+static void test_heartbeat_active_tasks(void **state)
+{
+	static struct heartbeat hb, out;
+	char buf[8192];
+	int n;
+
+	hb = (struct heartbeat){ .pid = 7, .time_ms = 5000, .interval_ms = 250,
+				 .metric = CZ_METRIC_SYSTEM, .ncpu = 2, .nactive = 2 };
+	hb.active[0] = (struct burst_event){ .cpu = 1, .start_ms = 1000, .end_ms = 4000,
+					     .peak_pct = 100, .mean_pct = 97, .ntasks = 1 };
+	hb.active[0].task[0] = (struct burst_task){ 42, 43, "dd x", 2900 };
+	hb.active[1] = (struct burst_event){ .cpu = 0, .start_ms = 2000, .end_ms = 4500,
+					     .peak_pct = 95, .mean_pct = 92 };
+	n = heartbeat_format(&hb, buf, sizeof(buf));
+	assert_true(n > 0);
+	assert_non_null(strstr(buf, "active 1 1000 4000 100.0 97.0 tasks=42/43/dd%20x/2900\n"));
+	assert_non_null(strstr(buf, "active 0 2000 4500 95.0 92.0\n"));
+	assert_int_equal(heartbeat_parse(buf, &out), 0);
+	assert_int_equal(out.nactive, 2);
+	assert_int_equal(out.active[0].ntasks, 1);
+	assert_string_equal(out.active[0].task[0].comm, "dd x");
+	assert_int_equal(out.active[1].ntasks, 0);
+	assert_int_equal(heartbeat_parse("pid 1\ntime_ms 2\ninterval_ms 3\nmetric system\nncpu 1\n"
+					 "stopped 0\nactive 0 1 2 3.0 3.0 stack=x\n", &out), -EINVAL);
 }
 
 int main(void)
@@ -175,6 +235,7 @@ int main(void)
 		cmocka_unit_test(test_exact_boundaries),
 		cmocka_unit_test(test_gaps_and_jitter),
 		cmocka_unit_test(test_dips), cmocka_unit_test(test_log_roundtrip_and_verdict),
+		cmocka_unit_test(test_heartbeat_active_tasks),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
