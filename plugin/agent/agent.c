@@ -9,6 +9,7 @@
 #include "agent/burst_profiles.h"
 #include "agent/tiers.h"
 #include "checks/check_cpu.h"
+#include "checks/sampler.h"
 #include "base/log.h"
 #include "host/systemd.h"
 #include "base/util.h"
@@ -105,6 +106,19 @@ static int agent_sample(struct agent *a, struct burst_event *evs)
 	return n;
 }
 
+/* Runs that qualify as bursts now: when this changes, the heartbeat is rewritten at once so a
+ * reader (check cpu, report) sees a burst that is still going on without waiting for it. */
+static size_t count_active(const struct cpu_sampler *s)
+{
+	const struct sampler *core = cpu_sampler_core(s);
+	struct burst_run run;
+	size_t n = 0;
+
+	for (unsigned c = 0; c < core->ncpu; c++)
+		n += burst_current(&core->trk[c], &core->p.burst, &run) == 1;
+	return n;
+}
+
 static void sleep_until(uint64_t mono_ms)
 {
 	struct timespec ts = { .tv_sec = (time_t)(mono_ms / 1000),
@@ -119,6 +133,7 @@ static void agent_loop(struct agent *a, struct burst_event *evs)
 	const struct cz_config *cfg = &a->ctx->cfg;
 	uint64_t now = now_monotonic_ms(), start = now, deadline = now;
 	uint64_t hb_every = HISTORY_HEARTBEAT_MS, next_hb = now, next_flush = now + 1000;
+	size_t active = 0, nact;
 
 	if (a->watchdog_ms && a->watchdog_ms / 2 < hb_every)
 		hb_every = a->watchdog_ms / 2 ? a->watchdog_ms / 2 : 1;
@@ -129,6 +144,10 @@ static void agent_loop(struct agent *a, struct burst_event *evs)
 			break;
 		if (agent_sample(a, evs) > 0)
 			next_hb = 0; /* a burst ended: drop it from the heartbeat's active list now */
+		nact = count_active(a->s);
+		if (nact != active)
+			next_hb = 0; /* a run just became a burst: show it now */
+		active = nact;
 		now = now_monotonic_ms();
 		if (now > deadline + cfg->cpu.interval_ms)
 			deadline = now; /* we were stopped or starved: do not catch up in a burst */

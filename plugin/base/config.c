@@ -168,8 +168,8 @@ void config_defaults(struct cz_config *cfg)
 	cfg->cpu.history_ms = 15 * 60 * 1000;
 	cfg->cpu.history_seconds_ms = 6 * 3600 * 1000;
 	cfg->cpu.history_minutes_ms = 7 * 24 * 3600 * 1000ull;
-	cfg->cpu.hysteresis_pct = 10;
-	cfg->cpu.max_dip_ms = 250;
+	cfg->cpu.hysteresis_pct = 20;
+	cfg->cpu.max_dip_ms = 1000;
 	cfg->cpu.profile = true;
 	cfg->cpu.profile_hz = 99;
 	cfg->cpu.profile_max_ms = 30 * 1000;

@@ -124,6 +124,11 @@ static void bursts(FILE *out, const struct report *r, const struct geom *g)
 			fputs(" top ", out);
 			xml(out, ev->task[0].comm);
 		}
+		if (ev->hot[0]) { /* the burst's recorded profile: its hottest kernel function */
+			fputs(" in ", out);
+			xml(out, ev->hot);
+			fprintf(out, " %u%%", ev->hot_pct);
+		}
 		if (ev->irqs[0]) {
 			fputs("; serves ", out);
 			xml(out, ev->irqs);
