@@ -314,7 +314,8 @@ static void print_now(const struct report *r, FILE *out)
 	unsigned shown = 0, hot = 0;
 
 	if (!r->has_now) {
-		fprintf(out, "  now: unknown (no sampler history and /proc/stat unreadable)\n");
+		fprintf(out, "  now: unknown (no sampler history and /proc/stat unreadable): start "
+			     "`cpuzombie agent`, or pass the host's /proc with --proc-root\n");
 		return;
 	}
 	fprintf(out, "  now:");
@@ -343,8 +344,8 @@ static void print_cores(const struct report *r, FILE *out)
 		fprintf(out, "  sampler: not running (no heartbeat in the run dir): bursts and "
 			     "heatmap need `cpuzombie agent`\n");
 	else if (r->hb->stopped || r->hb->time_ms + 3 * HISTORY_HEARTBEAT_MS < r->now_ms)
-		fprintf(out, "  sampler: stopped, last heartbeat %s\n",
-			utc_hms(r->hb->time_ms, t, sizeof(t)));
+		fprintf(out, "  sampler: stopped, last heartbeat %s: (re)start `cpuzombie agent` for "
+			     "bursts after it\n", utc_hms(r->hb->time_ms, t, sizeof(t)));
 	print_now(r, out);
 	fprintf(out, "  BURSTS since %s: %zu\n", utc_hms(r->since_ms, t, sizeof(t)), r->nbursts);
 	if (r->nbursts)

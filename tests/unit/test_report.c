@@ -117,7 +117,17 @@ static void test_unavailable_says_what_to_do(void **state)
 	r->ena_rc = -EBADMSG;
 	history_series_free(&r->hist);
 	r->hist_rc = -ENOENT;
+	r->has_now = false;
+	r->hb = calloc(1, sizeof(*r->hb));
+	assert_non_null(r->hb);
+	r->hb_rc = 0;
+	r->hb->stopped = true;
+	r->hb->time_ms = FX_NOW - 60000;
 	t = fx_render(print_text, r);
+	assert_non_null(strstr(t, "now: unknown (no sampler history and /proc/stat unreadable): "
+				  "start `cpuzombie agent`, or pass the host's /proc with --proc-root\n"));
+	assert_non_null(strstr(t, "sampler: stopped, last heartbeat 11:59:00: (re)start `cpuzombie "
+				  "agent` for bursts after it\n"));
 	assert_non_null(strstr(t, "restarts   unavailable: cannot connect to bus 'system': No such "
 				  "file or directory; no systemd bus here: on a host without systemd "
 				  "there are no unit restarts to read; in a container mount the host's "
