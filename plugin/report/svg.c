@@ -420,7 +420,7 @@ static void zoom_labels(FILE *out, const struct report *r, const struct burst_ev
 		     "peak %.0f%%, mean %.0f%% %s</text>\n", LEFT, ev->cpu,
 		utc_hms(ev->start_ms, a, sizeof(a)), utc_hms(ev->end_ms, b, sizeof(b)),
 		(double)dur / 1000.0, ongoing ? " so far" : "", ev->peak_pct, ev->mean_pct,
-		config_metric_name(ev->metric));
+		config_metric_name(ongoing ? r->cfg->cpu.metric : ev->metric)); /* not in heartbeat */
 	fprintf(out, "<text x=\"%d\" y=\"32\">top tasks: ", LEFT);
 	xml(out, ev->ntasks ? report_format_tasks(ev, tasks, sizeof(tasks)) : "- (not sampled)");
 	fputs("; NIC queues on this core: ", out);
