@@ -243,7 +243,7 @@ static void axis(FILE *out, const struct plot *p, double y, const char *cls)
 	static const uint64_t steps[] = { 1000, 2000, 5000, 10000, 15000, 30000, 60000, 120000,
 					  300000, 600000, 900000, 1800000, 3600000, 7200000,
 					  10800000, 21600000, 43200000, 86400000 };
-	uint64_t span = p->t1 - p->t0, step = steps[ARRAY_SIZE(steps) - 1];
+	uint64_t span = p->t1 - p->t0, step = steps[ARRAY_SIZE(steps) - 1], t;
 	char a[32];
 
 	for (size_t i = 0; i < ARRAY_SIZE(steps); i++)
@@ -255,10 +255,16 @@ static void axis(FILE *out, const struct plot *p, double y, const char *cls)
 		step *= 2; /* beyond the table: more than ten days */
 	fprintf(out, "<g class=\"%s\"><line x1=\"%d\" y1=\"%.2f\" x2=\"%d\" y2=\"%.2f\"/>\n", cls,
 		LEFT, y, LEFT + SVG_PLOT_W, y);
-	for (uint64_t t = (p->t0 + step - 1) / step * step; t <= p->t1; t += step)
+	t = p->t0 - p->t0 % step;
+	if (t < p->t0)
+		t = t > UINT64_MAX - step ? p->t1 + 1 : t + step; /* times near the end of time */
+	for (unsigned n = 0; t <= p->t1 && t >= p->t0 && n <= 11; n++, t += step) {
 		fprintf(out, "<line x1=\"%.2f\" y1=\"%.2f\" x2=\"%.2f\" y2=\"%.2f\"/><text "
 			     "class=\"tick\" x=\"%.2f\" y=\"%.2f\">%s</text>\n", x_of(p, t), y, x_of(p, t),
 			y + 5, x_of(p, t), y + 18, tick_label(t, step, span, a, sizeof(a)));
+		if (t > UINT64_MAX - step)
+			break;
+	}
 	fputs("</g>\n", out);
 }
 
