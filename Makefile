@@ -44,7 +44,7 @@ HDRS := $(wildcard plugin/*/*.h)
 UNIT_SRCS := $(sort $(wildcard tests/unit/test_*.c))
 UNIT_BINS := $(UNIT_SRCS:tests/unit/%.c=$(B)/tests/%)
 
-.PHONY: all run test test-unit test-e2e test-asan deps deps-build tools hdr-check bench fuzz fuzz-smoke \
+.PHONY: all run test test-unit test-e2e test-asan deps deps-build image tools hdr-check bench fuzz fuzz-smoke \
 	install clean check-format
 
 all: $(B)/cpuzombie
@@ -83,6 +83,10 @@ deps:
 
 tools: deps
 	@tests/tools/get-kube-tools.sh
+
+# The image (manifests/image/Dockerfile) with podman; cached layers between runs.
+image:
+	@tests/tools/podman/build-image.sh
 
 run: deps-build
 	@$(MAKE) -s --no-print-directory all

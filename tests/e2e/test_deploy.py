@@ -279,9 +279,11 @@ def test_npd_rules_point_where_the_init_container_puts_the_binary(rendered):
     npd_mounts = {m["name"]: m for m in npd["volumeMounts"]}
     assert npd_mounts["plugin"]["mountPath"] == "/opt/cpuzombie"
     assert npd_mounts["plugin"]["readOnly"] is True
-    # the image's layout (bundle-plugin.sh PREFIX /opt/cpuzombie) puts the binary at bin/
+    # the image's layout (the static check binary, or bundle-plugin.sh PREFIX /opt/cpuzombie)
+    # puts the binary at bin/
     df = open(os.path.join(ROOT, "manifests", "image", "Dockerfile")).read()
-    assert "bundle-plugin build/cpuzombie /opt/cpuzombie" in df
+    assert "bundle-plugin.sh build/cpuzombie /opt/cpuzombie" in df
+    assert "install -D -m 0755 build/cpuzombie-check /opt/cpuzombie/bin/cpuzombie" in df
     assert "COPY --from=build /opt/cpuzombie /opt/cpuzombie" in df
     for f in npd_files():
         for r in json.load(open(f))["rules"]:
@@ -714,9 +716,9 @@ def test_systemd_units_verify(cz_bin, tmp_path):
 
 
 def test_image_recipe_uses_what_exists():
-    """No container engine runs here: the Dockerfile is untested as a build. What can be
-    checked: every file it copies exists, it builds with the project's make, ships the bundle
-    the DaemonSet's init container copies and the agent binary its command names."""
+    """The recipe's text: every file it copies exists, it builds with the project's make, ships
+    the copy the DaemonSet's init container copies and the agent binary its command names.
+    test_image.py builds it with podman and runs it as the chart's pod spec says."""
     df = open(os.path.join(ROOT, "manifests", "image", "Dockerfile")).read()
     stages = re.findall(r"^FROM (\S+)", df, re.M)
     assert stages == ["debian:bookworm", "debian:bookworm-slim"]
