@@ -437,6 +437,15 @@ static void zoom_labels(FILE *out, const struct report *r, const struct burst_ev
 	fputs("; NIC queues on this core: ", out);
 	xml(out, ev->irqs[0] ? ev->irqs : "none");
 	fprintf(out, "</text>\n<text x=\"%d\" y=\"46\">", LEFT);
+	if (ev->hot[0]) { /* the recorded profile: where the kernel spent the burst */
+		fputs("hot kernel function: ", out);
+		xml(out, ev->hot);
+		fprintf(out, " (%u%% of the profile); ", ev->hot_pct);
+	} else if (ev->why[0]) {
+		fputs("no profile: ", out);
+		xml(out, ev->why);
+		fputs("; ", out);
+	}
 	if (ev->stack[0]) {
 		fputs("kernel stack of the top task: ", out);
 		xml(out, ev->stack);
