@@ -45,8 +45,10 @@ void agent_tiers_add(struct agent_tiers *at, uint64_t t_ms, const uint8_t *pct)
 		struct agent_tier *t = &at->t[i];
 		uint64_t start;
 
+		/* stamped at the period's end, like a fine sample (the share of the interval
+		 * that ended at its time stamp): readers draw all tiers the same way */
 		if (t->on && tier_agg_add(&t->agg, t_ms, pct, t->row, &start) == 1)
-			(void)history_ring_add(&t->ring, start, t->row);
+			(void)history_ring_add(&t->ring, start + t->agg.period_ms, t->row);
 	}
 }
 
@@ -66,7 +68,7 @@ void agent_tiers_close(struct agent_tiers *at)
 		if (!t->on)
 			continue;
 		if (tier_agg_flush(&t->agg, t->row, &start) == 1)
-			(void)history_ring_add(&t->ring, start, t->row);
+			(void)history_ring_add(&t->ring, start + t->agg.period_ms, t->row);
 		history_ring_close(&t->ring);
 		tier_agg_free(&t->agg);
 		free(t->row);

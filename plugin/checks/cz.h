@@ -43,6 +43,7 @@ struct cz_ctx {
 	bool once;		 /* agent --once */
 	bool json;		 /* report --json */
 	const char *svg_path;	 /* report --svg FILE */
+	const char *since, *until; /* report --since/--until TIME (base/timespec.h), or NULL */
 	int argc;		 /* positional arguments after the subcommand words */
 	char **argv;
 	cz_restarts_fn restarts_update; /* NULL: no systemd in this binary */

@@ -60,7 +60,7 @@ static const struct cmd cmds[] = {
 	  "    happened: ENA resets with cause, queue and the lockup that starved them, and a\n"
 	  "    timeline; exit 1 reset/lockup found, 0 none, 2 unreadable input.\n" },
 	{ "agent", ONLINE(cmd_agent), "agent [--once]\n    Sample per-core CPU every cpu.interval into --run-dir (bursts, history, heartbeat)\n    until SIGTERM; --once: one cycle of cpu.inline_window, then exit.\n" },
-	{ "report", cmd_report, "report [--json|--svg FILE]\n    Everything this node says, in one screen: memcg, cores, NICs, conditions; exit 1\n    when a condition is True. --json: one JSON document; --svg: per-core heatmap.\n" },
+	{ "report", cmd_report, "report [--json|--svg FILE] [--since TIME] [--until TIME]\n    Everything this node says, in one screen: memcg, cores, NICs, conditions; exit 1\n    when a condition is True. --json: one JSON document; --svg: per-core heatmap.\n    --since/--until: the window of the heatmap and bursts, as '3h' (ago),\n    '2026-12-01T03:10' (UTC) or '@EPOCH'; from the finest history tier covering it.\n" },
 	{ "kube-cycle", ONLINE(cmd_kube_cycle), NULL }, /* hidden: developer/test driver of kube_agent */
 	{ NULL, NULL, NULL },
 };
@@ -107,11 +107,11 @@ static int _printf_(1, 2) cmdline_error(const char *fmt, ...)
 
 enum {
 	OPT_CONFIG = 256, OPT_PROC, OPT_SYS, OPT_STATE, OPT_RUN, OPT_NODE, OPT_KUBECONFIG,
-	OPT_MAXOUT, OPT_VERSION, OPT_HELP, OPT_ONCE, OPT_JSON, OPT_SVG,
+	OPT_MAXOUT, OPT_VERSION, OPT_HELP, OPT_ONCE, OPT_JSON, OPT_SVG, OPT_SINCE, OPT_UNTIL,
 };
 
 struct opts {
-	const char *config, *proc, *sys, *state, *run, *node, *kubeconfig, *svg;
+	const char *config, *proc, *sys, *state, *run, *node, *kubeconfig, *svg, *since, *until;
 	uint64_t max_output;
 	int verbose;
 	bool help, version, once, json;
@@ -139,6 +139,8 @@ static int parse_opts(int argc, char **argv, struct opts *o, bool permute)
 		{ "once", no_argument, NULL, OPT_ONCE },
 		{ "json", no_argument, NULL, OPT_JSON },
 		{ "svg", required_argument, NULL, OPT_SVG },
+		{ "since", required_argument, NULL, OPT_SINCE },
+		{ "until", required_argument, NULL, OPT_UNTIL },
 		{ NULL, 0, NULL, 0 },
 	};
 	int c;
@@ -170,6 +172,8 @@ static int parse_opts(int argc, char **argv, struct opts *o, bool permute)
 		case OPT_ONCE: o->once = true; break;
 		case OPT_JSON: o->json = true; break;
 		case OPT_SVG: o->svg = optarg; break;
+		case OPT_SINCE: o->since = optarg; break;
+		case OPT_UNTIL: o->until = optarg; break;
 		default:
 			return cmdline_error("unknown or incomplete option '%.32s'", argv[optind - 1]);
 		}
@@ -283,6 +287,8 @@ int main(int argc, char **argv)
 	ctx.once = o.once;
 	ctx.json = o.json;
 	ctx.svg_path = o.svg;
+	ctx.since = o.since;
+	ctx.until = o.until;
 	ctx.argc = argc - first - r;
 	ctx.argv = argv + first + r;
 #ifndef CZ_CHECK_BINARY

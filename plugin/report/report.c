@@ -11,6 +11,8 @@
 #include "report/advice.h"
 #include "report/report.h"
 #include "report/report_profile.h"
+#include "report/report_window.h"
+#include "checks/tier.h"
 #include "base/state.h"
 #include "base/util.h"
 
@@ -415,10 +417,12 @@ int report_heatmap(const struct report *r, unsigned cols, FILE *out)
 				*p = v;
 		}
 	}
-	fprintf(out, "  HEATMAP  %s..%s UTC (%s), %u columns, highest share per cell%s\n",
+	fprintf(out, "  HEATMAP  %s..%s UTC (%s), %u columns, highest share per cell%s%s%s\n",
 		utc_hms(t0, a, sizeof(a)), utc_hms(h->t_ms[h->n - 1], b, sizeof(b)),
 		format_duration(span - 1, d, sizeof(d)), cols,
-		group > 1 ? ", rows group cores (highest)" : "");
+		group > 1 ? ", rows group cores (highest)" : "",
+		r->hist_tier != TIER_FINE ? ", from " : "",
+		r->hist_tier != TIER_FINE ? report_tier_name(r->hist_tier) : "");
 	fprintf(out, "  scale: ' '0-9%% '.'10 ':'20 '-'30 '='40 '+'50 '*'60 '#'70 '%%'80 '@'90+ "
 		     "'?'none\n");
 	for (unsigned row = 0; row < rows; row++) {

@@ -55,6 +55,8 @@ static void xml(FILE *out, const char *s)
 
 static uint64_t interval_of(const struct report *r)
 {
+	if (r->hist_interval_ms) /* a coarser history tier (report --since) */
+		return r->hist_interval_ms;
 	return r->cfg->cpu.interval_ms ? r->cfg->cpu.interval_ms : 250;
 }
 
