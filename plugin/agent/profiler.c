@@ -103,16 +103,16 @@ int profiler_start(struct profiler *p, unsigned cpu, uint64_t now_ms)
 		return 0;
 	if (p->active >= p->o.max_active)
 		return -EBUSY;
-	r = load_symbols(p);
-	if (r < 0)
-		return r;
-	r = fold_new(FOLD_STACKS_MAX, &c->fold);
-	if (r < 0)
-		return r;
+	/* the event first: without CAP_PERFMON there is nothing to symbolize, and that is the
+	 * reason to report */
 	r = perf_cpu_open((int)cpu, p->o.hz, RING_PAGES, &c->pc);
+	if (r >= 0)
+		r = load_symbols(p);
+	if (r >= 0)
+		r = fold_new(FOLD_STACKS_MAX, &c->fold);
 	if (r < 0) {
-		fold_free(c->fold);
-		c->fold = NULL;
+		perf_cpu_close(c->pc);
+		c->pc = NULL;
 		return r;
 	}
 	c->start_ms = now_ms;
