@@ -241,8 +241,8 @@ static void cpu_top(const char *s, struct condmsg_cpu *c)
 	len = (size_t)(sp - 1 - s);
 	if (len == 0 || len >= sizeof(c->top))
 		return;
-	for (size_t i = 0; i < len; i++)
-		if (!name_char(s[i], true))
+	for (size_t i = 0; i < len; i++) /* a comm is any text: printable ASCII but our separator */
+		if (s[i] < 0x20 || s[i] > 0x7e || s[i] == ';')
 			return;
 	memcpy(c->top, s, len);
 	c->top[len] = '\0';
@@ -302,18 +302,19 @@ int condmsg_ena_parse(const char *msg, bool cut, struct condmsg_ena *ret)
 		bool qualified = false;
 
 		for (k = 0; k + 1 < n; k++)
-			if (cause[k] == ' ' && ((strchr("xq+", cause[k + 1]) && k + 2 < n + 1 &&
-						 cause[k + 2] >= '0' && cause[k + 2] <= '9') ||
-						cause[k + 1] == '(')) {
+			if (cause[k] == ' ' && (cause[k + 1] == '(' ||
+						(strchr("xq+", cause[k + 1]) && k + 2 < n &&
+						 cause[k + 2] >= '0' && cause[k + 2] <= '9'))) {
 				qualified = true;
 				break;
 			}
-		if (k + 1 >= n)
+		if (!qualified)
 			k = n;
 		cause[k] = '\0';
 		while (k > 0 && cause[k - 1] == ' ')
 			cause[--k] = '\0';
-		if (k > 0 && (qualified || ends(q, ";", cut))) {
+		/* something after the label (a qualifier, the next cause) says it is whole */
+		if (k > 0 && (qualified || *q || !cut)) {
 			memcpy(e.cause, cause, sizeof(cause));
 			e.has_cause = true;
 		}

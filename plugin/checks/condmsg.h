@@ -29,7 +29,7 @@
 #include "base/npd.h"
 #include "host/systemd.h"
 
-#define CONDMSG_NAME_MAX 64	/* unit, task, interface, IRQ and cause names, with the NUL */
+#define CONDMSG_NAME_MAX SYSTEMD_UNIT_MAX /* unit, task, interface, IRQ, cause names + NUL */
 
 /* ---- memcg ---------------------------------------------------------------------------------- */
 

@@ -15,13 +15,15 @@
  * so 10,000 nodes cost a few MB whatever the pages held. A node seen twice (a list restarted,
  * a misbehaving server) replaces its first record: nothing is counted twice.
  *
- * Separation score of a value v of a dimension, for a condition with T True nodes among N
- * nodes reporting it (Unknown and absent conditions are left out): with T_v of N_v there,
- *     score = (T_v / T) * (T_v / N_v - (T - T_v) / (N - N_v))
- * i.e. the share of the True nodes it covers times how much likelier True is there than
- * elsewhere: 1 when every True node and no False node has it; 0 when the value tells nothing or
- * every node has it (nothing "elsewhere" to compare with). A dimension is as telling as its best
- * value; a value unique to each node (a host name) covers 1/T of the True nodes and scores low.
+ * Separation score of a value v of a dimension, for a condition with T True and F False nodes
+ * (Unknown and absent conditions are left out), T_v True and F_v False nodes having v:
+ *     score = T_v / T - F_v / F
+ * (Youden's J of "has v" as a test for True): the share of the True nodes that have it minus
+ * the share of the False nodes that do. 1 when every True node and no False node has it; 0 when
+ * it tells nothing, or every node has it; independent of how rare the condition is (12 True nodes
+ * of 10,000, all in one zone of four, score 0.75 like 300 would). A dimension is as telling as its
+ * best value; a value unique to each node (a host name) covers 1/T of the True nodes and scores
+ * low.
  */
 
 #include <json-c/json.h>

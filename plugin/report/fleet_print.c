@@ -6,7 +6,7 @@
 #include "base/util.h"
 
 #define WRAP 100
-#define SCORE_MIN 0.01	/* below this a dimension shows no pattern */
+#define SCORE_MIN 0.1	/* below this a dimension shows no pattern (chance does that) */
 
 /* @s with every byte outside printable ASCII as '?', quoted when it holds a space or is "". */
 static const char *safe(const char *s, char *buf, size_t size)
@@ -60,8 +60,8 @@ static void print_dim(struct fleet *f, int c, const struct fleet_cond_summary *c
 	size_t n = cs->t + cs->f, elsewhere = n - v->n;
 	char b[FLEET_VALUE_MAX + 4];
 
-	fprintf(out, "    %-14s %s: %zu of the %zu True nodes; %zu/%zu of its nodes True (%.1f%%)",
-		d->name, v->value[0] ? safe(v->value, b, sizeof(b)) : "(none)", v->t, cs->t, v->t,
+	fprintf(out, "    %4.2f %-14s %s: %zu of the %zu True nodes; %zu/%zu of its nodes True "
+		"(%.1f%%)", d->score, d->name, v->value[0] ? safe(v->value, b, sizeof(b)) : "(none)", v->t, cs->t, v->t,
 		v->n, pct(v->t, v->n));
 	if (elsewhere)
 		fprintf(out, " vs %.1f%% elsewhere", pct(cs->t - v->t, elsewhere));
@@ -90,8 +90,8 @@ static void print_top(struct fleet *f, int c, const struct fleet_cond_summary *c
 	for (size_t i = 0; i < cs->n_top; i++) {
 		const struct fleet_count *t = &cs->top[i];
 
-		fprintf(out, "%s %s on %zu node%s", i ? ";" : "", safe(t->name, b, sizeof(b)),
-			t->nodes, t->nodes == 1 ? "" : "s");
+		fprintf(out, "%s%s on %zu node%s", nodes ? "\n    " : i ? "; " : " ",
+			safe(t->name, b, sizeof(b)), t->nodes, t->nodes == 1 ? "" : "s");
 		if (c == FLEET_MEMCG)
 			fprintf(out, " (up to %" PRIu64 " restarts)", t->max);
 		else if (c == FLEET_CPU && t->max)
@@ -102,7 +102,6 @@ static void print_top(struct fleet *f, int c, const struct fleet_cond_summary *c
 			struct names_out no = { out, 0, 0 };
 
 			fleet_nodes_named(f, (enum fleet_cond)c, t->name, name_out, &no);
-			fprintf(out, "\n ");
 		}
 	}
 	fputc('\n', out);
@@ -124,7 +123,8 @@ static void print_cond(struct fleet *f, int c, const struct fleet_cond_summary *
 	fputc('\n', out);
 	if (cs->t == 0)
 		return;
-	fprintf(out, "  where the True nodes concentrate, most telling first:\n");
+	fprintf(out, "  where the True nodes concentrate, most telling first (score: share of the "
+		"True nodes minus share of the False):\n");
 	for (size_t i = 0; i < cs->n_dims; i++)
 		if (cs->dims[i].score >= SCORE_MIN)
 			print_dim(f, c, cs, &cs->dims[i], nodes, out);

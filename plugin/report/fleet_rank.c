@@ -31,15 +31,12 @@ static bool reports(const struct fleet_node *n, int c)
 	return n->st[c] == FLEET_TRUE || n->st[c] == FLEET_FALSE;
 }
 
+/* Youden's J of "has the value" as a test for True: see fleet.h. */
 static double score_of(size_t tv, size_t nv, size_t t, size_t n)
 {
-	double in, out;
-
-	if (t == 0 || nv == 0 || nv >= n)
-		return 0; /* nothing True, or nothing elsewhere to compare with */
-	in = (double)tv / (double)nv;
-	out = (double)(t - tv) / (double)(n - nv);
-	return (double)tv / (double)t * (in - out);
+	if (t == 0 || t >= n)
+		return 0; /* no True, or no False node: nothing to separate */
+	return (double)tv / (double)t - (double)(nv - tv) / (double)(n - t);
 }
 
 static int value_cmp_t(const void *a, const void *b)
