@@ -109,6 +109,7 @@ bench: deps all
 
 install: $(B)/cpuzombie
 	install -D -m 0755 $(B)/cpuzombie $(DESTDIR)$(PREFIX)/bin/cpuzombie
+	ln -sf cpuzombie $(DESTDIR)$(PREFIX)/bin/kubectl-cpuzombie  # `kubectl cpuzombie` (fleet)
 	install -D -m 0644 config/cpuzombie.yaml $(DESTDIR)/etc/cpuzombie/cpuzombie.yaml
 	install -d $(DESTDIR)$(PREFIX)/share/cpuzombie/npd
 	install -m 0644 config/npd/*.json $(DESTDIR)$(PREFIX)/share/cpuzombie/npd/
