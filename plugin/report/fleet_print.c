@@ -9,9 +9,8 @@
 #define SCORE_MIN 0.1	/* below this a dimension shows no pattern (chance does that) */
 
 /* @s with every byte outside printable ASCII as '?', quoted when it holds a space or is "". */
-static const char *safe(const char *s, char *buf, size_t size)
+static const char *safe_q(const char *s, bool quote, char *buf, size_t size)
 {
-	bool quote = !*s || strchr(s, ' ') != NULL;
 	size_t o = 0;
 
 	if (size < 4)
@@ -24,6 +23,11 @@ static const char *safe(const char *s, char *buf, size_t size)
 		buf[o++] = '"';
 	buf[o] = '\0';
 	return buf;
+}
+
+static const char *safe(const char *s, char *buf, size_t size)
+{
+	return safe_q(s, !*s || strchr(s, ' ') != NULL, buf, size);
 }
 
 struct names_out {
@@ -150,6 +154,7 @@ static void print_remediation(struct fleet *f, const struct fleet_summary *s, bo
 			      FILE *out)
 {
 	struct names_out no = { out, 0, 0 };
+	char b[sizeof(s->leases_denied) + 4];
 
 	fprintf(out, "Remediation: %zu node%s held by cpuzombie (annotated %s); %zu unschedulable "
 		"in all", s->held, s->held == 1 ? "" : "s", "cpuzombie.io/cordoned",
@@ -159,7 +164,7 @@ static void print_remediation(struct fleet *f, const struct fleet_summary *s, bo
 	fputc('\n', out);
 	if (!s->leases_known) {
 		fprintf(out, "Leases: cannot read the remediation budget (%s); everything above is "
-			"complete\n", s->leases_denied);
+			"complete\n", safe_q(s->leases_denied, false, b, sizeof(b)));
 		return;
 	}
 	fprintf(out, "Leases: %zu slot%s in use", s->leases_held, s->leases_held == 1 ? "" : "s");
