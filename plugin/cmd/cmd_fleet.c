@@ -9,7 +9,7 @@
 #include <errno.h>
 #include <time.h>
 
-#include "checks/cz.h"
+#include "cmd/cmd.h"
 #include "cluster/fleet_fetch.h"
 #include "cluster/remediate.h"
 #include "report/fleet.h"

@@ -10,7 +10,7 @@
 #include "base/config.h"
 #include "base/npd.h"
 #include "checks/burst.h"
-#include "checks/check_cpu.h"
+#include "checks/cpu.h"
 #include "checks/condmsg.h"
 #include "checks/ena.h"
 #include "checks/memcg.h"
