@@ -15,7 +15,7 @@ void condmsg_memcg_head(struct npd_result *res, enum npd_status st, uint64_t dyi
 {
 	char rb[32];
 
-	snprintf(rb, sizeof(rb), ratio >= 10 ? "x%.0f" : "x%.1f", ratio);
+	format_ratio(ratio, rb, sizeof(rb)); /* the shared spelling: check line, report, SVG */
 	if (st == NPD_PROBLEM)
 		npd_set(res, st, "%" PRIu64 " dying memcgs vs %" PRIu64 " live (%s >= x%g)", dying,
 			live, rb, cfg->memcg.max_ratio);
