@@ -294,7 +294,7 @@ static char **plugin_argv(int *argc, char **argv)
 
 int main(int argc, char **argv)
 {
-	struct cz_ctx ctx = { 0 };
+	static struct cz_ctx ctx; /* static: ~160 KiB (the config), not zeroed on the stack per exec */
 	struct opts o = { 0 };
 	static char errs[8192]; /* static: not probed page by page on every exec */
 	const struct cmd *c = NULL;
