@@ -12,7 +12,9 @@
 
 #include "checks/cz.h"
 #include "checks/memcg.h"
+#include "base/log.h"
 #include "base/state.h"
+#include "checks/units.h"
 #include "host/systemd.h"
 #include "base/util.h"
 
@@ -220,14 +222,19 @@ int check_memcg(struct cz_ctx *ctx, struct npd_result *res)
 	update_history(ctx, &r);
 	e = memcg_verdict(&r, &ctx->cfg, res);
 	if (e == NPD_PROBLEM && ctx->cfg.memcg.systemd_hints) {
-		/* only now is libsystemd worth loading: name the crash-looping unit */
+		/* name the crash-looping unit from what the agent published in the run dir: a
+		 * check never talks to systemd (no libsystemd, no bus in NPD's container) */
 		struct systemd_restarts sr;
-		char err[256];
+		char why[256];
+		int q = units_load(ctx->cfg.paths.run, now_realtime_ms(), &sr, why, sizeof(why));
 
-		if (systemd_restarts_update(ctx->cfg.systemd.bus, ctx->cfg.paths.state,
-					    now_realtime_ms(), &sr, err, sizeof(err)) < 0)
-			fprintf(stderr, "cpuzombie: no restart hint: %s\n", err);
-		else if (systemd_hint_format(&sr, r.hint, sizeof(r.hint)) > 0)
+		if (q < 0) {
+			log_warning("no restart hint: %s", why);
+			snprintf(r.hint, sizeof(r.hint), "%s", units_words(q));
+		} else {
+			systemd_hint_format(&sr, r.hint, sizeof(r.hint));
+		}
+		if (r.hint[0])
 			e = memcg_verdict(&r, &ctx->cfg, res);
 	}
 	return e;
