@@ -10,6 +10,7 @@
 #include <fcntl.h>
 #include <sys/stat.h>
 
+#include "checks/check_memcg.h"
 #include "checks/cz.h"
 #include "checks/memcg.h"
 #include "base/log.h"

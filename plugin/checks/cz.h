@@ -4,11 +4,14 @@
 
 /*
  * What every subcommand receives: the effective config (file, then command-line overrides), the
- * opened host roots and the common options. Built once by main.c.
+ * opened host roots and the common options. Built once by main.c. Also the table of checks
+ * (checks.c). The subcommands themselves are declared in cmd/cmd.h; each check's I/O edge, which
+ * the report and the agent share, in its own check_X.h.
  */
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "base/config.h"
 #include "host/hostfs.h"
@@ -34,9 +37,6 @@ struct cz_ctx {
 	char **argv;
 };
 
-/* A subcommand: returns the process exit code. */
-typedef int (*cmd_fn)(struct cz_ctx *ctx);
-
 /*
  * A check: reads through ctx->hf, writes its verdict into @res and returns res->status. Never
  * prints to stdout (main prints the line); may print diagnostics to stderr when ctx->verbose.
@@ -60,21 +60,5 @@ int check_memcg(struct cz_ctx *ctx, struct npd_result *res);
 int check_ena(struct cz_ctx *ctx, struct npd_result *res);
 int check_ena_allowance(struct cz_ctx *ctx, struct npd_result *res);
 int check_cpu(struct cz_ctx *ctx, struct npd_result *res);
-
-/*
- * memcg_read - the I/O half of check memcg, shared with the report and the agent: fills *@r
- * (no state, no verdict). Returns NPD_OK, or NPD_UNKNOWN with the reason in @res.
- */
-struct memcg_reading;
-int memcg_read(struct cz_ctx *ctx, struct memcg_reading *r, struct npd_result *res);
-
-/* Subcommands (cmd_*.c). */
-int cmd_check(struct cz_ctx *ctx);
-int cmd_config(struct cz_ctx *ctx);
-int cmd_ena_diff(struct cz_ctx *ctx);
-int cmd_explain(struct cz_ctx *ctx);
-int cmd_agent(struct cz_ctx *ctx);
-int cmd_kube_cycle(struct cz_ctx *ctx);
-int cmd_report(struct cz_ctx *ctx);
 
 #endif

@@ -8,8 +8,9 @@
 #include <fcntl.h>
 #include <time.h>
 
+#include "checks/check_memcg.h"
 #include "checks/cpustat.h"
-#include "checks/cz.h"
+#include "cmd/cmd.h"
 #include "report/report.h"
 #include "checks/units.h"
 #include "base/state.h"
