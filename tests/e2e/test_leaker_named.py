@@ -2,7 +2,7 @@
 """The leaker named inside the cluster: a crash-looping unit under a private systemd manager
 with its own bus (report_helpers.UserManager), real dying memcgs; the agent (which has
 libsystemd and the bus) publishes the top restarting units in the run dir; then `check memcg`
-runs the way NPD's container runs it -- the init container's copy of the binary, chrooted into
+runs the way NPD's container runs it -- the init container's copy (the static check binary), chrooted into
 a tree holding only what that container mounts (no libsystemd, no bus socket, the run dir
 shared with the agent) -- and its line names the unit.
 
@@ -27,18 +27,22 @@ MEMCG_RULE = ["--proc-root", "/host/proc", "--sys-root", "/host/sys", "--max-out
               "check", "memcg"]
 
 
-def npd_copy(cz_bin, root):
-    """/opt/cpuzombie as the image's init container hands it over: the static check binary
-    when the build makes one, else the binary with its own loader and libc (bundle-plugin.sh),
-    as manifests/image/Dockerfile does."""
-    static = os.path.join(os.path.dirname(cz_bin), "cpuzombie-check")
-    if os.access(static, os.X_OK):
-        os.makedirs(os.path.join(root, "opt/cpuzombie/bin"))
-        subprocess.run(["install", "-m", "0755", static, os.path.join(root, PLUGIN[1:])],
-                       check=True)
-    else:
-        subprocess.run([os.path.join(ROOT, "manifests", "image", "bundle-plugin.sh"), cz_bin,
-                        "/opt/cpuzombie", root], check=True, capture_output=True, text=True)
+def static_check_bin(cz_bin):
+    """The static check binary beside the binary under test (what the image puts in /opt), or
+    None when the build makes none static (ASan+UBSan links dynamically)."""
+    path = os.path.join(os.path.dirname(cz_bin), "cpuzombie-check")
+    if not os.access(path, os.X_OK):
+        return None
+    p = subprocess.run(["readelf", "-lW", path], capture_output=True, text=True, check=True)
+    d = subprocess.run(["readelf", "-dW", path], capture_output=True, text=True, check=True)
+    return path if "INTERP" not in p.stdout and "(NEEDED)" not in d.stdout else None
+
+
+def npd_copy(check_bin, root):
+    """/opt/cpuzombie as the image's init container hands it over: one static file."""
+    os.makedirs(os.path.join(root, "opt/cpuzombie/bin"))
+    subprocess.run(["install", "-m", "0755", check_bin, os.path.join(root, PLUGIN[1:])],
+                   check=True)
 
 
 def check_in_npd_layout(root, run_dir, env):
@@ -53,13 +57,16 @@ def check_in_npd_layout(root, run_dir, env):
         "mount --rbind /proc %s/host/proc" % root, "mount --rbind /sys %s/host/sys" % root,
         "mount --rbind /proc %s/proc" % root, "mount --rbind /dev %s/dev" % root,
         "mount --bind %s %s/run/cpuzombie" % (run_dir, root),
-        # the loader inside reports every object it opens (LD_DEBUG=files)
-        "exec env LD_DEBUG=files chroot %s %s %s" % (root, PLUGIN, " ".join(MEMCG_RULE))])
+        "exec chroot %s %s %s" % (root, PLUGIN, " ".join(MEMCG_RULE))])
     return subprocess.run(["unshare", "--mount", "sh", "-c", script], capture_output=True,
                           text=True, timeout=60, env=env)
 
 
 def test_check_in_npds_container_names_the_crash_looping_unit(cz_bin, tmp_path):
+    check_bin = static_check_bin(cz_bin)
+    if check_bin is None:
+        pytest.skip("no static cpuzombie-check beside %s (an ASan+UBSan build links "
+                    "dynamically): the plain run tests the copy NPD runs" % cz_bin)
     run = tmp_path / "run"
     with UserManager(tmp_path) as mgr:
         mgr.wait_restarts(3)
@@ -76,7 +83,7 @@ def test_check_in_npds_container_names_the_crash_looping_unit(cz_bin, tmp_path):
                 published
             # the check, where NPD runs it: the default config (bus "system": there is none)
             root = str(tmp_path / "npd")
-            npd_copy(cz_bin, root)
+            npd_copy(check_bin, root)
             assert not [f for f in os.listdir(root) if f != "opt"]   # nothing else in there
             env = {"PATH": "/usr/sbin:/usr/bin:/sbin:/bin",
                    "ASAN_OPTIONS": "detect_leaks=1:abort_on_error=0"}
@@ -87,7 +94,6 @@ def test_check_in_npds_container_names_the_crash_looping_unit(cz_bin, tmp_path):
             assert m and int(m.group(1)) >= 3, line
             assert re.match(r"^\d+ dying memcgs vs \d+ live", line), line
             assert len(line.encode()) <= 256
-            # it never even tried to load libsystemd (the loader reports every object it opens)
-            assert "libsystemd" not in r.stderr, [l for l in r.stderr.splitlines()
-                                                  if "libsystemd" in l]
+            # no loader, no shared object, no bus: nothing of systemd's in reach
+            assert "libsystemd" not in r.stderr
             assert not os.path.exists(os.path.join(root, "run", "dbus"))
