@@ -13,6 +13,7 @@
 #include <inttypes.h>
 #include <stdarg.h>
 
+#include "checks/condmsg.h"
 #include "checks/cz.h"
 #include "checks/check_ena.h"
 #include "checks/ena.h"
@@ -310,9 +311,8 @@ static int resets_verdict(struct pass *p, struct ena_state *st, struct npd_resul
 		done[bi] = true;
 		n = ena_history_resets(&best->hist);
 		cause = best->hist.ev[best->hist.n - 1].cause;
-		npd_append(res, "%s %" PRIu64 " reset%s/%s%s%s", best->base.ifname[0] ?
-			   best->base.ifname : best->key, n, n == 1 ? "" : "s", win,
-			   cause[0] ? ": " : "", cause);
+		condmsg_ena_resets(res, best->base.ifname[0] ? best->base.ifname : best->key, n,
+				   win, cause);
 	}
 	if (problem)
 		res->status = NPD_PROBLEM;

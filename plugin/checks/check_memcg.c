@@ -11,6 +11,7 @@
 #include <sys/stat.h>
 
 #include "checks/check_memcg.h"
+#include "checks/condmsg.h"
 #include "checks/cz.h"
 #include "checks/memcg.h"
 #include "base/log.h"
@@ -233,7 +234,7 @@ int check_memcg(struct cz_ctx *ctx, struct npd_result *res)
 			log_warning("no restart hint: %s", why);
 			snprintf(r.hint, sizeof(r.hint), "%s", units_words(q));
 		} else {
-			systemd_hint_format(&sr, r.hint, sizeof(r.hint));
+			condmsg_restarts_hint(&sr, r.hint, sizeof(r.hint));
 		}
 		if (r.hint[0])
 			e = memcg_verdict(&r, &ctx->cfg, res);

@@ -24,6 +24,8 @@ enum cz_exit {
 	CZ_EXIT_ERROR = 2,   /* we could not do the job: bad usage, bad config, I/O */
 };
 
+#define CZ_GROUP_BY_MAX 6	/* fleet --group-by labels */
+
 struct cz_ctx {
 	struct cz_config cfg;
 	struct hostfs hf;
@@ -33,6 +35,11 @@ struct cz_ctx {
 	bool once;		 /* agent --once */
 	bool json;		 /* report --json */
 	const char *svg_path;	 /* report --svg FILE */
+	const char *selector;	 /* fleet -l/--selector: a label selector */
+	const char *group_by[CZ_GROUP_BY_MAX]; /* fleet --group-by LABEL (repeatable) */
+	size_t n_group_by;
+	bool nodes;		 /* fleet --nodes: the nodes behind each line */
+	uint64_t chunk_size;	 /* fleet --chunk-size: nodes per page (0 = 500) */
 	int argc;		 /* positional arguments after the subcommand words */
 	char **argv;
 };
