@@ -118,6 +118,8 @@ int periodic_cycle(struct periodic *p)
 
 	/* first: `check memcg` in this cycle (and in NPD's container) reads what it publishes */
 	(void)units_publish_due(&p->units, &p->ctx->cfg, now_monotonic_ms(), now_realtime_ms());
+	if (!p->ka && !p->ctx->cfg.agent.metrics_textfile[0])
+		return 0;	/* the units were the only work (NPD runs the checks) */
 	n = kube_agent_run_checks(p->ctx, names, res, MAX_RESULTS);
 	log_changes(p, names, res, n);
 	if (p->ka) {
