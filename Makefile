@@ -117,6 +117,8 @@ install: $(B)/cpuzombie
 	install -D -m 0644 config/cpuzombie.yaml $(DESTDIR)/etc/cpuzombie/cpuzombie.yaml
 	install -d $(DESTDIR)$(PREFIX)/share/cpuzombie/npd
 	install -m 0644 config/npd/*.json $(DESTDIR)$(PREFIX)/share/cpuzombie/npd/
+	install -D -m 0644 config/npd-log/cpuzombie-kernel-monitor.json \
+		$(DESTDIR)$(PREFIX)/share/cpuzombie/npd-log/cpuzombie-kernel-monitor.json
 	install -D -m 0644 config/man/cpuzombie.8 $(DESTDIR)$(PREFIX)/share/man/man8/cpuzombie.8
 	install -D -m 0644 config/man/cpuzombie.yaml.5 $(DESTDIR)$(PREFIX)/share/man/man5/cpuzombie.yaml.5
 	for u in config/systemd/*; do [ -e "$$u" ] && install -D -m 0644 "$$u" \
