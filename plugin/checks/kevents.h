@@ -70,6 +70,17 @@ bool kevents_record(struct kevents *k, const struct klog_event *e, uint64_t t_ms
  */
 int kevents_event(const struct kevents *k, size_t i, struct klog_event *ret);
 
+/*
+ * kevents_soft_lockups - pure: append to @ev (@n used of @max) one burst per soft lockup in
+ * @k that ended at or after @since_ms: on its CPU, lasting the seconds the kernel says it was
+ * stuck, 100% (the watchdog thread could not run at all), the task it names. A lockup that
+ * overlaps a burst the sampler recorded on the same CPU is that burst: not added. Returns the
+ * new count; *@ret_added (may be NULL) the number added.
+ */
+struct burst_event;
+size_t kevents_soft_lockups(const struct kevents *k, uint64_t since_ms, struct burst_event *ev,
+			    size_t n, size_t max, size_t *ret_added);
+
 /* kevents_parse / kevents_format - the payload (state_type callbacks; see state.h). */
 int kevents_parse(const char *payload, size_t len, void *obj);
 ssize_t kevents_format(const void *obj, char **ret);

@@ -75,18 +75,25 @@ def test_fifo_reset_to_check_ena(cz_bin, cz, tmp_path, fifo):
             f"3,1237,{now + 1100},-;ena 0000:00:05.0 eth0: tx_timeout: 0",
             f"3,1238,{now + 900000},-;ena 0000:00:05.0: Device reset completed successfully",
         ]
-        os.write(w, ("\n".join(recs) + "\n").encode())
-        text = wait_for(lambda: "Device reset completed" in events_file(run) and events_file(run))
+        lockup = (f"0,1239,{now + 950000},-;watchdog: BUG: soft lockup - CPU#37 stuck for 23s! "
+                  "[kubelet:2212]")
+        os.write(w, ("\n".join(recs + [lockup]) + "\n").encode())
+        text = wait_for(lambda: "CPU#37" in events_file(run) and events_file(run))
         assert text, open(tmp_path / "agent.err").read()
-        assert "next_seq 1239" in text and "count ena_tx_lost 1" in text
+        assert "next_seq 1240" in text and "count ena_tx_lost 1" in text
         assert "count ena_stat 1" in text and "tx_timeout: 0" not in text  # counted, not kept
-        assert "Keep alive" not in text and "forged" not in text and "soft_lockup" not in text
+        assert "Keep alive" not in text and "forged" not in text and "count soft_lockup 1" in text
         r = cz("--config", cfg, "--run-dir", run, "check", "ena", check=1)
-        assert r.line == "eth0 1 reset/1h (kernel log): lost Tx completions 156 > 128"
-        # a later record with a gap in the sequence: 1239..1240 lost, counted
+        assert r.line == ("eth0 1 reset/1h (kernel log): lost Tx completions 156 > 128 (cpu37 "
+                          "soft lockup kubelet)")
+        # check cpu: the soft lockup is a 23 s burst on its CPU, with the task it names
+        r = cz("--config", cfg, "--run-dir", run, "check", "cpu", check=1)
+        assert r.line.startswith("cpu37 100% sys 23.0s x1/10m; top kubelet 23.0s"), r
+        assert r.line.endswith("1 soft lockup (kernel log)"), r
+        # a later record with a gap in the sequence: 1240 lost, counted
         os.write(w, f"4,1241,{mono_us()},-;ena 0000:00:05.0 eth0: Keep alive watchdog timeout.\n"
                  .encode())
-        assert wait_for(lambda: "lost 2" in events_file(run))
+        assert wait_for(lambda: "lost 1\n" in events_file(run))
         os.close(w)
     finally:
         stop(p)

@@ -9,6 +9,7 @@
 #include "testutil.h"
 
 #include "checks/ena_kernel.h"
+#include "checks/history.h"
 #include "checks/kevents.h"
 #include "base/npd.h"
 #include "base/state.h"
@@ -102,6 +103,35 @@ static void test_bounded_and_bad_payloads(void **s)
 		assert_int_equal(kevents_parse(bad[i], strlen(bad[i]), &c), -EINVAL);
 		assert_memory_equal(&c, &untouched, sizeof(c));
 	}
+}
+
+/* check cpu: a soft lockup is a burst on its CPU, unless the sampler already has that burst. */
+static void test_soft_lockups_as_bursts(void **s)
+{
+	static struct burst_event ev[8];
+	size_t n, added;
+
+	memset(&K, 0, sizeof(K));
+	memset(ev, 0, sizeof(ev));
+	rec(&K, 100000, 1, "watchdog: BUG: soft lockup - CPU#3 stuck for 23s! [kubelet:2212]");
+	rec(&K, 200000, 2, "watchdog: BUG: soft lockup - CPU#5 stuck for 22s! [kworker/5:1:88]");
+	rec(&K, 5000, 3, "watchdog: BUG: soft lockup - CPU#6 stuck for 22s! [old:1]"); /* too old */
+	/* the sampler saw cpu5 saturated over the same seconds: that is the same burst */
+	ev[0] = (struct burst_event){ .cpu = 5, .start_ms = 170000, .end_ms = 190000 };
+	n = kevents_soft_lockups(&K, 50000, ev, 1, ARRAY_SIZE(ev), &added);
+	assert_int_equal(n, 2);
+	assert_int_equal(added, 1);
+	assert_int_equal(ev[1].cpu, 3);
+	assert_int_equal(ev[1].start_ms, 77000);
+	assert_int_equal(ev[1].end_ms, 100000);
+	assert_true(ev[1].peak_pct == 100.0);
+	assert_int_equal(ev[1].ntasks, 1);
+	assert_string_equal(ev[1].task[0].comm, "kubelet");
+	assert_int_equal(ev[1].task[0].pid, 2212);
+	assert_int_equal(ev[1].task[0].stime_ms, 23000);
+	/* full: nothing written past max */
+	assert_int_equal(kevents_soft_lockups(&K, 0, ev, 2, 2, &added), 2);
+	assert_int_equal(added, 0);
 }
 
 static struct ena_kernel KR;
@@ -257,6 +287,7 @@ int main(void)
 		cmocka_unit_test(test_record_and_roundtrip),
 		cmocka_unit_test(test_bounded_and_bad_payloads),
 		cmocka_unit_test(test_kernel_resets_window),
+		cmocka_unit_test(test_soft_lockups_as_bursts),
 		cmocka_unit_test_setup_teardown(test_check_merges_without_double_count, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_check_kernel_only_device, setup, teardown),
