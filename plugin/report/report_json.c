@@ -294,5 +294,6 @@ json_object *report_json(const struct report *r)
 	add(o, "memcg", memcg(r));
 	add(o, "cores", cores(r));
 	add(o, "nics", nics(r));
+	add(o, "kernel", report_kernel_json(r));
 	return o;
 }

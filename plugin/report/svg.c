@@ -2,6 +2,8 @@
 #include <errno.h>
 #include <time.h>
 
+#include "checks/kevents.h"
+#include "checks/klog_incident.h"
 #include "report/report.h"
 #include "report/svg.h"
 #include "base/util.h"
@@ -165,6 +167,37 @@ static void resets(FILE *out, const struct report *r, const struct geom *g)
 	}
 }
 
+/* What the kernel logged (the agent's kernel-event log): a diamond on the row of the CPU a
+ * lockup or stall names, a purple tick above the cores for an ENA reset line. */
+static void kernel(FILE *out, const struct report *r, const struct geom *g)
+{
+	const struct kevents *k = r->kev;
+	unsigned n = 0;
+
+	for (size_t i = 0; k && i < k->n; i++) {
+		struct klog_event e;
+		uint64_t t = k->ev[i].t_ms;
+		char a[16], d[256];
+		double x = x_of(g, t);
+
+		if (t < g->t0 || t > g->t1 || kevents_event(k, i, &e) != 1 || e.cont ||
+		    !(klog_is_lockup(&e) || klog_kind_is_reset(e.kind)))
+			continue;
+		fprintf(out, "<g class=\"marker kernel %s\" id=\"kernel-%u\"><title>%s UTC ",
+			klog_kind_name(e.kind), n++, utc_hms(t, a, sizeof(a)));
+		xml(out, klog_event_describe(&e, d, sizeof(d)));
+		fputs(" (kernel log)</title>", out);
+		if (e.cpu >= 0 && (unsigned)e.cpu < g->ncpu && !klog_kind_is_ena(e.kind))
+			fprintf(out, "<path class=\"kernel-cpu\" d=\"M%.2f %.2f l6 %.2f l-6 %.2f l-6 "
+				     "%.2f z\"/>", x, TOP + e.cpu * g->rh, g->rh / 2, g->rh / 2,
+				-g->rh / 2);
+		else
+			fprintf(out, "<path class=\"kernel-tick\" d=\"M%.2f %d l-5 -9 h10 z\"/>", x,
+				TOP - 14);
+		fputs("</g>\n", out);
+	}
+}
+
 static void axis(FILE *out, const struct geom *g)
 {
 	static const uint64_t steps[] = { 1000, 5000, 10000, 30000, 60000, 120000, 300000, 600000,
@@ -203,12 +236,13 @@ static void head(FILE *out, const struct report *r, const struct geom *g, double
 	      ".s7{fill:#ff4d4d}.s8{fill:#f03030}.s9{fill:#d00000}.s10{fill:#a00000}"
 	      ".burst-box{fill:none;stroke:#0050ff;stroke-width:2}.burst-tick{fill:#0050ff}"
 	      ".reset-line{stroke:#00b000;stroke-width:3;stroke-dasharray:6 3}"
-	      ".reset-tick{fill:#00b000}</style>\n", out);
+	      ".reset-tick{fill:#00b000}.kernel-cpu{fill:#8000c0;stroke:#fff}"
+	      ".kernel-tick{fill:#8000c0}</style>\n", out);
 	fprintf(out, "<rect width=\"100%%\" height=\"100%%\" fill=\"#f7f7f7\"/>\n<text x=\"%d\" "
 		     "y=\"22\" style=\"font-size:15px\">cpuzombie: ", LEFT);
 	xml(out, r->node[0] ? r->node : "-");
 	fprintf(out, " per-core %s share %s..%s UTC, %u cores; blue: bursts >= %g%%, green: ENA "
-		     "resets</text>\n", config_metric_name(r->cfg->cpu.metric),
+		     "resets, purple: kernel log</text>\n", config_metric_name(r->cfg->cpu.metric),
 		utc_hms(g->t0, a, sizeof(a)), utc_hms(g->t1, b, sizeof(b)), g->ncpu,
 		r->cfg->cpu.threshold_pct);
 }
@@ -241,6 +275,7 @@ int svg_write(const struct report *r, FILE *out)
 	fputs("</g>\n<g id=\"markers\">\n", out);
 	bursts(out, r, &g);
 	resets(out, r, &g);
+	kernel(out, r, &g);
 	fputs("</g>\n", out);
 	axis(out, &g);
 	fputs("</svg>\n", out);
