@@ -188,12 +188,12 @@ static void kernel(FILE *out, const struct report *r, const struct geom *g)
 		xml(out, klog_event_describe(&e, d, sizeof(d)));
 		fputs(" (kernel log)</title>", out);
 		if (e.cpu >= 0 && (unsigned)e.cpu < g->ncpu && !klog_kind_is_ena(e.kind))
-			fprintf(out, "<path class=\"kernel-cpu\" d=\"M%.2f %.2f l6 %.2f l-6 %.2f l-6 "
-				     "%.2f z\"/>", x, TOP + e.cpu * g->rh, g->rh / 2, g->rh / 2,
-				-g->rh / 2);
+			fprintf(out, "<path class=\"kernel-cpu\" fill=\"#8000c0\" stroke=\"#fff\" "
+				     "d=\"M%.2f %.2f l6 %.2f l-6 %.2f l-6 %.2f z\"/>", x, TOP + e.cpu * g->rh,
+				g->rh / 2, g->rh / 2, -g->rh / 2);
 		else
-			fprintf(out, "<path class=\"kernel-tick\" d=\"M%.2f %d l-5 -9 h10 z\"/>", x,
-				TOP - 14);
+			fprintf(out, "<path class=\"kernel-tick\" fill=\"#8000c0\" d=\"M%.2f %d l-5 -9 "
+				     "h10 z\"/>", x, TOP - 14);
 		fputs("</g>\n", out);
 	}
 }
@@ -236,15 +236,14 @@ static void head(FILE *out, const struct report *r, const struct geom *g, double
 	      ".s7{fill:#ff4d4d}.s8{fill:#f03030}.s9{fill:#d00000}.s10{fill:#a00000}"
 	      ".burst-box{fill:none;stroke:#0050ff;stroke-width:2}.burst-tick{fill:#0050ff}"
 	      ".reset-line{stroke:#00b000;stroke-width:3;stroke-dasharray:6 3}"
-	      ".reset-tick{fill:#00b000}.kernel-cpu{fill:#8000c0;stroke:#fff}"
-	      ".kernel-tick{fill:#8000c0}</style>\n", out);
+	      ".reset-tick{fill:#00b000}</style>\n", out);
 	fprintf(out, "<rect width=\"100%%\" height=\"100%%\" fill=\"#f7f7f7\"/>\n<text x=\"%d\" "
 		     "y=\"22\" style=\"font-size:15px\">cpuzombie: ", LEFT);
 	xml(out, r->node[0] ? r->node : "-");
 	fprintf(out, " per-core %s share %s..%s UTC, %u cores; blue: bursts >= %g%%, green: ENA "
-		     "resets, purple: kernel log</text>\n", config_metric_name(r->cfg->cpu.metric),
+		     "resets%s</text>\n", config_metric_name(r->cfg->cpu.metric),
 		utc_hms(g->t0, a, sizeof(a)), utc_hms(g->t1, b, sizeof(b)), g->ncpu,
-		r->cfg->cpu.threshold_pct);
+		r->cfg->cpu.threshold_pct, r->kev ? ", purple: kernel log" : "");
 }
 
 int svg_write(const struct report *r, FILE *out)

@@ -10,6 +10,9 @@
 
 #include "checks/ena_kernel.h"
 #include "checks/history.h"
+#include "agent/metrics.h"
+#include "report/report.h"
+#include "report/svg.h"
 #include "checks/kevents.h"
 #include "base/npd.h"
 #include "base/state.h"
@@ -167,6 +170,62 @@ static void test_kernel_resets_window(void **s)
 	assert_null(ena_kernel_find(&KR, "0000:00:06.0", "eth1"));
 }
 
+/* The report and the metrics: kernel events as series, lines and heatmap markers. */
+static void test_report_metrics_svg(void **s)
+{
+	struct cz_config c;
+	struct report *r;
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f;
+	json_object *j;
+
+	config_defaults(&c);
+	r = report_new(&c, 10 * 60 * 1000);
+	assert_non_null(r);
+	/* no log: no series, no section, no JSON key */
+	f = open_memstream(&buf, &len);
+	assert_int_equal(metrics_format(r, f), 0);
+	fclose(f);
+	assert_null(strstr(buf, "cpuzombie_kernel_events_total"));
+	free(buf);
+	r->kev = calloc(1, sizeof(*r->kev));
+	assert_non_null(r->kev);
+	rec(r->kev, 9 * 60 * 1000, 1, "watchdog: BUG: soft lockup - CPU#1 stuck for 23s! "
+				      "[kubelet:2212]");
+	rec(r->kev, 9 * 60 * 1000 + 500, 2, "ena 0000:00:05.0 eth0: Trigger reset is on");
+	rec(r->kev, 9 * 60 * 1000 + 600, 3, "ena 0000:00:05.0 eth0: tx_timeout: 1");
+	r->kev->lost = 7;
+	f = open_memstream(&buf, &len);
+	assert_int_equal(metrics_format(r, f), 0);
+	fclose(f);
+	assert_non_null(strstr(buf, "\ncpuzombie_kernel_events_total{kind=\"soft_lockup\"} 1\n"));
+	assert_non_null(strstr(buf, "\ncpuzombie_kernel_events_total{kind=\"ena_stat\"} 1\n"));
+	assert_non_null(strstr(buf, "\ncpuzombie_kernel_events_total{kind=\"hung_task\"} 0\n"));
+	assert_non_null(strstr(buf, "\ncpuzombie_kernel_records_lost_total 7\n"));
+	free(buf);
+	f = open_memstream(&buf, &len);
+	report_print_kernel(r, f);
+	fclose(f);
+	assert_non_null(strstr(buf, "records lost"));
+	assert_non_null(strstr(buf, "00:09:00  cpu1 soft lockup 23s (kubelet) pid 2212\n"));
+	assert_non_null(strstr(buf, "00:09:00  eth0 reset starts\n"));
+	free(buf);
+	j = report_kernel_json(r);
+	assert_non_null(j);
+	assert_int_equal(json_object_array_length(json_object_object_get(j, "events")), 2);
+	json_object_put(j);
+	r->ncpu = 2;
+	f = open_memstream(&buf, &len);
+	assert_int_equal(svg_write(r, f), 0);
+	fclose(f);
+	assert_non_null(strstr(buf, "<g class=\"marker kernel soft_lockup\" id=\"kernel-0\">"));
+	assert_non_null(strstr(buf, "<g class=\"marker kernel ena_reset_trigger\" id=\"kernel-1\">"));
+	assert_non_null(strstr(buf, "purple: kernel log"));
+	free(buf);
+	report_free(r);
+}
+
 /* ---- through the check, with a scripted upstream device (no reason counters) -------------- */
 
 static char dir[64];
@@ -288,6 +347,7 @@ int main(void)
 		cmocka_unit_test(test_bounded_and_bad_payloads),
 		cmocka_unit_test(test_kernel_resets_window),
 		cmocka_unit_test(test_soft_lockups_as_bursts),
+		cmocka_unit_test(test_report_metrics_svg),
 		cmocka_unit_test_setup_teardown(test_check_merges_without_double_count, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_check_kernel_only_device, setup, teardown),
