@@ -14,6 +14,7 @@
 #include <stdarg.h>
 
 #include "checks/cz.h"
+#include "checks/check_ena.h"
 #include "checks/ena.h"
 #include "checks/ena_kernel.h"
 #include "checks/ena_link.h"
@@ -21,12 +22,6 @@
 #include "base/util.h"
 
 #define STATE_MAX (4u << 20) /* 64 devices x ~1000 filtered counters, with room */
-
-struct ena_lists ena_lists_from_config(const struct cz_config *cfg)
-{
-	return (struct ena_lists){ &cfg->ena.reset_counters, &cfg->ena.risk_counters,
-				   &cfg->ena.allowance_counters };
-}
 
 void ena_devices_free(struct ena_devices *d)
 {

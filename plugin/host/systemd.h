@@ -53,7 +53,7 @@ enum log_prio;
 struct log_fields;
 int systemd_log_sink(enum log_prio prio, const struct log_fields *f, const char *msg);
 
-/* ---- unit restart counts ---- */
+/* ---- unit restart counts (the pure functions are in systemd_restarts.c) ---- */
 
 #define SYSTEMD_UNIT_MAX 128	/* unit name bytes kept (systemd's own limit is 255) */
 #define SYSTEMD_TOP_MAX 64	/* units kept in a reading and in the state file */
