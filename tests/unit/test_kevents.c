@@ -8,6 +8,7 @@
 
 #include "testutil.h"
 
+#include "checks/check_ena.h"
 #include "checks/ena_kernel.h"
 #include "checks/history.h"
 #include "agent/metrics.h"
