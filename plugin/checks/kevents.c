@@ -137,20 +137,28 @@ static int word_u64(const char **p, const char *end, uint64_t *ret, bool *ret_no
 	return parse_u64_n(s, n, ret);
 }
 
+/* [s, end) starts with @word: returns what follows it, else NULL (no NUL needed). */
+static const char *after(const char *s, const char *end, const char *word)
+{
+	size_t n = strlen(word);
+
+	return (size_t)(end - s) >= n && memcmp(s, word, n) == 0 ? s + n : NULL;
+}
+
 static int parse_line(struct kevents *k, const char *s, const char *end)
 {
 	uint64_t a, b;
 	bool none = false;
 	const char *rest;
 
-	if ((rest = startswith(s, "ev ")) && rest <= end) {
+	if ((rest = after(s, end, "ev "))) {
 		if (word_u64(&rest, end, &a, NULL) < 0 || word_u64(&rest, end, &b, NULL) < 0 ||
 		    rest >= end || k->n == KEVENTS_MAX || (size_t)(end - rest) > KEVENT_MSG_MAX)
 			return -EINVAL;
 		keep(k, a, b, rest, (size_t)(end - rest));
 		return 0;
 	}
-	if ((rest = startswith(s, "boot ")) && rest <= end) {
+	if ((rest = after(s, end, "boot "))) {
 		size_t n = (size_t)(end - rest);
 		char id[sizeof(k->boot_id)];
 
@@ -163,18 +171,18 @@ static int parse_line(struct kevents *k, const char *s, const char *end)
 		memcpy(k->boot_id, streq(id, "-") ? "" : id, streq(id, "-") ? 1 : n + 1);
 		return 0;
 	}
-	if ((rest = startswith(s, "next_seq ")) && rest <= end) {
+	if ((rest = after(s, end, "next_seq "))) {
 		if (word_u64(&rest, end, &a, &none) < 0 || rest != end)
 			return -EINVAL;
 		k->have_seq = !none;
 		k->next_seq = none ? 0 : a;
 		return 0;
 	}
-	if ((rest = startswith(s, "lost ")) && rest <= end)
+	if ((rest = after(s, end, "lost ")))
 		return word_u64(&rest, end, &k->lost, NULL) < 0 || rest != end ? -EINVAL : 0;
-	if ((rest = startswith(s, "overruns ")) && rest <= end)
+	if ((rest = after(s, end, "overruns ")))
 		return word_u64(&rest, end, &k->overruns, NULL) < 0 || rest != end ? -EINVAL : 0;
-	if ((rest = startswith(s, "count ")) && rest <= end) {
+	if ((rest = after(s, end, "count "))) {
 		const char *sp = memchr(rest, ' ', (size_t)(end - rest));
 		char name[32];
 		enum klog_kind kind;
