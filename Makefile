@@ -55,8 +55,9 @@ HDRS := $(wildcard plugin/*/*.h)
 # What the check binary leaves out: the agent, the subcommands that need it, the cluster side
 # but its pure condition model, and the libsystemd half of host/. Everything else is offline.
 CHECK_CLUSTER_SRCS := $(wildcard plugin/cluster/conditions.c plugin/cluster/kjson.c)
-ONLINE_SRCS := $(wildcard plugin/agent/*.c) plugin/cmd/cmd_agent.c plugin/cmd/cmd_kube.c \
-	plugin/host/systemd.c $(filter-out $(CHECK_CLUSTER_SRCS),$(wildcard plugin/cluster/*.c))
+ONLINE_SRCS := $(wildcard plugin/agent/*.c plugin/cmd/cmd_agent.c plugin/cmd/cmd_kube.c \
+	plugin/cmd/cmd_fleet.c plugin/report/fleet*.c \
+	plugin/host/systemd.c) $(filter-out $(CHECK_CLUSTER_SRCS),$(wildcard plugin/cluster/*.c))
 ONLINE_OBJS := $(ONLINE_SRCS:plugin/%.c=$(B)/obj/%.o)
 CHECK_OBJS := $(patsubst plugin/%.c,$(B)/obj/%.o,$(filter-out $(ONLINE_SRCS) plugin/cmd/main.c,\
 	$(SRCS))) $(B)/obj/cmd/main-check.o
@@ -173,6 +174,7 @@ bench: deps-build all
 install: $(B)/cpuzombie $(B)/cpuzombie-check
 	install -D -m 0755 $(B)/cpuzombie $(DESTDIR)$(PREFIX)/bin/cpuzombie
 	install -D -m 0755 $(B)/cpuzombie-check $(DESTDIR)$(PREFIX)/bin/cpuzombie-check
+	ln -sf cpuzombie $(DESTDIR)$(PREFIX)/bin/kubectl-cpuzombie  # `kubectl cpuzombie` (fleet)
 	install -D -m 0644 config/cpuzombie.yaml $(DESTDIR)/etc/cpuzombie/cpuzombie.yaml
 	install -d $(DESTDIR)$(PREFIX)/share/cpuzombie/npd
 	install -m 0644 config/npd/*.json $(DESTDIR)$(PREFIX)/share/cpuzombie/npd/

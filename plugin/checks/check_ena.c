@@ -13,6 +13,7 @@
 #include <inttypes.h>
 #include <stdarg.h>
 
+#include "checks/condmsg.h"
 #include "checks/cz.h"
 #include "checks/check_ena.h"
 #include "checks/ena.h"
@@ -343,9 +344,15 @@ static int resets_verdict(struct pass *p, struct ena_state *st, struct ena_kerne
 			break;
 		problem = true;
 		done[bi] = true;
-		npd_append(res, "%s %" PRIu64 " reset%s/%s%s%s%s", best->name, best->n,
-			   best->n == 1 ? "" : "s", win, best->klog ? " (kernel log)" : "",
-			   best->cause[0] ? ": " : "", best->cause);
+		if (best->klog) { /* the kernel log saw more: say so after the cause */
+			char c[ENA_CAUSE_MAX + 16];
+
+			snprintf(c, sizeof(c), "%s%skernel log", best->cause,
+				 best->cause[0] ? "; " : "");
+			condmsg_ena_resets(res, best->name, best->n, win, c);
+		} else {
+			condmsg_ena_resets(res, best->name, best->n, win, best->cause);
+		}
 	}
 	if (problem)
 		res->status = NPD_PROBLEM;

@@ -7,6 +7,7 @@
 #include <math.h>
 #include <time.h>
 
+#include "checks/condmsg.h"
 #include "checks/cpustat.h"
 #include "report/advice.h"
 #include "report/report.h"
@@ -283,7 +284,7 @@ static void print_memcg(const struct report *r, FILE *out)
 			m->source == MEMCG_V1 ? "cgroup v1; fixed in 5.8" : "cgroup v2");
 	print_canary(r, out);
 	if (r->restarts_rc == 0 && r->restarts.n > 0) {
-		systemd_hint_format(&r->restarts, hint, sizeof(hint));
+		condmsg_restarts_hint(&r->restarts, hint, sizeof(hint));
 		fprintf(out, "  restarts   %s\n", hint + strlen("top restarts: "));
 	} else if (r->restarts_rc == 0) {
 		fprintf(out, "  restarts   no service unit has restarted\n");

@@ -290,7 +290,7 @@ static void test_check_merges_without_double_count(void **s)
 	rec(&K, t0 + 2000, 3, "ena 0000:00:05.0: Device reset completed successfully");
 	assert_int_equal(ena_kernel_resets(&K, t0 + 60000, cfg.ena.window_ms, &KR), 0);
 	assert_int_equal(check(t0 + 60000, &KR, &res), NPD_PROBLEM);
-	assert_string_equal(res.msg, "eth0 1 reset/1h (kernel log): lost Tx completions 156 > 128");
+	assert_string_equal(res.msg, "eth0 1 reset/1h: lost Tx completions 156 > 128; kernel log");
 	/* without the log the same counters say nothing happened */
 	assert_int_equal(check(t0 + 61000, NULL, &res), NPD_OK);
 
@@ -302,7 +302,7 @@ static void test_check_merges_without_double_count(void **s)
 	assert_int_equal(KR.dev[0].resets, 2);
 	assert_int_equal(check(t0 + 80000, &KR, &res), NPD_PROBLEM);
 	/* counters: 1 (wd_expired), log: 2: the log's count, never 3 */
-	assert_string_equal(res.msg, "eth0 2 resets/1h (kernel log): wd_expired +1");
+	assert_string_equal(res.msg, "eth0 2 resets/1h: wd_expired +1; kernel log");
 }
 
 static void test_check_kernel_only_device(void **s)
@@ -316,7 +316,7 @@ static void test_check_kernel_only_device(void **s)
 	rec(&K, t0, 2, "ena 0000:00:06.0 eth1: Trigger reset is on");
 	assert_int_equal(ena_kernel_resets(&K, t0 + 1000, cfg.ena.window_ms, &KR), 0);
 	assert_int_equal(check(t0 + 1000, &KR, &res), NPD_PROBLEM);
-	assert_string_equal(res.msg, "eth1 1 reset/1h (kernel log): admin queue timeout");
+	assert_string_equal(res.msg, "eth1 1 reset/1h: admin queue timeout; kernel log");
 	/* an hour and more later it has left the window */
 	assert_int_equal(ena_kernel_resets(&K, t0 + 3601000, cfg.ena.window_ms, &KR), 0);
 	assert_int_equal(check(t0 + 3601000, &KR, &res), NPD_OK);
