@@ -9,6 +9,7 @@
 #include "testutil.h"
 
 #include "checks/check_ena.h"
+#include "checks/condmsg.h"
 #include "checks/ena_kernel.h"
 #include "checks/history.h"
 #include "agent/metrics.h"
@@ -291,6 +292,13 @@ static void test_check_merges_without_double_count(void **s)
 	assert_int_equal(ena_kernel_resets(&K, t0 + 60000, cfg.ena.window_ms, &KR), 0);
 	assert_int_equal(check(t0 + 60000, &KR, &res), NPD_PROBLEM);
 	assert_string_equal(res.msg, "eth0 1 reset/1h: lost Tx completions 156 > 128; kernel log");
+	{ /* `cpuzombie fleet` reads it as any other reset message (condmsg.h) */
+		struct condmsg_ena ce;
+
+		assert_int_equal(condmsg_ena_parse(res.msg, false, &ce), 0);
+		assert_string_equal(ce.ifname, "eth0");
+		assert_int_equal(ce.resets, 1);
+	}
 	/* without the log the same counters say nothing happened */
 	assert_int_equal(check(t0 + 61000, NULL, &res), NPD_OK);
 
