@@ -209,6 +209,10 @@ static int summarize_cond(struct fleet *f, int c, struct fleet_cond_summary *cs,
 		case FLEET_TRUE:
 			cs->t++;
 			cs->not_ready += x->ready != FLEET_TRUE;
+			if (x->since_ms[c] && (!cs->first_true_ms || x->since_ms[c] < cs->first_true_ms))
+				cs->first_true_ms = x->since_ms[c];
+			if (x->since_ms[c] > cs->last_true_ms)
+				cs->last_true_ms = x->since_ms[c];
 			break;
 		case FLEET_FALSE: cs->f++; break;
 		case FLEET_UNKNOWN: cs->unknown++; break;

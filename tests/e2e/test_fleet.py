@@ -87,6 +87,10 @@ def test_names_the_zone_and_image_first(emu, kc, cz_bin):
     assert m["false"] == sum(status_of(n, "MemcgZombieLeak") == "False" for n in state)
     assert m["absent"] == sum(status_of(n, "MemcgZombieLeak") is None for n in state) > 0
     assert doc["nodes"] == 400 and doc["duplicates"] == 0
+    assert (m["true_since_first"], m["true_since_latest"]) == ("2024-05-01T00:00:00Z",
+                                                               "2024-05-01T00:59:00Z")
+    assert "True since (lastTransitionTime): first 2024-05-01T00:00:00Z, latest " \
+        "2024-05-01T00:59:00Z" in r.stdout
     assert cond(doc, "CPUCoreSaturation")["true"] == 9
     assert cond(doc, "CPUCoreSaturation")["top"][0]["name"] == "kubelet"
     assert cond(doc, "ENADeviceReset")["top"][0]["name"] == "poll starvation"
