@@ -120,6 +120,7 @@ struct fleet_summary {
 	struct fleet_cond_summary cond[FLEET_NCOND];
 	int order[FLEET_NCOND];		/* conditions, most True nodes first */
 	size_t held;			/* nodes annotated cpuzombie.io/cordoned */
+	size_t drained;			/* ... and cpuzombie.io/drained */
 	bool leases_known;
 	char leases_denied[160];	/* why the Leases could not be read, or "" */
 	size_t leases_held, leases_expired;

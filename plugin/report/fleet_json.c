@@ -110,6 +110,7 @@ static json_object *remediation_json(struct fleet *f, const struct fleet_summary
 
 	fleet_nodes_held(f, name_add, held);
 	add(o, "held", held);
+	add(o, "drained", num(s->drained));
 	add(o, "unschedulable", num(s->unschedulable));
 	add(leases, "readable", json_object_new_boolean(s->leases_known));
 	if (!s->leases_known)

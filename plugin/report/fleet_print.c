@@ -164,9 +164,9 @@ static void print_remediation(struct fleet *f, const struct fleet_summary *s, bo
 	struct names_out no = { out, 0, 0 };
 	char b[sizeof(s->leases_denied) + 4];
 
-	fprintf(out, "Remediation: %zu node%s held by cpuzombie (annotated %s); %zu unschedulable "
-		"in all", s->held, s->held == 1 ? "" : "s", "cpuzombie.io/cordoned",
-		s->unschedulable);
+	fprintf(out, "Remediation: %zu node%s held by cpuzombie (annotated %s), %zu drained; %zu "
+		"unschedulable in all", s->held, s->held == 1 ? "" : "s", "cpuzombie.io/cordoned",
+		s->drained, s->unschedulable);
 	if (nodes || s->held <= 10)
 		fleet_nodes_held(f, name_out, &no);
 	fputc('\n', out);

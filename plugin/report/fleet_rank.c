@@ -251,6 +251,7 @@ int fleet_summarize(struct fleet *f, struct fleet_summary *ret)
 		s.ready_unknown += x->ready == FLEET_UNKNOWN || x->ready == FLEET_ABSENT;
 		s.unschedulable += x->unschedulable;
 		s.held += x->held;
+		s.drained += x->held && x->drained;
 	}
 	for (int c = 0; c < FLEET_NCOND && r == 0; c++)
 		r = summarize_cond(f, c, &s.cond[c], touched);

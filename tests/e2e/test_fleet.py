@@ -95,7 +95,7 @@ def test_names_the_zone_and_image_first(emu, kc, cz_bin):
     assert cond(doc, "CPUCoreSaturation")["top"][0]["name"] == "kubelet"
     assert cond(doc, "ENADeviceReset")["top"][0]["name"] == "poll starvation"
     rem = doc["remediation"]
-    assert len(rem["held"]) == 2 and rem["leases"]["readable"] is True
+    assert len(rem["held"]) == 2 and rem["drained"] == 2 and rem["leases"]["readable"] is True
     assert rem["leases"]["holders"] == [state[0]["metadata"]["name"]]
     # pages of 50: 8 requests, each with limit, all but the first continuing
     gets = [e for e in emu.log() if e["path"] == "/api/v1/nodes" and e["method"] == "GET"]

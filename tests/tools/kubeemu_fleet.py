@@ -162,7 +162,8 @@ def node(name, zone, itype, image, kernel, ours, images, held=False, ready=True)
            "alpha.kubernetes.io/provided-node-ip": "10.0.0.1"}
     if held:
         ann["cpuzombie.io/cordoned"] = "MemcgZombieLeak True since " + T0
-        ann["cpuzombie.io/last-action"] = "cordon"
+        ann["cpuzombie.io/last-action"] = "drain"
+        ann["cpuzombie.io/drained"] = T0
     return {"kind": "Node", "apiVersion": "v1",
             "metadata": {"name": name, "creationTimestamp": T0, "annotations": ann, "labels": {
                 "kubernetes.io/hostname": name, "kubernetes.io/os": "linux",

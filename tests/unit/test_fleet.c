@@ -186,6 +186,7 @@ static void test_leases_and_held(void **state)
 	fleet_set_leases(f, l, 3, 1704067200000ull + 60000, 2, NULL);
 	assert_int_equal(fleet_summarize(f, &s), 0);
 	assert_int_equal(s.held, 1);
+	assert_int_equal(s.drained, 0);
 	assert_true(s.leases_known);
 	assert_int_equal(s.leases_held, 1);
 	assert_int_equal(s.leases_expired, 1);
