@@ -35,7 +35,9 @@ def wait_for(pred, timeout=20.0):
 
 def start_agent(cz_bin, tmp_path, kmsg):
     cfg = tmp_path / "cz.yaml"
-    cfg.write_text(f"agent:\n  kmsg: {kmsg}\ncpu:\n  attribute_tasks: false\n")
+    prom = tmp_path / "cz.prom"
+    cfg.write_text(f"agent:\n  kmsg: {kmsg}\n  check_interval: 1s\n  metrics_textfile: {prom}\n"
+                   "cpu:\n  attribute_tasks: false\n")
     run = tmp_path / "run"
     cmd = [cz_bin, "--config", str(cfg), "--run-dir", str(run), "--state-dir",
            str(tmp_path / "state"), "agent"]
@@ -90,6 +92,17 @@ def test_fifo_reset_to_check_ena(cz_bin, cz, tmp_path, fifo):
         r = cz("--config", cfg, "--run-dir", run, "check", "cpu", check=1)
         assert r.line.startswith("cpu37 100% sys 23.0s x1/10m; top kubelet 23.0s"), r
         assert r.line.endswith("1 soft lockup (kernel log)"), r
+        # metrics (the agent's textfile) and the report see the same log
+        prom = str(tmp_path / "cz.prom")
+        assert wait_for(lambda: os.path.exists(prom) and 'cpuzombie_kernel_events_total{kind="ena_tx_lost"} 1\n'
+                        in open(prom).read()), open(prom).read() if os.path.exists(prom) else ""
+        m = open(prom).read()
+        assert 'cpuzombie_kernel_events_total{kind="soft_lockup"} 1\n' in m
+        assert 'cpuzombie_kernel_events_total{kind="ena_stat"} 1\n' in m
+        rep = json.loads(cz("--config", cfg, "--run-dir", run, "report", "--json", check=None).out)
+        kinds = [e["kind"] for e in rep["kernel"]["events"]]
+        assert kinds == ["ena_tx_lost", "ena_reset_trigger", "ena_reset", "soft_lockup"], kinds
+        assert rep["kernel"]["events"][3]["cpu"] == 37 and rep["kernel"]["events"][3]["task"] == "kubelet"
         # a later record with a gap in the sequence: 1240 lost, counted
         os.write(w, f"4,1241,{mono_us()},-;ena 0000:00:05.0 eth0: Keep alive watchdog timeout.\n"
                  .encode())
