@@ -58,6 +58,7 @@ HDRS := $(wildcard plugin/*/*.h)
 # but its pure condition model, and the libsystemd half of host/. Everything else is offline.
 CHECK_CLUSTER_SRCS := $(wildcard plugin/cluster/conditions.c plugin/cluster/kjson.c)
 ONLINE_SRCS := $(wildcard plugin/agent/*.c plugin/cmd/cmd_agent.c plugin/cmd/cmd_kube.c \
+	plugin/cmd/cmd_fleet.c plugin/report/fleet*.c \
 	plugin/host/systemd.c) $(filter-out $(CHECK_CLUSTER_SRCS),$(wildcard plugin/cluster/*.c))
 ONLINE_OBJS := $(ONLINE_SRCS:plugin/%.c=$(B)/obj/%.o)
 CHECK_OBJS := $(patsubst plugin/%.c,$(B)/obj/%.o,$(filter-out $(ONLINE_SRCS) plugin/cmd/main.c,\
@@ -175,9 +176,12 @@ bench: deps-build all
 install: $(B)/cpuzombie $(B)/cpuzombie-check
 	install -D -m 0755 $(B)/cpuzombie $(DESTDIR)$(PREFIX)/bin/cpuzombie
 	install -D -m 0755 $(B)/cpuzombie-check $(DESTDIR)$(PREFIX)/bin/cpuzombie-check
+	ln -sf cpuzombie $(DESTDIR)$(PREFIX)/bin/kubectl-cpuzombie  # `kubectl cpuzombie` (fleet)
 	install -D -m 0644 config/cpuzombie.yaml $(DESTDIR)/etc/cpuzombie/cpuzombie.yaml
 	install -d $(DESTDIR)$(PREFIX)/share/cpuzombie/npd
 	install -m 0644 config/npd/*.json $(DESTDIR)$(PREFIX)/share/cpuzombie/npd/
+	install -D -m 0644 config/npd-log/cpuzombie-kernel-monitor.json \
+		$(DESTDIR)$(PREFIX)/share/cpuzombie/npd-log/cpuzombie-kernel-monitor.json
 	install -D -m 0644 config/man/cpuzombie.8 $(DESTDIR)$(PREFIX)/share/man/man8/cpuzombie.8
 	install -D -m 0644 config/man/cpuzombie.yaml.5 $(DESTDIR)$(PREFIX)/share/man/man5/cpuzombie.yaml.5
 	for u in config/systemd/*; do [ -e "$$u" ] && install -D -m 0644 "$$u" \

@@ -34,6 +34,8 @@ struct systemd_restarts;
 typedef int (*cz_restarts_fn)(const char *bus, const char *state_dir, uint64_t now_ms,
 			      struct systemd_restarts *ret, char *err, size_t err_size);
 
+#define CZ_GROUP_BY_MAX 6	/* fleet --group-by labels */
+
 struct cz_ctx {
 	struct cz_config cfg;
 	struct hostfs hf;
@@ -43,6 +45,11 @@ struct cz_ctx {
 	bool once;		 /* agent --once */
 	bool json;		 /* report --json */
 	const char *svg_path;	 /* report --svg FILE */
+	const char *selector;	 /* fleet -l/--selector: a label selector */
+	const char *group_by[CZ_GROUP_BY_MAX]; /* fleet --group-by LABEL (repeatable) */
+	size_t n_group_by;
+	bool nodes;		 /* fleet --nodes: the nodes behind each line */
+	uint64_t chunk_size;	 /* fleet --chunk-size: nodes per page (0 = 500) */
 	int argc;		 /* positional arguments after the subcommand words */
 	char **argv;
 	cz_restarts_fn restarts_update; /* NULL: no systemd in this binary */

@@ -26,5 +26,8 @@ int cmd_agent(struct cz_ctx *ctx);
 int cmd_kube_cycle(struct cz_ctx *ctx);
 /* `report [--json|--svg FILE]`: everything this node says, for a human. */
 int cmd_report(struct cz_ctx *ctx);
+/* `fleet` (also `kubectl cpuzombie`): where the chain concentrates across the cluster (full
+ * binary only). */
+int cmd_fleet(struct cz_ctx *ctx);
 
 #endif

@@ -102,13 +102,6 @@ size_t systemd_restarts_format(const struct systemd_restarts *r, char *buf, size
 bool systemd_restarts_growth(const struct systemd_restarts *base, struct systemd_restarts *cur);
 
 /*
- * systemd_hint_format - pure: "top restarts: ecs.service=4211 (+310/h), foo.service=3" with as
- * many units as fit in @size (at least the first, cut if it must). "" when @r has no unit.
- * Returns the length written.
- */
-size_t systemd_hint_format(const struct systemd_restarts *r, char *buf, size_t size);
-
-/*
  * systemd_restarts_update - read (systemd_read_restarts), compute growth against the state file
  * SYSTEMD_RESTARTS_STATE in @state_dir and replace it when due (locked, atomic). State trouble
  * costs only the growth figures. Returns as systemd_read_restarts.

@@ -5,6 +5,7 @@
 #include "testutil.h"
 
 #include "checks/canary.h"
+#include "checks/condmsg.h"
 #include "base/log.h"
 #include "report_fixture.h"
 #include "report/advice.h"
@@ -216,7 +217,7 @@ static void test_restarts_state(void **state)
 	assert_true(b.u[0].has_growth);
 	assert_true(b.u[0].per_hour > 309.9 && b.u[0].per_hour < 310.1);
 	assert_false(b.u[1].has_growth);
-	systemd_hint_format(&b, hint, sizeof(hint));
+	condmsg_restarts_hint(&b, hint, sizeof(hint));
 	assert_string_equal(hint, "top restarts: ecs.service=255 (+310/h), x@1.service=1");
 	/* too soon: no growth, keep the base */
 	b.t_ms = 1000 + 2000;
@@ -227,10 +228,10 @@ static void test_restarts_state(void **state)
 	assert_true(systemd_restarts_growth(&a, &b));
 	assert_true(systemd_restarts_growth(NULL, &b));
 	/* only the first unit fits: it is cut rather than dropped */
-	systemd_hint_format(&a, hint, 20);
+	condmsg_restarts_hint(&a, hint, 20);
 	assert_string_equal(hint, "top restarts: ecs.s");
 	b.n = 0;
-	assert_int_equal(systemd_hint_format(&b, hint, sizeof(hint)), 0);
+	assert_int_equal(condmsg_restarts_hint(&b, hint, sizeof(hint)), 0);
 	assert_string_equal(hint, "");
 }
 
