@@ -39,7 +39,9 @@ CZ_CFLAGS := -std=gnu11 -D_GNU_SOURCE $(WARN) $(HARDEN) $(SANFLAGS) -DCZ_VERSION
 # or dlopen. ASan cannot be linked statically: under SANITIZE=1 it is a dynamic PIE.
 LDFLAGS_CZ := -Wl,-z,relro,-z,now -Wl,-z,noexecstack -Wl,--gc-sections -Wl,-O1 $(SANFLAGS)
 LIBS_STATIC := -Wl,-Bstatic -ljson-c -lyaml -Wl,-Bdynamic
-LIBS := $(LIBS_STATIC) -lcurl -lsystemd -lm
+# --as-needed: a library is recorded only when the code calls into it (also under ASan, whose
+# link turns it off).
+LIBS := $(LIBS_STATIC) -Wl,--as-needed -lcurl -lsystemd -Wl,--no-as-needed -lm
 ifeq ($(SANITIZE),1)
 LDFLAGS_CHECK := -pie $(LDFLAGS_CZ)
 LIBS_CHECK := $(LIBS_STATIC) -lm
