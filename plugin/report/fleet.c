@@ -282,7 +282,7 @@ static int read_conditions(struct fleet *f, struct fleet_node *n, json_object *c
 	n->ready = FLEET_ABSENT;
 	for (size_t i = 0; i < len; i++) {
 		json_object *c = json_object_array_get_idx(conds, i);
-		const char *type = str_of(c, "type"), *msg;
+		const char *type = str_of(c, "type"), *msg, *t;
 
 		if (!type)
 			continue;
@@ -294,6 +294,9 @@ static int read_conditions(struct fleet *f, struct fleet_node *n, json_object *c
 			if (!streq(type, f->cond_type[k]) || n->st[k] != FLEET_ABSENT)
 				continue;
 			n->st[k] = (uint8_t)status_of(str_of(c, "status"));
+			t = str_of(c, "lastTransitionTime");
+			if (!t || kube_parse_time(t, &n->since_ms[k]) < 0)
+				n->since_ms[k] = 0;
 			msg = str_of(c, "message");
 			if (msg && n->st[k] != FLEET_UNKNOWN && read_message(f, n, k, msg) < 0)
 				return -ENOMEM;
@@ -330,6 +333,7 @@ static int read_node(struct fleet *f, json_object *node, struct fleet_node *n)
 	if (r < 0)
 		return r;
 	n->held = str_of(obj_of(md, "annotations"), REMEDIATE_ANN_CORDONED) != NULL;
+	n->drained = str_of(obj_of(md, "annotations"), REMEDIATE_ANN_DRAINED) != NULL;
 	n->unschedulable = spec && json_object_object_get_ex(spec, "unschedulable", &v) &&
 			   json_object_is_type(v, json_type_boolean) && json_object_get_boolean(v);
 	if (status)

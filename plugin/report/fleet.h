@@ -106,6 +106,8 @@ struct fleet_cond_summary {
 	struct fleet_count top[FLEET_TOP_MAX];	/* leakers / tasks / causes, most nodes first */
 	size_t n_top;
 	size_t unparsed;		/* True nodes whose message we could not read */
+	uint64_t first_true_ms;		/* earliest and latest lastTransitionTime of the True */
+	uint64_t last_true_ms;		/* nodes (ms since the epoch; 0 when none readable) */
 	/* memcg: dying counts over True nodes */
 	uint64_t dying_median, dying_max;
 	double ratio_median;
@@ -118,6 +120,7 @@ struct fleet_summary {
 	struct fleet_cond_summary cond[FLEET_NCOND];
 	int order[FLEET_NCOND];		/* conditions, most True nodes first */
 	size_t held;			/* nodes annotated cpuzombie.io/cordoned */
+	size_t drained;			/* ... and cpuzombie.io/drained */
 	bool leases_known;
 	char leases_denied[160];	/* why the Leases could not be read, or "" */
 	size_t leases_held, leases_expired;

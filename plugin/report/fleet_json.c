@@ -2,6 +2,7 @@
 /* The fleet summary as one JSON object, the same content as the text: see fleet.h. */
 #include <errno.h>
 
+#include "cluster/kube.h"
 #include "report/fleet_model.h"
 #include "base/util.h"
 
@@ -86,6 +87,14 @@ static json_object *cond_json(struct fleet *f, int c, const struct fleet_cond_su
 		json_object_array_add(top, t);
 	}
 	add(o, "top", top);
+	if (cs->first_true_ms) {
+		char a[40], b[40];
+
+		add(o, "true_since_first", json_object_new_string(kube_time(cs->first_true_ms, false,
+									    a, sizeof(a))));
+		add(o, "true_since_latest", json_object_new_string(kube_time(cs->last_true_ms, false,
+									     b, sizeof(b))));
+	}
 	if (c == FLEET_MEMCG && cs->dying_max) {
 		add(o, "dying_median", json_object_new_int64((int64_t)cs->dying_median));
 		add(o, "dying_max", json_object_new_int64((int64_t)cs->dying_max));
@@ -101,6 +110,7 @@ static json_object *remediation_json(struct fleet *f, const struct fleet_summary
 
 	fleet_nodes_held(f, name_add, held);
 	add(o, "held", held);
+	add(o, "drained", num(s->drained));
 	add(o, "unschedulable", num(s->unschedulable));
 	add(leases, "readable", json_object_new_boolean(s->leases_known));
 	if (!s->leases_known)

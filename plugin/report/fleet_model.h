@@ -17,10 +17,11 @@ struct fleet_node {
 	uint32_t dim[FLEET_DIMS_MAX];
 	uint8_t st[FLEET_NCOND];	/* enum fleet_status */
 	uint8_t ready;			/* enum fleet_status of Ready */
-	bool held, unschedulable;
+	bool held, drained, unschedulable;
 	bool parsed[FLEET_NCOND];	/* the message read back (condmsg.h) */
 	uint32_t named[FLEET_NCOND];	/* leaker unit / top task / reset cause, or 0 */
 	uint64_t num[FLEET_NCOND];	/* its restarts / top task ms / resets */
+	uint64_t since_ms[FLEET_NCOND];	/* lastTransitionTime, 0 when absent or unreadable */
 	bool has_counts;
 	uint64_t dying;
 	float ratio;

@@ -2,6 +2,7 @@
 /* The fleet summary as text, most telling first: see fleet.h. */
 #include <string.h>
 
+#include "cluster/kube.h"
 #include "report/fleet_model.h"
 #include "base/util.h"
 
@@ -142,6 +143,13 @@ static void print_cond(struct fleet *f, int c, const struct fleet_cond_summary *
 		fputc('\n', out);
 	}
 	print_top(f, c, cs, nodes, out);
+	if (cs->first_true_ms) {
+		char a[40], b[40];
+
+		fprintf(out, "  True since (lastTransitionTime): first %s, latest %s\n",
+			kube_time(cs->first_true_ms, false, a, sizeof(a)),
+			kube_time(cs->last_true_ms, false, b, sizeof(b)));
+	}
 	if (c == FLEET_MEMCG && cs->dying_max)
 		fprintf(out, "  dying memcgs on the True nodes: median %" PRIu64 ", max %" PRIu64
 			"; ratio median x%.0f\n", cs->dying_median, cs->dying_max, cs->ratio_median);
@@ -156,9 +164,9 @@ static void print_remediation(struct fleet *f, const struct fleet_summary *s, bo
 	struct names_out no = { out, 0, 0 };
 	char b[sizeof(s->leases_denied) + 4];
 
-	fprintf(out, "Remediation: %zu node%s held by cpuzombie (annotated %s); %zu unschedulable "
-		"in all", s->held, s->held == 1 ? "" : "s", "cpuzombie.io/cordoned",
-		s->unschedulable);
+	fprintf(out, "Remediation: %zu node%s held by cpuzombie (annotated %s), %zu drained; %zu "
+		"unschedulable in all", s->held, s->held == 1 ? "" : "s", "cpuzombie.io/cordoned",
+		s->drained, s->unschedulable);
 	if (nodes || s->held <= 10)
 		fleet_nodes_held(f, name_out, &no);
 	fputc('\n', out);

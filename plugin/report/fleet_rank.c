@@ -209,6 +209,10 @@ static int summarize_cond(struct fleet *f, int c, struct fleet_cond_summary *cs,
 		case FLEET_TRUE:
 			cs->t++;
 			cs->not_ready += x->ready != FLEET_TRUE;
+			if (x->since_ms[c] && (!cs->first_true_ms || x->since_ms[c] < cs->first_true_ms))
+				cs->first_true_ms = x->since_ms[c];
+			if (x->since_ms[c] > cs->last_true_ms)
+				cs->last_true_ms = x->since_ms[c];
 			break;
 		case FLEET_FALSE: cs->f++; break;
 		case FLEET_UNKNOWN: cs->unknown++; break;
@@ -247,6 +251,7 @@ int fleet_summarize(struct fleet *f, struct fleet_summary *ret)
 		s.ready_unknown += x->ready == FLEET_UNKNOWN || x->ready == FLEET_ABSENT;
 		s.unschedulable += x->unschedulable;
 		s.held += x->held;
+		s.drained += x->held && x->drained;
 	}
 	for (int c = 0; c < FLEET_NCOND && r == 0; c++)
 		r = summarize_cond(f, c, &s.cond[c], touched);

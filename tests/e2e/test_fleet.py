@@ -87,11 +87,15 @@ def test_names_the_zone_and_image_first(emu, kc, cz_bin):
     assert m["false"] == sum(status_of(n, "MemcgZombieLeak") == "False" for n in state)
     assert m["absent"] == sum(status_of(n, "MemcgZombieLeak") is None for n in state) > 0
     assert doc["nodes"] == 400 and doc["duplicates"] == 0
+    assert (m["true_since_first"], m["true_since_latest"]) == ("2024-05-01T00:00:00Z",
+                                                               "2024-05-01T00:59:00Z")
+    assert "True since (lastTransitionTime): first 2024-05-01T00:00:00Z, latest " \
+        "2024-05-01T00:59:00Z" in r.stdout
     assert cond(doc, "CPUCoreSaturation")["true"] == 9
     assert cond(doc, "CPUCoreSaturation")["top"][0]["name"] == "kubelet"
     assert cond(doc, "ENADeviceReset")["top"][0]["name"] == "poll starvation"
     rem = doc["remediation"]
-    assert len(rem["held"]) == 2 and rem["leases"]["readable"] is True
+    assert len(rem["held"]) == 2 and rem["drained"] == 2 and rem["leases"]["readable"] is True
     assert rem["leases"]["holders"] == [state[0]["metadata"]["name"]]
     # pages of 50: 8 requests, each with limit, all but the first continuing
     gets = [e for e in emu.log() if e["path"] == "/api/v1/nodes" and e["method"] == "GET"]

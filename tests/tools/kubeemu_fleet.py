@@ -162,7 +162,8 @@ def node(name, zone, itype, image, kernel, ours, images, held=False, ready=True)
            "alpha.kubernetes.io/provided-node-ip": "10.0.0.1"}
     if held:
         ann["cpuzombie.io/cordoned"] = "MemcgZombieLeak True since " + T0
-        ann["cpuzombie.io/last-action"] = "cordon"
+        ann["cpuzombie.io/last-action"] = "drain"
+        ann["cpuzombie.io/drained"] = T0
     return {"kind": "Node", "apiVersion": "v1",
             "metadata": {"name": name, "creationTimestamp": T0, "annotations": ann, "labels": {
                 "kubernetes.io/hostname": name, "kubernetes.io/os": "linux",
@@ -197,6 +198,7 @@ def seed_nodes(spec):
     "bare": fraction of nodes without our conditions, "held": H, "cut": [80, 256],
     "leakers": ["ecs.service", ...], "cpu": C, "ena": E, "prefix": "ip-"}. The K zombie nodes
     are K nodes spread over the name order (so over the pages) placed in zone Z with image Z;
+    their MemcgZombieLeak turned True one a minute from 2024-05-01T00:00:00Z;
     of them the first C have CPUCoreSaturation True, E ENADeviceReset, H are held by remediation,
     and their memcg messages are cut in turn at the lengths in "cut". Every other node avoids
     the zone/image pair. Returns the node objects."""
@@ -215,7 +217,8 @@ def seed_nodes(spec):
             dying, memcg, cpu, ena = zombie_messages(rnd, i, leakers)
             if cuts:
                 memcg = memcg[:cuts[i % len(cuts)]].strip()
-            ours = [_cond("MemcgZombieLeak", "True", "ZombieMemcgsHigh", memcg),
+            since = "2024-05-01T%02d:%02d:00Z" % (i // 60 % 24, i % 60)   # one a minute
+            ours = [_cond("MemcgZombieLeak", "True", "ZombieMemcgsHigh", memcg, since),
                     _cond("CPUCoreSaturation", "True" if i < int(spec.get("cpu", 0)) else "False",
                           "CoreSaturationBursts" if i < int(spec.get("cpu", 0)) else
                           "NoCoreSaturation", cpu if i < int(spec.get("cpu", 0)) else

@@ -186,6 +186,7 @@ static void test_leases_and_held(void **state)
 	fleet_set_leases(f, l, 3, 1704067200000ull + 60000, 2, NULL);
 	assert_int_equal(fleet_summarize(f, &s), 0);
 	assert_int_equal(s.held, 1);
+	assert_int_equal(s.drained, 0);
 	assert_true(s.leases_known);
 	assert_int_equal(s.leases_held, 1);
 	assert_int_equal(s.leases_expired, 1);
@@ -196,6 +197,30 @@ static void test_leases_and_held(void **state)
 	assert_string_equal(s.leases_denied, "cannot list leases: HTTP 403: forbidden");
 	for (size_t i = 0; i < ARRAY_SIZE(l); i++)
 		json_object_put(l[i]);
+	fleet_free(f);
+}
+
+static void test_true_since(void **state)
+{
+	struct fleet *f;
+	struct fleet_summary s;
+	static const char *const times[] = { "2024-05-01T10:00:00Z", "2024-05-01T09:00:00Z",
+					     "not a time", "2024-05-02T00:00:00.5Z" };
+	char buf[512];
+
+	assert_int_equal(fleet_new(NULL, 0, 0, &f), 0);
+	for (size_t i = 0; i < ARRAY_SIZE(times); i++) {
+		snprintf(buf, sizeof(buf), "{\"metadata\":{\"name\":\"n%zu\"},\"status\":{"
+			 "\"conditions\":[{\"type\":\"CPUCoreSaturation\",\"status\":\"%s\","
+			 "\"lastTransitionTime\":\"%s\"}]}}", i, i == 3 ? "False" : "True", times[i]);
+		add(f, json_tokener_parse(buf));
+	}
+	assert_int_equal(fleet_summarize(f, &s), 0);
+	assert_int_equal(s.cond[FLEET_CPU].t, 3);
+	/* the False node's time and the unreadable one do not count */
+	assert_int_equal(s.cond[FLEET_CPU].first_true_ms, 1714554000000ull);
+	assert_int_equal(s.cond[FLEET_CPU].last_true_ms, 1714557600000ull);
+	assert_int_equal(s.cond[FLEET_CPU].unparsed, 3); /* no message */
 	fleet_free(f);
 }
 
@@ -249,6 +274,7 @@ int main(void)
 		cmocka_unit_test(test_rare_condition_scores_like_common),
 		cmocka_unit_test(test_duplicates_absent_unknown),
 		cmocka_unit_test(test_leases_and_held),
+		cmocka_unit_test(test_true_since),
 		cmocka_unit_test(test_outputs),
 	};
 	return cmocka_run_group_tests_name("fleet", tests, NULL, NULL);
