@@ -57,7 +57,7 @@ $(B)/tests:
 	mkdir -p $@
 
 $(B)/cpuzombie: $(OBJS)
-	$(CC) $(LDFLAGS_CZ) -o $@ $(OBJS) $(LIBS)
+	$(CC) $(LDFLAGS_CZ) -o $@ $(OBJS) $(LIBS) -lcurl
 
 $(B)/libcz.a: $(LIB_OBJS)
 	rm -f $@ && ar rcs $@ $(LIB_OBJS)

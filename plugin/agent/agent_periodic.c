@@ -30,8 +30,6 @@ struct periodic {
 int periodic_new(struct cz_ctx *ctx, struct periodic **ret)
 {
 	struct periodic *p;
-	char err[512] = "";
-	int r;
 
 	*ret = NULL;
 	p = calloc(1, sizeof(*p));
@@ -40,9 +38,8 @@ int periodic_new(struct cz_ctx *ctx, struct periodic **ret)
 	p->ctx = ctx;
 	pthread_mutex_init(&p->lock, NULL);
 	pthread_cond_init(&p->wake, NULL);
-	r = kube_agent_new(&ctx->cfg, &p->ka, err, sizeof(err));
-	if (r < 0)
-		log_fields_full(LOG_PRIO_WARNING, NULL, "Kubernetes disabled: %s", err);
+	if (kube_agent_new(&ctx->cfg, &p->ka) < 0)
+		log_warning("Kubernetes disabled (the reason is above)");
 	for (size_t i = 0; i < MAX_RESULTS; i++)
 		p->last[i] = -1;
 	if (!p->ka && !ctx->cfg.agent.metrics_textfile[0]) {

@@ -73,7 +73,6 @@ int cmd_check(struct cz_ctx *ctx);
 int cmd_config(struct cz_ctx *ctx);
 int cmd_ena_diff(struct cz_ctx *ctx);
 int cmd_agent(struct cz_ctx *ctx);
-int cmd_kube_cycle(struct cz_ctx *ctx);
 int cmd_report(struct cz_ctx *ctx);
 
 #endif

@@ -7,8 +7,8 @@
 #include <stdint.h>
 
 #include "cluster/conditions.h"
-#include "cluster/kube.h"
-#include "cluster/remediate.h"
+#include "cluster/kjson.h"
+#include "cluster/remediate_plan.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
