@@ -413,7 +413,7 @@ int agent_run(struct cz_ctx *ctx)
 	_cleanup_free_ struct burst_event *evs = calloc(HISTORY_ACTIVE_MAX, sizeof(*evs));
 	struct agent a = { .ctx = ctx, .ring = { .fd = -1 } };
 	struct periodic *per = NULL;
-	int r, n;
+	int r, n, pr = 0;
 
 	if (!evs)
 		return CZ_EXIT_ERROR;
@@ -448,11 +448,11 @@ int agent_run(struct cz_ctx *ctx)
 	n = sampler_finish(a.s, evs, HISTORY_ACTIVE_MAX);
 	log_events(&a, evs, n);
 	if (per && ctx->once)
-		(void)periodic_cycle(per); /* after the bursts are logged, so check cpu sees them */
+		pr = periodic_cycle(per); /* after the bursts are logged, so check cpu sees them */
 	periodic_free(per);
 	history_ring_close(&a.ring);
 	/* --once leaves a fresh heartbeat (its bursts are in the log); a stopped agent does not */
 	r = write_heartbeat(&a, !ctx->once);
 	sampler_free(a.s);
-	return r < 0 ? CZ_EXIT_ERROR : CZ_EXIT_OK;
+	return r < 0 || pr < 0 ? CZ_EXIT_ERROR : CZ_EXIT_OK; /* --once: its cycle's failure too */
 }

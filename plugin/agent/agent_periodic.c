@@ -19,6 +19,7 @@
 struct periodic {
 	struct cz_ctx *ctx;
 	struct kube_agent *ka;
+	int kube_err;			/* why Kubernetes could not be set up (logged), or 0 */
 	int last[MAX_RESULTS];		/* previous status per check, -1 before the first */
 	pthread_t thread;
 	bool started;
@@ -38,11 +39,13 @@ int periodic_new(struct cz_ctx *ctx, struct periodic **ret)
 	p->ctx = ctx;
 	pthread_mutex_init(&p->lock, NULL);
 	pthread_cond_init(&p->wake, NULL);
-	if (kube_agent_new(&ctx->cfg, &p->ka) < 0)
+	p->kube_err = kube_agent_new(&ctx->cfg, &p->ka);
+	if (p->kube_err < 0)
 		log_warning("Kubernetes disabled (the reason is above)");
 	for (size_t i = 0; i < MAX_RESULTS; i++)
 		p->last[i] = -1;
-	if (!p->ka && !ctx->cfg.agent.metrics_textfile[0]) {
+	/* --once keeps the failure, so that the one cycle reports it in its exit code */
+	if (!p->ka && !ctx->cfg.agent.metrics_textfile[0] && !(ctx->once && p->kube_err < 0)) {
 		/* nothing to publish: the sampler alone is the agent's job */
 		periodic_free(p);
 		return 0;
@@ -116,6 +119,12 @@ int periodic_cycle(struct periodic *p)
 		e = kube_agent_cycle(p->ka, p->ctx, names, res, n, summary, sizeof(summary));
 		if (e < 0 || p->ctx->verbose)
 			log_fields_full(e < 0 ? LOG_PRIO_ERR : LOG_PRIO_INFO, NULL, "%s", summary);
+		if (p->ctx->once) {	/* `agent --once`: what the one cycle did, for its caller */
+			printf("%s\n", summary);
+			fflush(stdout);
+		}
+	} else if (p->kube_err < 0) {
+		e = p->kube_err;
 	}
 	r = report_new(&p->ctx->cfg, now_realtime_ms());
 	if (!r)
