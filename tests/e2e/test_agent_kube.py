@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: MIT
-"""The whole chain through `cpuzombie agent`, the long-running way (one --once per cycle): the agent's own
+"""The whole chain through `cpuzombie agent --once`, one cycle per call: the agent's own
 checks read a node with thousands of zombie memcgs (a fixture tree whose /proc/stat is the real
 one, so the sampler runs on this kernel), it sets MemcgZombieLeak on the emulated API server,
 cordons and drains once the condition has been True for remediation.for, and uncordons after
