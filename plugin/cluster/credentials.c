@@ -167,6 +167,23 @@ static int build_envp(const struct kube_exec *e, char ***ret, char **ret_info)
 	return 0;
 }
 
+/*
+ * Every signal, for POSIX_SPAWN_SETSIGDEF. glibc's sigfillset() leaves out its two internal
+ * signals (32 and 33, below SIGRTMIN) and sigaddset() refuses them, and its posix_spawn() then
+ * sets them to SIG_IGN in the child, which exec keeps: measured, SigIgn 0x180000000 in the
+ * plugin. Their bits set by hand ask for SIG_DFL instead, which is what fork+exec gave.
+ */
+static void all_signals(sigset_t *s)
+{
+	unsigned long *w = (unsigned long *)(void *)s;
+	const size_t bits = 8 * sizeof(*w);
+
+	sigfillset(s);
+	for (int sig = 32; sig < SIGRTMIN && (size_t)(sig - 1) / bits < sizeof(*s) / sizeof(*w);
+	     sig++)
+		w[(size_t)(sig - 1) / bits] |= 1UL << ((size_t)(sig - 1) % bits);
+}
+
 /* Start the plugin with its stdout on @out_fd: default signals, fds 0-2 only, own group. */
 static int spawn(const struct kube_exec *e, int out_fd, pid_t *ret_pid)
 {
@@ -184,7 +201,7 @@ static int spawn(const struct kube_exec *e, int out_fd, pid_t *ret_pid)
 	if (r < 0)
 		return r;
 	sigemptyset(&none);
-	sigfillset(&all);
+	all_signals(&all);
 	r = posix_spawnattr_init(&at);
 	if (r != 0)
 		return -r;
