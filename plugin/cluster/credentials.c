@@ -110,7 +110,9 @@ int creds_exec_parse(const char *text, struct creds_exec_result *ret)
 
 	if (!o || !streq(kube_get_str(o, "kind", ""), "ExecCredential") || (!tok && !(cert && key)))
 		return -EINVAL;
-	if (tok && !kube_token_ok(tok, strlen(tok)))
+	/* the length json-c decoded, not strlen(): a "\u0000" inside must not cut the token */
+	if (tok && !kube_token_ok(tok, (size_t)json_object_get_string_len(kube_get(o,
+								       "status.token"))))
 		return -EINVAL;
 	if ((tok && !(r.token = strdup(tok))) || (cert && key && (!(r.cert = strdup(cert)) ||
 								 !(r.key = strdup(key))))) {

@@ -7,7 +7,7 @@
  * (re-read before every request: service-account tokens rotate), a client certificate, or an exec
  * credential plugin (client.authentication.k8s.io ExecCredential, e.g. `aws eks get-token`).
  *
- * The plugin is started with posix_spawn() (the agent is multithreaded: a fork()ed child could
+ * The plugin is started with posix_spawn() (the agent is multithreaded: a child made by fork could
  * hang on a lock another thread held), its argv and envp built before the spawn, with the default
  * signal mask and dispositions, only fds 0-2 (stdin /dev/null, stdout a pipe to us, our stderr),
  * in a process group of its own that is killed as a whole when it runs past the timeout or ends.

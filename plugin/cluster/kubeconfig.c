@@ -202,12 +202,13 @@ static int parse_exec(yaml_document_t *d, yaml_node_t *ex, struct kube_exec *e)
 static int parse_user(yaml_document_t *d, yaml_node_t *u, const char *dir, struct kube_auth *a)
 {
 	const char *tok = map_str(d, u, "token");
-	yaml_node_t *ex = map_get(d, u, "exec");
+	yaml_node_t *ex = map_get(d, u, "exec"), *tn = map_get(d, u, "token");
 	int r;
 
 	if (map_get(d, u, "auth-provider"))
 		return fail("kubeconfig: auth-provider is not supported (use exec)");
-	if (tok && *tok && !kube_token_ok(tok, strlen(tok)))
+	/* the length libyaml decoded, not strlen(): a "\0" inside must not cut the token */
+	if (tok && *tok && !kube_token_ok(tok, tn->data.scalar.length))
 		return fail("kubeconfig: the user's token contains control characters (a CR or LF "
 			    "would start a header of its own): refused");
 	if (tok && *tok && !(a->token = strdup(tok)))

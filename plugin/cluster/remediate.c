@@ -142,7 +142,7 @@ static void step_read_holder(struct rem *r, int slot)
 	r->in.slots[slot] = held ? REM_SLOT_HOLDER_HELD : REM_SLOT_HOLDER_GONE;
 }
 
-/* Create slot @slot, or update it at the resourceVersion listed. Returns the HTTP status or -errno. */
+/* Create slot @slot, or update it at the resourceVersion listed. Returns HTTP status or -errno. */
 static long write_slot(struct rem *r, int slot)
 {
 	char name[64], path[400];

@@ -92,6 +92,7 @@ static void test_token_with_control_characters_refused(void **s)
 		KC("    token: \"t\\nX\"\n"),
 		KC("    token: \"t\\x01\"\n"),
 		KC("    token: \"t\\x7f\"\n"),
+		KC("    token: \"t\\0rest\"\n"),	/* a NUL must not cut it to "t" */
 	};
 
 	log_set_sink(capture);
