@@ -44,7 +44,7 @@ HDRS := $(wildcard plugin/*/*.h)
 UNIT_SRCS := $(sort $(wildcard tests/unit/test_*.c))
 UNIT_BINS := $(UNIT_SRCS:tests/unit/%.c=$(B)/tests/%)
 
-.PHONY: all run test test-unit test-e2e test-asan deps tools hdr-check bench fuzz fuzz-smoke \
+.PHONY: all run test test-unit test-e2e test-asan deps deps-build image tools hdr-check bench fuzz fuzz-smoke \
 	install clean check-format
 
 all: $(B)/cpuzombie
@@ -73,14 +73,23 @@ hdr-check:
 		echo '#include "'$${h#plugin/}'"' | $(CC) $(CZ_CFLAGS) -x c -c -o /dev/null - || exit 1; \
 	done; echo "hdr-check: $(words $(HDRS)) headers compile alone"
 
+# make run needs only the build's packages; make test adds its own (and the image tests');
+# make bench installs its list in tests/bench/run.sh. No install starts or enables a service.
+deps-build:
+	@tests/tools/install-deps.sh build run
+
 deps:
-	@tests/tools/install-deps.sh
+	@tests/tools/install-deps.sh build test image
 
 tools: deps
 	@tests/tools/get-kube-tools.sh
 
-run: deps
-	@$(MAKE) --no-print-directory all
+# The image (manifests/image/Dockerfile) with podman; cached layers between runs.
+image:
+	@tests/tools/podman/build-image.sh
+
+run: deps-build
+	@$(MAKE) -s --no-print-directory all
 	@tests/tools/run-node.sh $(B)/cpuzombie
 
 test-unit: $(UNIT_BINS)
@@ -104,7 +113,7 @@ fuzz-smoke:
 fuzz:
 	@tests/fuzz/run.sh $(FUZZ_TIME)
 
-bench: deps all
+bench: deps-build all
 	@tests/bench/run.sh $(CURDIR)/build/cpuzombie
 
 install: $(B)/cpuzombie

@@ -72,6 +72,7 @@ int memcg_read(struct cz_ctx *ctx, struct memcg_reading *r, struct npd_result *r
 int cmd_check(struct cz_ctx *ctx);
 int cmd_config(struct cz_ctx *ctx);
 int cmd_ena_diff(struct cz_ctx *ctx);
+int cmd_explain(struct cz_ctx *ctx);
 int cmd_agent(struct cz_ctx *ctx);
 int cmd_report(struct cz_ctx *ctx);
 

@@ -31,6 +31,11 @@ static const struct cmd cmds[] = {
 	  "ena-diff BEFORE AFTER | ena-diff BEFORE - | ena-diff - [IF...]\n"
 	  "    ENA verdict from two saved `ethtool -S` texts (AFTER '-': read now); exit 0 no\n"
 	  "    reset, 1 reset or risk, 2 bad input. '- [IF...]' prints the live counters instead.\n" },
+	{ "explain", cmd_explain,
+	  "explain FILE|- [--json]\n"
+	  "    Kernel log text (dmesg, dmesg -T/-H, journalctl -k, syslog, /dev/kmsg) into what\n"
+	  "    happened: ENA resets with cause, queue and the lockup that starved them, and a\n"
+	  "    timeline; exit 1 reset/lockup found, 0 none, 2 unreadable input.\n" },
 	{ "agent", cmd_agent, "agent [--once]\n    Sample per-core CPU every cpu.interval into --run-dir (bursts, history, heartbeat)\n    until SIGTERM; --once: one cycle of cpu.inline_window, then exit.\n" },
 	{ "report", cmd_report, "report [--json|--svg FILE]\n    Everything this node says, in one screen: memcg, cores, NICs, conditions; exit 1\n    when a condition is True. --json: one JSON document; --svg: per-core heatmap.\n" },
 	{ NULL, NULL, NULL },

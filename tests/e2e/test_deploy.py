@@ -279,9 +279,11 @@ def test_npd_rules_point_where_the_init_container_puts_the_binary(rendered):
     npd_mounts = {m["name"]: m for m in npd["volumeMounts"]}
     assert npd_mounts["plugin"]["mountPath"] == "/opt/cpuzombie"
     assert npd_mounts["plugin"]["readOnly"] is True
-    # the image's layout (bundle-plugin.sh PREFIX /opt/cpuzombie) puts the binary at bin/
+    # the image's layout (the static check binary, or bundle-plugin.sh PREFIX /opt/cpuzombie)
+    # puts the binary at bin/
     df = open(os.path.join(ROOT, "manifests", "image", "Dockerfile")).read()
-    assert "bundle-plugin build/cpuzombie /opt/cpuzombie" in df
+    assert "bundle-plugin.sh build/cpuzombie /opt/cpuzombie" in df
+    assert "install -D -m 0755 build/cpuzombie-check /opt/cpuzombie/bin/cpuzombie" in df
     assert "COPY --from=build /opt/cpuzombie /opt/cpuzombie" in df
     for f in npd_files():
         for r in json.load(open(f))["rules"]:
@@ -431,7 +433,7 @@ def test_rbac_source_calls_are_the_table():
     A new API call in the Kubernetes code fails here until the roles (and CALLS) cover it."""
     sites = {}
     for f in ("kube.c", "kube_agent.c", "remediate.c"):
-        src = open(os.path.join(ROOT, "plugin", f)).read()
+        src = open(glob.glob(os.path.join(ROOT, "plugin", "*", f))[0]).read()
         sites[f] = len(re.findall(r"kube_(?:request|json)\(\s*\w+->kc\b|kube_json\(kc,", src))
         for cf, method, shape, *_ in CALLS:
             if cf == f:
@@ -454,6 +456,37 @@ def test_rbac_is_exactly_what_the_code_and_npd_call(rendered):
     assert not find(d, "ClusterRole", "cpuzombie-remediation")       # remediation off: no role
     _, ns = render("remediation", ["--set", "config.remediation.lease_namespace=cz-budget"])
     assert one(ns, "Role", "cpuzombie-budget")["metadata"]["namespace"] == "cz-budget"
+
+
+@pytest.mark.parametrize("variant", sorted(VARIANTS))
+def test_installs_into_the_release_namespace(variant):
+    """`helm install -n monitoring`: every namespaced object in monitoring (the budget Role in
+    remediation.lease_namespace, which is its own setting), every binding's subject and the
+    admission policy's service account follow; no Namespace object unless asked for."""
+    _, objs = render(variant, ns_args=("-n", "monitoring"))
+    assert not find(objs, "Namespace")
+    for o in objs:
+        if o["kind"] in CLUSTER_SCOPED:
+            assert "namespace" not in o["metadata"], o["kind"]
+        elif (o["kind"], o["metadata"]["name"]) in (("Role", "cpuzombie-budget"),
+                                                    ("RoleBinding", "cpuzombie-budget")):
+            assert o["metadata"]["namespace"] == "kube-system"
+        else:
+            assert o["metadata"]["namespace"] == "monitoring", (o["kind"], o["metadata"])
+    for b in find(objs, "ClusterRoleBinding") + find(objs, "RoleBinding"):
+        assert b["subjects"] == [{"kind": "ServiceAccount", "name": "cpuzombie",
+                                  "namespace": "monitoring"}]
+    pol = json.dumps(one(objs, "ValidatingAdmissionPolicy")["spec"])
+    assert "system:serviceaccount:monitoring:cpuzombie" in pol
+    assert "system:serviceaccount:cpuzombie:" not in pol
+    # asked for: the Namespace is the release's, with the label the pod needs
+    _, objs = render(variant, ns_args=("-n", "monitoring", "--set", "createNamespace=true"))
+    ns = one(objs, "Namespace")
+    assert ns["metadata"]["name"] == "monitoring"
+    assert ns["metadata"]["labels"]["pod-security.kubernetes.io/enforce"] == "privileged"
+    # the old value is refused by the schema, not silently ignored
+    p = helm("template", "x", CHART, "--set", "namespace=monitoring", check=False)
+    assert p.returncode != 0 and "namespace" in p.stderr
 
 
 # --- admission policy ----------------------------------------------------------------------------
@@ -683,9 +716,9 @@ def test_systemd_units_verify(cz_bin, tmp_path):
 
 
 def test_image_recipe_uses_what_exists():
-    """No container engine runs here: the Dockerfile is untested as a build. What can be
-    checked: every file it copies exists, it builds with the project's make, ships the bundle
-    the DaemonSet's init container copies and the agent binary its command names."""
+    """The recipe's text: every file it copies exists, it builds with the project's make, ships
+    the copy the DaemonSet's init container copies and the agent binary its command names.
+    test_image.py builds it with podman and runs it as the chart's pod spec says."""
     df = open(os.path.join(ROOT, "manifests", "image", "Dockerfile")).read()
     stages = re.findall(r"^FROM (\S+)", df, re.M)
     assert stages == ["debian:bookworm", "debian:bookworm-slim"]
