@@ -77,13 +77,16 @@ struct lease_pick lease_pick(json_object *items, int budget, const char *me, uin
 
 json_object *lease_body(const char *name, const char *me, json_object *old, uint64_t now_ms)
 {
-	json_object *l = old ? json_object_get(old) : json_object_new_object();
-	json_object *md = kube_get(l, "metadata"), *spec, *labels;
+	json_object *l, *md, *spec, *labels;
 	char now[40];
 	const char *acquired;
 
+	if (old && !json_object_is_type(old, json_type_object))
+		return NULL;	/* json-c asserts on adding a key to anything else */
+	l = old ? json_object_get(old) : json_object_new_object();
 	if (!l)
 		return NULL;
+	md = kube_get(l, "metadata");
 	if (md && !json_object_is_type(md, json_type_object)) {
 		json_object_put(l);
 		return NULL;

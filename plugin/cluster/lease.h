@@ -45,7 +45,8 @@ struct lease_pick lease_pick(json_object *items, int budget, const char *me, uin
 /*
  * lease_body - pure: the Lease @name held by @me, renewed at @now_ms (MicroTime); built on @old
  * (as listed: its metadata and resourceVersion are kept, so the update is conditional) or new.
- * acquireTime is kept while the holder stays the same. Returns a new object or NULL.
+ * acquireTime is kept while the holder stays the same. Returns a new object, or NULL (@old not
+ * an object, or out of memory).
  */
 json_object *lease_body(const char *name, const char *me, json_object *old, uint64_t now_ms);
 

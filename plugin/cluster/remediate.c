@@ -437,12 +437,13 @@ int remediate_cycle(struct kube_client *kc, const struct cz_config *cfg, const c
 		if (!p.again)
 			break;
 	}
-	if (p.again) {	/* cannot happen with a finite slot budget; never loop forever */
+	if (p.again) {	/* 409 on more slots than MAX_ROUNDS: try again next cycle */
 		snprintf(p.msg, sizeof(p.msg), "gave up after %d planning rounds", MAX_ROUNDS);
 		p.action = REM_WAITING;
+		p.notable = true;
 	}
-	if (p.action != REM_NONE)
-		log_kube(p.ret < 0 ? LOG_PRIO_ERR : LOG_PRIO_INFO, "%s: %s", node_name, p.msg);
+	if (p.notable || p.ret < 0)
+		log_kube(p.ret < 0 ? LOG_PRIO_ERR : LOG_PRIO_NOTICE, "%s: %s", node_name, p.msg);
 	snprintf(summary, summary_size, "%s", p.msg);
 	*ret_action = p.action;
 	json_object_put(r.leases_body);

@@ -165,6 +165,13 @@ static void final(struct rem_plan *p, enum remediate_action a, int ret)
 	p->action = a;
 	p->again = false;
 	p->ret = ret;
+	/* waiting while held, nothing to do, not ours: the same every cycle, not news */
+	p->notable = ret < 0 || (a != REM_NONE && a != REM_SKIPPED && a != REM_WAITING);
+}
+
+static void notable(struct rem_plan *p)
+{
+	p->notable = true;
 }
 
 static const struct cz_config *cfg_of(const struct rem_input *in)
@@ -215,6 +222,7 @@ static bool slot_ready(const struct rem_input *in, struct rem_plan *p)
 		say(p, "remediation budget full: all %d cpuzombie slots (max_unavailable %s) are held",
 		    budget, cfg->remediation.max_unavailable);
 		final(p, REM_WAITING, in->err);
+		notable(p);
 		return false;
 	}
 	again(p);
@@ -275,6 +283,7 @@ static void plan_ours(const struct rem_input *in, struct rem_plan *p)
 		step(p, REM_OP_FORGET, -1);
 		step(p, REM_OP_RELEASE_SLOTS, -1);
 		final(p, REM_NONE, 0);
+		notable(p);
 		return;
 	}
 	if (remediate_recovered(in->node, &cfg->remediation.conditions,

@@ -115,6 +115,7 @@ struct rem_plan {
 	size_t n;
 	bool again;			/* carry the steps out, update the input, plan again */
 	int ret;			/* when final: what the cycle returns (0 or -errno) */
+	bool notable;			/* worth a log line: an action, a refusal, a full budget */
 	char msg[320];			/* one line: what is happening and why */
 };
 

@@ -62,6 +62,7 @@ struct row {
 	int slot;			/* of the first slot step, when any */
 	const char *msg;		/* substring of the plan's message, or NULL */
 	const char *reasons;		/* the Event reasons, comma-separated, or NULL: none */
+	bool fails;			/* the cycle returns -errno */
 };
 
 static char *node_json(const struct node_desc *d)
@@ -168,7 +169,7 @@ static const struct row rows[] = {
 	  .again = true, .ops = { REM_OP_RENEW_SLOT, NO_OP }, .slot = 1 },
 	{ "leases unreadable: wait", OLD_TRUE, CZ_REMEDIATE_CORDON, 10 * MIN, 30 * MIN, "1",
 	  .leases_read = true, .nodes_total = (size_t)-1, .action = REM_WAITING, .ops = { NO_OP },
-	  .msg = "cannot list" },
+	  .msg = "cannot list", .fails = true },
 
 	/* -- cordon ------------------------------------------------------------------------------ */
 	{ "slot held: cordon", OLD_TRUE, CZ_REMEDIATE_CORDON, 10 * MIN, 30 * MIN, "1",
@@ -180,7 +181,8 @@ static const struct row rows[] = {
 	  .ops = { REM_OP_EVENT, NO_OP }, .msg = "cordoned by cpuzombie", .reasons = "CpuzombieCordon" },
 	{ "cordon PATCH failed (changed under us): slot given back", OLD_TRUE, CZ_REMEDIATE_CORDON,
 	  10 * MIN, 30 * MIN, "1", .leases_read = true, .held_plus1 = 1, .cordon = REM_FAILED,
-	  .action = REM_WAITING, .ops = { REM_OP_RELEASE_SLOTS, NO_OP } },
+	  .action = REM_WAITING, .ops = { REM_OP_RELEASE_SLOTS, NO_OP },
+	  .fails = true },
 
 	/* -- drain ------------------------------------------------------------------------------- */
 	{ "cordoned in drain mode: Event, then drain", OLD_TRUE, CZ_REMEDIATE_DRAIN, 10 * MIN,
@@ -199,7 +201,7 @@ static const struct row rows[] = {
 	{ "drain failed (pods unreadable): no Event, no sentinel", OLD_TRUE, CZ_REMEDIATE_DRAIN,
 	  10 * MIN, 30 * MIN, "1", .sentinel = "/run/reboot-required", .leases_read = true,
 	  .held_plus1 = 1, .cordon = REM_DONE, .drain = REM_FAILED,
-	  .action = REM_DRAIN_INCOMPLETE, .ops = { NO_OP } },
+	  .action = REM_DRAIN_INCOMPLETE, .ops = { NO_OP }, .fails = true },
 	{ "drained: mark it first, still no sentinel", OLD_TRUE, CZ_REMEDIATE_DRAIN, 10 * MIN,
 	  30 * MIN, "1", .sentinel = "/run/reboot-required", .leases_read = true, .held_plus1 = 1,
 	  .cordon = REM_DONE, .drain = REM_DONE, .again = true,
@@ -216,7 +218,7 @@ static const struct row rows[] = {
 	{ "drained but the mark failed: incomplete, no sentinel", OLD_TRUE, CZ_REMEDIATE_DRAIN,
 	  10 * MIN, 30 * MIN, "1", .sentinel = "/run/reboot-required", .leases_read = true,
 	  .held_plus1 = 1, .cordon = REM_DONE, .drain = REM_DONE, .mark_drained = REM_FAILED,
-	  .action = REM_DRAIN_INCOMPLETE, .ops = { NO_OP } },
+	  .action = REM_DRAIN_INCOMPLETE, .ops = { NO_OP }, .fails = true },
 	{ "ours from an earlier cycle, not drained yet: renew, then drain",
 	  { "True", 20 * MIN, .unschedulable = true, .ours = true }, CZ_REMEDIATE_DRAIN, 10 * MIN,
 	  30 * MIN, "1", .leases_read = true, .held_plus1 = 1, .slot_tried = true, .again = true,
@@ -287,8 +289,10 @@ static void run_row(const struct row *t)
 	print_message("row: %s -> %s again=%d n=%zu msg=%s\n", t->name,
 		      remediate_action_name(p.action), p.again, p.n, p.msg);
 	assert_int_equal(p.again, t->again);
-	if (!t->again)
+	if (!t->again) {
 		assert_int_equal(p.action, t->action);
+		assert_int_equal(p.ret < 0, t->fails);
+	}
 	for (k = 0; k < REMEDIATE_PLAN_MAX && t->ops[k] != NO_OP; k++) {
 		assert_true(k < p.n);
 		assert_int_equal(p.steps[k].op, t->ops[k]);
@@ -305,6 +309,11 @@ static void run_row(const struct row *t)
 			assert_string_equal(p.steps[k].cond_type, "MemcgZombieLeak");
 	}
 	assert_int_equal(p.n, k);
+	/* a log line for what changes something or is refused, not for the same wait each cycle */
+	if (!p.again)
+		assert_int_equal(p.notable, p.ret < 0 || (p.action != REM_NONE &&
+			p.action != REM_SKIPPED && p.action != REM_WAITING) ||
+			strstr(p.msg, "budget full") || strstr(p.msg, "someone else uncordoned"));
 	assert_string_equal(reasons, t->reasons ? t->reasons : "");
 	if (t->msg)
 		assert_non_null(strstr(p.msg, t->msg));
