@@ -13,19 +13,15 @@
 #include <inttypes.h>
 #include <stdarg.h>
 
+#include "checks/condmsg.h"
 #include "checks/cz.h"
+#include "checks/check_ena.h"
 #include "checks/ena.h"
 #include "checks/ena_link.h"
 #include "base/state.h"
 #include "base/util.h"
 
 #define STATE_MAX (4u << 20) /* 64 devices x ~1000 filtered counters, with room */
-
-struct ena_lists ena_lists_from_config(const struct cz_config *cfg)
-{
-	return (struct ena_lists){ &cfg->ena.reset_counters, &cfg->ena.risk_counters,
-				   &cfg->ena.allowance_counters };
-}
 
 void ena_devices_free(struct ena_devices *d)
 {
@@ -315,9 +311,8 @@ static int resets_verdict(struct pass *p, struct ena_state *st, struct npd_resul
 		done[bi] = true;
 		n = ena_history_resets(&best->hist);
 		cause = best->hist.ev[best->hist.n - 1].cause;
-		npd_append(res, "%s %" PRIu64 " reset%s/%s%s%s", best->base.ifname[0] ?
-			   best->base.ifname : best->key, n, n == 1 ? "" : "s", win,
-			   cause[0] ? ": " : "", cause);
+		condmsg_ena_resets(res, best->base.ifname[0] ? best->base.ifname : best->key, n,
+				   win, cause);
 	}
 	if (problem)
 		res->status = NPD_PROBLEM;

@@ -15,7 +15,7 @@
 #include <inttypes.h>
 #include <json-c/json.h>
 
-#include "checks/cz.h"
+#include "cmd/cmd.h"
 #include "checks/klog_incident.h"
 #include "base/log.h"
 #include "base/util.h"

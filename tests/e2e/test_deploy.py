@@ -279,10 +279,8 @@ def test_npd_rules_point_where_the_init_container_puts_the_binary(rendered):
     npd_mounts = {m["name"]: m for m in npd["volumeMounts"]}
     assert npd_mounts["plugin"]["mountPath"] == "/opt/cpuzombie"
     assert npd_mounts["plugin"]["readOnly"] is True
-    # the image's layout (the static check binary, or bundle-plugin.sh PREFIX /opt/cpuzombie)
-    # puts the binary at bin/
+    # the image's layout puts the static check binary at /opt/cpuzombie/bin/cpuzombie
     df = open(os.path.join(ROOT, "manifests", "image", "Dockerfile")).read()
-    assert "bundle-plugin.sh build/cpuzombie /opt/cpuzombie" in df
     assert "install -D -m 0755 build/cpuzombie-check /opt/cpuzombie/bin/cpuzombie" in df
     assert "COPY --from=build /opt/cpuzombie /opt/cpuzombie" in df
     for f in npd_files():
@@ -318,9 +316,27 @@ def test_rule_and_agent_flags_are_the_binarys(cz, rendered):
         assert sub in re.search(r"^cpuzombie check (\S+)", top, re.M).group(1).split("|")
 
 
-def _bundle(cz_bin, root):
-    subprocess.run([os.path.join(ROOT, "manifests", "image", "bundle-plugin.sh"), cz_bin,
-                    "/opt/cpuzombie", str(root)], check=True, capture_output=True, text=True)
+def _check_bin():
+    """The static check binary of the build under test (what the image puts in /opt)."""
+    build = os.environ.get("CZ_BUILD") or os.path.join(ROOT, "build")
+    return os.path.join(build, "cpuzombie-check")
+
+
+def _is_static(path):
+    """True when the ELF file at @path has no PT_INTERP (needs no loader, no shared objects)."""
+    p = subprocess.run(["readelf", "-lW", path], capture_output=True, text=True, check=True)
+    d = subprocess.run(["readelf", "-dW", path], capture_output=True, text=True, check=True)
+    return "INTERP" not in p.stdout and "(NEEDED)" not in d.stdout
+
+
+def _bundle(check_bin, root):
+    """Lay the check binary out as the image does: one file, /opt/cpuzombie/bin/cpuzombie."""
+    os.makedirs(os.path.join(root, "opt", "cpuzombie", "bin"))
+    shutil.copy2(check_bin, os.path.join(root, "opt", "cpuzombie", "bin", "cpuzombie"))
+
+
+class HostCmd(list):
+    """A command of _in_pod_layout run outside the chroot (the agent's own container)."""
 
 
 def _in_pod_layout(root, cfg, cmds, timeout=60):
@@ -339,7 +355,10 @@ def _in_pod_layout(root, cfg, cmds, timeout=60):
         lines.append("mount --rbind %s %s/%s" % (src, root, dst))
     lines.append("set +e")
     for c in cmds:
-        lines.append("chroot %s %s; echo \"rc=$?\"" % (root, " ".join(q(a) for a in c)))
+        if isinstance(c, HostCmd):  # another container sharing the volumes: not chrooted
+            lines.append("%s; echo \"rc=$?\"" % " ".join(q(a) for a in c))
+        else:
+            lines.append("chroot %s %s; echo \"rc=$?\"" % (root, " ".join(q(a) for a in c)))
     env = {"PATH": "/usr/bin:/bin:/usr/sbin:/sbin",
            "ASAN_OPTIONS": "detect_leaks=1:abort_on_error=0",
            "UBSAN_OPTIONS": "print_stacktrace=1:halt_on_error=1"}
@@ -358,25 +377,41 @@ def _in_pod_layout(root, cfg, cmds, timeout=60):
 
 @needs_root
 def test_npd_rules_run_in_the_pod_layout(cz_bin, rendered, tmp_path):
-    """The binary as the init container hands it over (bundle-plugin.sh: own loader and libc)
-    runs every NPD rule, path and args exactly as in config/npd, chrooted into a tree that has
-    nothing but what the NPD container mounts, against this machine's real /proc and /sys.
-    Then the agent command (--once) fills the shared run dir and check cpu sees its sampler."""
+    """The static check binary as the init container hands it over (one file, no loader, no
+    libc) runs every NPD rule, path and args exactly as in config/npd, chrooted into a tree that
+    has nothing but what the NPD container mounts, against this machine's real /proc and /sys.
+    Then the agent (the full binary, in its own container: here outside the chroot, sharing the
+    run dir) runs one cycle, and check cpu in the chroot sees its sampler."""
+    check_bin = _check_bin()
+    if not _is_static(check_bin):
+        pytest.skip("%s is not static (an ASan+UBSan build links dynamically): the static one "
+                    "is tested by the plain build" % check_bin)
     root = tmp_path / "pod"
-    _bundle(cz_bin, root)
+    _bundle(check_bin, root)
     assert sorted(os.listdir(root)) == ["opt"]          # no /lib, no /usr: nothing borrowed
     rules = [r for f in npd_files() for r in json.load(open(f))["rules"]]
     cmds = [[r["path"], *r["args"]] for r in rules]
     agent = container(pod_spec(rendered["default"]), "agent")["command"]
-    agent_cmd = [PLUGIN_BIN, *agent[1:], "--once"]
+    assert agent[0] == "/usr/local/bin/cpuzombie" and agent[1:3] == \
+        ["--config", "/etc/cpuzombie/cpuzombie.yaml"]
+    # the agent container's view: the same config, the host's /proc and /sys, the shared run dir
+    agent_cmd = HostCmd([cz_bin, "--config", str(root / "etc/cpuzombie/cpuzombie.yaml"),
+                         "--proc-root", "/proc", "--sys-root", "/sys",
+                         "--run-dir", str(root / "run/cpuzombie"),
+                         "--state-dir", str(tmp_path / "agent-state"), *agent[3:], "--once"])
+    refused = [PLUGIN_BIN, "--config", "/etc/cpuzombie/cpuzombie.yaml", "agent", "--once"]
     cpu_rule = [r for r in rules if check_of(r) == "cpu"][0]
-    cmds += [agent_cmd, [cpu_rule["path"], *cpu_rule["args"]]]
+    cmds += [refused, agent_cmd, [cpu_rule["path"], *cpu_rule["args"]]]
     res, err = _in_pod_layout(str(root), rendered_config(rendered["default"]), cmds,
                               timeout=120)
     assert len(res) == len(cmds), err
     for (rc, out), c in zip(res, cmds):
         if c is agent_cmd:
             assert rc == 0, (c, out, err)
+            continue
+        if c is refused:   # the static binary has no agent: one line on stderr, exit 2
+            assert rc == 2 and out == [], (c, rc, out, err)
+            assert "'agent' is not in this binary" in err, err
             continue
         assert rc in (0, 1), (c, rc, out, err)         # a verdict, never "could not tell"
         assert len(out) == 1 and all(32 <= ord(ch) < 127 for ch in out[0]), (c, out)

@@ -20,7 +20,7 @@ test=(
 	libcmocka-dev python3 python3-pytest python3-yaml		# unit and end-to-end tests
 	clang libclang-rt-14-dev					# libFuzzer targets
 	sysstat ethtool iproute2 util-linux procps			# mpstat, ethtool -S, ip netns, taskset
-	openssl ca-certificates unzip nodejs patchelf			# API emulator TLS, kubectl/helm from npm
+	openssl ca-certificates unzip nodejs				# API emulator TLS, kubectl/helm from npm
 	prometheus							# promtool (its server is not started)
 	systemd dbus							# a real systemd --user manager in tests
 	valgrind							# test_valgrind
