@@ -61,11 +61,11 @@ def group_members(pgid):
     for d in os.listdir("/proc"):
         if not d.isdigit():
             continue
-        try:
-            stat = open("/proc/%s/stat" % d).read()
+        try:    # bytes: a comm may be anything, even a UTF-8 character cut in two
+            stat = open("/proc/%s/stat" % d, "rb").read()
         except OSError:
             continue
-        fields = stat[stat.rindex(")") + 2:].split()
+        fields = stat[stat.rindex(b")") + 2:].split()
         if int(fields[2]) == pgid:
             out.append(int(d))
     return out
