@@ -39,7 +39,9 @@ CZ_CFLAGS := -std=gnu11 -D_GNU_SOURCE $(WARN) $(HARDEN) $(SANFLAGS) -DCZ_VERSION
 # or dlopen. ASan cannot be linked statically: under SANITIZE=1 it is a dynamic PIE.
 LDFLAGS_CZ := -Wl,-z,relro,-z,now -Wl,-z,noexecstack -Wl,--gc-sections -Wl,-O1 $(SANFLAGS)
 LIBS_STATIC := -Wl,-Bstatic -ljson-c -lyaml -Wl,-Bdynamic
-LIBS := $(LIBS_STATIC) -lcurl -lsystemd -lm
+# --as-needed: a library is recorded only when the code calls into it (also under ASan, whose
+# link turns it off).
+LIBS := $(LIBS_STATIC) -Wl,--as-needed -lcurl -lsystemd -Wl,--no-as-needed -lm
 ifeq ($(SANITIZE),1)
 LDFLAGS_CHECK := -pie $(LDFLAGS_CZ)
 LIBS_CHECK := $(LIBS_STATIC) -lm
@@ -178,6 +180,8 @@ install: $(B)/cpuzombie $(B)/cpuzombie-check
 	install -D -m 0644 config/cpuzombie.yaml $(DESTDIR)/etc/cpuzombie/cpuzombie.yaml
 	install -d $(DESTDIR)$(PREFIX)/share/cpuzombie/npd
 	install -m 0644 config/npd/*.json $(DESTDIR)$(PREFIX)/share/cpuzombie/npd/
+	install -D -m 0644 config/npd-log/cpuzombie-kernel-monitor.json \
+		$(DESTDIR)$(PREFIX)/share/cpuzombie/npd-log/cpuzombie-kernel-monitor.json
 	install -D -m 0644 config/man/cpuzombie.8 $(DESTDIR)$(PREFIX)/share/man/man8/cpuzombie.8
 	install -D -m 0644 config/man/cpuzombie.yaml.5 $(DESTDIR)$(PREFIX)/share/man/man5/cpuzombie.yaml.5
 	for u in config/systemd/*; do [ -e "$$u" ] && install -D -m 0644 "$$u" \

@@ -6,6 +6,7 @@
 
 #include "agent/agent.h"
 #include "agent/agent_periodic.h"
+#include "agent/kmsg_follow.h"
 #include "checks/check_cpu.h"
 #include "base/log.h"
 #include "host/systemd.h"
@@ -34,6 +35,7 @@ struct agent {
 	bool ring_ok;
 	uint64_t watchdog_ms;
 	unsigned bad_samples;	/* consecutive failed samples, for rate-limited logging */
+	struct kmsg_follow *kf;	/* the kernel log (agent.kmsg), NULL when off */
 };
 
 static void log_events(struct agent *a, const struct burst_event *ev, int n)
@@ -123,6 +125,7 @@ static void agent_loop(struct agent *a, struct burst_event *evs)
 			break;
 		if (agent_sample(a, evs) > 0)
 			next_hb = 0; /* a burst ended: drop it from the heartbeat's active list now */
+		(void)kmsg_follow_poll(a->kf); /* non-blocking; logs its own trouble once */
 		now = now_monotonic_ms();
 		if (now > deadline + cfg->cpu.interval_ms)
 			deadline = now; /* we were stopped or starved: do not catch up in a burst */
@@ -171,6 +174,10 @@ int agent_run(struct cz_ctx *ctx)
 	a.watchdog_ms = systemd_watchdog_usec() / 1000;
 	stop_signal = 0;
 	install_signals();
+	r = kmsg_follow_open(ctx, &a.kf);
+	if (r < 0)
+		log_warning_errno(r, "Failed to follow the kernel log '%s': %m, ignoring",
+				  ctx->cfg.agent.kmsg);
 	(void)periodic_new(ctx, &per);
 	if (per && !ctx->once && periodic_start(per) < 0)
 		fprintf(stderr, "cpuzombie agent: Failed to start the periodic work, ignoring\n");
@@ -179,6 +186,8 @@ int agent_run(struct cz_ctx *ctx)
 	(void)systemd_notify("STOPPING=1");
 	n = cpu_sampler_finish(a.s, evs, HISTORY_ACTIVE_MAX);
 	log_events(&a, evs, n);
+	(void)kmsg_follow_poll(a.kf);
+	kmsg_follow_free(a.kf); /* saved: the checks below see what it read */
 	if (per && ctx->once)
 		pr = periodic_cycle(per); /* after the bursts are logged, so check cpu sees them */
 	periodic_free(per);

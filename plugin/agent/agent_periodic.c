@@ -11,6 +11,7 @@
 #include "agent/kube_agent.h"
 #include "base/log.h"
 #include "agent/metrics.h"
+#include "agent/units_publish.h"
 #include "report/report.h"
 #include "base/util.h"
 
@@ -21,6 +22,7 @@ struct periodic {
 	struct cz_ctx *ctx;
 	struct kube_agent *ka;
 	int kube_err;			/* why Kubernetes could not be set up (logged), or 0 */
+	struct units_publisher units;	/* systemd units for the checks, every UNITS_PUBLISH_MS */
 	int last[MAX_RESULTS];		/* previous status per check, -1 before the first */
 	pthread_t thread;
 	bool started;
@@ -46,7 +48,8 @@ int periodic_new(struct cz_ctx *ctx, struct periodic **ret)
 	for (size_t i = 0; i < MAX_RESULTS; i++)
 		p->last[i] = -1;
 	/* --once keeps the failure, so that the one cycle reports it in its exit code */
-	if (!p->ka && !ctx->cfg.agent.metrics_textfile[0] && !(ctx->once && p->kube_err < 0)) {
+	if (!p->ka && !ctx->cfg.agent.metrics_textfile[0] && !ctx->cfg.memcg.systemd_hints &&
+	    !(ctx->once && p->kube_err < 0)) {
 		/* nothing to publish: the sampler alone is the agent's job */
 		periodic_free(p);
 		return 0;
@@ -114,6 +117,10 @@ int periodic_cycle(struct periodic *p)
 	size_t n;
 	int e = 0, m = 0;
 
+	/* first: `check memcg` in this cycle (and in NPD's container) reads what it publishes */
+	(void)units_publish_due(&p->units, &p->ctx->cfg, now_monotonic_ms(), now_realtime_ms());
+	if (!p->ka && !p->ctx->cfg.agent.metrics_textfile[0])
+		return p->kube_err;	/* the units were the only work (NPD runs the checks) */
 	n = kube_agent_run_checks(p->ctx, names, res, MAX_RESULTS);
 	log_changes(p, names, res, n);
 	if (p->ka) {
@@ -136,6 +143,10 @@ int periodic_cycle(struct periodic *p)
 		r->nchecks++;
 	}
 	canary(p, r);
+	if (p->ctx->cfg.memcg.systemd_hints) {
+		r->restarts_rc = p->units.last_rc;
+		r->restarts = p->units.last;
+	}
 	if (p->ctx->cfg.agent.metrics_textfile[0])
 		m = metrics(p, r);
 	report_free(r);

@@ -67,6 +67,7 @@ static const struct key_def keys[] = {
 	K("agent", "check_interval", T_DUR_POS, agent.check_interval_ms),
 	K("agent", "set_conditions", T_BOOL, agent.set_conditions),
 	K("agent", "metrics_textfile", T_STR, agent.metrics_textfile),
+	K("agent", "kmsg", T_STR, agent.kmsg),
 	K("remediation", "mode", T_MODE, remediation.mode),
 	K("remediation", "conditions", T_LIST, remediation.conditions),
 	K("remediation", "for", T_DUR, remediation.for_ms),
@@ -168,6 +169,7 @@ void config_defaults(struct cz_config *cfg)
 	cfg->kubernetes.timeout_ms = 10000;
 	snprintf(cfg->systemd.bus, sizeof(cfg->systemd.bus), "system");
 	cfg->agent.check_interval_ms = 30000;
+	snprintf(cfg->agent.kmsg, sizeof(cfg->agent.kmsg), "/dev/kmsg");
 	cfg->remediation.mode = CZ_REMEDIATE_OFF;
 	list_set(&cfg->remediation.conditions, conditions);
 	cfg->remediation.for_ms = 10 * 60 * 1000;

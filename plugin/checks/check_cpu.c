@@ -14,6 +14,8 @@
 
 #include "checks/check_cpu.h"
 #include "checks/cpu.h"
+#include "checks/kevents.h"
+#include "base/state.h"
 #include "checks/sampler.h"
 #include "host/irq.h"
 #include "host/tasks.h"
@@ -281,6 +283,24 @@ static int sample_inline(struct cz_ctx *ctx, struct burst_event *ev, size_t max,
 	return NPD_OK;
 }
 
+/* Soft lockups the kernel logged (the agent's kernel-event log) as bursts on their CPU. */
+static size_t add_lockups(const struct cz_config *cfg, struct burst_event *ev, size_t n,
+			  char *note, size_t size)
+{
+	_cleanup_free_ struct kevents *k = calloc(1, sizeof(*k));
+	uint64_t now = now_realtime_ms();
+	size_t added = 0;
+
+	if (!k || state_read(cfg->paths.run, &kevents_state, k) != STATE_LOADED)
+		return n;
+	n = kevents_soft_lockups(k, now > cfg->cpu.lookback_ms ? now - cfg->cpu.lookback_ms : 0, ev,
+				 n, EVENTS_MAX, &added);
+	if (added)
+		snprintf(note + strlen(note), size - strlen(note), "%s%zu soft lockup%s (kernel log)",
+			 note[0] ? "; " : "", added, added == 1 ? "" : "s");
+	return n;
+}
+
 /* Why the agent's files cannot be trusted, or NULL when they can. */
 static const char *stale_reason(const struct cz_config *cfg, int hr, const struct heartbeat *hb,
 				char *buf, size_t size)
@@ -341,7 +361,8 @@ int check_cpu(struct cz_ctx *ctx, struct npd_result *res)
 			if (j == (size_t)r)
 				ev[n++] = hb->active[i];
 		}
-		return cpu_verdict(ev, n, cfg, NULL, res);
+		n = add_lockups(cfg, ev, n, note, sizeof(note));
+		return cpu_verdict(ev, n, cfg, note, res);
 	}
 	if (cfg->cpu.inline_window_ms == 0 || cfg->cpu.inline_window_ms < cfg->cpu.min_burst_ms)
 		return npd_set(res, NPD_UNKNOWN, "%s and cpu.inline_window %s < cpu.min_burst: "
@@ -352,5 +373,6 @@ int check_cpu(struct cz_ctx *ctx, struct npd_result *res)
 		return r;
 	snprintf(note, sizeof(note), "inline %s: %s",
 		 format_duration(cfg->cpu.inline_window_ms, d, sizeof(d)), stale);
+	n = add_lockups(cfg, ev, n, note, sizeof(note));
 	return cpu_verdict(ev, n, cfg, note, res);
 }

@@ -24,16 +24,6 @@ enum cz_exit {
 	CZ_EXIT_ERROR = 2,   /* we could not do the job: bad usage, bad config, I/O */
 };
 
-struct systemd_restarts;
-
-/*
- * The unit restart counts of host/systemd.h (systemd_restarts_update's signature): read over
- * the bus, growth against the state file. Only the full binary talks to systemd; main.c sets
- * cz_ctx.restarts_update there and leaves it NULL in the static check binary.
- */
-typedef int (*cz_restarts_fn)(const char *bus, const char *state_dir, uint64_t now_ms,
-			      struct systemd_restarts *ret, char *err, size_t err_size);
-
 #define CZ_GROUP_BY_MAX 6	/* fleet --group-by labels */
 
 struct cz_ctx {
@@ -52,7 +42,6 @@ struct cz_ctx {
 	uint64_t chunk_size;	 /* fleet --chunk-size: nodes per page (0 = 500) */
 	int argc;		 /* positional arguments after the subcommand words */
 	char **argv;
-	cz_restarts_fn restarts_update; /* NULL: no systemd in this binary */
 };
 
 /*

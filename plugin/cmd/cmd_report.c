@@ -12,6 +12,7 @@
 #include "checks/cpustat.h"
 #include "cmd/cmd.h"
 #include "report/report.h"
+#include "checks/units.h"
 #include "base/state.h"
 #include "report/svg.h"
 #include "base/util.h"
@@ -45,15 +46,10 @@ static void gather_memcg(struct cz_ctx *ctx, struct report *r)
 	report_memcg_growth(r, ctx->cfg.paths.state);
 	r->canary_rc = canary_run(&ctx->hf, ctx->cfg.paths.state, ctx->cfg.memcg.latency_canary_ms,
 				  r->now_ms, &r->canary);
-	if (ctx->cfg.memcg.systemd_hints && !ctx->restarts_update) {
-		r->restarts_rc = -ENOSYS;
-		snprintf(r->restarts_err, sizeof(r->restarts_err),
-			 "the static check binary does not talk to systemd");
-	} else if (ctx->cfg.memcg.systemd_hints) {
-		r->restarts_rc = ctx->restarts_update(ctx->cfg.systemd.bus, ctx->cfg.paths.state,
-						      r->now_ms, &r->restarts, r->restarts_err,
-						      sizeof(r->restarts_err));
-	}
+	/* the units the agent published (report, like the checks, never talks to systemd) */
+	if (ctx->cfg.memcg.systemd_hints)
+		r->restarts_rc = units_load(ctx->cfg.paths.run, r->now_ms, &r->restarts,
+					    r->restarts_err, sizeof(r->restarts_err));
 }
 
 static int read_stat(struct cz_ctx *ctx, char *buf, size_t size, struct cpustat_core *c,

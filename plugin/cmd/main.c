@@ -10,7 +10,6 @@
 
 #include "cmd/cmd.h"
 #ifndef CZ_CHECK_BINARY
-#include "host/systemd.h"
 #endif
 #include "base/util.h"
 
@@ -340,9 +339,6 @@ int main(int argc, char **argv)
 	ctx.chunk_size = o.chunk_size;
 	ctx.argc = argc - first - r;
 	ctx.argv = argv + first + r;
-#ifndef CZ_CHECK_BINARY
-	ctx.restarts_update = systemd_restarts_update;
-#endif
 	if (load_config(&ctx, &o, errs, sizeof(errs)) < 0) {
 		/* NPD shows only stdout: lead with the first error, which names file, line and key */
 		char msg[NPD_MSG_MAX];

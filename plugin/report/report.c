@@ -48,6 +48,7 @@ void report_free(struct report *r)
 	ena_state_free(&r->ena_prev);
 	ena_state_free(&r->ena);
 	ena_state_free(&r->allowance);
+	free(r->kev);
 	free(r);
 }
 
@@ -190,6 +191,8 @@ int report_load_run(struct report *r, const char *run_dir, uint64_t since_hist_m
 	n = burst_log_read(run_dir, r->since_ms, r->bursts, REPORT_BURSTS_MAX);
 	r->nlogged = r->nbursts = n > 0 ? (size_t)n : 0;
 	add_ongoing(r);
+	if (report_load_kevents(r, run_dir) < 0)
+		return -ENOMEM;
 	for (size_t i = 0; i < r->nbursts; i++)
 		if (r->bursts[i].cpu + 1 > r->ncpu && r->bursts[i].cpu < CPUSTAT_MAX_CPUS)
 			r->ncpu = r->bursts[i].cpu + 1;
@@ -525,6 +528,7 @@ int report_print(const struct report *r, FILE *out)
 	print_cores(r, out);
 	fputc('\n', out);
 	print_nics(r, out);
+	report_print_kernel(r, out);
 	fflush(out);
 	return ferror(out) ? -EIO : 0;
 }

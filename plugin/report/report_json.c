@@ -298,5 +298,7 @@ json_object *report_json(const struct report *r)
 	add(o, "memcg", memcg(r));
 	add(o, "cores", cores(r));
 	add(o, "nics", nics(r));
+	if (r->kev) /* only with the agent's kernel-event log */
+		add(o, "kernel", report_kernel_json(r));
 	return o;
 }

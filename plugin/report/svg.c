@@ -7,6 +7,8 @@
 #include <errno.h>
 #include <time.h>
 
+#include "checks/kevents.h"
+#include "checks/klog_incident.h"
 #include "report/report.h"
 #include "report/svg.h"
 #include "base/util.h"
@@ -217,6 +219,38 @@ static void resets(FILE *out, const struct report *r, const struct plot *g)
 	}
 }
 
+/* What the kernel logged (the agent's kernel-event log): a diamond on the row of the CPU a
+ * lockup or stall names, a purple tick above the cores for an ENA reset line. */
+static void kernel(FILE *out, const struct report *r, const struct plot *g)
+{
+	const struct kevents *k = r->kev;
+	unsigned n = 0;
+
+	for (size_t i = 0; k && i < k->n; i++) {
+		struct klog_event e;
+		uint64_t t = k->ev[i].t_ms;
+		char a[16], d[256];
+		double x = x_of(g, t);
+
+		if (t < g->t0 || t > g->t1 || kevents_event(k, i, &e) != 1 || e.cont ||
+		    !(klog_is_lockup(&e) || klog_kind_is_reset(e.kind)))
+			continue;
+		fprintf(out, "<g class=\"marker kernel %s\" id=\"kernel-%u\"><title>%s UTC ",
+			klog_kind_name(e.kind), n++, utc_hms(t, a, sizeof(a)));
+		xml(out, klog_event_describe(&e, d, sizeof(d)));
+		fputs(" (kernel log)</title>", out);
+		if (e.cpu >= 0 && (unsigned)e.cpu >= g->c0 && (unsigned)e.cpu < g->c0 + g->nrows &&
+		    !klog_kind_is_ena(e.kind))
+			fprintf(out, "<path class=\"kernel-cpu\" fill=\"#8000c0\" stroke=\"#fff\" "
+				     "d=\"M%.2f %.2f l6 %.2f l-6 %.2f l-6 %.2f z\"/>", x,
+				g->top + (e.cpu - g->c0) * g->rh, g->rh / 2, g->rh / 2, -g->rh / 2);
+		else
+			fprintf(out, "<path class=\"kernel-tick\" fill=\"#8000c0\" d=\"M%.2f %.2f l-5 "
+				     "-9 h10 z\"/>", x, g->top - 14);
+		fputs("</g>\n", out);
+	}
+}
+
 /* A tick label: seconds while steps are below a minute, the date once the span passes a day. */
 static char *tick_label(uint64_t t, uint64_t step, uint64_t span, char *buf, size_t size)
 {
@@ -319,9 +353,9 @@ static void head(FILE *out, const struct report *r, const struct plot *g)
 	fprintf(out, "<text x=\"%d\" y=\"22\" style=\"font-size:15px\">cpuzombie: ", LEFT);
 	xml(out, r->node[0] ? r->node : "-");
 	fprintf(out, " per-core %s share %s..%s UTC, %u cores; blue: bursts >= %g%%, green: ENA "
-		     "resets</text>\n", config_metric_name(r->cfg->cpu.metric),
+		     "resets%s</text>\n", config_metric_name(r->cfg->cpu.metric),
 		utc_hms(g->t0, a, sizeof(a)), utc_hms(g->t1, b, sizeof(b)), g->nrows,
-		r->cfg->cpu.threshold_pct);
+		r->cfg->cpu.threshold_pct, r->kev ? ", purple: kernel log" : "");
 	if (r->memcg_rc == NPD_OK)
 		fprintf(out, "<text class=\"memcg\" x=\"%d\" y=\"40\">memcg: %llu dying vs %llu live "
 			     "(%s; problem at &gt;= %llu dying and &gt;= x%g)</text>\n", LEFT,
@@ -347,6 +381,7 @@ static int overview(FILE *out, const struct report *r, const struct plot *g, dou
 	fputs("</g>\n<g id=\"markers\">\n", out);
 	bursts(out, r, g);
 	resets(out, r, g);
+	kernel(out, r, g);
 	fputs("</g>\n", out);
 	axis(out, g, y, "axis");
 	legend(out, r, y + 40);

@@ -162,7 +162,13 @@ def test_pod_host_access_and_privileges(rendered):
         assert spec["priorityClassName"] == "system-node-critical"
         assert {"operator": "Exists"} in spec["tolerations"]
         hostpaths = {x["name"]: x["hostPath"]["path"] for x in spec["volumes"] if "hostPath" in x}
-        assert hostpaths == {"host-proc": "/proc", "host-sys": "/sys", "state": "/var/lib/cpuzombie"}
+        assert hostpaths == {"host-proc": "/proc", "host-sys": "/sys", "state": "/var/lib/cpuzombie",
+                             "systemd-bus": "/run/dbus/system_bus_socket"}
+        # the bus socket: read-only, and only the agent (which asks systemd) mounts it
+        for c in spec["containers"] + spec.get("initContainers", []):
+            bus = [m for m in c["volumeMounts"] if m["name"] == "systemd-bus"]
+            assert bus == ([{"name": "systemd-bus", "mountPath": "/run/dbus/system_bus_socket",
+                             "readOnly": True}] if c["name"] == "agent" else []), (v, c["name"])
         run = [x for x in spec["volumes"] if x["name"] == "run"][0]
         assert "emptyDir" in run
         for c in spec["containers"] + spec.get("initContainers", []):
@@ -178,6 +184,9 @@ def test_pod_host_access_and_privileges(rendered):
         for c in spec["containers"]:
             env = {e["name"]: e for e in c["env"]}
             assert env["NODE_NAME"]["valueFrom"]["fieldRef"]["fieldPath"] == "spec.nodeName"
+    # a value turns the bus socket off
+    _, objs = render("default", ["--set", "agent.systemdBus=false"])
+    assert not [x for x in pod_spec(objs)["volumes"] if x["name"] == "systemd-bus"]
     # the kernel-stack option adds exactly the two capabilities it needs, to the agent only
     _, objs = render("default", ["--set", "agent.readKernelStacks=true"])
     spec = pod_spec(objs)

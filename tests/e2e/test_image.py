@@ -49,6 +49,7 @@ NPD_IMAGE = "localhost/cpuzombie-test/node-problem-detector"
 NODE = "image-node-%d" % os.getpid()
 TEXTFILE_DIR = "/var/lib/node_exporter/textfile_collector"
 MEMCG_MSG = re.compile(r"^(\d+) dying memcgs vs (\d+) live")
+SYSTEM_BUS = "/run/dbus/system_bus_socket"
 
 
 @pytest.fixture(scope="module")
@@ -83,6 +84,10 @@ def helm():
 def chart(helm, *sets):
     args = ["--set", "image.repository=" + IMAGE_REPO, "--set", "image.tag=" + VERSION,
             "--set", "image.pullPolicy=Never"]
+    if not os.path.exists(SYSTEM_BUS):
+        # a kubelet refuses a hostPath of type Socket that is not there: without a system bus
+        # on this host the chart's own switch leaves the mount out
+        args += ["--set", "agent.systemdBus=false"]
     for s in sets:
         args += ["--set", s]
     return ph.render_chart(helm, os.path.join(ROOT, "charts", "cpuzombie"), *args)
@@ -99,6 +104,7 @@ def wait_for(pred, what, timeout=60, diag=lambda: ""):
 
 
 def test_agent_container_as_the_daemonset_runs_it(image, helm, tmp_path):
+    has_bus = os.path.exists(SYSTEM_BUS)
     objs = chart(helm, "config.agent.metrics_textfile=%s/cpuzombie.prom" % TEXTFILE_DIR)
     state, textfile = tmp_path / "state", tmp_path / "textfile"
     pod = ph.Pod(objs, tmp_path, NODE, {"/var/lib/cpuzombie": str(state),
@@ -130,7 +136,15 @@ def test_agent_container_as_the_daemonset_runs_it(image, helm, tmp_path):
         status = open("/proc/%s/status" % ph.podman(
             "inspect", "--format", "{{.State.Pid}}", c).stdout.strip()).read()
         assert re.search(r"^CapEff:\s+0+$", status, re.M), status
-        assert not [l for l in pod.logs(c).splitlines() if "rror" in l], pod.logs(c)
+        # the agent published the systemd units for the checks (or why it could not ask)
+        units = wait_for(lambda: os.path.exists(os.path.join(run, "systemd-units")) and
+                         open(os.path.join(run, "systemd-units")).read(), "published units",
+                         diag=lambda: pod.logs(c))
+        assert units.startswith("cpuzombie-units 1\nt "), units
+        if not has_bus:
+            assert "\ne cannot connect to bus" in units, units
+        assert not [l for l in pod.logs(c).splitlines() if "rror" in l and "systemd" not in l], \
+            pod.logs(c)
     finally:
         pod.stop()
 
