@@ -14,6 +14,7 @@
 #include "checks/condmsg.h"
 #include "checks/cz.h"
 #include "checks/memcg.h"
+#include "checks/memcg_where.h"
 #include "base/log.h"
 #include "base/state.h"
 #include "checks/units.h"
@@ -223,6 +224,17 @@ int check_memcg(struct cz_ctx *ctx, struct npd_result *res)
 		return e;
 	update_history(ctx, &r);
 	e = memcg_verdict(&r, &ctx->cfg, res);
+	if (e == NPD_PROBLEM) {
+		/* cgroup v2, or hybrid's unified hierarchy: which subtree holds them */
+		char rel[256], sub[256];
+		uint64_t n;
+
+		find_mount(&ctx->hf, true, rel, sizeof(rel));
+		if (memcg_where_find(&ctx->hf, rel, sub, sizeof(sub), &n) == 0) {
+			memcg_where_format(sub, n, r.where, sizeof(r.where));
+			e = memcg_verdict(&r, &ctx->cfg, res);
+		}
+	}
 	if (e == NPD_PROBLEM && ctx->cfg.memcg.systemd_hints) {
 		/* name the crash-looping unit from what the agent published in the run dir: a
 		 * check never talks to systemd (no libsystemd, no bus in NPD's container) */
