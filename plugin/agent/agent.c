@@ -175,7 +175,7 @@ int agent_run(struct cz_ctx *ctx)
 	_cleanup_free_ struct burst_event *evs = calloc(HISTORY_ACTIVE_MAX, sizeof(*evs));
 	struct agent a = { .ctx = ctx, .ring = { .fd = -1 } };
 	struct periodic *per = NULL;
-	int r, n;
+	int r, n, pr = 0;
 
 	if (!evs)
 		return CZ_EXIT_ERROR;
@@ -222,7 +222,7 @@ int agent_run(struct cz_ctx *ctx)
 	(void)kmsg_follow_poll(a.kf);
 	kmsg_follow_free(a.kf); /* saved: the checks below see what it read */
 	if (per && ctx->once)
-		(void)periodic_cycle(per); /* after the bursts are logged, so check cpu sees them */
+		pr = periodic_cycle(per); /* after the bursts are logged, so check cpu sees them */
 	periodic_free(per);
 	burst_profiles_free(a.prof);
 	agent_tiers_close(&a.tiers);
@@ -230,5 +230,5 @@ int agent_run(struct cz_ctx *ctx)
 	/* --once leaves a fresh heartbeat (its bursts are in the log); a stopped agent does not */
 	r = write_heartbeat(&a, !ctx->once);
 	cpu_sampler_free(a.s);
-	return r < 0 ? CZ_EXIT_ERROR : CZ_EXIT_OK;
+	return r < 0 || pr < 0 ? CZ_EXIT_ERROR : CZ_EXIT_OK; /* --once: its cycle's failure too */
 }

@@ -66,7 +66,6 @@ static const struct cmd cmds[] = {
 	  "    zone, instance type, OS image, kernel, runtime or label that best separates True\n"
 	  "    from False nodes; leakers, tasks and reset causes; remediation and its Leases.\n"
 	  "    Also `kubectl cpuzombie` (installed as kubectl-cpuzombie). Exit 1: some node True.\n" },
-	{ "kube-cycle", ONLINE(cmd_kube_cycle), NULL }, /* hidden: developer/test driver of kube_agent */
 	{ NULL, NULL, NULL },
 };
 
