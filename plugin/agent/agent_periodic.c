@@ -147,6 +147,10 @@ int periodic_cycle(struct periodic *p)
 		r->nchecks++;
 	}
 	canary(p, r);
+	if (p->census.has_last) {
+		r->census_rc = 0;
+		r->census = p->census.last;
+	}
 	if (p->ctx->cfg.memcg.systemd_hints) {
 		r->restarts_rc = p->units.last_rc;
 		r->restarts = p->units.last;

@@ -116,6 +116,7 @@ int census_publish(struct census_publisher *p, struct cz_ctx *ctx, uint64_t mono
 		if (q != p->last_rc)	/* a change of state, not every period */
 			log_warning_errno(q, "Zombie census off: %s", err);
 		c = (struct census){ .t_ms = now_ms };
+		p->has_last = false;	/* no metrics from an old census */
 	} else {
 		p->last = c;
 		p->has_last = true;
