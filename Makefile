@@ -28,8 +28,9 @@ endif
 # The zombie census (agent/census_bpf.c): a CO-RE BPF program compiled with clang -target bpf
 # against a vmlinux.h dumped from this kernel's BTF, embedded as a bpftool skeleton; libbpf is
 # linked by the agent only (check-layers proves the check binary references none of it). Built
-# when bpftool, clang, libbpf and /sys/kernel/btf/vmlinux are all there (install-deps' build
-# list has them); otherwise the agent is built without it and publishes that reason instead.
+# when bpftool, clang, libbpf and /sys/kernel/btf/vmlinux are all there (make test installs
+# them; make run's build list does not: clang is heavy); otherwise the agent is built without
+# it, and with memcg.census_interval on it publishes "built without the BPF census" instead.
 BPFTOOL ?= $(firstword $(shell command -v bpftool 2>/dev/null) $(wildcard /usr/sbin/bpftool))
 BPF_CLANG ?= clang
 VMLINUX_BTF ?= /sys/kernel/btf/vmlinux

@@ -2,6 +2,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "agent/census_bpf.h"
@@ -28,8 +29,17 @@ int census_bpf_scan(int cgroup_fd, uint32_t max_nodes, struct census_scan *ret)
 #include <bpf/libbpf.h>
 #include <census.skel.h>
 
+static uint64_t mono_us(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
+}
+
 /* What the ring buffer delivered, in order. */
 struct sink {
+	uint64_t load_us, walk_us;
 	struct census_rec *rec;
 	size_t n, cap;
 	struct census_end end;
@@ -74,6 +84,7 @@ static int run(int cgroup_fd, uint32_t max_nodes, struct sink *k)
 	struct ring_buffer *rb = NULL;
 	size_t ring = 1u << 22;
 	char buf[64];
+	uint64_t t0 = mono_us(), t1 = 0;
 	int fd = -1, r;
 
 	/* room for every record the walk may emit, rounded up to a power of two */
@@ -88,6 +99,8 @@ static int run(int cgroup_fd, uint32_t max_nodes, struct sink *k)
 		r = census_bpf__load(skel);
 	if (r < 0)
 		goto out;
+	t1 = mono_us();
+	k->load_us = t1 - t0;
 	info.cgroup.cgroup_fd = (uint32_t)cgroup_fd;
 	info.cgroup.order = BPF_CGROUP_ITER_SELF_ONLY;
 	opts.link_info = &info;
@@ -115,6 +128,7 @@ static int run(int cgroup_fd, uint32_t max_nodes, struct sink *k)
 	}
 	r = ring_buffer__consume(rb);
 	r = r < 0 ? r : 0;
+	k->walk_us = mono_us() - t1;
 out:
 	ring_buffer__free(rb);
 	if (fd >= 0)
@@ -224,6 +238,8 @@ int census_bpf_scan(int cgroup_fd, uint32_t max_nodes, struct census_scan *ret)
 	for (size_t i = 0; r == 0 && i < s.n; i++)	/* offsets to pointers, now storage is final */
 		s.v[i].path = s.storage + (uintptr_t)s.v[i].path;
 	s.visited = k.end.nodes;
+	s.load_us = k.load_us;
+	s.walk_us = k.walk_us;
 	s.truncated = k.end.truncated || k.end.dropped;
 	free(k.rec);
 	if (r < 0) {

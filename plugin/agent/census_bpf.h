@@ -25,6 +25,7 @@ struct census_scan {
 	size_t n;
 	uint64_t visited;		/* csses the walk visited, live ones included */
 	bool truncated;			/* a bound (nodes, steps, ring buffer) cut the walk */
+	uint64_t load_us, walk_us;	/* loading (verifier) and the walk + drain, wall time */
 	char *storage;			/* the paths */
 };
 

@@ -98,7 +98,7 @@ int census_publish(struct census_publisher *p, struct cz_ctx *ctx, uint64_t mono
 	const struct cz_config *cfg = &ctx->cfg;
 	struct census_scan s = { 0 };
 	char err[CENSUS_ERR_MAX] = "";
-	uint64_t t0 = mono_us();
+	uint64_t t0 = mono_us(), load_us = 0, walk_us = 0;
 	size_t n;
 	int fd, q;
 
@@ -109,6 +109,7 @@ int census_publish(struct census_publisher *p, struct cz_ctx *ctx, uint64_t mono
 		close(fd);
 	if (q == 0)
 		q = build(p, &s, now_ms, &c);
+	load_us = s.load_us, walk_us = s.walk_us;
 	census_scan_free(&s);
 	p->last_us = mono_us() - t0;
 	if (q < 0) {
@@ -121,9 +122,11 @@ int census_publish(struct census_publisher *p, struct cz_ctx *ctx, uint64_t mono
 		p->last = c;
 		p->has_last = true;
 		if (p->last_rc < 0 || ctx->verbose)
-			log_info("Zombie census: %llu dying memcgs in %llu csses, %.1f ms%s",
-				 (unsigned long long)c.dying, (unsigned long long)c.visited,
-				 (double)p->last_us / 1000.0, c.truncated ? " (cut short)" : "");
+			log_info("Zombie census: %llu dying memcgs in %llu csses, %.1f ms (load %.1f, "
+				 "walk %.1f)%s", (unsigned long long)c.dying,
+				 (unsigned long long)c.visited, (double)p->last_us / 1000.0,
+				 (double)load_us / 1000.0, (double)walk_us / 1000.0,
+				 c.truncated ? " (cut short)" : "");
 	}
 	p->last_rc = q;
 	n = census_format(&c, q < 0 ? err : NULL, buf, sizeof(buf));

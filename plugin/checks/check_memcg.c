@@ -216,8 +216,9 @@ int memcg_read(struct cz_ctx *ctx, struct memcg_reading *r, struct npd_result *r
 
 /*
  * The group the dying memcgs came from, from the agent's zombie census in the run dir, into
- * @r->hint. Returns 1 when @r->hint is set: the group, or why there is no fresh census when no
- * other hint will follow (memcg.systemd_hints off); 0 otherwise, and when the census is off.
+ * @r->census (the line carries it before the restart hint, which still follows: the unit and
+ * the group say different things). Returns 1 when @r->census is set: the group, or why there
+ * is no fresh census when no other hint will follow (memcg.systemd_hints off); else 0.
  */
 static int census_hint(struct cz_ctx *ctx, struct memcg_reading *r)
 {
@@ -232,14 +233,14 @@ static int census_hint(struct cz_ctx *ctx, struct memcg_reading *r)
 	q = census_load(ctx->cfg.paths.run, now_realtime_ms(), 2 * every + 60000, &c, why,
 			sizeof(why));
 	if (q == 0 && c.ngroups > 0) {
-		condmsg_census_hint(c.group[0].count, c.group[0].key, c.group[0].bytes, r->hint,
-				    sizeof(r->hint));
+		condmsg_census_hint(c.group[0].count, c.group[0].key, c.group[0].bytes, r->census,
+				    sizeof(r->census));
 		return 1;
 	}
 	if (q < 0) {
 		log_warning("no census hint: %s", why);
 		if (!ctx->cfg.memcg.systemd_hints) {
-			snprintf(r->hint, sizeof(r->hint), "census: %.120s", why);
+			snprintf(r->census, sizeof(r->census), "census: %.120s", why);
 			return 1;
 		}
 	}
@@ -266,9 +267,9 @@ int check_memcg(struct cz_ctx *ctx, struct npd_result *res)
 			e = memcg_verdict(&r, &ctx->cfg, res);
 		}
 	}
-	if (e == NPD_PROBLEM && census_hint(ctx, &r) > 0) {
+	if (e == NPD_PROBLEM && census_hint(ctx, &r) > 0)
 		e = memcg_verdict(&r, &ctx->cfg, res);
-	} else if (e == NPD_PROBLEM && ctx->cfg.memcg.systemd_hints) {
+	if (e == NPD_PROBLEM && ctx->cfg.memcg.systemd_hints) {
 		/* name the crash-looping unit from what the agent published in the run dir: a
 		 * check never talks to systemd (no libsystemd, no bus in NPD's container) */
 		struct systemd_restarts sr;

