@@ -35,6 +35,9 @@ SLACK = 128 * 1024
 
 def census_file(run):
     text = open(os.path.join(run, "memcg-census")).read()
+    if "\ne built without the BPF census\n" in text:
+        pytest.skip("this binary was built without the BPF census (no bpftool, clang, libbpf "
+                    "or kernel BTF at build time: make test installs them)")
     lines = text.splitlines()
     assert lines[0] == "cpuzombie-census 1", text
     groups = {}
@@ -165,7 +168,7 @@ def test_census_without_capabilities_says_why(czb, tmp_path):
     with NamedZombies(tmp_path, flat=3, nests=1, per_nest=2):
         rc, err = agent_once(cz, tmp_path, prefix=drop)
         assert rc == 0, err
-        text = open(os.path.join(str(cz.run), "memcg-census")).read()
+        text, _ = census_file(str(cz.run))	# (skips when built without the census)
         assert "\ne no capability to load the census BPF program (CAP_BPF, CAP_PERFMON)\n" \
             in text, text
         assert "Zombie census off: no capability" in err, err
@@ -199,7 +202,7 @@ def test_census_privileges_measured_as_nobody(czb, tmp_path, caps, works):
     prefix = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", *spec, "--"]
     rc, err = agent_once(cz, tmp_path, prefix=prefix)
     assert rc in (0, 1), err
-    text = open(os.path.join(str(cz.run), "memcg-census")).read()
+    text, _ = census_file(str(cz.run))	# (skips when built without the census)
     if works:
         assert "\nn " in text and "\ne " not in text, (caps, text, err)
     else:
