@@ -188,9 +188,10 @@ static size_t table_top(struct table *t, struct census_group *out)
 {
 	size_t n = t->n < CENSUS_GROUPS_MAX ? t->n : CENSUS_GROUPS_MAX;
 
-	if (t->n)
+	if (t->n) {	/* (no groups: t->g is NULL, which memcpy may not be given) */
 		qsort(t->g, t->n, sizeof(*t->g), by_count);
-	memcpy(out, t->g, n * sizeof(*out));
+		memcpy(out, t->g, n * sizeof(*out));
+	}
 	free(t->g);
 	free(t->slot);
 	return n;
