@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 #include <errno.h>
 #include <stdbool.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "base/textsafe.h"
@@ -159,6 +160,15 @@ char *textsafe_n(enum textsafe_kind kind, const char *s, size_t len, char *buf, 
 char *textsafe(enum textsafe_kind kind, const char *s, char *buf, size_t size)
 {
 	return textsafe_n(kind, s, s ? strlen(s) : 0, buf, size);
+}
+
+char *textsafe_strdup(enum textsafe_kind kind, const char *s)
+{
+	/* the longest form of one input byte is six output bytes ("&quot;", "\\\\x07") */
+	size_t n = s ? strlen(s) : 0, size = n * 6 + 1;
+	char *buf = malloc(size);
+
+	return buf ? textsafe(kind, s, buf, size) : NULL;
 }
 
 int textsafe_fputs(enum textsafe_kind kind, const char *s, FILE *out)

@@ -57,6 +57,12 @@ char *textsafe(enum textsafe_kind kind, const char *s, char *buf, size_t size);
 char *textsafe_n(enum textsafe_kind kind, const char *s, size_t len, char *buf, size_t size);
 
 /*
+ * textsafe_strdup - @s (NULL reads as "") made safe for @kind, uncut, in a new string the
+ * caller frees. Returns NULL when out of memory.
+ */
+char *textsafe_strdup(enum textsafe_kind kind, const char *s);
+
+/*
  * textsafe_fputs - write @s made safe for @kind to @out, uncut. Returns 0, or -EIO when the
  * stream failed.
  */

@@ -10,6 +10,7 @@
 
 #include "cluster/curl_dl.h"
 #include "cluster/kube.h"
+#include "base/textsafe.h"
 #include "base/util.h"
 
 #define EXEC_MAX_OUTPUT (64u << 10)
@@ -590,7 +591,7 @@ int kube_post_event(struct kube_client *kc, const char *node_name, const char *n
 	json_object *md = json_object_new_object(), *inv = json_object_new_object();
 	json_object *src = json_object_new_object();
 	struct kube_response resp = { 0 };
-	char name[320], ts[40];
+	char name[320], ts[40], msg[2048];
 	int r;
 
 	snprintf(name, sizeof(name), "%.200s.cz-%llx-%.40s", node_name,
@@ -609,7 +610,8 @@ int kube_post_event(struct kube_client *kc, const char *node_name, const char *n
 		json_object_object_add(inv, "uid", json_object_new_string(node_uid));
 	json_object_object_add(ev, "involvedObject", inv);
 	json_object_object_add(ev, "reason", json_object_new_string(reason));
-	json_object_object_add(ev, "message", json_object_new_string(message));
+	json_object_object_add(ev, "message", json_object_new_string(
+		textsafe(TEXTSAFE_TEXT, message, msg, sizeof(msg)))); /* kubectl prints it */
 	json_object_object_add(ev, "type", json_object_new_string(type));
 	json_object_object_add(src, "component", json_object_new_string("cpuzombie"));
 	json_object_object_add(src, "host", json_object_new_string(node_name));

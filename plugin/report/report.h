@@ -130,7 +130,10 @@ json_object *report_json(const struct report *r);
  */
 int report_ena_load(const char *state_dir, const char *name, struct ena_state *ret);
 
-/* report_node_name - when cfg gave no node name, the host's (/proc/sys/kernel/hostname). */
+/*
+ * report_node_name - when cfg gave no node name, the host's (/proc/sys/kernel/hostname) if it
+ * is a valid node name (as --node-name must be); otherwise the node stays unnamed ("-").
+ */
 void report_node_name(struct report *r, const struct hostfs *hf);
 
 /*

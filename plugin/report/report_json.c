@@ -3,6 +3,7 @@
 #include <errno.h>
 
 #include "report/report.h"
+#include "base/textsafe.h"
 #include "base/util.h"
 
 static void add(json_object *o, const char *k, json_object *v)
@@ -10,9 +11,13 @@ static void add(json_object *o, const char *k, json_object *v)
 	json_object_object_add(o, k, v);
 }
 
+/* Every string reaches the document through here: task names, hostnames and interface names are
+ * any bytes, and a JSON document must be valid UTF-8 (textsafe.h). */
 static json_object *jstr(const char *s)
 {
-	return json_object_new_string(s ? s : "");
+	_cleanup_free_ char *safe = textsafe_strdup(TEXTSAFE_TEXT, s);
+
+	return safe ? json_object_new_string(safe) : NULL;
 }
 
 static json_object *ju64(uint64_t v)

@@ -4,6 +4,7 @@
 
 #include "report/report.h"
 #include "report/svg.h"
+#include "base/textsafe.h"
 #include "base/util.h"
 
 #define LEFT 80
@@ -25,21 +26,10 @@ static double x_of(const struct geom *g, uint64_t t)
 	return LEFT + (double)(t - g->t0) * SVG_PLOT_W / (double)(g->t1 - g->t0);
 }
 
-/* XML text: escape the five special characters, drop control bytes. */
+/* XML text: the five special characters as entities, UTF-8 kept, controls shown (textsafe.h). */
 static void xml(FILE *out, const char *s)
 {
-	for (; *s; s++) {
-		switch (*s) {
-		case '<': fputs("&lt;", out); break;
-		case '>': fputs("&gt;", out); break;
-		case '&': fputs("&amp;", out); break;
-		case '"': fputs("&quot;", out); break;
-		case '\'': fputs("&apos;", out); break;
-		default:
-			if ((unsigned char)*s >= 0x20 && (unsigned char)*s < 0x7f)
-				fputc(*s, out);
-		}
-	}
+	(void)textsafe_fputs(TEXTSAFE_XML, s, out);
 }
 
 /* Highest share per (core, column); HISTORY_NO_SAMPLE where nothing was sampled. */
