@@ -98,9 +98,9 @@ static void put_control(struct sink *k, unsigned cp)
 static void put_ascii(struct sink *k, enum textsafe_kind kind, char c)
 {
 	if (c == '\\') {
-		/* doubled so that "\e" in the output always means an escape was there; a label
-		 * value's own escaping doubles it again */
-		put(k, kind == TEXTSAFE_PROM ? "\\\\\\\\" : "\\\\", kind == TEXTSAFE_PROM ? 4 : 2);
+		/* doubled: in text so that "\e" always means an escape was there, in a label value
+		 * because the exposition format says so */
+		put(k, "\\\\", 2);
 		return;
 	}
 	if (kind == TEXTSAFE_PROM && c == '"') {
@@ -133,7 +133,9 @@ static void run(struct sink *k, enum textsafe_kind kind, const char *s, size_t l
 			continue;
 		}
 		cp = n == 1 ? p[i] : n == 2 ? (unsigned)(p[i] & 0x1f) << 6 | (p[i + 1] & 0x3f) : 0x100;
-		if (cp < 0x20 || cp == 0x7f || (cp >= 0x80 && cp <= 0x9f)) {
+		if (kind == TEXTSAFE_PROM && cp == '\n') {
+			put(k, "\\n", 2); /* the exposition format's own escape: the value keeps it */
+		} else if (cp < 0x20 || cp == 0x7f || (cp >= 0x80 && cp <= 0x9f)) {
 			if (kind == TEXTSAFE_PROM)
 				put(k, "\\", 1); /* the label value's escape of our backslash */
 			put_control(k, cp);

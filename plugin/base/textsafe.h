@@ -11,8 +11,9 @@
  *   TEXTSAFE_TEXT  terminals, log lines, JSON strings (report --json, API bodies that end up in
  *                  `kubectl describe`): valid UTF-8, control characters shown visibly (\n, \t,
  *                  \r, \e, \xNN; C1 characters as \u0080..\u009f), a backslash doubled.
- *   TEXTSAFE_PROM  Prometheus label values: TEXTSAFE_TEXT, then the exposition format's escapes
- *                  (\\, \", the newline) - its output is valid UTF-8 with no raw control byte.
+ *   TEXTSAFE_PROM  Prometheus label values: valid UTF-8 with the exposition format's escapes
+ *                  (\\, \", \n for the newline); other control characters shown as in
+ *                  TEXTSAFE_TEXT (their backslash escaped): no raw control byte.
  *   TEXTSAFE_XML   SVG/XML text and attribute values: valid UTF-8 kept as it is (a UTF-8 comm
  *                  shows as itself), & < > " ' as entities, control characters (forbidden in
  *                  XML 1.0) shown visibly as in TEXTSAFE_TEXT.

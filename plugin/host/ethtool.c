@@ -16,6 +16,7 @@
 #include <linux/sockios.h>
 
 #include "host/ethtool.h"
+#include "base/textsafe.h"
 #include "base/util.h"
 
 void ethtool_dump_free(struct ethtool_devdump *d)
@@ -140,7 +141,7 @@ int ethtool_read_drvinfo(const struct ethtool_ops *ops, const char *ifname, stru
 	struct ethtool_drvinfo di = { .cmd = ETHTOOL_GDRVINFO };
 	int r;
 
-	if (!valid_name(ifname, ETHTOOL_IFNAME_MAX))
+	if (!valid_ifname(ifname))
 		return -EINVAL;
 	r = ops->ioctl(ops->userdata, ifname, &di);
 	if (r < 0)
@@ -222,7 +223,7 @@ static int read_once(const struct ethtool_ops *ops, const char *ifname, size_t n
 
 int ethtool_read_stats(const struct ethtool_ops *ops, const char *ifname, struct ethtool_devdump *d)
 {
-	if (!valid_name(ifname, ETHTOOL_IFNAME_MAX))
+	if (!valid_ifname(ifname))
 		return -EINVAL;
 	for (int attempt = 0; attempt < ETHTOOL_READ_RETRIES; attempt++) {
 		_cleanup_free_ struct ethtool_stat *stats = NULL;
@@ -271,12 +272,21 @@ int ethtool_read(const struct ethtool_ops *ops, const char *ifname, struct ethto
 
 int ethtool_format_text(const struct ethtool_devdump *d, FILE *out)
 {
+	char ifname[4 * ETHTOOL_IFNAME_MAX + 1], a[4 * ETHTOOL_INFO_MAX + 1];
+	char b[4 * ETHTOOL_INFO_MAX + 1], c[4 * ETHTOOL_INFO_MAX + 1], name[4 * ETHTOOL_NAME_MAX + 1];
+
+	/* an interface name is any bytes but '/', ':' and spaces (valid_ifname): shown escaped */
+	textsafe(TEXTSAFE_TEXT, d->ifname, ifname, sizeof(ifname));
 	if (d->has_drvinfo)
-		fprintf(out, "# ethtool -i %s\ndriver: %s\nversion: %s\nbus-info: %s\n", d->ifname,
-			d->driver, d->version, d->bus_info);
-	fprintf(out, "# ethtool -S %s\nNIC statistics:\n", d->ifname);
+		fprintf(out, "# ethtool -i %s\ndriver: %s\nversion: %s\nbus-info: %s\n", ifname,
+			textsafe(TEXTSAFE_TEXT, d->driver, a, sizeof(a)),
+			textsafe(TEXTSAFE_TEXT, d->version, b, sizeof(b)),
+			textsafe(TEXTSAFE_TEXT, d->bus_info, c, sizeof(c)));
+	fprintf(out, "# ethtool -S %s\nNIC statistics:\n", ifname);
 	for (size_t i = 0; i < d->n; i++)
-		fprintf(out, "     %s: %" PRIu64 "\n", d->stats[i].name, d->stats[i].value);
+		fprintf(out, "     %s: %" PRIu64 "\n",
+			textsafe(TEXTSAFE_TEXT, d->stats[i].name, name, sizeof(name)),
+			d->stats[i].value);
 	return ferror(out) ? -EIO : 0;
 }
 

@@ -17,8 +17,8 @@ static void test_kinds(void **state)
 		  "x\xe3\x83\x87\xe3\x83\xbc\xe3\x82\xbf\xe5\x87\xa6\xef\xbf\xbd\xef\xbf\xbd" },
 		{ "a\xffz", "a\xef\xbf\xbdz", "a\xef\xbf\xbdz", "a\xef\xbf\xbdz" },
 		{ "\x1b[2J\x07", "\\e[2J\\x07", "\\\\e[2J\\\\x07", "\\e[2J\\x07" },
-		{ "a\nb\tc\r", "a\\nb\\tc\\r", "a\\\\nb\\\\tc\\\\r", "a\\nb\\tc\\r" },
-		{ "q\"\\<&>'", "q\"\\\\<&>'", "q\\\"\\\\\\\\<&>'", "q&quot;\\\\&lt;&amp;&gt;&apos;" },
+		{ "a\nb\tc\r", "a\\nb\\tc\\r", "a\\nb\\\\tc\\\\r", "a\\nb\\tc\\r" },
+		{ "q\"\\<&>'", "q\"\\\\<&>'", "q\\\"\\\\<&>'", "q&quot;\\\\&lt;&amp;&gt;&apos;" },
 		{ "\xc2\x9b" "31m", "\\u009b31m", "\\\\u009b31m", "\\u009b31m" },   /* C1 CSI */
 		{ "\xc0\xaf", "\xef\xbf\xbd\xef\xbf\xbd", "\xef\xbf\xbd\xef\xbf\xbd",
 		  "\xef\xbf\xbd\xef\xbf\xbd" },					    /* overlong '/' */
@@ -78,7 +78,7 @@ static void test_fputs(void **state)
 	assert_non_null(f);
 	assert_int_equal(textsafe_fputs(TEXTSAFE_PROM, "n\xff\"\n", f), 0);
 	fclose(f);
-	assert_string_equal(out, "n\xef\xbf\xbd\\\"\\\\n");
+	assert_string_equal(out, "n\xef\xbf\xbd\\\"\\n");
 	free(out);
 }
 
