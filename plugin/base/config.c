@@ -23,6 +23,7 @@ static const struct yamldoc_limits limits = {
 	.max_depth = 4,
 	.max_keys = 512,
 	.max_events = 8192,
+	.max_directives = 8,
 };
 
 enum key_type {
@@ -511,7 +512,6 @@ int config_load_string(const char *name, const char *text, size_t len, struct cz
 {
 	struct cz_config tmp;
 	struct loader ld = { .file = name, .cfg = &tmp, .errs = errs, .errs_size = errs_size };
-	yaml_parser_t parser;
 	yaml_document_t doc;
 	struct yamldoc_error yerr;
 	int r = 0, more = 0;
@@ -523,12 +523,8 @@ int config_load_string(const char *name, const char *text, size_t len, struct cz
 		return -EFBIG;
 	}
 	config_defaults(&tmp);
-	if (!yaml_parser_initialize(&parser))
-		return -ENOMEM;
-	yaml_parser_set_input_string(&parser, (const unsigned char *)text, len);
-	r = yamldoc_load(&parser, &limits, &doc, &more, &yerr);
+	r = yamldoc_load(text, len, &limits, &doc, &more, &yerr);
 	if (r < 0) {
-		yaml_parser_delete(&parser);
 		if (r != -EINVAL)
 			return r;
 		ld.nerr++;
@@ -544,7 +540,6 @@ int config_load_string(const char *name, const char *text, size_t len, struct cz
 	if (ld.nerr == 0 && more)
 		add_err(&ld, NULL, "more than one YAML document");
 	r = 0;
-	yaml_parser_delete(&parser);
 	if (ld.nerr == 0)
 		r = check_consistency(&ld);
 	if (ld.nerr)

@@ -2,6 +2,8 @@
 #include <errno.h>
 #include <stdarg.h>
 #include <stdbool.h>
+#include <stdio.h>
+#include <string.h>
 
 #include "base/yamldoc.h"
 #include "base/util.h"
@@ -119,17 +121,39 @@ static int step(struct builder *b, const yaml_event_t *ev, bool *started, int *r
 	}
 }
 
-int yamldoc_load(yaml_parser_t *parser, const struct yamldoc_limits *lim, yaml_document_t *doc,
-		 int *ret_more, struct yamldoc_error *err)
+/*
+ * libyaml checks each %TAG directive against every earlier one before the first event of the
+ * document: 40k of them took 2.7 s. Count the lines that can be directives first.
+ */
+static int count_directives(const char *text, size_t len, const struct yamldoc_limits *lim,
+			    struct yamldoc_error *err)
+{
+	size_t n = 0, line = 1;
+
+	for (const char *p = text, *end = text + len; p < end; line++) {
+		const char *nl = memchr(p, '\n', (size_t)(end - p));
+
+		if (*p == '%' && ++n > lim->max_directives) {
+			err->line = line;
+			snprintf(err->what, sizeof(err->what), "more than %zu YAML directives",
+				 lim->max_directives);
+			return -EINVAL;
+		}
+		if (!nl)
+			break;
+		p = nl + 1;
+	}
+	return 0;
+}
+
+static int load(yaml_parser_t *parser, const struct yamldoc_limits *lim, yaml_document_t *doc,
+		int *ret_more, struct yamldoc_error *err)
 {
 	struct builder b = { .doc = doc, .lim = lim, .err = err };
 	bool started = false;
 	size_t events = 0;
 	int r = 0;
 
-	*ret_more = 0;
-	err->line = 0;
-	err->what[0] = '\0';
 	if (!yaml_document_initialize(doc, NULL, NULL, NULL, 1, 1))
 		return -ENOMEM;
 	while (r == 0) {
@@ -152,4 +176,24 @@ int yamldoc_load(yaml_parser_t *parser, const struct yamldoc_limits *lim, yaml_d
 		return r;
 	}
 	return 0;
+}
+
+int yamldoc_load(const char *text, size_t len, const struct yamldoc_limits *lim,
+		 yaml_document_t *doc, int *ret_more, struct yamldoc_error *err)
+{
+	yaml_parser_t parser;
+	int r;
+
+	*ret_more = 0;
+	err->line = 0;
+	err->what[0] = '\0';
+	r = count_directives(text, len, lim, err);
+	if (r < 0)
+		return r;
+	if (!yaml_parser_initialize(&parser))
+		return -ENOMEM;
+	yaml_parser_set_input_string(&parser, (const unsigned char *)text, len);
+	r = load(&parser, lim, doc, ret_more, err);
+	yaml_parser_delete(&parser);
+	return r;
 }

@@ -21,6 +21,7 @@ struct yamldoc_limits {
 	unsigned max_depth;	/* collections open at once: root mapping = 1 */
 	size_t max_keys;	/* mapping keys in the whole document */
 	size_t max_events;	/* parser events in the whole stream */
+	size_t max_directives;	/* %YAML / %TAG lines (libyaml compares each with all before) */
 };
 
 struct yamldoc_error {
@@ -29,13 +30,13 @@ struct yamldoc_error {
 };
 
 /*
- * yamldoc_load - read the first document of @parser into @doc (which the caller deletes with
- * yaml_document_delete() on success). An empty stream gives an initialized document with no
- * root node. *@ret_more is set when a second document follows (not read).
+ * yamldoc_load - parse the first document of the @len bytes at @text into @doc (which the
+ * caller deletes with yaml_document_delete() on success). An empty stream gives an initialized
+ * document with no root node. *@ret_more is set when a second document follows (not read).
  * Returns 0, or -EINVAL (syntax error or a limit crossed: @err says which, at which line) /
  * -ENOMEM; on failure @doc holds nothing to delete.
  */
-int yamldoc_load(yaml_parser_t *parser, const struct yamldoc_limits *lim, yaml_document_t *doc,
-		 int *ret_more, struct yamldoc_error *err);
+int yamldoc_load(const char *text, size_t len, const struct yamldoc_limits *lim,
+		 yaml_document_t *doc, int *ret_more, struct yamldoc_error *err);
 
 #endif
