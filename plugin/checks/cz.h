@@ -32,6 +32,9 @@ struct cz_ctx {
 	const char *svg_path;	 /* report --svg FILE */
 	int argc;		 /* positional arguments after the subcommand words */
 	char **argv;
+	/* Load the configuration file and the command-line overrides again into *ret (the agent's
+	 * SIGHUP); 0, or -errno after printing what was wrong. Set by main.c; NULL in tests. */
+	int (*config_reload)(const struct cz_ctx *ctx, struct cz_config *ret);
 };
 
 /* A subcommand: returns the process exit code. */
