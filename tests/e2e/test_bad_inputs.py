@@ -379,6 +379,93 @@ def fifo_writer(p, data):
     return p
 
 
+# -- issue 16: hostile input, second round ------------------------------------------------------
+# Each of these failed on main before issue 16 (the config shapes took 5 s to past 60 s there,
+# or were refused without naming a limit; the names below were skipped or refused; bytes reached
+# outputs raw; signals killed the agent; failed writes exited 0).
+
+MIB = 1 << 20
+
+
+def fill(head, unit, tail="", size=MIB - 64):
+    """@head, then copies of @unit (a format of one %d, or plain) up to about @size bytes."""
+    out, n, i = [head], len(head) + len(tail), 0
+    while True:
+        u = unit % i if "%d" in unit else unit
+        if n + len(u) > size:
+            break
+        out.append(u)
+        n += len(u)
+        i += 1
+    return "".join(out) + tail
+
+
+def cfg_check_case(text, err, rc=2, line=None):
+    """`config check` on @text: exit @rc, stderr matching @err (FILE:LINE and the limit)."""
+    def build(tmp):
+        p = write(os.path.join(tmp, "cz.yaml"), text)
+        e = (re.escape(p) + err) if err and err.startswith(":") else err
+        return ["--config", p, "config", "check"], dict(rc=rc, err=e, line=line)
+    return build
+
+
+def memcg_history_case(samples, args, **exp):
+    """The memcg fixture tree with check memcg's history in the state dir holding @samples
+    ((age in minutes, dying) pairs)."""
+    def build(tmp):
+        now = int(time.time() * 1000)
+        payload = b"".join(b"s %d %d\n" % (now - age * 60000, d) for age, d in samples)
+        write(os.path.join(tmp, "st", "memcg"), envelope("memcg", payload))
+        return [*memcg_tree(tmp), *args], dict(exp)
+    return build
+
+
+U64MAX = 2 ** 64 - 1
+LIMIT_KEYS, LIMIT_DEPTH = r"more than 512 keys", r"nesting deeper than 4 levels"
+
+CASES += [
+    # -- configuration shapes that were superlinear (finding 1) -----------------------------
+    ("cfg16-keys-40k", cfg_case(fill("memcg:\n", "  k%d: 1\n", size=200000), LIMIT_KEYS)),
+    ("cfg16-keys-1mib", cfg_check_case(fill("memcg:\n", "  k%d: 1\n"), r":513: " + LIMIT_KEYS)),
+    ("cfg16-sections-repeated", cfg_case(fill("", "memcg: {}\n", size=400000), LIMIT_KEYS)),
+    ("cfg16-unknown-keys-flow", cfg_check_case(fill("memcg: {", "k%d: 1, ", "}\n"),
+                                               r":1: " + LIMIT_KEYS)),
+    ("cfg16-flow-40k-deep", cfg_case("memcg: " + "[" * 40000 + "]" * 40000 + "\n", LIMIT_DEPTH)),
+    ("cfg16-flow-1mib-deep", cfg_check_case(fill("x: ", "["), r":1: " + LIMIT_DEPTH)),
+    ("cfg16-map-1mib-deep", cfg_check_case(fill("x: ", "{a: "), r":1: " + LIMIT_DEPTH)),
+    ("cfg16-block-deep", cfg_case("memcg:\n  a:\n    b:\n      c:\n        d: 1\n", LIMIT_DEPTH)),
+    ("cfg16-list-of-lists", cfg_check_case("ena:\n  drivers: [[[ena]]]\n", r":2: " + LIMIT_DEPTH)),
+    ("cfg16-anchors-60k", cfg_case(fill("", "a%d: &a x\n", size=600000),
+                                   r"anchors \(&a\) are not supported")),
+    ("cfg16-one-anchor", cfg_check_case("memcg: &m\n  min_dying: 5\n",
+                                        r":1: anchors \(&m\) are not supported")),
+    ("cfg16-one-alias", cfg_check_case("memcg:\n  min_dying: 5\ncpu: *m\n",
+                                       r":3: aliases \(\*m\) are not supported")),
+    ("cfg16-tag-directives", cfg_check_case(fill("", "%%TAG !t%d! tag:x,2000:\n",
+                                                 "---\nmemcg: {}\n"),
+                                            r":9: more than 8 YAML directives")),
+    ("cfg16-list-1mib", cfg_case(fill("ena:\n  drivers: [", "d,", "d]\n"),
+                                 r"more than 8192 YAML events")),
+    ("cfg16-error-text-escaped", cfg_check_case('memcg:\n  "\\e[2J\\x07k": 5\n',
+                                                r":2: unknown key 'memcg\.\\e\[2J\\x07k'")),
+    # -- interface names: any name Linux accepts (finding 9) --------------------------------
+    ("cfg16-iface-plus", cfg_check_case('ena:\n  interfaces: ["e+n5"]\n', None, rc=0,
+                                        line=r"^configuration OK")),
+    ("cfg16-iface-utf8-and-hash", cfg_check_case('ena:\n  interfaces: ["\u00e90", "eth#1", "a,b"]\n',
+                                                 None, rc=0, line=r"^configuration OK")),
+    ("cfg16-iface-colon", cfg_check_case('ena:\n  interfaces: ["eth0:1"]\n', r":2: .*interfaces")),
+    # -- memcg history holding a count no kernel keeps (finding 11) --------------------------
+    ("memcg16-growth-u64max-check", memcg_history_case(
+        [(60, U64MAX)], ["check", "memcg"], rc=0, line=r"^25 dying memcgs", not_out=r"1844|/h")),
+    ("memcg16-growth-u64max-report", memcg_history_case(
+        [(60, U64MAX)], ["report"], rc=0, out=r"growth     - \(", not_out=r"-1844")),
+    ("memcg16-growth-u64max-json", memcg_history_case(
+        [(60, U64MAX)], ["report", "--json"], rc=0, json=True, not_out=r"1844")),
+    ("memcg16-growth-int-max-plus-one", memcg_history_case(
+        [(60, 2 ** 31)], ["check", "memcg"], rc=0, line=r"^25 dying memcgs", not_out=r"/h")),
+]
+
+
 DEADLINE = 20  # seconds: far above any legitimate case here (the slowest is an inline sample)
 
 
@@ -405,6 +492,8 @@ def test_bad_input(name, build, tmp_path):
         assert re.search(exp["line"], p.stdout), (p.stdout, p.stderr)
     if exp.get("out"):
         assert re.search(exp["out"], p.stdout, re.S), (p.stdout, p.stderr)
+    if exp.get("not_out"):
+        assert not re.search(exp["not_out"], p.stdout), (p.stdout, p.stderr)
     if exp.get("json"):
         json.loads(p.stdout)
     if exp.get("err"):
