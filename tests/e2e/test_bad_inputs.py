@@ -737,3 +737,290 @@ def test_agent_survives_bad_api_answers(certs, tmp_path):
     assert "cannot read node" in err, err
     for method, path, body in srv.requests:
         assert b'"unschedulable":true' not in body.replace(b" ", b""), srv.requests
+
+
+# -- issue 16: outputs, signals and write errors (bytes, not text: strict UTF-8 is the point) ----
+
+def runb(args, timeout=60, env=None, prefix=(), **kw):
+    """Like hh.run, but stdout and stderr stay bytes."""
+    e = dict(os.environ)
+    e.setdefault("ASAN_OPTIONS", "detect_leaks=1:abort_on_error=0")
+    e.setdefault("UBSAN_OPTIONS", "print_stacktrace=1:halt_on_error=1")
+    e.update(env or {})
+    kw.setdefault("stdout", subprocess.PIPE)
+    kw.setdefault("stderr", subprocess.PIPE)
+    return subprocess.run([*prefix, hh.bin_path(), *args], timeout=timeout, env=e, **kw)
+
+
+def strict_json(raw):
+    """What a strict consumer does: decode as UTF-8 (no replacement), then parse."""
+    return json.loads(raw.decode("utf-8", errors="strict"))
+
+
+RAW_CONTROL = re.compile(rb"[\x00-\x08\x0b-\x1f\x7f]")
+
+
+def assert_terminal_safe(raw):
+    """Valid UTF-8, no control character but newline and tab, no C1 control either."""
+    text = raw.decode("utf-8", errors="strict")
+    assert not RAW_CONTROL.search(raw), raw
+    assert not re.search("[\u0080-\u009f]", text), raw
+
+
+def promtool_ok(path):
+    if not shutil.which("promtool"):
+        pytest.skip("promtool not installed (tests/tools/install-deps.sh)")
+    p = subprocess.run(["promtool", "check", "metrics"], stdin=open(path, "rb"),
+                       capture_output=True, timeout=30)
+    assert p.returncode == 0, (p.stdout, p.stderr, open(path, "rb").read()[:4000])
+
+
+needs_root16 = pytest.mark.skipif(os.geteuid() != 0, reason="needs root: namespaces, real tasks")
+
+# -- every command: a failed write to stdout is exit 2 (finding 10) ---------------------------
+WRITE_CASES = [
+    ("help", ["--help"]),
+    ("version", ["--version"]),
+    ("config-check", ["config", "check"]),
+    ("config-check-dump", ["-v", "config", "check"]),
+    ("ena-diff", ["ena-diff", FX01, FX01]),
+]
+
+
+@pytest.mark.parametrize("how", ["closed", "dev-full"])
+@pytest.mark.parametrize("name,args", WRITE_CASES, ids=[c[0] for c in WRITE_CASES])
+def test_failed_stdout_write_is_exit_2(name, args, how, tmp_path):
+    common = ["--state-dir", str(tmp_path / "st"), "--run-dir", str(tmp_path / "rn")]
+    if how == "closed":
+        p = subprocess.run(["sh", "-c", 'exec "$@" >&-', "sh", hh.bin_path(), *common, *args],
+                           capture_output=True, timeout=30)
+    else:
+        with open("/dev/full", "wb") as full:
+            p = runb(common + args, stdout=full)
+    assert p.returncode == 2, (p.returncode, p.stderr)
+    assert b"Failed to write to standard output" in p.stderr, p.stderr
+
+
+# -- the agent's signals (finding 10) ---------------------------------------------------------
+
+def heartbeat_field(run, key):
+    try:
+        for line in open(os.path.join(run, "cpu-heartbeat"), errors="replace"):
+            if line.startswith(key + " "):
+                return line.split()[1]
+    except OSError:
+        pass
+    return None
+
+
+def wait_for(pred, timeout=15, what="condition"):
+    deadline = time.time() + timeout
+    while not pred():
+        assert time.time() < deadline, "timed out waiting for " + what
+        time.sleep(0.1)
+
+
+class Agent:
+    """`cpuzombie agent` on the real /proc with a config file of its own; stopped by PID."""
+
+    def __init__(self, tmp, cfg_text, *extra, stdout=None, stderr=None):
+        self.tmp, self.run = str(tmp), os.path.join(str(tmp), "run")
+        self.cfg = write(os.path.join(self.tmp, "agent.yaml"), cfg_text)
+        self.errpath = os.path.join(self.tmp, "agent.err")
+        self.err = open(self.errpath, "wb")
+        self.p = subprocess.Popen([hh.bin_path(), "--config", self.cfg, "--run-dir", self.run,
+                                   "--state-dir", os.path.join(self.tmp, "st"), *extra, "agent"],
+                                  stdout=stdout or subprocess.DEVNULL,
+                                  stderr=stderr or self.err)
+        wait_for(lambda: heartbeat_field(self.run, "time_ms") or self.p.poll() is not None,
+                 what="the first heartbeat")
+        assert self.p.poll() is None, self.log()
+
+    def log(self):
+        if not self.err.closed:
+            self.err.flush()
+        return open(self.errpath, "rb").read()
+
+    def beats(self):
+        t = heartbeat_field(self.run, "time_ms")
+        wait_for(lambda: heartbeat_field(self.run, "time_ms") != t, what="a newer heartbeat")
+
+    def stop(self):
+        if self.p.poll() is None:
+            self.p.send_signal(15)
+        try:
+            rc = self.p.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            self.p.kill()
+            rc = self.p.wait()
+        self.err.close()
+        hh.assert_no_sanitizer(self.log().decode(errors="replace"))
+        return rc
+
+
+def test_agent_sighup_rereads_the_config(tmp_path):
+    a = Agent(tmp_path, "cpu:\n  interval: 250ms\n")
+    try:
+        write(a.cfg, "cpu:\n  interval: 500ms\n")
+        a.p.send_signal(1)
+        wait_for(lambda: heartbeat_field(a.run, "interval_ms") == "500", what="the new interval")
+        assert a.p.poll() is None
+        a.beats()
+    finally:
+        rc = a.stop()
+    assert rc == 0, a.log()
+    assert b"Configuration reloaded from" in a.log()
+    assert heartbeat_field(a.run, "stopped") == "1"
+
+
+@pytest.mark.parametrize("bad", ["bad-value", "bad-yaml", "missing", "anchor"])
+def test_agent_sighup_bad_config_keeps_the_old_one(bad, tmp_path):
+    a = Agent(tmp_path, "cpu:\n  interval: 250ms\n")
+    try:
+        if bad == "missing":
+            os.unlink(a.cfg)
+        else:
+            write(a.cfg, {"bad-value": "cpu:\n  interval: soon\n",
+                          "bad-yaml": "cpu: [\n",
+                          "anchor": "cpu: &c\n  interval: 500ms\n"}[bad])
+        a.p.send_signal(1)
+        wait_for(lambda: b"keeping the running one" in a.log(), what="the reload error")
+        a.beats()
+        assert a.p.poll() is None
+        assert heartbeat_field(a.run, "interval_ms") == "250"
+        assert heartbeat_field(a.run, "stopped") == "0"
+    finally:
+        rc = a.stop()
+    assert rc == 0, a.log()
+    if bad != "missing":
+        assert re.search(rb"agent\.yaml:\d+: ", a.log()), a.log()   # the file:line error
+
+
+@pytest.mark.parametrize("sig", [10, 12, 13], ids=["SIGUSR1", "SIGUSR2", "SIGPIPE"])
+def test_agent_ignores_signals_without_meaning(sig, tmp_path):
+    a = Agent(tmp_path, "cpu:\n  interval: 250ms\n")
+    try:
+        a.p.send_signal(sig)
+        a.beats()
+        assert a.p.poll() is None
+    finally:
+        rc = a.stop()
+    assert rc == 0, a.log()
+    assert heartbeat_field(a.run, "stopped") == "1"
+
+
+def test_agent_v_piped_into_head_keeps_running(tmp_path):
+    """`agent -v 2>&1 | head -1`: head leaves after the first line; the next lines meet a pipe
+    without a reader. The agent must go on sampling (and stop cleanly on SIGTERM)."""
+    proc = tmp_path / "proc"
+    proc.mkdir()
+    good = open("/proc/stat", "rb").read()
+    write(str(proc / "stat"), good)
+    pidfile, run = str(tmp_path / "pid"), str(tmp_path / "run")
+    sh = subprocess.Popen(["sh", "-c", 'sh -c \'echo $$ > "$0"; exec "$@"\' "$@" 2>&1 | head -1',
+                           "sh", pidfile, hh.bin_path(), "--proc-root", str(proc), "--sys-root",
+                           "/sys", "--run-dir", run, "--state-dir", str(tmp_path / "st"), "-v",
+                           "agent"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    wait_for(lambda: os.path.exists(pidfile) and open(pidfile).read().strip(), what="pid")
+    pid = int(open(pidfile).read())
+    try:
+        wait_for(lambda: heartbeat_field(run, "time_ms"), what="the first heartbeat")
+        for _ in range(4):   # garbage /proc/stat: a log line each time, the first one to head
+            with open(proc / "stat", "r+b") as f:
+                f.truncate(0)
+                f.write(b"cpu  garbage\n")
+            time.sleep(0.6)
+            with open(proc / "stat", "r+b") as f:
+                f.truncate(0)
+                f.write(good)
+            time.sleep(0.6)
+        first = sh.stdout.readline()   # head's one line (the pipeline lives on with the agent)
+        assert b"Failed to sample" in first, first
+        os.kill(pid, 0)      # still there after head left and later lines met a closed pipe
+        t = heartbeat_field(run, "time_ms")
+        wait_for(lambda: heartbeat_field(run, "time_ms") != t, what="sampling to go on")
+    finally:
+        try:
+            os.kill(pid, 15)
+        except ProcessLookupError:
+            pass
+        sh.wait(timeout=30)
+    wait_for(lambda: heartbeat_field(run, "stopped") == "1", what="a clean stop")
+
+
+def test_run_dir_created_0700(tmp_path):
+    """Everything in the run dir is the agent's: the history ring made it 0755 before."""
+    run = tmp_path / "fresh" / "run"
+    cfg = write(str(tmp_path / "cz.yaml"), "cpu:\n  inline_window: 1s\n")
+    p = runb(["--config", cfg, "--run-dir", str(run), "--state-dir", str(tmp_path / "st"),
+              "agent", "--once"])
+    assert p.returncode == 0, p.stderr
+    assert os.stat(run).st_mode & 0o777 == 0o700, oct(os.stat(run).st_mode)
+
+
+# -- a hostile hostname in a UTS namespace of the test's own (findings 3 and 4) --------------
+HOSTNAMES = [b"\xff\xfebad", b"evil\x1b]0;pwn\x07\x1b[2J", b"caf\xc3", b"a\"b\\c"]
+
+
+@needs_root16
+@pytest.mark.parametrize("hostname", HOSTNAMES, ids=["xff", "escapes", "cut-utf8", "quotes"])
+def test_hostile_hostname(hostname, tmp_path):
+    st, rn, prom = str(tmp_path / "st"), str(tmp_path / "rn"), str(tmp_path / "m.prom")
+    cfg = write(str(tmp_path / "cz.yaml"), "cpu:\n  inline_window: 1s\nagent:\n"
+                "  metrics_textfile: %s\n" % prom)
+    env = {k: v for k, v in os.environ.items() if k != "NODE_NAME"}
+
+    def in_uts(*args):
+        return subprocess.run(["unshare", "--uts", "sh", "-c",
+                               'printf "%s" "$0" > /proc/sys/kernel/hostname && exec "$@"',
+                               hostname, hh.bin_path(), "--config", cfg, "--state-dir", st,
+                               "--run-dir", rn, *args], capture_output=True, timeout=60, env=env)
+    p = in_uts("report", "--json")
+    assert p.returncode in (0, 1), p.stderr
+    doc = strict_json(p.stdout)
+    assert "\x1b" not in doc["node"] and "\x07" not in doc["node"], doc["node"]
+    p = in_uts("report")
+    assert p.returncode in (0, 1), p.stderr
+    assert_terminal_safe(p.stdout)
+    p = in_uts("agent", "--once")
+    assert p.returncode == 0, p.stderr
+    promtool_ok(prom)
+
+
+# -- a node condition and an event carrying a hostile message (finding 5) ---------------------
+MESSAGES = [b"top task \x1b]0;pwn\x07\x1b[2J", b"top task \xff\xfe", b"top x\xe3\x83\x87\xe3\x83",
+            b"top \xc2\x9b31m"]
+
+
+@pytest.mark.parametrize("msg", MESSAGES, ids=["escapes", "xff", "cut-utf8", "c1-csi"])
+def test_condition_patch_carries_safe_text(msg, certs, tmp_path):
+    srv = hh.RawApi(certs, good_api([]))
+    try:
+        cfg, force = kube_cycle_config(str(tmp_path), srv.url, certs.ca, mode="dry-run")
+        with open(force, "wb") as f:
+            f.write(b"memcg 1 " + msg + b"\ncpu 1 " + msg + b"\n")
+        p = runb(["--config", cfg, "kube-cycle", "--once"], timeout=DEADLINE + 40,
+                 env={"CZ_TEST_FORCE_RESULTS": force})
+    finally:
+        srv.stop()
+    hh.assert_no_sanitizer(p.stderr.decode(errors="replace"))
+    bodies = [b for m, path, b in srv.requests if m in ("PATCH", "POST", "PUT")]
+    assert any(b"conditions" in b for b in bodies), srv.requests
+    for b in bodies:
+        strings = []
+        walk_strings(strict_json(b), strings)
+        for s in strings:     # what `kubectl describe node` prints
+            assert not re.search("[\x00-\x1f\x7f-\x9f]", s), (s, b)
+    assert_terminal_safe(p.stderr)
+
+
+def walk_strings(v, out):
+    if isinstance(v, str):
+        out.append(v)
+    elif isinstance(v, dict):
+        for k, x in v.items():
+            walk_strings(k, out)
+            walk_strings(x, out)
+    elif isinstance(v, list):
+        for x in v:
+            walk_strings(x, out)
