@@ -20,8 +20,8 @@
  *
  * "Valid UTF-8" means: every byte that does not begin a complete, well-formed sequence (a
  * character cut short, a stray continuation byte, 0xc0/0xc1/0xf5..0xff, overlong forms,
- * surrogates, code points above U+10FFFF) becomes U+FFFD, one per byte, as RFC 3629 decoders
- * and Python's errors="replace" do.
+ * surrogates, code points above U+10FFFF) becomes U+FFFD, one per byte (a character cut after
+ * two of its three bytes shows as two U+FFFD: simple, and never hides how many bytes were bad).
  */
 
 #include <stddef.h>

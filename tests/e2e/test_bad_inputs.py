@@ -1024,3 +1024,184 @@ def walk_strings(v, out):
     elif isinstance(v, list):
         for x in v:
             walk_strings(x, out)
+
+
+# -- real tasks with hostile names burning a core (findings 3 and 5) ---------------------------
+# The names are those of symlinks to dd: exec sets a task's comm to the file name's first 15
+# bytes, so the kernel itself cuts the first one in the middle of a character.
+COMMS = [b"x\xe3\x83\x87\xe3\x83\xbc\xe3\x82\xbf\xe5\x87\xa6\xe7\x90\x86",  # "xデータ処理"
+         b"\xff\xfeburn", b"\x1b[31m\x1b[2Jred", b"new\nline\x07"]
+
+
+@pytest.fixture(scope="module")
+def hostile_burst(tmp_path_factory):
+    if os.geteuid() != 0 or os.cpu_count() < 2:
+        pytest.skip("needs root and 2 CPUs: real tasks burning one core")
+    import cpu_helpers as ch
+    tmp = tmp_path_factory.mktemp("hostile-burst")
+    dd = os.path.realpath(shutil.which("dd"))
+    bindir = os.path.join(str(tmp), "bin").encode()
+    os.makedirs(bindir)
+    names = [os.path.join(bindir, c) for c in COMMS]
+    for n in names:
+        os.symlink(dd, n)
+    hot = os.cpu_count() - 1
+    a = Agent(tmp, "cpu:\n  threshold_pct: 80\n  min_burst: 2s\n", "-v")
+    root = ch._cpu_v1_root()
+    move = ("echo $$ > %s/cgroup.procs 2>/dev/null; " % root) if root else ""
+    burn = ('%schrt -r 10 true 2>/dev/null && exec chrt -r 10 taskset -c %d "$0" if=/dev/zero '
+            'of=/dev/null bs=1M; exec taskset -c %d "$0" if=/dev/zero of=/dev/null bs=1M'
+            % (move, hot, hot))
+    out = {}
+    try:
+        with ch._burn_lock():
+            saved = None
+            try:
+                saved = open(ch.RT_RUNTIME).read().strip()
+                open(ch.RT_RUNTIME, "w").write("-1")
+            except OSError:
+                saved = None
+            ps = [subprocess.Popen([b"sh", b"-c", burn.encode(), n]) for n in names]
+            try:
+                time.sleep(5)
+            finally:
+                for p in ps:
+                    p.terminate()
+                for p in ps:
+                    p.wait(timeout=10)
+                if saved is not None:
+                    open(ch.RT_RUNTIME, "w").write(saved)
+        time.sleep(1.5)   # the burst ends at the next sample and is logged
+        base = ["--config", a.cfg, "--run-dir", a.run, "--state-dir", os.path.join(str(tmp), "st")]
+        svg = os.path.join(str(tmp), "h.svg")
+        for name, args in (("json", ["report", "--json"]), ("text", ["report"]),
+                           ("svg", ["report", "--svg", svg]), ("check", ["check", "cpu"])):
+            out[name] = runb(base + args)
+        out["svgfile"] = open(svg, "rb").read() if os.path.exists(svg) else b""
+    finally:
+        a.stop()
+    out["log"] = a.log()
+    out["hot"] = hot
+    return out
+
+
+def burst_comms(out):
+    d = strict_json(out["json"].stdout)
+    bursts = [b for b in d["cores"]["bursts"] if b["cpu"] == out["hot"] and b["tasks"]]
+    assert bursts, d["cores"]
+    return [t["comm"] for b in bursts for t in b["tasks"]]
+
+
+def test_hostile_comms_report_json_is_strict_utf8(hostile_burst):
+    comms = burst_comms(hostile_burst)
+    seen = 0
+    for c in comms:
+        assert not re.search("[\x00-\x1f\x7f-\x9f]", c), comms
+        if c.startswith("x\u30c7\u30fc\u30bf\u51e6"):   # cut by the kernel mid-character
+            assert c.endswith("\ufffd"), c
+            seen += 1
+        seen += c in ("\ufffd\ufffdburn", "\\e[31m\\e[2Jred", "new\\nline\\x07")
+    assert seen >= 3, comms
+
+
+def test_hostile_comms_text_report_shows_controls(hostile_burst):
+    p = hostile_burst["text"]
+    assert p.returncode in (0, 1), p.stderr
+    assert_terminal_safe(p.stdout)
+    assert b"new\\nline\\x07[" in p.stdout or b"\\e[31m" in p.stdout, p.stdout
+
+
+def test_hostile_comms_svg_keeps_utf8(hostile_burst):
+    import xml.etree.ElementTree as ET
+    raw = hostile_burst["svgfile"]
+    assert hostile_burst["svg"].returncode in (0, 1), hostile_burst["svg"].stderr
+    raw.decode("utf-8", errors="strict")
+    assert not RAW_CONTROL.search(raw), raw
+    text = "".join(ET.fromstring(raw).itertext())
+    top = [c for c in burst_comms(hostile_burst)]
+    assert any(c in text for c in top), (top, text[:2000])
+
+
+def test_hostile_comms_agent_log_is_escaped(hostile_burst):
+    log = hostile_burst["log"]
+    assert b"burst cpu%d" % hostile_burst["hot"] in log, log
+    assert_terminal_safe(log)
+
+
+def test_hostile_comms_check_cpu_line(hostile_burst):
+    p = hostile_burst["check"]
+    assert p.returncode == 1, (p.stdout, p.stderr)
+    line = p.stdout.decode("ascii")
+    assert line.count("\n") == 1 and all(32 <= ord(c) < 127 for c in line[:-1]), line
+
+
+# -- interfaces with names Linux accepts but [A-Za-z0-9._:@-] does not (finding 9) ------------
+ODD_IF = b"e+n5"
+HOSTILE_IF = b"e\x1bx\xff"
+
+
+@pytest.fixture
+def odd_netns():
+    if os.geteuid() != 0 or not shutil.which("ip"):
+        pytest.skip("needs root and iproute2: a network namespace of the test's own")
+    name = "czt16-%d" % os.getpid()
+    subprocess.run(["ip", "netns", "add", name], check=True, timeout=30)
+    try:
+        subprocess.run([b"ip", b"-n", name.encode(), b"link", b"add", b"name", ODD_IF, b"type",
+                        b"veth", b"peer", b"name", HOSTILE_IF], check=True, timeout=30)
+        subprocess.run([b"ip", b"-n", name.encode(), b"link", b"set", ODD_IF, b"up"], check=True,
+                       timeout=30)
+        yield name
+    finally:
+        subprocess.run(["ip", "netns", "del", name], timeout=30)
+
+
+def in_netns(ns, tmp, *args, extra=""):
+    cfg = write(os.path.join(str(tmp), "veth.yaml"), "ena:\n  drivers: [veth]\n"
+                "  min_read_interval: 0s\n" + extra + "cpu:\n  inline_window: 1s\n")
+    return runb(["--config", cfg, "--state-dir", os.path.join(str(tmp), "st"), "--run-dir",
+                 os.path.join(str(tmp), "rn"), *args], prefix=("ip", "netns", "exec", ns))
+
+
+def test_ena_check_reads_odd_interface_names(odd_netns, tmp_path):
+    p = in_netns(odd_netns, tmp_path, "check", "ena")
+    assert p.returncode == 0, (p.stdout, p.stderr)
+    assert p.stdout.startswith(b"2 ENA interfaces") and b"e+n5" in p.stdout, p.stdout
+    assert all(32 <= c < 127 for c in p.stdout[:-1]), p.stdout
+
+
+def test_ena_config_names_an_odd_interface(odd_netns, tmp_path):
+    p = in_netns(odd_netns, tmp_path, "check", "ena", extra='  interfaces: ["e+n5"]\n')
+    assert p.returncode == 0, (p.stdout, p.stderr)
+    assert p.stdout.startswith(b"e+n5: no ENA resets"), p.stdout
+
+
+def test_ena_report_json_escapes_interface_names(odd_netns, tmp_path):
+    in_netns(odd_netns, tmp_path, "check", "ena")   # a reading in the state for the report
+    p = in_netns(odd_netns, tmp_path, "report", "--json")
+    assert p.returncode in (0, 1), p.stderr
+    names = []
+    walk_strings(strict_json(p.stdout), names)
+    assert "e+n5" in names, names
+    # the report names it from the ENA state, which keeps a printable form of each name
+    assert "e\\ex\ufffd" in names or "e?x?" in names, names
+
+
+def test_ena_text_outputs_escape_interface_names(odd_netns, tmp_path):
+    in_netns(odd_netns, tmp_path, "check", "ena")
+    for args in (["report"], ["ena-diff", "-"]):
+        p = in_netns(odd_netns, tmp_path, *args)
+        assert p.returncode in (0, 1), (args, p.stderr)
+        assert_terminal_safe(p.stdout)
+        assert b"e+n5" in p.stdout, (args, p.stdout)
+        assert b"e\\ex\xef\xbf\xbd" in p.stdout or (args == ["report"] and b"e?x?" in p.stdout), \
+            (args, p.stdout)
+
+
+def test_ena_metrics_with_odd_interface_names_pass_promtool(odd_netns, tmp_path):
+    prom = os.path.join(str(tmp_path), "m.prom")
+    p = in_netns(odd_netns, tmp_path, "agent", "--once",
+                 extra="agent:\n  metrics_textfile: %s\n" % prom)
+    assert p.returncode == 0, p.stderr
+    assert b'interface="e+n5"' in open(prom, "rb").read()
+    promtool_ok(prom)
