@@ -4,6 +4,7 @@
 #include <limits.h>
 
 #include "agent/metrics.h"
+#include "checks/kevents.h"
 #include "report/report.h"
 #include "base/textsafe.h"
 #include "base/util.h"
@@ -135,6 +136,26 @@ static void ena(const struct report *r, FILE *out)
 		     "counter", out);
 }
 
+/* The agent's kernel-event log: recognized kernel messages by kind, and what it missed. */
+static void kernel(const struct report *r, FILE *out)
+{
+	const struct kevents *k = r->kev;
+
+	if (!k)
+		return; /* agent.kmsg off, or no agent: no series rather than zeros */
+	help(out, "cpuzombie_kernel_events_total", "counter",
+	     "Kernel log messages recognized by the agent (facility 0 only), by kind.");
+	for (int i = 1; i < KLOG_KIND_MAX; i++)
+		fprintf(out, "cpuzombie_kernel_events_total{kind=\"%s\"} %llu\n",
+			klog_kind_name((enum klog_kind)i), (unsigned long long)k->count[i]);
+	help(out, "cpuzombie_kernel_records_lost_total", "counter",
+	     "Kernel log records overwritten before the agent read them (sequence gaps).");
+	fprintf(out, "cpuzombie_kernel_records_lost_total %llu\n", (unsigned long long)k->lost);
+	help(out, "cpuzombie_kernel_overruns_total", "counter",
+	     "Reads of /dev/kmsg that returned EPIPE (the ring buffer overtook the agent).");
+	fprintf(out, "cpuzombie_kernel_overruns_total %llu\n", (unsigned long long)k->overruns);
+}
+
 static void checks(const struct report *r, FILE *out)
 {
 	help(out, "cpuzombie_check_status", "gauge",
@@ -163,6 +184,7 @@ int metrics_format(const struct report *r, FILE *out)
 	memcg(r, out);
 	cpu(r, out);
 	ena(r, out);
+	kernel(r, out);
 	checks(r, out);
 	return ferror(out) ? -EIO : 0;
 }

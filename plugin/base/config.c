@@ -6,10 +6,10 @@
 #include <yaml.h>
 
 #include "base/config.h"
+#include "base/ena_defaults.h"
+#include "base/fileio.h"
 #include "base/textsafe.h"
 #include "base/yamldoc.h"
-#include "checks/ena.h"
-#include "host/hostfs.h"
 #include "base/util.h"
 
 #define CONFIG_FILE_MAX (1024 * 1024)
@@ -81,6 +81,7 @@ static const struct key_def keys[] = {
 	K("agent", "check_interval", T_DUR_POS, agent.check_interval_ms),
 	K("agent", "set_conditions", T_BOOL, agent.set_conditions),
 	K("agent", "metrics_textfile", T_STR, agent.metrics_textfile),
+	K("agent", "kmsg", T_STR, agent.kmsg),
 	K("remediation", "mode", T_MODE, remediation.mode),
 	K("remediation", "conditions", T_LIST, remediation.conditions),
 	K("remediation", "for", T_DUR, remediation.for_ms),
@@ -182,6 +183,7 @@ void config_defaults(struct cz_config *cfg)
 	cfg->kubernetes.timeout_ms = 10000;
 	snprintf(cfg->systemd.bus, sizeof(cfg->systemd.bus), "system");
 	cfg->agent.check_interval_ms = 30000;
+	snprintf(cfg->agent.kmsg, sizeof(cfg->agent.kmsg), "/dev/kmsg");
 	cfg->remediation.mode = CZ_REMEDIATE_OFF;
 	list_set(&cfg->remediation.conditions, conditions);
 	cfg->remediation.for_ms = 10 * 60 * 1000;
@@ -560,7 +562,7 @@ int config_load_file(const char *path, struct cz_config *cfg, char *errs, size_t
 	if (!buf)
 		return -ENOMEM;
 	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
-	n = fd < 0 ? -errno : hostfs_pread_all(fd, buf, CONFIG_FILE_MAX + 1);
+	n = fd < 0 ? -errno : fileio_pread_all(fd, buf, CONFIG_FILE_MAX + 1);
 	if (n < 0) {
 		if (errs && errs_size)
 			snprintf(errs, errs_size, "%s: cannot read: %s\n", path,

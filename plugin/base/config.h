@@ -85,6 +85,7 @@ struct cz_config {
 		uint64_t check_interval_ms;	/* 30s */
 		bool set_conditions;		/* false */
 		char metrics_textfile[CZ_PATH_MAX]; /* "" = off */
+		char kmsg[CZ_PATH_MAX];		/* "/dev/kmsg"; "" = do not follow the kernel log */
 	} agent;
 	struct {
 		enum cz_remediation_mode mode;	/* off */

@@ -6,11 +6,19 @@
 #include <sys/stat.h>
 #include <time.h>
 
-#include "host/hostfs.h"
+#include "base/fileio.h"
+#include "base/log.h"
 #include "base/state.h"
 #include "base/util.h"
 
 #define HEADER_FMT "cpuzombie-state %d %s\n"
+
+static bool read_only;
+
+void state_set_read_only(bool ro)
+{
+	read_only = ro;
+}
 
 uint32_t state_crc32(const void *data, size_t len)
 {
@@ -72,19 +80,65 @@ static int writable_path(char *buf, size_t size, const char *dir, const char *na
 	return join(buf, size, dir, name, suffix);
 }
 
+/* Move @dir/@name<suffix> aside to "<...>.corrupt" and say so: it is not a file of ours. */
+static void move_aside(const char *dir, const char *name, const char *suffix, const char *why)
+{
+	char path[FILEIO_PATH_MAX], aside[FILEIO_PATH_MAX + 16];
+
+	if (join(path, sizeof(path), dir, name, suffix) < 0 ||
+	    snprintf(aside, sizeof(aside), "%s.corrupt", path) >= (int)sizeof(aside))
+		return;
+	if (rename(path, aside) < 0)
+		log_warning_errno(errno, "Failed to move '%s' (%s) aside: %m", path, why);
+	else
+		log_warning("'%s' was %s: moved to '%s', starting afresh", path, why, aside);
+}
+
+/* What a fileio_open error on a file of ours means, for messages; NULL when it is not that. */
+static const char *not_ours(int r)
+{
+	return r == -ELOOP ? "a symlink" : r == -EISDIR ? "a directory" :
+	       r == -EBADFD ? "not a regular file" : NULL;
+}
+
+static int open_lock(const char *path)
+{
+	_cleanup_close_ int fd = -1;
+	struct stat st;
+
+	/* O_NONBLOCK and O_NOFOLLOW: a FIFO or symlink planted at the lock's name neither blocks
+	 * nor redirects us; it is moved aside like any file that is not ours */
+	fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY, 0600);
+	if (fd < 0)
+		return -errno;
+	if (fstat(fd, &st) < 0)
+		return -errno;
+	if (!S_ISREG(st.st_mode))
+		return S_ISDIR(st.st_mode) ? -EISDIR : -EBADFD;
+	return TAKE_FD(fd);
+}
+
 int state_lock(const char *dir, const char *name, struct state_lock *ret_lock)
 {
-	char path[4096];
+	char path[FILEIO_PATH_MAX];
 	_cleanup_close_ int fd = -1;
 	uint64_t deadline;
 	int r;
 
+	if (read_only) { /* readers need no lock: every file they can open is whole */
+		ret_lock->fd = -1;
+		return dir && valid_state_name(name) ? 0 : -EINVAL;
+	}
 	r = writable_path(path, sizeof(path), dir, name, ".lock");
 	if (r < 0)
 		return r;
-	fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+	fd = open_lock(path);
+	if (not_ours(fd)) {
+		move_aside(dir, name, ".lock", not_ours(fd));
+		fd = open_lock(path);
+	}
 	if (fd < 0)
-		return -errno;
+		return fd;
 	/* Bounded wait: NPD kills a check at its timeout, so never block on a stuck holder. */
 	deadline = now_monotonic_ms() + STATE_LOCK_WAIT_MS;
 	while (flock(fd, LOCK_EX | LOCK_NB) < 0) {
@@ -146,40 +200,57 @@ int state_parse_envelope(const char *file, size_t len, const char *name, const c
 	return 0;
 }
 
-ssize_t state_load(const char *dir, const char *name, char *buf, size_t size)
+/*
+ * Read and check @dir/@name: on success *@ret (free()) holds the file and *@ret_payload,
+ * *@ret_len the payload inside it. A file that is corrupt, too big for @max or not a regular
+ * file is -EBADMSG; @writer moves it aside (readers leave it for the next writer).
+ */
+static int load(const char *dir, const char *name, size_t max, bool writer, char **ret,
+		const char **ret_payload, size_t *ret_len)
 {
-	char path[4096], aside[4096];
+	char path[FILEIO_PATH_MAX];
 	_cleanup_free_ char *file = NULL;
-	_cleanup_close_ int fd = -1;
-	const char *payload;
-	size_t cap, plen;
-	ssize_t n;
+	const char *why;
+	size_t n;
 	int r;
 
-	if (!dir || !valid_state_name(name) || size == 0)
+	if (!dir || !valid_state_name(name))
 		return -EINVAL;
 	r = join(path, sizeof(path), dir, name, "");
 	if (r < 0)
 		return r;
-	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-	if (fd < 0)
-		return -errno;
-	cap = size + 256; /* payload + header + trailer */
-	file = malloc(cap);
-	if (!file)
-		return -ENOMEM;
-	n = hostfs_pread_all(fd, file, cap);
-	if (n == -EFBIG)
-		return -EFBIG;
-	if (n < 0)
-		return n;
-	if (state_parse_envelope(file, (size_t)n, name, &payload, &plen) < 0) {
-		/* Keep the evidence, start a new baseline: a torn or foreign file must never be
-		 * read as counters (that could fake a delta, i.e. a false problem). */
-		if (join(aside, sizeof(aside), dir, name, ".corrupt") == 0)
-			(void)rename(path, aside);
+	r = fileio_read_alloc_at(AT_FDCWD, path, FILEIO_OURS, max + STATE_ENVELOPE_MAX, &file,
+				 &n);
+	why = r == -EFBIG ? "too big" : not_ours(r);
+	if (r < 0 && !why)
+		return r;
+	/* Keep the evidence, start a new baseline: a torn or foreign file must never be read as
+	 * counters (that could fake a delta, i.e. a false problem). */
+	if (!why && state_parse_envelope(file, n, name, ret_payload, ret_len) < 0)
+		why = "corrupt";
+	if (why) {
+		if (writer && !read_only)
+			move_aside(dir, name, "", why);
+		else
+			log_debug("state '%s' is %s, ignoring", path, why);
 		return -EBADMSG;
 	}
+	*ret = TAKE_PTR(file);
+	return 0;
+}
+
+ssize_t state_load(const char *dir, const char *name, char *buf, size_t size)
+{
+	_cleanup_free_ char *file = NULL;
+	const char *payload;
+	size_t plen;
+	int r;
+
+	if (size == 0)
+		return -EINVAL;
+	r = load(dir, name, size + 1, true, &file, &payload, &plen);
+	if (r < 0)
+		return r;
 	if (plen + 1 > size)
 		return -EFBIG;
 	memcpy(buf, payload, plen);
@@ -187,125 +258,23 @@ ssize_t state_load(const char *dir, const char *name, char *buf, size_t size)
 	return (ssize_t)plen;
 }
 
-static int write_all(int fd, const char *p, size_t len)
-{
-	while (len > 0) {
-		ssize_t n = write(fd, p, len);
-
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			return -errno;
-		}
-		p += n;
-		len -= (size_t)n;
-	}
-	return 0;
-}
-
-static int fsync_dir(const char *dir)
-{
-	_cleanup_close_ int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-
-	if (fd < 0)
-		return -errno;
-	return fsync(fd) < 0 ? -errno : 0;
-}
-
-/* Header, payload and trailer into @fd; fsync'ed when @durable. */
-static int write_envelope(int fd, const char *name, const char *payload, size_t len, bool durable)
-{
-	char header[128], trailer[16];
-	int hl, r;
-
-	hl = snprintf(header, sizeof(header), HEADER_FMT, STATE_VERSION, name);
-	snprintf(trailer, sizeof(trailer), "end %08" PRIx32 "\n", state_crc32(payload, len));
-	r = write_all(fd, header, (size_t)hl);
-	if (r == 0)
-		r = write_all(fd, payload, len);
-	if (r == 0)
-		r = write_all(fd, trailer, 13);
-	if (r == 0 && durable && fsync(fd) < 0)
-		r = -errno;
-	return r;
-}
-
-/*
- * Write the new file as an unnamed O_TMPFILE in @dir and give it the name @tmp only once it is
- * whole, just before the rename. A writer killed while writing (NPD's timeout, kill -9 of the
- * agent) then leaves nothing behind: the kernel frees the unnamed inode. Only a kill in the few
- * microseconds between linkat and rename leaves <name>.tmp, which the next writer replaces.
- * Returns 0 with @tmp linked, -EOPNOTSUPP when the filesystem or a missing /proc rules O_TMPFILE
- * out (the caller falls back to writing @tmp by name), or another -errno.
- */
-static int write_unnamed(const char *dir, const char *tmp, const char *name, const char *payload,
-			 size_t len, bool durable)
-{
-	_cleanup_close_ int fd = open(dir, O_TMPFILE | O_WRONLY | O_CLOEXEC, 0600);
-	char fdpath[64];
-	int r;
-
-	if (fd < 0)
-		return errno == EOPNOTSUPP || errno == EISDIR || errno == EINVAL ? -EOPNOTSUPP
-										   : -errno;
-	r = write_envelope(fd, name, payload, len, durable);
-	if (r < 0)
-		return r;
-	snprintf(fdpath, sizeof(fdpath), "/proc/self/fd/%d", fd);
-	for (int attempt = 0; attempt < 2; attempt++) {
-		if (linkat(AT_FDCWD, fdpath, AT_FDCWD, tmp, AT_SYMLINK_FOLLOW) == 0)
-			return 0;
-		if (errno != EEXIST)
-			/* no /proc mounted (ENOENT), or a filesystem without links */
-			return errno == ENOENT || errno == EPERM || errno == EOPNOTSUPP ? -EOPNOTSUPP
-											 : -errno;
-		/* a stale <name>.tmp from a writer killed before its rename: we hold the lock */
-		if (unlink(tmp) < 0 && errno != ENOENT)
-			return -errno;
-	}
-	return -EEXIST;
-}
-
-/* The fallback: write <name>.tmp by name (a kill mid-write leaves it for the next writer). */
-static int write_named(const char *tmp, const char *name, const char *payload, size_t len,
-		       bool durable)
-{
-	int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
-	int r;
-
-	if (fd < 0)
-		return -errno;
-	r = write_envelope(fd, name, payload, len, durable);
-	if (close(fd) < 0 && r == 0)
-		r = -errno;
-	return r;
-}
-
 static int save(const char *dir, const char *name, const char *payload, size_t len, bool durable)
 {
-	char path[4096], tmp[4096];
-	int r;
+	char path[FILEIO_PATH_MAX], header[128], trailer[16];
+	struct iovec iov[3];
+	int hl, r;
 
+	if (read_only)
+		return dir && valid_state_name(name) ? 0 : -EINVAL;
 	r = writable_path(path, sizeof(path), dir, name, "");
 	if (r < 0)
 		return r;
-	/* One fixed temporary name: writers hold the lock, so there is never a second one, and a
-	 * writer SIGKILLed at the wrong moment leaves one stale file that the next writer replaces
-	 * instead of one per dead PID piling up. */
-	r = join(tmp, sizeof(tmp), dir, name, ".tmp");
-	if (r < 0)
-		return r;
-
-	r = write_unnamed(dir, tmp, name, payload, len, durable);
-	if (r == -EOPNOTSUPP)
-		r = write_named(tmp, name, payload, len, durable);
-	if (r == 0 && rename(tmp, path) < 0)
-		r = -errno;
-	if (r < 0) {
-		(void)unlink(tmp);
-		return r;
-	}
-	return durable ? fsync_dir(dir) : 0;
+	hl = snprintf(header, sizeof(header), HEADER_FMT, STATE_VERSION, name);
+	snprintf(trailer, sizeof(trailer), "end %08" PRIx32 "\n", state_crc32(payload, len));
+	iov[0] = (struct iovec){ header, (size_t)hl };
+	iov[1] = (struct iovec){ (void *)payload, len };
+	iov[2] = (struct iovec){ trailer, 13 };
+	return fileio_write_atomic(dir, name, iov, 3, 0600, durable ? FILEIO_DURABLE : 0);
 }
 
 int state_save(const char *dir, const char *name, const char *payload, size_t len)
@@ -316,4 +285,72 @@ int state_save(const char *dir, const char *name, const char *payload, size_t le
 int state_save_volatile(const char *dir, const char *name, const char *payload, size_t len)
 {
 	return save(dir, name, payload, len, false);
+}
+
+/* ---- typed ---- */
+
+static int load_typed(const char *dir, const struct state_type *t, void *obj, bool writer)
+{
+	_cleanup_free_ char *file = NULL;
+	const char *payload;
+	size_t len;
+	int r;
+
+	r = load(dir, t->name, t->max, writer, &file, &payload, &len);
+	if (r == -ENOENT)
+		return STATE_NONE;
+	if (r == -EBADMSG)
+		return STATE_DISCARDED;
+	if (r < 0)
+		return r;
+	if (len > t->max)
+		return STATE_DISCARDED;
+	/* parsers take NUL-terminated text: end the payload where the trailer (ours) starts */
+	file[payload - file + (ptrdiff_t)len] = '\0';
+	r = t->parse(payload, len, obj);
+	if (r == -ENOMEM)
+		return r;
+	if (r < 0) {
+		if (writer && !read_only)
+			move_aside(dir, t->name, "", "unparsable");
+		return STATE_DISCARDED;
+	}
+	return STATE_LOADED;
+}
+
+int state_read(const char *dir, const struct state_type *t, void *obj)
+{
+	return load_typed(dir, t, obj, false);
+}
+
+int state_begin(struct state_txn *txn, const char *dir, const struct state_type *t, void *obj)
+{
+	int r;
+
+	txn->lock.fd = -1;
+	txn->dir = dir;
+	txn->t = t;
+	r = state_lock(dir, t->name, &txn->lock);
+	return r < 0 ? r : load_typed(dir, t, obj, true);
+}
+
+int state_commit(struct state_txn *txn, const void *obj)
+{
+	_cleanup_free_ char *payload = NULL;
+	ssize_t n;
+
+	if (!txn->t)
+		return -EINVAL;
+	if (read_only)
+		return 0;
+	n = txn->t->format(obj, &payload);
+	if (n < 0)
+		return (int)n;
+	return save(txn->dir, txn->t->name, payload, (size_t)n, txn->t->durable);
+}
+
+void state_end(struct state_txn *txn)
+{
+	if (txn)
+		state_unlock(&txn->lock);
 }

@@ -3,19 +3,29 @@
 #define CZ_STATE_H
 
 /*
- * Crash-safe state files under --state-dir (and the run dir).
+ * The state store: crash-safe state files under --state-dir and the run dir.
  *
  * NPD may run checks concurrently, and a check can be SIGKILLed at its timeout at any moment,
- * so a state file is only ever replaced whole: write the new file unnamed (O_TMPFILE), fsync,
- * link it as "<name>.tmp", rename over the old one, fsync the directory. A writer killed mid-write
- * leaves no file behind (where O_TMPFILE or /proc is missing, "<name>.tmp" is written by name and
- * the next writer replaces it). Readers and writers of one name serialise on flock() of
- * "<name>.lock" (bounded wait: a check never blocks past its deadline).
+ * so a state file is only ever replaced whole, through base/fileio.h's atomic writer (unnamed
+ * O_TMPFILE, linked and renamed over the old file, fsync'ed in the state dir). Writers of one name
+ * serialise on flock() of "<name>.lock" (bounded wait: a check never blocks past its deadline).
+ * Readers take no lock and create nothing: the rename makes every file they open whole, so
+ * `check cpu` and `report` work on a read-only run dir.
  *
  * On disk:   cpuzombie-state <version> <name>\n   payload   end <crc32 of payload, 8 hex>\n
  * The payload is whatever the owner writes (text "key value" lines by convention). A file whose
- * header, version or checksum is wrong is corrupt: state_load() moves it aside to
- * "<name>.corrupt" and reports that, and the caller starts a new baseline.
+ * header, version or checksum is wrong, or that is not a regular file at all (a FIFO, socket,
+ * device, directory or symlink someone put there), is not ours: a writer moves it aside to
+ * "<name>.corrupt", logs that, and starts a new baseline; a reader ignores it. Every open is
+ * non-blocking, so no such file can block the sampler or a check.
+ *
+ * Typed use (one module owns each state and its struct state_type; see the names below):
+ *     r = state_begin(&txn, dir, &memcg_history_state, &h);	// lock, load, parse
+ *     ... update h ...
+ *     r = state_commit(&txn, &h);				// format, replace atomically
+ *     state_end(&txn);					// or _cleanup_(state_end)
+ * and state_read() for readers. The raw calls below them (state_lock/load/save) remain for
+ * tests and special cases.
  */
 
 #include <stdbool.h>
@@ -25,6 +35,18 @@
 
 #define STATE_VERSION 1
 #define STATE_LOCK_WAIT_MS 2000
+#define STATE_ENVELOPE_MAX 256 /* header and trailer around the payload */
+
+/* The state and run files, one constant each; the owning module defines the struct state_type. */
+#define STATE_MEMCG "memcg"			/* checks/memcg.h: dying-memcg history */
+#define STATE_ENA "ena"				/* checks/ena.h: readings and reset events */
+#define STATE_ENA_ALLOWANCE "ena-allowance"	/* checks/ena.h: allowance readings */
+#define STATE_CANARY "canary"			/* checks/canary.h: last canary read */
+#define STATE_SYSTEMD_RESTARTS "systemd-restarts" /* host/restarts.h: unit restart baseline */
+#define RUN_CPU_BURSTS "cpu-bursts"		/* checks/history.h: the burst log (run dir) */
+#define RUN_CPU_HEARTBEAT "cpu-heartbeat"	/* checks/history.h: the sampler's heartbeat */
+#define RUN_CPU_HISTORY "cpu-history"		/* checks/history.h: the per-core ring (not an
+						 * envelope file: rewritten in place by slots) */
 
 struct state_lock {
 	int fd; /* -1 when not held */
@@ -43,8 +65,8 @@ void state_unlock(struct state_lock *lock);
 /*
  * state_load - read the payload of @dir/@name into @buf (NUL-terminated). Returns the payload
  * length, -ENOENT when there is no state yet, -EBADMSG when the file was corrupt (it has been
- * moved to <name>.corrupt; start afresh), -EFBIG when it does not fit, or another -errno.
- * Call with the lock held.
+ * moved to <name>.corrupt; start afresh; also for a FIFO, socket, device, directory or symlink
+ * at that name), -EFBIG when it does not fit, or another -errno. Call with the lock held.
  */
 ssize_t state_load(const char *dir, const char *name, char *buf, size_t size);
 
@@ -62,6 +84,64 @@ int state_save(const char *dir, const char *name, const char *payload, size_t le
  * goes through here every 2 s.
  */
 int state_save_volatile(const char *dir, const char *name, const char *payload, size_t len);
+
+/*
+ * state_set_read_only - process-wide: when @ro, nothing is written or created (no lock files,
+ * no moving aside, state_save and state_commit succeed without writing). `report` sets it: it
+ * runs the checks to show their verdicts, but a report must not change their baselines.
+ */
+void state_set_read_only(bool ro);
+
+/* ---- typed state ------------------------------------------------------------------------------ */
+
+/* How one state file is parsed and formatted; defined once, by the module owning the state. */
+struct state_type {
+	const char *name; /* one of the names above */
+	size_t max;	  /* largest payload: a bigger file is treated as corrupt */
+	bool durable;	  /* state dir: fsync; run dir (tmpfs): atomic but not fsync'ed */
+	/* pure: @payload (@len bytes, NUL-terminated) into @obj; 0 or -errno, @obj untouched on
+	 * failure (-EINVAL: the state is discarded and a new baseline starts) */
+	int (*parse)(const char *payload, size_t len, void *obj);
+	/* pure: @obj as a malloc()ed payload in *@ret; returns its length or -errno */
+	ssize_t (*format)(const void *obj, char **ret);
+};
+
+enum state_status {
+	STATE_NONE = 0,	     /* no file yet: @obj left as the caller initialised it */
+	STATE_LOADED = 1,    /* @obj holds the stored state */
+	STATE_DISCARDED = 2, /* corrupt, unparsable or not a regular file: @obj left alone (a
+			      * writer moved the file aside and logged it; a reader ignored it) */
+};
+
+/*
+ * state_read - load @t from @dir into @obj without locking or writing anything. Returns an enum
+ * state_status (>= 0) or -errno (-EACCES, -EIO, -ENOMEM, -EINVAL for a bad name).
+ */
+int state_read(const char *dir, const struct state_type *t, void *obj);
+
+struct state_txn {
+	struct state_lock lock;
+	const char *dir;
+	const struct state_type *t;
+};
+
+#define STATE_TXN_INIT { .lock = { .fd = -1 } }
+
+/*
+ * state_begin - the writer's half: take @t's lock in @dir (creating @dir 0700), then load as
+ * state_read() does, moving a bad file aside. Returns an enum state_status or -errno (lock
+ * timeout -ETIMEDOUT, no space, read-only file system: nothing loaded, @obj untouched).
+ * Call state_end() afterwards in every case.
+ */
+int state_begin(struct state_txn *txn, const char *dir, const struct state_type *t, void *obj);
+
+/* state_commit - format @obj and replace the file atomically. 0 or -errno (old file intact). */
+int state_commit(struct state_txn *txn, const void *obj);
+
+/* state_end - release the lock; safe on a failed or ended transaction. Usable with _cleanup_. */
+void state_end(struct state_txn *txn);
+
+/* ---- raw payloads ----------------------------------------------------------------------------- */
 
 /*
  * state_parse_envelope - pure: validate a whole file's bytes (header, version, name, trailer

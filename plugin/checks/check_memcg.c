@@ -10,6 +10,8 @@
 #include <fcntl.h>
 #include <sys/stat.h>
 
+#include "checks/check_memcg.h"
+#include "checks/condmsg.h"
 #include "checks/cz.h"
 #include "checks/memcg.h"
 #include "base/state.h"
@@ -224,10 +226,13 @@ int check_memcg(struct cz_ctx *ctx, struct npd_result *res)
 		struct systemd_restarts sr;
 		char err[256];
 
-		if (systemd_restarts_update(ctx->cfg.systemd.bus, ctx->cfg.paths.state,
-					    now_realtime_ms(), &sr, err, sizeof(err)) < 0)
+		if (!ctx->restarts_update)
+			fprintf(stderr, "cpuzombie: no restart hint: this binary does not talk to "
+					"systemd\n");
+		else if (ctx->restarts_update(ctx->cfg.systemd.bus, ctx->cfg.paths.state,
+					      now_realtime_ms(), &sr, err, sizeof(err)) < 0)
 			fprintf(stderr, "cpuzombie: no restart hint: %s\n", err);
-		else if (systemd_hint_format(&sr, r.hint, sizeof(r.hint)) > 0)
+		else if (condmsg_restarts_hint(&sr, r.hint, sizeof(r.hint)) > 0)
 			e = memcg_verdict(&r, &ctx->cfg, res);
 	}
 	return e;

@@ -669,3 +669,9 @@ ssize_t ena_state_format(const struct ena_state *s, char **ret_buf)
 	*ret_buf = buf;
 	return (ssize_t)size;
 }
+
+struct ena_lists ena_lists_from_config(const struct cz_config *cfg)
+{
+	return (struct ena_lists){ &cfg->ena.reset_counters, &cfg->ena.risk_counters,
+				   &cfg->ena.allowance_counters };
+}

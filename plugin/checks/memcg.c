@@ -2,6 +2,7 @@
 #include <errno.h>
 #include <inttypes.h>
 
+#include "checks/condmsg.h"
 #include "checks/memcg.h"
 #include "base/util.h"
 
@@ -265,27 +266,25 @@ static const char *source_note(enum memcg_source s)
 	}
 }
 
+double memcg_ratio(const struct memcg_reading *r)
+{
+	return (double)r->dying / (double)(r->live ? r->live : 1);
+}
+
 int memcg_verdict(const struct memcg_reading *r, const struct cz_config *cfg,
 		  struct npd_result *res)
 {
-	uint64_t live = r->live ? r->live : 1;
-	double ratio = (double)r->dying / (double)live;
+	double ratio = memcg_ratio(r);
 	bool many = r->dying >= cfg->memcg.min_dying;
 	bool high = ratio >= cfg->memcg.max_ratio;
 	enum npd_status st = many && high ? NPD_PROBLEM : NPD_OK;
-	char rb[32], pb[32];
+	char pb[32];
 
-	snprintf(rb, sizeof(rb), ratio >= 10 ? "x%.0f" : "x%.1f", ratio);
-	/* Most important first: counts and ratio against the limits, then what explains them. */
-	if (st == NPD_PROBLEM)
-		npd_set(res, st, "%" PRIu64 " dying memcgs vs %" PRIu64 " live (%s >= x%g)",
-			r->dying, r->live, rb, cfg->memcg.max_ratio);
-	else
-		npd_set(res, st, "%" PRIu64 " dying memcgs vs %" PRIu64 " live (%s; limits %" PRIu64
-			" dying and x%g)", r->dying, r->live, rb, cfg->memcg.min_dying,
-			cfg->memcg.max_ratio);
+	/* Most important first: counts and ratio against the limits, then what explains them.
+	 * The numbers go through condmsg.h, whose parser `cpuzombie fleet` reads them back with. */
+	condmsg_memcg_head(res, st, r->dying, r->live, ratio, cfg);
 	if (r->has_growth)
-		npd_append(res, "%+.0f/h", r->growth_per_hour);
+		condmsg_memcg_growth(res, r->growth_per_hour);
 	if (st == NPD_PROBLEM && r->hint[0])
 		npd_append(res, "%s", r->hint);
 	if (r->has_percpu)

@@ -5,7 +5,7 @@
  */
 #include <errno.h>
 
-#include "checks/cz.h"
+#include "cmd/cmd.h"
 #include "base/npd.h"
 
 int cmd_check(struct cz_ctx *ctx)

@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 
 #include "host/hostfs.h"
+#include "base/fileio.h"
 #include "base/util.h"
 
 int hostfs_open(struct hostfs *hf, const char *proc_root, const char *sys_root)
@@ -56,57 +57,22 @@ int hostfs_openat(const struct hostfs *hf, enum hostfs_root root, const char *re
 
 ssize_t hostfs_pread_all(int fd, char *buf, size_t size)
 {
-	size_t off = 0;
-
-	if (size < 2)
-		return -EINVAL;
-	/* procfs and sysfs files can come in several chunks; read until EOF, with one spare byte to
-	 * notice a file larger than the buffer instead of silently parsing half of it. */
-	for (;;) {
-		ssize_t n = pread(fd, buf + off, size - off, (off_t)off);
-
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			return -errno;
-		}
-		if (n == 0)
-			break;
-		off += (size_t)n;
-		if (off >= size)
-			return -EFBIG;
-	}
-	if (off == size)
-		return -EFBIG;
-	buf[off] = '\0';
-	return (ssize_t)off;
+	return fileio_pread_all(fd, buf, size);
 }
 
 ssize_t hostfs_pread_once(int fd, char *buf, size_t size)
 {
-	ssize_t n;
-
-	if (size < 2)
-		return -EINVAL;
-	do
-		n = pread(fd, buf, size - 1, 0);
-	while (n < 0 && errno == EINTR);
-	if (n < 0)
-		return -errno;
-	if ((size_t)n >= size - 1)
-		return -EFBIG;
-	buf[n] = '\0';
-	return n;
+	return fileio_pread_once(fd, buf, size);
 }
 
 ssize_t hostfs_read(const struct hostfs *hf, enum hostfs_root root, const char *rel, char *buf,
 		    size_t size)
 {
-	_cleanup_close_ int fd = hostfs_openat(hf, root, rel, O_RDONLY | O_NOCTTY | O_NONBLOCK);
+	int dfd = root_fd(hf, root, rel);
 
-	if (fd < 0)
-		return fd;
-	return hostfs_pread_all(fd, buf, size);
+	if (dfd < 0)
+		return dfd;
+	return fileio_read_at(dfd, rel, FILEIO_REGULAR, buf, size);
 }
 
 ssize_t hostfs_readlink(const struct hostfs *hf, enum hostfs_root root, const char *rel, char *buf,

@@ -8,7 +8,8 @@
  * Every file cpuzombie reads about the node goes through here, relative to two directory fds
  * opened once (--proc-root, --sys-root; /host/proc and /host/sys in a container, a fixture tree
  * in tests), the way util-linux's lscpu --sysroot replays captures. A read takes the whole file
- * into the caller's buffer and fails with -EFBIG rather than return a silently cut file.
+ * into the caller's buffer and fails with -EFBIG rather than return a silently cut file (the
+ * reads themselves are base/fileio.h's one bounded reader).
  */
 
 #include <stddef.h>
@@ -54,7 +55,8 @@ int hostfs_openat(const struct hostfs *hf, enum hostfs_root root, const char *re
 /*
  * hostfs_pread_all - re-read an already open file from offset 0 into @buf, NUL-terminated
  * (/proc/stat is re-read this way every sample without reopening it). Returns bytes read or
- * -errno; -EFBIG when it does not fit in @size - 1 bytes.
+ * -errno; -EFBIG when it does not fit in @size - 1 bytes. fileio_pread_all(), under its
+ * hostfs name.
  */
 ssize_t hostfs_pread_all(int fd, char *buf, size_t size);
 

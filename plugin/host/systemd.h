@@ -53,7 +53,7 @@ enum log_prio;
 struct log_fields;
 int systemd_log_sink(enum log_prio prio, const struct log_fields *f, const char *msg);
 
-/* ---- unit restart counts ---- */
+/* ---- unit restart counts (the pure functions are in systemd_restarts.c) ---- */
 
 #define SYSTEMD_UNIT_MAX 128	/* unit name bytes kept (systemd's own limit is 255) */
 #define SYSTEMD_TOP_MAX 64	/* units kept in a reading and in the state file */
@@ -100,13 +100,6 @@ size_t systemd_restarts_format(const struct systemd_restarts *r, char *buf, size
  * (no base, base older than SYSTEMD_BASELINE_MIN_MS, or from the future).
  */
 bool systemd_restarts_growth(const struct systemd_restarts *base, struct systemd_restarts *cur);
-
-/*
- * systemd_hint_format - pure: "top restarts: ecs.service=4211 (+310/h), foo.service=3" with as
- * many units as fit in @size (at least the first, cut if it must). "" when @r has no unit.
- * Returns the length written.
- */
-size_t systemd_hint_format(const struct systemd_restarts *r, char *buf, size_t size);
 
 /*
  * systemd_restarts_update - read (systemd_read_restarts), compute growth against the state file

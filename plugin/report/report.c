@@ -7,7 +7,9 @@
 #include <math.h>
 #include <time.h>
 
+#include "checks/condmsg.h"
 #include "checks/cpustat.h"
+#include "report/advice.h"
 #include "report/report.h"
 #include "base/state.h"
 #include "base/textsafe.h"
@@ -47,6 +49,7 @@ void report_free(struct report *r)
 	ena_state_free(&r->ena_prev);
 	ena_state_free(&r->ena);
 	ena_state_free(&r->allowance);
+	free(r->kev);
 	free(r);
 }
 
@@ -69,6 +72,23 @@ char *report_perf_cmd(unsigned cpu, uint64_t dur_ms, char *buf, size_t size)
 
 	s = s < 10 ? 10 : s > 300 ? 300 : s;
 	snprintf(buf, size, "perf record -C %u -g -- sleep %llu", cpu, (unsigned long long)s);
+	return buf;
+}
+
+char *report_format_tasks(const struct burst_event *ev, char *buf, size_t size)
+{
+	size_t off = 0;
+
+	if (size > 0)
+		buf[0] = '\0';
+	for (size_t k = 0; k < ev->ntasks && k < HISTORY_TASKS_MAX && off < size; k++) {
+		char comm[4 * sizeof(ev->task[k].comm)];
+		int w = snprintf(buf + off, size - off, "%s%s[%d] %.1fs", k ? ", " : "",
+				 textsafe(TEXTSAFE_TEXT, ev->task[k].comm, comm, sizeof(comm)),
+				 ev->task[k].tid,
+				 (double)ev->task[k].stime_ms / 1000.0);
+		off += w > 0 ? (size_t)w : 0;
+	}
 	return buf;
 }
 
@@ -194,6 +214,8 @@ int report_load_run(struct report *r, const char *run_dir, uint64_t since_hist_m
 	n = burst_log_read(run_dir, r->since_ms, r->bursts, REPORT_BURSTS_MAX);
 	r->nlogged = r->nbursts = n > 0 ? (size_t)n : 0;
 	add_ongoing(r);
+	if (report_load_kevents(r, run_dir) < 0)
+		return -ENOMEM;
 	for (size_t i = 0; i < r->nbursts; i++)
 		if (r->bursts[i].cpu + 1 > r->ncpu && r->bursts[i].cpu < CPUSTAT_MAX_CPUS)
 			r->ncpu = r->bursts[i].cpu + 1;
@@ -237,7 +259,8 @@ static void print_canary(const struct report *r, FILE *out)
 		return;
 	}
 	if (r->canary_rc < 0) {
-		fprintf(out, "  canary     unavailable: %s\n", strerror(-r->canary_rc));
+		fprintf(out, "  canary     unavailable: %s; %s\n", strerror(-r->canary_rc),
+			advice_canary(r->canary_rc));
 		return;
 	}
 	if (r->canary.err < 0)
@@ -258,7 +281,7 @@ static void print_canary(const struct report *r, FILE *out)
 static void print_memcg(const struct report *r, FILE *out)
 {
 	const struct memcg_reading *m = &r->memcg;
-	char b[32], hint[512];
+	char b[32], hint[512], ratio[32];
 
 	if (r->memcg_rc != NPD_OK) {
 		fprintf(out, "MEMCG\n  unknown: %s\n", safe(r->memcg_err));
@@ -266,8 +289,8 @@ static void print_memcg(const struct report *r, FILE *out)
 	}
 	fprintf(out, "MEMCG  (%s)\n", source_name(m->source));
 	fprintf(out, "  live       %llu\n", (unsigned long long)m->live);
-	fprintf(out, "  dying      %llu   ratio x%.1f   (problem at >= %llu dying and >= x%g)\n",
-		(unsigned long long)m->dying, m->live ? (double)m->dying / (double)m->live : 0.0,
+	fprintf(out, "  dying      %llu   ratio %s   (problem at >= %llu dying and >= x%g)\n",
+		(unsigned long long)m->dying, format_ratio(memcg_ratio(m), ratio, sizeof(ratio)),
 		(unsigned long long)r->cfg->memcg.min_dying, r->cfg->memcg.max_ratio);
 	if (m->has_growth)
 		fprintf(out, "  growth     %+.0f/h\n", m->growth_per_hour);
@@ -284,28 +307,23 @@ static void print_memcg(const struct report *r, FILE *out)
 			m->source == MEMCG_V1 ? "cgroup v1; fixed in 5.8" : "cgroup v2");
 	print_canary(r, out);
 	if (r->restarts_rc == 0 && r->restarts.n > 0) {
-		systemd_hint_format(&r->restarts, hint, sizeof(hint));
+		condmsg_restarts_hint(&r->restarts, hint, sizeof(hint));
 		fprintf(out, "  restarts   %s\n", safe(hint + strlen("top restarts: ")));
 	} else if (r->restarts_rc == 0) {
 		fprintf(out, "  restarts   no service unit has restarted\n");
 	} else if (r->restarts_rc < 0) {
-		fprintf(out, "  restarts   unavailable: %s\n", safe(r->restarts_err));
+		fprintf(out, "  restarts   unavailable: %s; %s\n", safe(r->restarts_err),
+			advice_restarts(r->restarts_rc));
 	}
 }
 
 static void print_burst(const struct report *r, const struct burst_event *ev, bool ongoing,
 			FILE *out)
 {
-	char t1[16], t2[16], d[32], cmd[96], tasks[256] = "";
+	char t1[16], t2[16], d[32], cmd[96], tasks[256];
 	uint64_t dur = ev->end_ms > ev->start_ms ? ev->end_ms - ev->start_ms : 0;
-	size_t off = 0;
 
-	for (size_t k = 0; k < ev->ntasks && off < sizeof(tasks); k++) {
-		int w = snprintf(tasks + off, sizeof(tasks) - off, "%s%s[%d] %.1fs", k ? ", " : "",
-				 safe(ev->task[k].comm), ev->task[k].tid,
-				 (double)ev->task[k].stime_ms / 1000.0);
-		off += w > 0 ? (size_t)w : 0;
-	}
+	report_format_tasks(ev, tasks, sizeof(tasks));
 	fprintf(out, "  cpu%-4u %s  %6.1fs%s %4.0f%% %4.0f%%  %s\n", ev->cpu,
 		utc_hms(ev->start_ms, t1, sizeof(t1)), (double)dur / 1000.0, ongoing ? "+" : " ",
 		ev->peak_pct, ev->mean_pct, ev->ntasks ? tasks : "-");
@@ -323,7 +341,8 @@ static void print_now(const struct report *r, FILE *out)
 	unsigned shown = 0, hot = 0;
 
 	if (!r->has_now) {
-		fprintf(out, "  now: unknown (no sampler history and /proc/stat unreadable)\n");
+		fprintf(out, "  now: unknown (no sampler history and /proc/stat unreadable): start "
+			     "`cpuzombie agent`, or pass the host's /proc with --proc-root\n");
 		return;
 	}
 	fprintf(out, "  now:");
@@ -352,8 +371,8 @@ static void print_cores(const struct report *r, FILE *out)
 		fprintf(out, "  sampler: not running (no heartbeat in the run dir): bursts and "
 			     "heatmap need `cpuzombie agent`\n");
 	else if (r->hb->stopped || r->hb->time_ms + 3 * HISTORY_HEARTBEAT_MS < r->now_ms)
-		fprintf(out, "  sampler: stopped, last heartbeat %s\n",
-			utc_hms(r->hb->time_ms, t, sizeof(t)));
+		fprintf(out, "  sampler: stopped, last heartbeat %s: (re)start `cpuzombie agent` for "
+			     "bursts after it\n", utc_hms(r->hb->time_ms, t, sizeof(t)));
 	print_now(r, out);
 	fprintf(out, "  BURSTS since %s: %zu\n", utc_hms(r->since_ms, t, sizeof(t)), r->nbursts);
 	if (r->nbursts)
@@ -364,8 +383,8 @@ static void print_cores(const struct report *r, FILE *out)
 	if (r->hist_rc > 0)
 		(void)report_heatmap(r, REPORT_HEAT_COLS, out);
 	else
-		fprintf(out, "  heatmap: no history (%s)\n",
-			r->hist_rc == 0 ? "empty" : strerror(-r->hist_rc));
+		fprintf(out, "  heatmap: no history (%s): %s\n",
+			r->hist_rc == 0 ? "empty" : strerror(-r->hist_rc), advice_history(r->hist_rc));
 }
 
 int report_heatmap(const struct report *r, unsigned cols, FILE *out)
@@ -488,7 +507,8 @@ static void print_nics(const struct report *r, FILE *out)
 {
 	fprintf(out, "NICS\n");
 	if (r->maps_rc < 0 && r->maps_rc != -ENOENT)
-		fprintf(out, "  IRQ map unavailable: %s\n", strerror(-r->maps_rc));
+		fprintf(out, "  IRQ map unavailable: %s; %s\n", strerror(-r->maps_rc),
+			advice_irq_map(r->maps_rc));
 	for (size_t i = 0; i < r->nmaps; i++) {
 		const struct irq_map *m = &r->maps[i];
 
@@ -515,7 +535,8 @@ static void print_nics(const struct report *r, FILE *out)
 	if (r->nmaps == 0 && r->ena.n == 0)
 		fprintf(out, "  no NIC with IRQs found\n");
 	if (r->ena_rc < 0 && r->ena_rc != -ENOENT)
-		fprintf(out, "  ENA state unreadable: %s\n", strerror(-r->ena_rc));
+		fprintf(out, "  ENA state unreadable: %s; %s\n", strerror(-r->ena_rc),
+			advice_ena_state(r->ena_rc));
 }
 
 int report_print(const struct report *r, FILE *out)
@@ -531,6 +552,7 @@ int report_print(const struct report *r, FILE *out)
 	print_cores(r, out);
 	fputc('\n', out);
 	print_nics(r, out);
+	report_print_kernel(r, out);
 	fflush(out);
 	return ferror(out) ? -EIO : 0;
 }

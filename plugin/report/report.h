@@ -79,6 +79,9 @@ struct report {
 	int allowance_rc;
 	struct ena_state allowance;
 
+	/* the kernel's own word: the agent's kernel-event log (checks/kevents.h), NULL without */
+	struct kevents *kev;
+
 	/* conditions */
 	size_t nchecks;
 	struct report_check checks[REPORT_CHECKS_MAX];
@@ -86,6 +89,22 @@ struct report {
 
 /* report_new - a zeroed report for @cfg at @now_ms. Returns NULL when out of memory. */
 struct report *report_new(const struct cz_config *cfg, uint64_t now_ms);
+
+/*
+ * report_load_kevents - read the run dir's kernel-event log into r->kev (no lock, nothing
+ * written). No log (no agent, agent.kmsg off, unreadable): r->kev stays NULL. Returns 0 or
+ * -ENOMEM.
+ */
+int report_load_kevents(struct report *r, const char *run_dir);
+
+/*
+ * report_print_kernel - the "Kernel log" section: the events of the history window, oldest
+ * first, each "HH:MM:SS what" (report_kernel.c). Prints nothing without a log.
+ */
+void report_print_kernel(const struct report *r, FILE *out);
+
+/* report_kernel_json - the same as a JSON object (counts, lost, events), or NULL. */
+json_object *report_kernel_json(const struct report *r);
 
 /* report_free - free everything the report owns and itself. NULL-safe. */
 void report_free(struct report *r);
@@ -98,6 +117,14 @@ enum npd_status report_worst(const struct report *r);
  * (twice the burst, at least 10 s, at most 5 min) to catch the next one. Returns @buf.
  */
 char *report_perf_cmd(unsigned cpu, uint64_t dur_ms, char *buf, size_t size);
+
+/*
+ * report_format_tasks - pure: a burst's top tasks as "kubelet[815] 9.0s, systemd[1] 0.1s" (comm,
+ * TID, system time on the core), the one spelling of the screen and the SVG; comms made safe as
+ * TEXTSAFE_TEXT (textsafe.h). Cut to @size.
+ * Returns @buf ("" without tasks).
+ */
+char *report_format_tasks(const struct burst_event *ev, char *buf, size_t size);
 
 /* report_heat_char - pure: one terminal cell for a share (0..100; HISTORY_NO_SAMPLE is '?'). */
 char report_heat_char(uint8_t pct);

@@ -39,17 +39,26 @@ def test_stack_protector_and_fortify(elf):
     assert any(s in syms for s in ("__snprintf_chk", "__memcpy_chk", "__vsnprintf_chk"))
 
 
-def test_only_libc_at_start(elf, cz_bin):
-    """A check loads nothing but libc: libcurl and libsystemd are dlopen()ed by the agent
-    paths only, json-c and libyaml are linked statically (NPD execs us every interval)."""
-    needed = [l.split("[")[1].rstrip("]") for l in elf["-d"].splitlines() if "(NEEDED)" in l]
-    # json-c's thread-local storage pulls __tls_get_addr from the dynamic loader, which is the
-    # program interpreter (PT_INTERP) and mapped at every start anyway: it costs nothing.
-    needed = [n for n in needed if not n.startswith("ld-linux")]
-    if "build-asan" in cz_bin:  # the sanitizer runtimes come in as shared objects
+def check_bin(cz_bin):
+    """The check binary NPD execs, built next to the binary under test."""
+    return os.path.join(os.environ.get("CZ_BUILD") or os.path.dirname(cz_bin), "cpuzombie-check")
+
+
+def test_only_libc_at_start(cz_bin):
+    """What NPD execs every interval loads nothing at start: the check binary is static-pie
+    (json-c, libyaml and libc inside; no loader, no libcurl, no libsystemd). The full binary
+    (the agent) links libcurl and libsystemd directly; it is not what NPD runs."""
+    b = check_bin(cz_bin)
+    needed = [l.split("[")[1].rstrip("]") for l in readelf("-d", b).splitlines()
+              if "(NEEDED)" in l]
+    if "build-asan" in cz_bin:  # ASan cannot link statically: a PIE with the runtimes and libc
         needed = [n for n in needed if not n.startswith(("libasan", "libubsan", "libm.",
-                                                          "libgcc_s", "libstdc++"))]
-    assert needed == ["libc.so.6"], needed
+                                                          "libgcc_s", "libstdc++", "ld-linux"))]
+        assert needed == ["libc.so.6"], needed
+        return
+    assert needed == [], needed
+    assert "INTERP" not in readelf("-l", b)              # no program interpreter either
+    assert "DYN (Position-Independent Executable file)" in readelf("-h", b)   # still PIE
 
 
 def test_cet_on_our_objects(cz_bin):
@@ -57,7 +66,7 @@ def test_cet_on_our_objects(cz_bin):
     binary loses the marking because Debian's static libjson-c.a and libyaml.a are built without
     it (the linker keeps a property only when every input has it); linking them dynamically
     would restore it at the start-up cost measured in README."""
-    objs = glob.glob(os.path.join(os.path.dirname(cz_bin), "obj", "*.o"))
+    objs = glob.glob(os.path.join(os.path.dirname(cz_bin), "obj", "*", "*.o"))
     assert objs
     for o in objs:
         notes = readelf("-n", o)

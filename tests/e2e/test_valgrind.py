@@ -153,3 +153,23 @@ def test_report(tmp_path):
     vg(tmp_path, "report", "--svg", str(tmp_path / "h2.svg"), rcs=(0, 1))
     vg(tmp_path, "report", "--svg", "/nonexistent/h.svg", rcs=(2,))
     vg(tmp_path, "report", "--bogus", rcs=(2,))
+
+
+def test_fleet_against_emulator(certs, tmp_path):
+    """`fleet` over pages, cut messages, a 410 restart, denied Leases and a bad kubeconfig."""
+    emu = kh.Emulator(certs, str(tmp_path)).start()
+    try:
+        emu.side("POST", "seed-nodes", {"count": 120, "zombies": 20, "cpu": 3, "ena": 2,
+                                        "held": 1, "bare": 0.1, "cut": [80, 256]})
+        kc = emu.kubeconfig(str(tmp_path / "kc"))
+        env = {"HOME": str(tmp_path)}
+        vg(tmp_path, "fleet", "--kubeconfig", kc, "--chunk-size", "25", "--nodes",
+           "--group-by", "eks.amazonaws.com/nodegroup", rcs=(1,), env=env)
+        emu.side("POST", "page-hooks", {"hooks": [{"after_page": 2, "expire": True}]})
+        emu.rbac_deny("list leases")
+        p = vg(tmp_path, "fleet", "--kubeconfig", kc, "--chunk-size", "25", "--json",
+               rcs=(1,), env=env)
+        assert json.loads(p.stdout)["nodes"] == 120
+        vg(tmp_path, "fleet", "--kubeconfig", str(tmp_path / "none"), rcs=(2,), env=env)
+    finally:
+        emu.stop()

@@ -2,6 +2,7 @@
 #include <stdlib.h>
 #include <sys/stat.h>
 #include <dirent.h>
+#include <unistd.h>
 
 #include "testutil.h"
 #include "base/state.h"
@@ -144,6 +145,149 @@ static void test_stale_temporary_replaced(void **state)
 	assert_int_equal(st.st_size, 4);
 }
 
+/* ---- non-regular files, lock-free readers, read-only mode, typed state (issues 12, 16) ---- */
+
+static bool exists(const char *name)
+{
+	char p[300];
+	struct stat st;
+
+	snprintf(p, sizeof(p), "%s/%s", dir, name);
+	return lstat(p, &st) == 0;
+}
+
+/* "dir/name"; four buffers in turn, so that two calls can be arguments of one call */
+static const char *path_of(const char *name)
+{
+	static char p[4][300];
+	static unsigned i;
+
+	i = (i + 1) % 4;
+	snprintf(p[i], sizeof(p[i]), "%s/%s", dir, name);
+	return p[i];
+}
+
+/* A FIFO or symlink at a state's name is moved aside by a writer, not waited on, not
+ * followed; a FIFO at the lock's name too. */
+static void test_not_regular_moved_aside(void **state)
+{
+	struct state_lock l = { -1 };
+	char buf[64], outside[300];
+	struct stat st;
+
+	alarm(20); /* a blocking open would hang here */
+	assert_int_equal(state_save(dir, "f", "v 1\n", 4), 0);
+	assert_int_equal(unlink(path_of("f")), 0);
+	assert_int_equal(mkfifo(path_of("f"), 0600), 0);
+	assert_int_equal(mkfifo(path_of("f.lock.x"), 0600), 0);
+	assert_int_equal(rename(path_of("f.lock.x"), path_of("f.lock")), 0);
+	assert_int_equal(state_lock(dir, "f", &l), 0);
+	assert_int_equal(lstat(path_of("f.lock"), &st), 0);
+	assert_true(S_ISREG(st.st_mode));
+	assert_true(exists("f.lock.corrupt"));
+	assert_int_equal(state_load(dir, "f", buf, sizeof(buf)), -EBADMSG);
+	assert_true(exists("f.corrupt"));
+	assert_int_equal(state_load(dir, "f", buf, sizeof(buf)), -ENOENT);
+	assert_int_equal(state_save(dir, "f", "v 2\n", 4), 0);
+	assert_int_equal(state_load(dir, "f", buf, sizeof(buf)), 4);
+	state_unlock(&l);
+
+	snprintf(outside, sizeof(outside), "%s", path_of("outside-target"));
+	assert_int_equal(state_save(dir, "o", "x 1\n", 4), 0);
+	assert_int_equal(rename(path_of("o"), outside), 0);
+	assert_int_equal(symlink(outside, path_of("g")), 0);
+	assert_int_equal(state_load(dir, "g", buf, sizeof(buf)), -EBADMSG); /* never followed */
+	assert_int_equal(lstat(path_of("g.corrupt"), &st), 0);
+	assert_true(S_ISLNK(st.st_mode));
+	assert_int_equal(stat(outside, &st), 0); /* the target is left alone */
+	alarm(0);
+}
+
+struct kv {
+	unsigned v;
+};
+
+static int kv_parse(const char *payload, size_t len, void *obj)
+{
+	unsigned v;
+
+	if (sscanf(payload, "v %u\n", &v) != 1)
+		return -EINVAL;
+	((struct kv *)obj)->v = v;
+	return 0;
+}
+
+static ssize_t kv_format(const void *obj, char **ret)
+{
+	char *p;
+	int n = asprintf(&p, "v %u\n", ((const struct kv *)obj)->v);
+
+	if (n < 0)
+		return -ENOMEM;
+	*ret = p;
+	return n;
+}
+
+static const struct state_type kv_type = { "kv", 64, true, kv_parse, kv_format };
+
+static void test_typed(void **state)
+{
+	_cleanup_(state_end) struct state_txn txn = STATE_TXN_INIT;
+	struct kv k = { 7 };
+
+	assert_int_equal(state_read(dir, &kv_type, &k), STATE_NONE);
+	assert_int_equal(k.v, 7);
+	assert_false(exists("kv.lock")); /* readers create nothing */
+	assert_int_equal(state_begin(&txn, dir, &kv_type, &k), STATE_NONE);
+	k.v = 42;
+	assert_int_equal(state_commit(&txn, &k), 0);
+	state_end(&txn);
+	k.v = 0;
+	assert_int_equal(state_read(dir, &kv_type, &k), STATE_LOADED);
+	assert_int_equal(k.v, 42);
+	/* a payload the owner cannot parse is discarded: kept aside by a writer */
+	assert_int_equal(state_save(dir, "kv", "junk\n", 5), 0);
+	assert_int_equal(state_read(dir, &kv_type, &k), STATE_DISCARDED);
+	assert_int_equal(k.v, 42);
+	assert_true(exists("kv")); /* a reader leaves it for the writer */
+	assert_int_equal(state_begin(&txn, dir, &kv_type, &k), STATE_DISCARDED);
+	assert_false(exists("kv"));
+	assert_true(exists("kv.corrupt"));
+}
+
+static void test_readers_write_nothing(void **state)
+{
+	char ro[300], buf[64];
+	struct kv k = { 0 };
+	struct state_lock l = { -1 };
+	_cleanup_(state_end) struct state_txn txn = STATE_TXN_INIT;
+
+	snprintf(ro, sizeof(ro), "%s/ro", dir);
+	/* a reader of a missing dir creates neither the dir nor a lock */
+	assert_int_equal(state_read(ro, &kv_type, &k), STATE_NONE);
+	assert_false(exists("ro"));
+	/* read-only mode (report): the writer's calls succeed and write nothing */
+	state_set_read_only(true);
+	assert_int_equal(state_lock(ro, "kv", &l), 0);
+	assert_int_equal(state_save(ro, "kv", "v 1\n", 4), 0);
+	state_unlock(&l);
+	assert_int_equal(state_begin(&txn, ro, &kv_type, &k), STATE_NONE);
+	k.v = 3;
+	assert_int_equal(state_commit(&txn, &k), 0);
+	assert_false(exists("ro"));
+	assert_int_equal(state_save(dir, "kv2", "junk\n", 5), 0); /* before read-only: refused */
+	state_set_read_only(false);
+	assert_int_equal(state_save(dir, "kv2", "junk\n", 5), 0);
+	state_set_read_only(true);
+	assert_int_equal(state_load(dir, "kv2", buf, sizeof(buf)), 5);
+	assert_int_equal(unlink(path_of("kv2")), 0);
+	assert_int_equal(mkfifo(path_of("kv2"), 0600), 0);
+	assert_int_equal(state_load(dir, "kv2", buf, sizeof(buf)), -EBADMSG);
+	assert_true(exists("kv2"));		 /* not moved aside in read-only mode */
+	assert_false(exists("kv2.corrupt"));
+	state_set_read_only(false);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -151,6 +295,9 @@ int main(void)
 		cmocka_unit_test(test_lock_times_out),	 cmocka_unit_test(test_envelope),
 		cmocka_unit_test(test_corrupt_moved_aside), cmocka_unit_test(test_no_temporaries_left),
 		cmocka_unit_test(test_stale_temporary_replaced),
+		cmocka_unit_test(test_not_regular_moved_aside),
+		cmocka_unit_test(test_typed),
+		cmocka_unit_test(test_readers_write_nothing),
 	};
 	return cmocka_run_group_tests_name("state", tests, setup, teardown);
 }

@@ -1,0 +1,297 @@
+/* SPDX-License-Identifier: MIT */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <sys/stat.h>
+
+#include "base/fileio.h"
+#include "base/util.h"
+
+int fileio_open(int dirfd, const char *path, unsigned flags)
+{
+	int oflags = O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK;
+	_cleanup_close_ int fd = -1;
+	struct stat st;
+
+	if (!path || !*path)
+		return -EINVAL;
+	if (flags & FILEIO_NOFOLLOW)
+		oflags |= O_NOFOLLOW;
+	/* O_NONBLOCK: a FIFO without a writer would block the open itself, forever */
+	fd = openat(dirfd, path, oflags);
+	if (fd < 0)
+		return -errno;
+	if (flags & FILEIO_REGULAR) {
+		if (fstat(fd, &st) < 0)
+			return -errno;
+		if (S_ISDIR(st.st_mode))
+			return -EISDIR;
+		if (!S_ISREG(st.st_mode))
+			return -EBADFD;
+	}
+	if (flags & FILEIO_BLOCKING_READ) {
+		int fl = fcntl(fd, F_GETFL);
+
+		if (fl < 0 || fcntl(fd, F_SETFL, fl & ~O_NONBLOCK) < 0)
+			return -errno;
+	}
+	return TAKE_FD(fd);
+}
+
+ssize_t fileio_read_fd(int fd, char *buf, size_t size)
+{
+	size_t off = 0;
+
+	if (size < 2)
+		return -EINVAL;
+	/* one spare byte: a file that fills the buffer is larger than it, not complete */
+	for (;;) {
+		ssize_t n = read(fd, buf + off, size - off);
+
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		if (n == 0)
+			break;
+		off += (size_t)n;
+		if (off >= size)
+			return -EFBIG;
+	}
+	buf[off] = '\0';
+	return (ssize_t)off;
+}
+
+ssize_t fileio_pread_all(int fd, char *buf, size_t size)
+{
+	size_t off = 0;
+
+	if (size < 2)
+		return -EINVAL;
+	/* procfs and sysfs files can come in several chunks; read until EOF */
+	for (;;) {
+		ssize_t n = pread(fd, buf + off, size - off, (off_t)off);
+
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		if (n == 0)
+			break;
+		off += (size_t)n;
+		if (off >= size)
+			return -EFBIG;
+	}
+	buf[off] = '\0';
+	return (ssize_t)off;
+}
+
+ssize_t fileio_pread_once(int fd, char *buf, size_t size)
+{
+	ssize_t n;
+
+	if (size < 2)
+		return -EINVAL;
+	do
+		n = pread(fd, buf, size - 1, 0);
+	while (n < 0 && errno == EINTR);
+	if (n < 0)
+		return -errno;
+	if ((size_t)n >= size - 1)
+		return -EFBIG;
+	buf[n] = '\0';
+	return n;
+}
+
+ssize_t fileio_read_at(int dirfd, const char *path, unsigned flags, char *buf, size_t size)
+{
+	_cleanup_close_ int fd = fileio_open(dirfd, path, flags);
+
+	if (fd < 0)
+		return fd;
+	return fileio_read_fd(fd, buf, size);
+}
+
+int fileio_read_alloc_at(int dirfd, const char *path, unsigned flags, size_t max, char **ret,
+			 size_t *ret_len)
+{
+	_cleanup_close_ int fd = fileio_open(dirfd, path, flags);
+	_cleanup_free_ char *buf = NULL;
+	size_t cap, off = 0;
+	struct stat st;
+
+	if (fd < 0)
+		return fd;
+	if (max == 0 || max > SIZE_MAX / 2)
+		return -EINVAL;
+	/* a regular file says how big it is; pipes and procfs files (size 0) grow the buffer */
+	cap = fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0 &&
+			      (uint64_t)st.st_size < max ? (size_t)st.st_size + 1 : 4096;
+	if (cap > max + 1)
+		cap = max + 1;
+	buf = malloc(cap + 1);
+	if (!buf)
+		return -ENOMEM;
+	for (;;) {
+		ssize_t n = read(fd, buf + off, cap - off);
+
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		if (n == 0)
+			break;
+		off += (size_t)n;
+		if (off > max)
+			return -EFBIG;
+		if (off == cap) {
+			size_t ncap = cap * 2 > max + 1 ? max + 1 : cap * 2;
+			char *nb = realloc(buf, ncap + 1);
+
+			if (!nb)
+				return -ENOMEM;
+			buf = nb;
+			cap = ncap;
+		}
+	}
+	buf[off] = '\0';
+	*ret = TAKE_PTR(buf);
+	*ret_len = off;
+	return 0;
+}
+
+/* ---- writer ---- */
+
+static int write_all(int fd, const struct iovec *iov, size_t iovcnt)
+{
+	for (size_t i = 0; i < iovcnt; i++) {
+		const char *p = iov[i].iov_base;
+		size_t len = iov[i].iov_len;
+
+		while (len > 0) {
+			ssize_t n = write(fd, p, len);
+
+			if (n < 0) {
+				if (errno == EINTR)
+					continue;
+				return -errno;
+			}
+			p += n;
+			len -= (size_t)n;
+		}
+	}
+	return 0;
+}
+
+static int fill(int fd, const struct iovec *iov, size_t iovcnt, mode_t mode, unsigned flags)
+{
+	int r;
+
+	/* the mode asked for, not the one the umask leaves */
+	if (fchmod(fd, mode) < 0)
+		return -errno;
+	r = write_all(fd, iov, iovcnt);
+	if (r == 0 && (flags & FILEIO_DURABLE) && fsync(fd) < 0)
+		r = -errno;
+	return r;
+}
+
+/*
+ * Write into an unnamed O_TMPFILE in @dfd and give it the name @tmp only once it is whole.
+ * Returns 0 with @tmp linked, -EOPNOTSUPP when the filesystem or a missing /proc rules O_TMPFILE
+ * out (the caller writes @tmp by name instead), or another -errno.
+ */
+static int write_unnamed(int dfd, const char *tmp, const struct iovec *iov, size_t iovcnt,
+			 mode_t mode, unsigned flags)
+{
+	_cleanup_close_ int fd = openat(dfd, ".", O_TMPFILE | O_WRONLY | O_CLOEXEC, 0600);
+	char fdpath[64];
+	int r;
+
+	if (fd < 0)
+		return errno == EOPNOTSUPP || errno == EISDIR || errno == EINVAL ? -EOPNOTSUPP
+										   : -errno;
+	r = fill(fd, iov, iovcnt, mode, flags);
+	if (r < 0)
+		return r;
+	snprintf(fdpath, sizeof(fdpath), "/proc/self/fd/%d", fd);
+	for (int attempt = 0; attempt < 2; attempt++) {
+		if (linkat(AT_FDCWD, fdpath, dfd, tmp, AT_SYMLINK_FOLLOW) == 0)
+			return 0;
+		if (errno != EEXIST)
+			/* no /proc mounted (ENOENT), or a filesystem without links */
+			return errno == ENOENT || errno == EPERM || errno == EOPNOTSUPP ? -EOPNOTSUPP
+											 : -errno;
+		/* a stale <name>.tmp from a writer killed before its rename: writers serialise */
+		if (unlinkat(dfd, tmp, 0) < 0 && errno != ENOENT)
+			return -errno;
+	}
+	return -EEXIST;
+}
+
+/* The fallback: write <name>.tmp by name (a kill mid-write leaves it for the next writer). */
+static int write_named(int dfd, const char *tmp, const struct iovec *iov, size_t iovcnt,
+		       mode_t mode, unsigned flags)
+{
+	int fd, r;
+
+	/* whatever sits at the fixed name (a stale file, a FIFO) goes: O_EXCL then never blocks */
+	if (unlinkat(dfd, tmp, 0) < 0 && errno != ENOENT)
+		return -errno;
+	fd = openat(dfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
+	if (fd < 0)
+		return -errno;
+	r = fill(fd, iov, iovcnt, mode, flags);
+	if (close(fd) < 0 && r == 0)
+		r = -errno;
+	return r;
+}
+
+int fileio_write_atomic(const char *dir, const char *name, const struct iovec *iov, size_t iovcnt,
+			mode_t mode, unsigned flags)
+{
+	_cleanup_close_ int dfd = -1;
+	char tmp[NAME_MAX + 1];
+	int r;
+
+	if (!dir || !*dir || !name || !*name || strchr(name, '/') || streq(name, ".") ||
+	    streq(name, ".."))
+		return -EINVAL;
+	if (snprintf(tmp, sizeof(tmp), "%s.tmp", name) >= (int)sizeof(tmp))
+		return -ENAMETOOLONG;
+	dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dfd < 0)
+		return -errno;
+	r = write_unnamed(dfd, tmp, iov, iovcnt, mode, flags);
+	if (r == -EOPNOTSUPP)
+		r = write_named(dfd, tmp, iov, iovcnt, mode, flags);
+	if (r == 0 && renameat(dfd, tmp, dfd, name) < 0)
+		r = -errno;
+	if (r < 0) {
+		(void)unlinkat(dfd, tmp, 0);
+		return r;
+	}
+	return (flags & FILEIO_DURABLE) && fsync(dfd) < 0 ? -errno : 0;
+}
+
+const char *fileio_split_path(const char *path, char *dir, size_t size)
+{
+	const char *slash;
+	int w;
+
+	if (!path || !*path)
+		return NULL;
+	slash = strrchr(path, '/');
+	if (!slash)
+		w = snprintf(dir, size, ".");
+	else if (slash == path)
+		w = snprintf(dir, size, "/");
+	else
+		w = snprintf(dir, size, "%.*s", (int)(slash - path), path);
+	if (w < 0 || (size_t)w >= size)
+		return NULL;
+	return slash ? (slash[1] ? slash + 1 : NULL) : path;
+}
