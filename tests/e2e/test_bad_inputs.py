@@ -950,10 +950,10 @@ def test_agent_v_piped_into_head_keeps_running(tmp_path):
 
 def test_run_dir_created_0700(tmp_path):
     """Everything in the run dir is the agent's: the history ring made it 0755 before."""
-    run = tmp_path / "fresh" / "run"
+    run = tmp_path / "run"     # its parent exists: the history ring made it itself, 0755
     cfg = write(str(tmp_path / "cz.yaml"), "cpu:\n  inline_window: 1s\n")
     p = runb(["--config", cfg, "--run-dir", str(run), "--state-dir", str(tmp_path / "st"),
-              "agent", "--once"])
+              "agent", "--once"], preexec_fn=lambda: os.umask(0o022))  # systemd's default
     assert p.returncode == 0, p.stderr
     assert os.stat(run).st_mode & 0o777 == 0o700, oct(os.stat(run).st_mode)
 
