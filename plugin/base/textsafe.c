@@ -57,6 +57,21 @@ int textsafe_valid_utf8(const char *s, size_t len)
 	return 1;
 }
 
+int textsafe_is_plain(const char *s)
+{
+	const unsigned char *p = (const unsigned char *)s;
+	size_t len = strlen(s);
+
+	for (size_t i = 0; i < len;) {
+		size_t n = textsafe_utf8_len(p + i, len - i);
+
+		if (n == 0 || p[i] < 0x20 || p[i] == 0x7f || (p[i] == 0xc2 && p[i + 1] <= 0x9f))
+			return 0;
+		i += n;
+	}
+	return 1;
+}
+
 /* Where pieces go: a stream, or a buffer that stops taking pieces at the first that misses. */
 struct sink {
 	FILE *out;

@@ -45,6 +45,13 @@ size_t textsafe_utf8_len(const unsigned char *s, size_t avail);
 int textsafe_valid_utf8(const char *s, size_t len);
 
 /*
+ * textsafe_is_plain - true when @s (NUL-terminated) is valid UTF-8 without control characters:
+ * safe to print as it is anywhere text goes (a data format that must read back the same, such
+ * as an `ethtool -S` dump, prints such a string raw and only escapes the others).
+ */
+int textsafe_is_plain(const char *s);
+
+/*
  * textsafe - write @s (NUL-terminated; NULL reads as "") made safe for @kind into @buf of
  * @size bytes, always NUL-terminated when @size > 0. Output that does not fit is cut at a
  * character (never inside a sequence or an escape). Returns @buf.

@@ -270,22 +270,25 @@ int ethtool_read(const struct ethtool_ops *ops, const char *ifname, struct ethto
 	return 0;
 }
 
+static const char *shown(const char *s, char *buf, size_t size)
+{
+	return textsafe_is_plain(s) ? s : textsafe(TEXTSAFE_TEXT, s, buf, size);
+}
+
 int ethtool_format_text(const struct ethtool_devdump *d, FILE *out)
 {
 	char ifname[4 * ETHTOOL_IFNAME_MAX + 1], a[4 * ETHTOOL_INFO_MAX + 1];
 	char b[4 * ETHTOOL_INFO_MAX + 1], c[4 * ETHTOOL_INFO_MAX + 1], name[4 * ETHTOOL_NAME_MAX + 1];
 
-	/* an interface name is any bytes but '/', ':' and spaces (valid_ifname): shown escaped */
-	textsafe(TEXTSAFE_TEXT, d->ifname, ifname, sizeof(ifname));
+	/* names from a driver or an interface name (any bytes but '/', ':' and spaces): printed as
+	 * they are when plain, so the dump reads back the same, else escaped */
 	if (d->has_drvinfo)
-		fprintf(out, "# ethtool -i %s\ndriver: %s\nversion: %s\nbus-info: %s\n", ifname,
-			textsafe(TEXTSAFE_TEXT, d->driver, a, sizeof(a)),
-			textsafe(TEXTSAFE_TEXT, d->version, b, sizeof(b)),
-			textsafe(TEXTSAFE_TEXT, d->bus_info, c, sizeof(c)));
-	fprintf(out, "# ethtool -S %s\nNIC statistics:\n", ifname);
+		fprintf(out, "# ethtool -i %s\ndriver: %s\nversion: %s\nbus-info: %s\n",
+			shown(d->ifname, ifname, sizeof(ifname)), shown(d->driver, a, sizeof(a)),
+			shown(d->version, b, sizeof(b)), shown(d->bus_info, c, sizeof(c)));
+	fprintf(out, "# ethtool -S %s\nNIC statistics:\n", shown(d->ifname, ifname, sizeof(ifname)));
 	for (size_t i = 0; i < d->n; i++)
-		fprintf(out, "     %s: %" PRIu64 "\n",
-			textsafe(TEXTSAFE_TEXT, d->stats[i].name, name, sizeof(name)),
+		fprintf(out, "     %s: %" PRIu64 "\n", shown(d->stats[i].name, name, sizeof(name)),
 			d->stats[i].value);
 	return ferror(out) ? -EIO : 0;
 }
