@@ -66,9 +66,9 @@ static void test_utf8_len(void **state)
 	assert_int_equal(textsafe_utf8_len((const unsigned char *)"\xe0\xa0\x80", 3), 3);
 	assert_int_equal(textsafe_utf8_len((const unsigned char *)"\x80", 1), 0);
 	assert_true(textsafe_is_plain("rx_queue_0\\x caf\xc3\xa9"));
-	assert_false(textsafe_is_plain("a\x1bb"));
-	assert_false(textsafe_is_plain("a\xffb"));
-	assert_false(textsafe_is_plain("a\xc2\x9bb"));
+	assert_false(textsafe_is_plain("a\x1b" "b"));
+	assert_false(textsafe_is_plain("a\xff" "b"));
+	assert_false(textsafe_is_plain("a\xc2\x9b" "b"));
 	assert_false(textsafe_is_plain("caf\xc3"));
 	assert_true(textsafe_valid_utf8("h\xc3\xa9", 3));
 	assert_false(textsafe_valid_utf8("h\xc3", 2));
