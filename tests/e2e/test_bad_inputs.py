@@ -1053,26 +1053,32 @@ def hostile_burst(tmp_path_factory):
             'of=/dev/null bs=1M; exec taskset -c %d "$0" if=/dev/zero of=/dev/null bs=1M'
             % (move, hot, hot))
     out = {}
+    base = ["--config", a.cfg, "--run-dir", a.run, "--state-dir", os.path.join(str(tmp), "st")]
     try:
-        with ch._burn_lock():
-            saved = None
-            try:
-                saved = open(ch.RT_RUNTIME).read().strip()
-                open(ch.RT_RUNTIME, "w").write("-1")
-            except OSError:
+        # on a loaded 2-core box a burst is now and then recorded before a rescan found its
+        # tasks: burn again (at most 3 times) until one names them
+        for attempt in range(3):
+            with ch._burn_lock():
                 saved = None
-            ps = [subprocess.Popen([b"sh", b"-c", burn.encode(), n]) for n in names]
-            try:
-                time.sleep(5)
-            finally:
-                for p in ps:
-                    p.terminate()
-                for p in ps:
-                    p.wait(timeout=10)
-                if saved is not None:
-                    open(ch.RT_RUNTIME, "w").write(saved)
-        time.sleep(1.5)   # the burst ends at the next sample and is logged
-        base = ["--config", a.cfg, "--run-dir", a.run, "--state-dir", os.path.join(str(tmp), "st")]
+                try:
+                    saved = open(ch.RT_RUNTIME).read().strip()
+                    open(ch.RT_RUNTIME, "w").write("-1")
+                except OSError:
+                    saved = None
+                ps = [subprocess.Popen([b"sh", b"-c", burn.encode(), n]) for n in names]
+                try:
+                    time.sleep(5)
+                finally:
+                    for p in ps:
+                        p.terminate()
+                    for p in ps:
+                        p.wait(timeout=10)
+                    if saved is not None:
+                        open(ch.RT_RUNTIME, "w").write(saved)
+            time.sleep(1.5)   # the burst ends at the next sample and is logged
+            out["json"] = runb(base + ["report", "--json"])
+            if has_tasks(out["json"].stdout, hot):
+                break
         svg = os.path.join(str(tmp), "h.svg")
         for name, args in (("json", ["report", "--json"]), ("text", ["report"]),
                            ("svg", ["report", "--svg", svg]), ("check", ["check", "cpu"])):
@@ -1083,6 +1089,14 @@ def hostile_burst(tmp_path_factory):
     out["log"] = a.log()
     out["hot"] = hot
     return out
+
+
+def has_tasks(raw, hot):
+    try:
+        d = json.loads(raw.decode("utf-8", errors="replace"))
+    except ValueError:
+        return True     # not ours to judge here: the tests say what is wrong with it
+    return any(b["cpu"] == hot and b["tasks"] for b in d["cores"]["bursts"])
 
 
 def burst_comms(out):
