@@ -142,7 +142,7 @@ image:
 	@tests/tools/podman/build-image.sh
 
 run: deps-build
-	@$(MAKE) -s --no-print-directory all
+	@$(MAKE) -s --no-print-directory say=: all
 	@tests/tools/run-node.sh $(B)/cpuzombie
 
 test-unit: $(UNIT_BINS)

@@ -136,6 +136,20 @@ static void ena(const struct report *r, FILE *out)
 		     "counter", out);
 }
 
+/* The units the agent last read from systemd (report.restarts, filled by the agent). */
+static void units(const struct report *r, FILE *out)
+{
+	if (r->restarts_rc != 0 || r->restarts.n == 0)
+		return;
+	help(out, "cpuzombie_systemd_unit_restarts", "gauge",
+	     "NRestarts of the service units that restarted most (top units only).");
+	for (size_t i = 0; i < r->restarts.n; i++) {
+		fputs("cpuzombie_systemd_unit_restarts{unit=\"", out);
+		label(out, r->restarts.u[i].name);
+		fprintf(out, "\"} %llu\n", (unsigned long long)r->restarts.u[i].restarts);
+	}
+}
+
 /* The agent's kernel-event log: recognized kernel messages by kind, and what it missed. */
 static void kernel(const struct report *r, FILE *out)
 {
@@ -184,6 +198,7 @@ int metrics_format(const struct report *r, FILE *out)
 	memcg(r, out);
 	cpu(r, out);
 	ena(r, out);
+	units(r, out);
 	kernel(r, out);
 	checks(r, out);
 	return ferror(out) ? -EIO : 0;

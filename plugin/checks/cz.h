@@ -24,16 +24,6 @@ enum cz_exit {
 	CZ_EXIT_ERROR = 2,   /* we could not do the job: bad usage, bad config, I/O */
 };
 
-struct systemd_restarts;
-
-/*
- * The unit restart counts of host/systemd.h (systemd_restarts_update's signature): read over
- * the bus, growth against the state file. Only the full binary talks to systemd; main.c sets
- * cz_ctx.restarts_update there and leaves it NULL in the static check binary.
- */
-typedef int (*cz_restarts_fn)(const char *bus, const char *state_dir, uint64_t now_ms,
-			      struct systemd_restarts *ret, char *err, size_t err_size);
-
 #define CZ_GROUP_BY_MAX 6	/* fleet --group-by labels */
 
 struct cz_ctx {
@@ -45,6 +35,7 @@ struct cz_ctx {
 	bool once;		 /* agent --once */
 	bool json;		 /* report --json */
 	const char *svg_path;	 /* report --svg FILE */
+	const char *since, *until; /* report --since/--until TIME (base/timespec.h), or NULL */
 	const char *selector;	 /* fleet -l/--selector: a label selector */
 	const char *group_by[CZ_GROUP_BY_MAX]; /* fleet --group-by LABEL (repeatable) */
 	size_t n_group_by;
@@ -52,7 +43,6 @@ struct cz_ctx {
 	uint64_t chunk_size;	 /* fleet --chunk-size: nodes per page (0 = 500) */
 	int argc;		 /* positional arguments after the subcommand words */
 	char **argv;
-	cz_restarts_fn restarts_update; /* NULL: no systemd in this binary */
 	/* Load the configuration file and the command-line overrides again into *ret (the agent's
 	 * SIGHUP); 0, or -errno after printing what was wrong. Set by main.c; NULL in tests. */
 	int (*config_reload)(const struct cz_ctx *ctx, struct cz_config *ret);

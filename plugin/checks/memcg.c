@@ -287,6 +287,8 @@ int memcg_verdict(const struct memcg_reading *r, const struct cz_config *cfg,
 		condmsg_memcg_growth(res, r->growth_per_hour);
 	if (st == NPD_PROBLEM && r->hint[0])
 		npd_append(res, "%s", r->hint);
+	if (st == NPD_PROBLEM && r->where[0])
+		npd_append(res, "%s", r->where);
 	if (r->has_percpu)
 		npd_append(res, "Percpu %s", format_bytes(r->percpu_bytes, pb, sizeof(pb)));
 	if (memcg_exposed(r))

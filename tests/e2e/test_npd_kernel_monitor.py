@@ -56,7 +56,8 @@ MUST = {
         "ena 0000:00:05.0: The ena device didn't send a completion for the admin cmd 11 status 0"],
     "ENADeviceRequestedReset": [
         "ena 0000:00:05.0 eth0: The device has detected an unhealthy state, reset is requested"],
-    "ENAResetTriggered": ["ena 0000:20:03.0 eth0: Trigger reset is on"],
+    "ENAResetTriggered": ["ena 0000:20:03.0 eth0: Trigger reset is on",
+                          "ena 0000:00:05.0 eth0: Destroy failure, restarting device"],
     "ENAResetCompleted": [
         "ena 0000:20:03.0: Device reset completed successfully, Driver info: Elastic Network "
         "Adapter (ENA) v2.11.0g",

@@ -104,13 +104,13 @@ static void test_unknown_memcg_and_no_sampler(void **state)
 static void test_unavailable_says_what_to_do(void **state)
 {
 	static const int rcs[] = { -ENOSYS, -ENOENT, -ECONNREFUSED, -EACCES, -ETIMEDOUT, -EINVAL,
-				   -EIO, -ENODATA, -EBADMSG, 0 };
+				   -EIO, -ENODATA, -EBADMSG, -ESTALE, 0 };
 	struct report *r = fx_report();
 	json_object *j, *o;
 	char *t;
 
 	r->memcg_rc = NPD_OK;
-	r->restarts_rc = -ENOENT;
+	r->restarts_rc = -EIO;	/* units_load: the agent published why it could not ask */
 	snprintf(r->restarts_err, sizeof(r->restarts_err),
 		 "cannot connect to bus 'system': No such file or directory");
 	r->canary_rc = -EACCES;
@@ -130,10 +130,10 @@ static void test_unavailable_says_what_to_do(void **state)
 	assert_non_null(strstr(t, "sampler: stopped, last heartbeat 11:59:00: (re)start `cpuzombie "
 				  "agent` for bursts after it\n"));
 	assert_non_null(strstr(t, "restarts   unavailable: cannot connect to bus 'system': No such "
-				  "file or directory; no systemd bus here: on a host without systemd "
-				  "there are no unit restarts to read; in a container mount the host's "
-				  "/run/dbus/system_bus_socket and point systemd.bus at it, or read what "
-				  "the agent published"));
+				  "file or directory; the agent cannot ask systemd: on a host without "
+				  "systemd there are no unit restarts to read; in a container mount the "
+				  "host's /run/dbus/system_bus_socket (chart: agent.systemdBus) and point "
+				  "systemd.bus at it"));
 	assert_non_null(strstr(t, "canary     unavailable: Permission denied; run it as root"));
 	assert_non_null(strstr(t, "IRQ map unavailable: "));
 	assert_non_null(strstr(t, "; mount the host's /sys and /proc and pass --sys-root/--proc-root\n"));
@@ -146,7 +146,7 @@ static void test_unavailable_says_what_to_do(void **state)
 	assert_true(json_object_object_get_ex(j, "memcg", &o) &&
 		    json_object_object_get_ex(o, "restarts", &o) &&
 		    json_object_object_get_ex(o, "advice", &o));
-	assert_string_equal(json_object_get_string(o), advice_restarts(-ENOENT));
+	assert_string_equal(json_object_get_string(o), advice_restarts(-EIO));
 	json_object_put(j);
 	report_free(r);
 	/* every errno gets a sentence, ASCII, without a trailing period */
