@@ -986,24 +986,43 @@ def test_hostile_hostname(hostname, tmp_path):
 
 
 # -- a node condition and an event carrying a hostile message (finding 5) ---------------------
-MESSAGES = [b"top task \x1b]0;pwn\x07\x1b[2J", b"top task \xff\xfe", b"top x\xe3\x83\x87\xe3\x83",
-            b"top \xc2\x9b31m"]
+MESSAGES = [b"\x1b]0;pwn\x07\x1b[2J", b"task \xff\xfe", b"x\xe3\x83\x87\xe3\x83",
+            b"\xc2\x9b31m"]   # task names: at most 15 bytes
+
+
+def esc(b):
+    """The burst log's escaping of a name (history.c put_esc): %XX for all but [A-Za-z0-9]."""
+    return b"".join(bytes([c]) if chr(c).isalnum() and c < 128 else b"%%%02X" % c for c in b)
 
 
 @pytest.mark.parametrize("msg", MESSAGES, ids=["escapes", "xff", "cut-utf8", "c1-csi"])
 def test_condition_patch_carries_safe_text(msg, certs, tmp_path):
+    """The agent's CPUCoreSaturation condition names the top task of a recorded burst: a task
+    whose name is @msg. The PATCH (and any Event) must carry it as safe text."""
     srv = hh.RawApi(certs, good_api([]))
+    tmp = str(tmp_path)
     try:
-        cfg, force = kube_cycle_config(str(tmp_path), srv.url, certs.ca, mode="dry-run")
-        with open(force, "wb") as f:
-            f.write(b"memcg 1 " + msg + b"\ncpu 1 " + msg + b"\n")
-        p = runb(["--config", cfg, "kube-cycle", "--once"], timeout=DEADLINE + 40,
-                 env={"CZ_TEST_FORCE_RESULTS": force})
+        kc = hh.kubeconfig(os.path.join(tmp, "kc"), srv.url, certs.ca)
+        cfg = write(os.path.join(tmp, "cz.yaml"),
+                    "cpu:\n  inline_window: 1s\n  min_burst: 2s\n  threshold_pct: 100\n"
+                    "kubernetes:\n  node_name: %s\n  kubeconfig: %s\n  timeout: 2s\n"
+                    "agent:\n  set_conditions: true\nremediation:\n  mode: dry-run\n"
+                    "  for: 1s\n" % (NODE, kc))
+        tree = kh.agent_tree(tmp, "v1-zombies")
+        args = kh.agent_once_args("", cfg, tree, tmp_path)[1:]
+        run = args[args.index("--run-dir") + 1]
+        now = int(time.time() * 1000)
+        write(os.path.join(run, "cpu-bursts"), envelope("cpu-bursts", (
+            b"burst 0 %d %d 99.0 98.0 system irqs=- tasks=4242/4242/%s/3000 stack=-\n"
+            % (now - 6000, now - 2000, esc(msg)))))
+        p = runb(args, timeout=DEADLINE + 40)
     finally:
         srv.stop()
     hh.assert_no_sanitizer(p.stderr.decode(errors="replace"))
     bodies = [b for m, path, b in srv.requests if m in ("PATCH", "POST", "PUT")]
-    assert any(b"conditions" in b for b in bodies), srv.requests
+    conds = [b for b in bodies if b"CPUCoreSaturation" in b]
+    assert any(re.search(rb'"message":"cpu0 [^"]*; top ', b) for b in conds), \
+        (p.stdout, p.stderr, srv.requests)     # the recorded burst names its task
     for b in bodies:
         strings = []
         walk_strings(strict_json(b), strings)
