@@ -97,6 +97,19 @@ static int metrics(struct periodic *p, struct report *r)
 	return e;
 }
 
+/* MemcgZombieLeak just turned True: count the zombies now, not at the next census period, so
+ * the next check line (NPD's, or this agent's next cycle) names their group. Not on the first
+ * cycle: the census ran just before it. */
+static void census_on_leak(struct periodic *p, const char *const names[],
+			   const struct npd_result res[], size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (streq(names[i], "memcg") && res[i].status == NPD_PROBLEM && p->last[i] != -1 &&
+		    p->last[i] != NPD_PROBLEM && p->ctx->cfg.memcg.census_interval_ms)
+			(void)census_publish(&p->census, p->ctx, now_monotonic_ms(),
+					     now_realtime_ms());
+}
+
 /* Log each check whose status changed since the last cycle. */
 static void log_changes(struct periodic *p, const char *const names[],
 			const struct npd_result res[], size_t n)
@@ -126,6 +139,7 @@ int periodic_cycle(struct periodic *p)
 	if (!p->ka && !p->ctx->cfg.agent.metrics_textfile[0])
 		return p->kube_err;	/* the units were the only work (NPD runs the checks) */
 	n = kube_agent_run_checks(p->ctx, names, res, MAX_RESULTS);
+	census_on_leak(p, names, res, n);
 	log_changes(p, names, res, n);
 	if (p->ka) {
 		e = kube_agent_cycle(p->ka, p->ctx, names, res, n, summary, sizeof(summary));

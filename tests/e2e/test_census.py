@@ -10,6 +10,7 @@ import json
 import os
 import shutil
 import subprocess
+import time
 
 import pytest
 
@@ -207,3 +208,41 @@ def test_census_privileges_measured_as_nobody(czb, tmp_path, caps, works):
         assert "\nn " in text and "\ne " not in text, (caps, text, err)
     else:
         assert "\ne no capability to load the census BPF program" in text, (caps, text, err)
+
+
+def test_census_runs_at_once_when_the_leak_turns_true(czb, tmp_path):
+    """A running agent with a census period of an hour counts again as soon as MemcgZombieLeak
+    turns True (its checks run every second here), not an hour later."""
+    if memory_v1_root() is None:
+        pytest.skip("the threshold below counts v1 dying memcgs: no v1 memory hierarchy here")
+    cz = czb
+    cfg = tmp_path / "agent.yaml"
+    cfg.write_text("memcg:\n  systemd_hints: false\n  census_interval: 1h\n  min_dying: %d\n"
+                   "  max_ratio: 0.001\nagent:\n  check_interval: 1s\n  metrics_textfile: %s\n"
+                   % (v1_counts()[1] + 150, tmp_path / "cz.prom"))
+    census = os.path.join(str(cz.run), "memcg-census")
+    agent = subprocess.Popen([cz.bin, "--config", str(cfg), "--state-dir", str(cz.state),
+                              "--run-dir", str(cz.run), "agent"],
+                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.time() + 30
+        while not os.path.exists(census) and time.time() < deadline:
+            time.sleep(0.2)
+        text, _ = census_file(str(cz.run))	# the first census, at start
+        t0 = int(text.split("\nt ")[1].split()[0])
+        with NamedZombies(tmp_path, flat=300, nests=0, per_nest=0, size=4096) as z:
+            made_ms = int(time.time() * 1000)
+            deadline = time.time() + 30
+            text, g = census_file(str(cz.run))
+            while time.time() < deadline and \
+                    int(text.split("\nt ")[1].split()[0]) == t0:
+                time.sleep(0.2)
+                text, g = census_file(str(cz.run))
+            t1 = int(text.split("\nt ")[1].split()[0])
+            assert t1 > t0, ("no census after the leak turned True", text)
+            # ours, unless another test's zombies turned it True before ours existed
+            assert ("g", z.name + "/ga-*") in g or t1 < made_ms, (text, made_ms)
+            assert g.get(("g", z.name + "/ga-*"), (z.flat,))[0] == z.flat, text
+    finally:
+        agent.terminate()
+        agent.wait(timeout=30)
