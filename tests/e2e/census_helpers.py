@@ -44,9 +44,14 @@ def letters(n):
 
 
 class NamedZombies:
+    seq = 0
+
     def __init__(self, workdir, flat=60, nests=2, per_nest=10, size=64 * 1024, tag=""):
         self.root = memory_v1_root() or cgroup2_root()
-        self.name = "czcensus" + letters(os.getpid()) + tag
+        # one name per instance: an earlier instance's memcgs may still be dying (the kernel
+        # frees them asynchronously), and must not count as this one's
+        NamedZombies.seq += 1
+        self.name = "czcensus" + letters(os.getpid()) + "x" + letters(NamedZombies.seq) + tag
         self.parent = os.path.join(self.root, self.name)
         self.files = os.path.join(str(workdir), "census-charged-" + self.name)
         self.size = size
