@@ -11,6 +11,7 @@
 #include "agent/kube_agent.h"
 #include "base/log.h"
 #include "agent/metrics.h"
+#include "agent/pods_publish.h"
 #include "agent/units_publish.h"
 #include "report/report.h"
 #include "base/util.h"
@@ -22,6 +23,7 @@ struct periodic {
 	struct cz_ctx *ctx;
 	struct kube_agent *ka;
 	struct units_publisher units;	/* systemd units for the checks, every UNITS_PUBLISH_MS */
+	struct pods_publisher pods;	/* this node's pods by UID, for the memcg subtree */
 	int last[MAX_RESULTS];		/* previous status per check, -1 before the first */
 	pthread_t thread;
 	bool started;
@@ -48,7 +50,8 @@ int periodic_new(struct cz_ctx *ctx, struct periodic **ret)
 		log_fields_full(LOG_PRIO_WARNING, NULL, "Kubernetes disabled: %s", err);
 	for (size_t i = 0; i < MAX_RESULTS; i++)
 		p->last[i] = -1;
-	if (!p->ka && !ctx->cfg.agent.metrics_textfile[0] && !ctx->cfg.memcg.systemd_hints) {
+	if (!p->ka && !ctx->cfg.agent.metrics_textfile[0] && !ctx->cfg.memcg.systemd_hints &&
+	    !ctx->cfg.kubernetes.node_name[0]) {
 		/* nothing to publish: the sampler alone is the agent's job */
 		periodic_free(p);
 		return 0;
@@ -118,6 +121,7 @@ int periodic_cycle(struct periodic *p)
 
 	/* first: `check memcg` in this cycle (and in NPD's container) reads what it publishes */
 	(void)units_publish_due(&p->units, &p->ctx->cfg, now_monotonic_ms(), now_realtime_ms());
+	(void)pods_publish_due(&p->pods, &p->ctx->cfg, now_monotonic_ms(), now_realtime_ms());
 	if (!p->ka && !p->ctx->cfg.agent.metrics_textfile[0])
 		return 0;	/* the units were the only work (NPD runs the checks) */
 	n = kube_agent_run_checks(p->ctx, names, res, MAX_RESULTS);
@@ -209,6 +213,7 @@ void periodic_free(struct periodic *p)
 		pthread_join(p->thread, NULL);
 	}
 	kube_agent_free(p->ka);
+	pods_publisher_clear(&p->pods);
 	pthread_cond_destroy(&p->wake);
 	pthread_mutex_destroy(&p->lock);
 	free(p);

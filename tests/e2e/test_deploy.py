@@ -434,13 +434,16 @@ def test_npd_rules_run_in_the_pod_layout(cz_bin, rendered, tmp_path):
 
 # --- RBAC --------------------------------------------------------------------------------------
 
-# Every API call of the Kubernetes code, as read in plugin/cluster/kube.c, agent/kube_agent.c, cluster/remediate.c:
+# Every API call of the Kubernetes code, as read in plugin/cluster/kube.c, agent/kube_agent.c,
+# agent/pods_publish.c, cluster/remediate.c:
 # (file, method, path shape, the RBAC (group, resource, verb) it needs, role).
 CALLS = [
     ("kube.c", "POST", "/api/v1/namespaces/default/events", ("", "events", "create"), "conditions"),
     ("kube_agent.c", "GET", "/api/v1/nodes/%s", ("", "nodes", "get"), "conditions"),
     ("kube_agent.c", "PATCH", "/api/v1/nodes/%s/status", ("", "nodes/status", "patch"),
      "conditions"),
+    ("pods_publish.c", "GET", "/api/v1/pods?fieldSelector=spec.nodeName", ("", "pods", "list"),
+     "conditions"),    # agent.podNames (default on)
     ("remediate.c", "GET", "/api/v1/nodes/%s", ("", "nodes", "get"), "conditions"),
     ("remediate.c", "PATCH", "/api/v1/nodes/%s", ("", "nodes", "patch"), "remediation"),
     ("remediate.c", "GET", "/api/v1/nodes", ("", "nodes", "list"), "remediation"),
@@ -476,7 +479,7 @@ def test_rbac_source_calls_are_the_table():
     """The call table above is what the code does: as many call sites, each shape present.
     A new API call in the Kubernetes code fails here until the roles (and CALLS) cover it."""
     sites = {}
-    for f in ("kube.c", "kube_agent.c", "remediate.c"):
+    for f in ("kube.c", "kube_agent.c", "pods_publish.c", "remediate.c"):
         src = open(glob.glob(os.path.join(ROOT, "plugin", "*", f))[0]).read()
         sites[f] = len(re.findall(r"kube_(?:request|json)\(\s*\w+->kc\b|kube_json\(kc,", src))
         for cf, method, shape, *_ in CALLS:
@@ -485,7 +488,8 @@ def test_rbac_source_calls_are_the_table():
                     in src.replace('"/apis/coordination.k8s.io/v1/namespaces/%s/leases%s%s"',
                                    "leases leases/%s"), (f, method, shape)
     # remediate.c: 10 call sites (one does PUT or POST); kube_agent.c 2; kube.c 1 (events)
-    assert sites == {"kube.c": 1, "kube_agent.c": 2, "remediate.c": 10}, sites
+    assert sites == {"kube.c": 1, "kube_agent.c": 2, "pods_publish.c": 1, "remediate.c": 10}, \
+        sites
 
 
 def test_rbac_is_exactly_what_the_code_and_npd_call(rendered):
@@ -498,6 +502,10 @@ def test_rbac_is_exactly_what_the_code_and_npd_call(rendered):
     # without allow_delete no pod is ever deleted
     assert _grants(s, "cpuzombie-remediation") == need("remediation") - {("", "pods", "delete")}
     assert not find(d, "ClusterRole", "cpuzombie-remediation")       # remediation off: no role
+    # agent.podNames off: the conditions role is NPD's alone
+    _, off = render("default", ["--set", "agent.podNames=false"])
+    assert _grants(off, "cpuzombie-conditions") == NPD_NEEDS | need("conditions") - {
+        ("", "pods", "list")}
     _, ns = render("remediation", ["--set", "config.remediation.lease_namespace=cz-budget"])
     assert one(ns, "Role", "cpuzombie-budget")["metadata"]["namespace"] == "cz-budget"
 
