@@ -22,6 +22,7 @@
 struct periodic {
 	struct cz_ctx *ctx;
 	struct kube_agent *ka;
+	int kube_err;			/* why Kubernetes could not be set up (logged), or 0 */
 	struct units_publisher units;	/* systemd units for the checks, every UNITS_PUBLISH_MS */
 	struct pods_publisher pods;	/* this node's pods by UID, for the memcg subtree */
 	int last[MAX_RESULTS];		/* previous status per check, -1 before the first */
@@ -35,8 +36,6 @@ struct periodic {
 int periodic_new(struct cz_ctx *ctx, struct periodic **ret)
 {
 	struct periodic *p;
-	char err[512] = "";
-	int r;
 
 	*ret = NULL;
 	p = calloc(1, sizeof(*p));
@@ -45,13 +44,14 @@ int periodic_new(struct cz_ctx *ctx, struct periodic **ret)
 	p->ctx = ctx;
 	pthread_mutex_init(&p->lock, NULL);
 	pthread_cond_init(&p->wake, NULL);
-	r = kube_agent_new(&ctx->cfg, &p->ka, err, sizeof(err));
-	if (r < 0)
-		log_fields_full(LOG_PRIO_WARNING, NULL, "Kubernetes disabled: %s", err);
+	p->kube_err = kube_agent_new(&ctx->cfg, &p->ka);
+	if (p->kube_err < 0)
+		log_warning("Kubernetes disabled (the reason is above)");
 	for (size_t i = 0; i < MAX_RESULTS; i++)
 		p->last[i] = -1;
+	/* --once keeps the failure, so that the one cycle reports it in its exit code */
 	if (!p->ka && !ctx->cfg.agent.metrics_textfile[0] && !ctx->cfg.memcg.systemd_hints &&
-	    !ctx->cfg.kubernetes.node_name[0]) {
+	    !ctx->cfg.kubernetes.node_name[0] && !(ctx->once && p->kube_err < 0)) {
 		/* nothing to publish: the sampler alone is the agent's job */
 		periodic_free(p);
 		return 0;
@@ -123,13 +123,19 @@ int periodic_cycle(struct periodic *p)
 	(void)units_publish_due(&p->units, &p->ctx->cfg, now_monotonic_ms(), now_realtime_ms());
 	(void)pods_publish_due(&p->pods, &p->ctx->cfg, now_monotonic_ms(), now_realtime_ms());
 	if (!p->ka && !p->ctx->cfg.agent.metrics_textfile[0])
-		return 0;	/* the units were the only work (NPD runs the checks) */
+		return p->kube_err;	/* the units were the only work (NPD runs the checks) */
 	n = kube_agent_run_checks(p->ctx, names, res, MAX_RESULTS);
 	log_changes(p, names, res, n);
 	if (p->ka) {
 		e = kube_agent_cycle(p->ka, p->ctx, names, res, n, summary, sizeof(summary));
 		if (e < 0 || p->ctx->verbose)
 			log_fields_full(e < 0 ? LOG_PRIO_ERR : LOG_PRIO_INFO, NULL, "%s", summary);
+		if (p->ctx->once) {	/* `agent --once`: what the one cycle did, for its caller */
+			printf("%s\n", summary);
+			fflush(stdout);
+		}
+	} else if (p->kube_err < 0) {
+		e = p->kube_err;
 	}
 	r = report_new(&p->ctx->cfg, now_realtime_ms());
 	if (!r)

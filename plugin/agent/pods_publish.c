@@ -17,20 +17,23 @@ static int publish(struct pods_publisher *p, const struct cz_config *cfg, uint64
 {
 	_cleanup_free_ char *buf = NULL;
 	struct kube_response resp = { 0 };
-	char path[512], err[256] = "";
+	char path[512];
 	json_object *items;
 	size_t off, n;
 	int r;
 
+	if (p->no_client)
+		return -ENOTCONN;
 	if (!p->kc) {
+		/* once: a kubeconfig or in-cluster setup that fails does not heal while we run
+		 * (kube_client_from_config logs why) */
 		r = kube_client_from_config(cfg->kubernetes.kubeconfig, cfg->kubernetes.timeout_ms,
-					    &p->kc, err, sizeof(err));
+					    &p->kc);
 		if (r < 0) {
-			if (p->last_rc != r)
-				log_info("pods not published: no API server (%s)", err);
+			p->no_client = true;
+			log_info("pods not published: no API server");
 			return r;
 		}
-		kube_client_set_log(p->kc, NULL);
 	}
 	snprintf(path, sizeof(path), "/api/v1/pods?fieldSelector=spec.nodeName%%3D%s",
 		 cfg->kubernetes.node_name);

@@ -10,6 +10,7 @@
  * `check memcg` in NPD's container names the pod whose cgroup holds the dying memcgs.
  */
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "base/config.h"
@@ -18,7 +19,8 @@ struct kube_client;
 
 struct pods_publisher {
 	uint64_t next_ms;		/* monotonic: next publication due (0: now) */
-	struct kube_client *kc;		/* made on first use; NULL while it cannot be */
+	struct kube_client *kc;		/* made on first use */
+	bool no_client;			/* it could not be made: no more attempts */
 	int last_rc;			/* of the last attempt, to log changes only */
 };
 

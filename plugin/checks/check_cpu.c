@@ -116,8 +116,14 @@ int cpu_sampler_new(const struct cz_ctx *ctx, bool attribute, struct cpu_sampler
 	r = s->fd < 0 ? s->fd : !s->buf || !s->found ? -ENOMEM : read_stat(s);
 	if (r >= 0)
 		r = count_cpus(s, ncpu, &ncpu);
-	p = (struct sampler_params){ ctx->cfg.cpu.metric, { ctx->cfg.cpu.threshold_pct,
-				     ctx->cfg.cpu.min_burst_ms, ctx->cfg.cpu.interval_ms } };
+	p = (struct sampler_params){
+		.metric = ctx->cfg.cpu.metric,
+		.burst = { .threshold_pct = ctx->cfg.cpu.threshold_pct,
+			   .min_burst_ms = ctx->cfg.cpu.min_burst_ms,
+			   .interval_ms = ctx->cfg.cpu.interval_ms,
+			   .hysteresis_pct = (double)ctx->cfg.cpu.hysteresis_pct,
+			   .max_dip_ms = ctx->cfg.cpu.max_dip_ms },
+	};
 	if (r >= 0)
 		r = sampler_init(&s->core, ncpu, &p);
 	if (r >= 0 && attribute)
@@ -244,9 +250,18 @@ size_t cpu_sampler_active(const struct cpu_sampler *s, struct burst_event *ret, 
 	struct sampler_burst b[HISTORY_ACTIVE_MAX];
 	size_t n = sampler_active(&s->core, b, max < HISTORY_ACTIVE_MAX ? max : HISTORY_ACTIVE_MAX);
 
-	for (size_t i = 0; i < n; i++)
+	for (size_t i = 0; i < n; i++) {
 		make_event(s, &b[i], &ret[i]);
+		if (s->attribute) /* the tasks seen on that core so far */
+			ret[i].ntasks = tasks_peek(&s->tasks, b[i].cpu, ret[i].task,
+						   HISTORY_TASKS_MAX);
+	}
 	return n;
+}
+
+const struct sampler *cpu_sampler_core(const struct cpu_sampler *s)
+{
+	return &s->core;
 }
 
 /* Samples inline for cpu.inline_window; appends bursts (ended or still going) to @ev. */

@@ -73,9 +73,14 @@ void condmsg_cpu_serves(struct npd_result *res, const char *irq, bool more)
 	npd_append(res, "serves %s%s", irq, more ? " +more" : "");
 }
 
-void condmsg_cpu_top(struct npd_result *res, const char *comm, uint64_t stime_ms)
+void condmsg_cpu_top(struct npd_result *res, const char *comm, uint64_t stime_ms, const char *hot,
+		     unsigned hot_pct)
 {
-	npd_append(res, "top %s %.1fs", comm, (double)stime_ms / 1000.0);
+	if (hot && hot[0])
+		npd_append(res, "top %s %.1fs in %s %u%%", comm, (double)stime_ms / 1000.0, hot,
+			   hot_pct);
+	else
+		npd_append(res, "top %s %.1fs", comm, (double)stime_ms / 1000.0);
 }
 
 void condmsg_ena_resets(struct npd_result *res, const char *ifname, uint64_t resets,
@@ -222,6 +227,32 @@ int condmsg_memcg_parse(const char *msg, bool cut, struct condmsg_memcg *ret)
 
 /* ---- cpu ------------------------------------------------------------------------------------ */
 
+/*
+ * " in <function> <pct>%" at the end of a top segment (s..*end): the profile's hot function.
+ * Kernel symbols hold no space, so it is read from the end; *end is moved before it.
+ */
+static void cpu_hot(const char *s, const char **end, struct condmsg_cpu *c)
+{
+	const char *e = *end, *sp1, *sp2, *q;
+	uint64_t pct;
+
+	if (e - s < 8 || e[-1] != '%')
+		return;
+	for (sp1 = e - 1; sp1 > s && *sp1 != ' '; sp1--)
+		;
+	for (sp2 = sp1 - 1; sp2 > s && *sp2 != ' '; sp2--)
+		;
+	q = sp1 + 1;
+	if (sp2 - s < 3 || memcmp(sp2 - 3, " in", 3) != 0 || !scan_u64(&q, &pct) || q != e - 1 ||
+	    pct > 100 || sp1 - sp2 - 1 <= 0 || (size_t)(sp1 - sp2 - 1) >= sizeof(c->hot))
+		return;
+	memcpy(c->hot, sp2 + 1, (size_t)(sp1 - sp2 - 1));
+	c->hot[sp1 - sp2 - 1] = '\0';
+	c->hot_pct = (unsigned)pct;
+	c->has_hot = true;
+	*end = sp2 - 3;
+}
+
 static void cpu_top(const char *s, struct condmsg_cpu *c)
 {
 	const char *end = strstr(s, "; "), *sp, *q;
@@ -230,6 +261,7 @@ static void cpu_top(const char *s, struct condmsg_cpu *c)
 
 	if (!end)
 		end = s + strlen(s);
+	cpu_hot(s, &end, c);
 	/* the comm may hold spaces: the time is after the last one */
 	for (sp = end; sp > s && sp[-1] != ' '; sp--)
 		;

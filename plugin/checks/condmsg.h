@@ -82,8 +82,13 @@ void condmsg_cpu_head(struct npd_result *res, unsigned cpu, double peak_pct, con
 /* condmsg_cpu_serves - append "serves IRQ" (" +more" when the core serves others too). */
 void condmsg_cpu_serves(struct npd_result *res, const char *irq, bool more);
 
-/* condmsg_cpu_top - append the task with the most system time: "top kubelet 5.1s". */
-void condmsg_cpu_top(struct npd_result *res, const char *comm, uint64_t stime_ms);
+/*
+ * condmsg_cpu_top - append the task with the most system time: "top kubelet 5.1s", and when the
+ * burst has a profile (@hot not ""), the kernel function it spent most samples in and their
+ * share: "top kubelet 5.1s in memcg_numa_stat_show 74%".
+ */
+void condmsg_cpu_top(struct npd_result *res, const char *comm, uint64_t stime_ms, const char *hot,
+		     unsigned hot_pct);
 
 struct condmsg_cpu {
 	bool has_burst;
@@ -96,6 +101,9 @@ struct condmsg_cpu {
 	bool has_top;
 	char top[CONDMSG_NAME_MAX];	/* comm of the top task */
 	uint64_t top_ms;
+	bool has_hot;
+	char hot[CONDMSG_NAME_MAX];	/* the hot kernel function of the burst's profile */
+	unsigned hot_pct;
 };
 
 /* condmsg_cpu_parse - read a cpu problem message back. Returns as condmsg_memcg_parse(). */

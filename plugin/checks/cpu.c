@@ -82,8 +82,10 @@ int cpu_verdict(const struct burst_event *ev, size_t n, const struct cz_config *
 	snprintf(first, sizeof(first), "%.*s", (int)strcspn(w->irqs, ","), w->irqs);
 	if (nirq)
 		condmsg_cpu_serves(res, first, nirq > 1);
+	/* with the kernel function the burst's profile spent most samples in (agent/profiler.h):
+	 * "top kubelet 3.0s in memcg_numa_stat_show 74%" */
 	if (w->ntasks > 0)
-		condmsg_cpu_top(res, w->task[0].comm, w->task[0].stime_ms);
+		condmsg_cpu_top(res, w->task[0].comm, w->task[0].stime_ms, w->hot, w->hot_pct);
 	for (size_t i = 1; i < ns && i < 4; i++)
 		npd_append(res, "also cpu%u x%zu", sum[i].cpu, sum[i].count);
 	if (note && *note)

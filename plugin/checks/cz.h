@@ -35,6 +35,7 @@ struct cz_ctx {
 	bool once;		 /* agent --once */
 	bool json;		 /* report --json */
 	const char *svg_path;	 /* report --svg FILE */
+	const char *since, *until; /* report --since/--until TIME (base/timespec.h), or NULL */
 	const char *selector;	 /* fleet -l/--selector: a label selector */
 	const char *group_by[CZ_GROUP_BY_MAX]; /* fleet --group-by LABEL (repeatable) */
 	size_t n_group_by;

@@ -26,6 +26,7 @@ int fleet_fetch_open(const char *kubeconfig, struct kube_client **ret, char *err
 	char path[4096] = "";
 	const char *env = getenv("KUBECONFIG"), *home = getenv("HOME");
 	struct stat st;
+	int r;
 
 	/* kubectl's order; of a $KUBECONFIG list we read the first file (no merging) */
 	if (kubeconfig && *kubeconfig)
@@ -37,7 +38,11 @@ int fleet_fetch_open(const char *kubeconfig, struct kube_client **ret, char *err
 		if (stat(path, &st) < 0)
 			path[0] = '\0'; /* in-cluster */
 	}
-	return kube_client_from_config(path, FLEET_TIMEOUT_MS, ret, err, err_size);
+	r = kube_client_from_config(path, FLEET_TIMEOUT_MS, ret);	/* logs the reason */
+	if (r < 0)
+		say(err, err_size, "%s%s%s unusable", *path ? "kubeconfig '" : "in-cluster configuration",
+		    path, *path ? "'" : "");
+	return r;
 }
 
 void fleet_fetch_close(struct kube_client *kc)

@@ -11,7 +11,7 @@
 
 #include "cmd/cmd.h"
 #include "cluster/fleet_fetch.h"
-#include "cluster/remediate.h"
+#include "cluster/remediate_plan.h"
 #include "report/fleet.h"
 #include "base/log.h"
 #include "base/util.h"

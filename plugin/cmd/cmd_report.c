@@ -12,6 +12,9 @@
 #include "checks/cpustat.h"
 #include "cmd/cmd.h"
 #include "report/report.h"
+#include "report/report_window.h"
+#include "base/log.h"
+#include "base/timespec.h"
 #include "checks/units.h"
 #include "base/state.h"
 #include "report/svg.h"
@@ -99,18 +102,42 @@ static void gather_now(struct cz_ctx *ctx, struct report *r)
 	r->has_now = true;
 }
 
-static int gather(struct cz_ctx *ctx, struct report *r)
+/* --since/--until into a window; both 0 when neither was given. 0 or -EINVAL (logged). */
+static int window(const struct cz_ctx *ctx, uint64_t now, uint64_t *since, uint64_t *until)
+{
+	*since = *until = 0;
+	if (!ctx->since && !ctx->until)
+		return 0;
+	*until = now;
+	if (ctx->since && parse_time_spec(ctx->since, now, since) < 0)
+		return log_error_errno(EINVAL, "report: --since: not a time: '%.64s' (use 3h, "
+					       "2026-12-01T03:10 in UTC, or @EPOCH)", ctx->since);
+	if (ctx->until && parse_time_spec(ctx->until, now, until) < 0)
+		return log_error_errno(EINVAL, "report: --until: not a time: '%.64s' (use 1h, "
+					       "2026-12-01T04:00 in UTC, or @EPOCH)", ctx->until);
+	if (!ctx->since) /* --until alone: the lookback before it */
+		*since = *until > ctx->cfg.cpu.lookback_ms ? *until - ctx->cfg.cpu.lookback_ms : 0;
+	if (*until <= *since)
+		return log_error_errno(EINVAL, "report: --until is not after --since");
+	return 0;
+}
+
+static int gather(struct cz_ctx *ctx, struct report *r, uint64_t since, uint64_t until)
 {
 	const struct cz_config *cfg = &ctx->cfg;
 	int n;
 
 	report_node_name(r, &ctx->hf);
 	r->since_ms = r->now_ms > cfg->cpu.lookback_ms ? r->now_ms - cfg->cpu.lookback_ms : 0;
+	if (until)
+		r->since_ms = since;
 	r->ena_rc = report_ena_load(cfg->paths.state, "ena", &r->ena_prev);
 	run_checks(ctx, r);
 	gather_memcg(ctx, r);
 	if (report_load_run(r, cfg->paths.run,
 			    r->now_ms > cfg->cpu.history_ms ? r->now_ms - cfg->cpu.history_ms : 0) < 0)
+		return -ENOMEM;
+	if (until && report_load_window(r, cfg->paths.run, since, until) < 0)
 		return -ENOMEM;
 	gather_now(ctx, r);
 	n = irq_map_all(&ctx->hf, &r->maps);
@@ -121,7 +148,7 @@ static int gather(struct cz_ctx *ctx, struct report *r)
 	return 0;
 }
 
-static int write_svg(const struct report *r, const char *path)
+static int write_svg(const struct report *r, const char *path, uint64_t since, uint64_t until)
 {
 	_cleanup_fclose_ FILE *f = fopen(path, "we");
 	int e;
@@ -130,7 +157,7 @@ static int write_svg(const struct report *r, const char *path)
 		fprintf(stderr, "cpuzombie report: Failed to create '%s': %m\n", path);
 		return -errno;
 	}
-	e = svg_write(r, f);
+	e = until ? svg_write_span(r, since, until, f) : svg_write(r, f);
 	if (e == 0 && (fflush(f) != 0 || ferror(f)))
 		e = -EIO;
 	if (e < 0)
@@ -140,15 +167,18 @@ static int write_svg(const struct report *r, const char *path)
 
 int cmd_report(struct cz_ctx *ctx)
 {
+	uint64_t since, until;
 	struct report *r;
 	int e = 0;
 
+	if (window(ctx, now_realtime_ms(), &since, &until) < 0)
+		return CZ_EXIT_ERROR;
 	if (ctx->argc > 0 || (ctx->json && ctx->svg_path)) {
-		fprintf(stderr, "cpuzombie report: usage: report [--json|--svg FILE]\n");
+		fprintf(stderr, "cpuzombie report: usage: report [--json|--svg FILE] [--since TIME] [--until TIME]\n");
 		return CZ_EXIT_ERROR;
 	}
 	r = report_new(&ctx->cfg, now_realtime_ms());
-	if (!r || gather(ctx, r) < 0) {
+	if (!r || gather(ctx, r, since, until) < 0) {
 		fprintf(stderr, "cpuzombie report: out of memory\n");
 		report_free(r);
 		return CZ_EXIT_ERROR;
@@ -163,7 +193,7 @@ int cmd_report(struct cz_ctx *ctx)
 		json_object_put(j);
 	} else {
 		if (ctx->svg_path)
-			e = write_svg(r, ctx->svg_path);
+			e = write_svg(r, ctx->svg_path, since, until);
 		if (e == 0)
 			e = report_print(r, stdout);
 		if (e == 0 && ctx->svg_path)

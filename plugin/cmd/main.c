@@ -59,14 +59,13 @@ static const struct cmd cmds[] = {
 	  "    happened: ENA resets with cause, queue and the lockup that starved them, and a\n"
 	  "    timeline; exit 1 reset/lockup found, 0 none, 2 unreadable input.\n" },
 	{ "agent", ONLINE(cmd_agent), "agent [--once]\n    Sample per-core CPU every cpu.interval into --run-dir (bursts, history, heartbeat)\n    until SIGTERM; --once: one cycle of cpu.inline_window, then exit.\n" },
-	{ "report", cmd_report, "report [--json|--svg FILE]\n    Everything this node says, in one screen: memcg, cores, NICs, conditions; exit 1\n    when a condition is True. --json: one JSON document; --svg: per-core heatmap.\n" },
+	{ "report", cmd_report, "report [--json|--svg FILE] [--since TIME] [--until TIME]\n    Everything this node says, in one screen: memcg, cores, NICs, conditions; exit 1\n    when a condition is True. --json: one JSON document; --svg: per-core heatmap.\n    --since/--until: the window of the heatmap and bursts, as '3h' (ago),\n    '2026-12-01T03:10' (UTC) or '@EPOCH'; from the finest history tier covering it.\n" },
 	{ "fleet", ONLINE(cmd_fleet), "fleet [-l SELECTOR] [--group-by LABEL]... [--nodes] [--json] [--chunk-size N]\n"
 	  "    Where the chain concentrates across the cluster, read from the API server\n"
 	  "    (--kubeconfig, $KUBECONFIG, ~/.kube/config or in-cluster): per condition, the\n"
 	  "    zone, instance type, OS image, kernel, runtime or label that best separates True\n"
 	  "    from False nodes; leakers, tasks and reset causes; remediation and its Leases.\n"
 	  "    Also `kubectl cpuzombie` (installed as kubectl-cpuzombie). Exit 1: some node True.\n" },
-	{ "kube-cycle", ONLINE(cmd_kube_cycle), NULL }, /* hidden: developer/test driver of kube_agent */
 	{ NULL, NULL, NULL },
 };
 
@@ -112,12 +111,12 @@ static int _printf_(1, 2) cmdline_error(const char *fmt, ...)
 
 enum {
 	OPT_CONFIG = 256, OPT_PROC, OPT_SYS, OPT_STATE, OPT_RUN, OPT_NODE, OPT_KUBECONFIG,
-	OPT_MAXOUT, OPT_VERSION, OPT_HELP, OPT_ONCE, OPT_JSON, OPT_SVG,
+	OPT_MAXOUT, OPT_VERSION, OPT_HELP, OPT_ONCE, OPT_JSON, OPT_SVG, OPT_SINCE, OPT_UNTIL,
 	OPT_SELECTOR, OPT_GROUP_BY, OPT_NODES, OPT_CHUNK,
 };
 
 struct opts {
-	const char *config, *proc, *sys, *state, *run, *node, *kubeconfig, *svg;
+	const char *config, *proc, *sys, *state, *run, *node, *kubeconfig, *svg, *since, *until;
 	const char *selector, *group_by[CZ_GROUP_BY_MAX];	/* fleet */
 	size_t n_group_by;
 	bool nodes;
@@ -149,6 +148,8 @@ static int parse_opts(int argc, char **argv, struct opts *o, bool permute)
 		{ "once", no_argument, NULL, OPT_ONCE },
 		{ "json", no_argument, NULL, OPT_JSON },
 		{ "svg", required_argument, NULL, OPT_SVG },
+		{ "since", required_argument, NULL, OPT_SINCE },
+		{ "until", required_argument, NULL, OPT_UNTIL },
 		{ "selector", required_argument, NULL, OPT_SELECTOR },
 		{ "group-by", required_argument, NULL, OPT_GROUP_BY },
 		{ "nodes", no_argument, NULL, OPT_NODES },
@@ -184,6 +185,8 @@ static int parse_opts(int argc, char **argv, struct opts *o, bool permute)
 		case OPT_ONCE: o->once = true; break;
 		case OPT_JSON: o->json = true; break;
 		case OPT_SVG: o->svg = optarg; break;
+		case OPT_SINCE: o->since = optarg; break;
+		case OPT_UNTIL: o->until = optarg; break;
 		case 'l':
 		case OPT_SELECTOR: o->selector = optarg; break;
 		case OPT_GROUP_BY:
@@ -333,6 +336,8 @@ int main(int argc, char **argv)
 	ctx.once = o.once;
 	ctx.json = o.json;
 	ctx.svg_path = o.svg;
+	ctx.since = o.since;
+	ctx.until = o.until;
 	ctx.selector = o.selector;
 	memcpy(ctx.group_by, o.group_by, sizeof(ctx.group_by));
 	ctx.n_group_by = o.n_group_by;

@@ -6,8 +6,8 @@
 
 #include "checks/condmsg.h"
 #include "cluster/conditions.h"
-#include "cluster/kube.h"
-#include "cluster/remediate.h"
+#include "cluster/kjson.h"
+#include "cluster/remediate_plan.h"
 #include "report/fleet_model.h"
 #include "base/util.h"
 

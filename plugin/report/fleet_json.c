@@ -2,7 +2,7 @@
 /* The fleet summary as one JSON object, the same content as the text: see fleet.h. */
 #include <errno.h>
 
-#include "cluster/kube.h"
+#include "cluster/kjson.h"
 #include "report/fleet_model.h"
 #include "base/util.h"
 

@@ -2,7 +2,7 @@
 /* The fleet summary as text, most telling first: see fleet.h. */
 #include <string.h>
 
-#include "cluster/kube.h"
+#include "cluster/kjson.h"
 #include "report/fleet_model.h"
 #include "base/util.h"
 

@@ -11,6 +11,9 @@
 #include "checks/cpustat.h"
 #include "report/advice.h"
 #include "report/report.h"
+#include "report/report_profile.h"
+#include "report/report_window.h"
+#include "checks/tier.h"
 #include "base/state.h"
 #include "base/util.h"
 
@@ -294,6 +297,29 @@ static void print_memcg(const struct report *r, FILE *out)
 	}
 }
 
+/* The agent's own profile of the burst (report_profile.h), or why it has none. */
+static void print_recorded_profile(const struct report *r, const struct burst_event *ev, FILE *out)
+{
+	static struct report_profile p;
+	int e;
+
+	if (!ev->profile[0]) {
+		if (ev->why[0])
+			fprintf(out, "          recorded profile: none (%s)\n", ev->why);
+		return;
+	}
+	e = report_profile_load(r->cfg->paths.run, ev, (size_t)r->cfg->cpu.profile_bytes + 1, &p);
+	if (e < 0) {
+		fprintf(out, "          recorded profile: %s unreadable (%s)\n", ev->profile,
+			strerror(-e));
+		return;
+	}
+	fprintf(out, "          recorded profile: %s, %" PRIu64 " samples, hot %s %u%%\n", p.path,
+		p.total, ev->hot[0] ? ev->hot : "-", ev->hot_pct);
+	for (size_t i = 0; i < p.n; i++)
+		fprintf(out, "            %6" PRIu64 "  %s\n", p.top[i].count, p.top[i].stack);
+}
+
 static void print_burst(const struct report *r, const struct burst_event *ev, bool ongoing,
 			FILE *out)
 {
@@ -308,6 +334,7 @@ static void print_burst(const struct report *r, const struct burst_event *ev, bo
 		fprintf(out, "          NIC IRQs on this core: %s\n", ev->irqs);
 	if (ev->stack[0])
 		fprintf(out, "          kernel stack: %s\n", ev->stack);
+	print_recorded_profile(r, ev, out);
 	fprintf(out, "          profile: node %s cpu %u %s..%s (%s): %s\n", r->node[0] ? r->node : "-",
 		ev->cpu, t1, utc_hms(ev->end_ms, t2, sizeof(t2)), format_duration(dur, d, sizeof(d)),
 		report_perf_cmd(ev->cpu, dur, cmd, sizeof(cmd)));
@@ -394,10 +421,12 @@ int report_heatmap(const struct report *r, unsigned cols, FILE *out)
 				*p = v;
 		}
 	}
-	fprintf(out, "  HEATMAP  %s..%s UTC (%s), %u columns, highest share per cell%s\n",
+	fprintf(out, "  HEATMAP  %s..%s UTC (%s), %u columns, highest share per cell%s%s%s\n",
 		utc_hms(t0, a, sizeof(a)), utc_hms(h->t_ms[h->n - 1], b, sizeof(b)),
 		format_duration(span - 1, d, sizeof(d)), cols,
-		group > 1 ? ", rows group cores (highest)" : "");
+		group > 1 ? ", rows group cores (highest)" : "",
+		r->hist_tier != TIER_FINE ? ", from " : "",
+		r->hist_tier != TIER_FINE ? report_tier_name(r->hist_tier) : "");
 	fprintf(out, "  scale: ' '0-9%% '.'10 ':'20 '-'30 '='40 '+'50 '*'60 '#'70 '%%'80 '@'90+ "
 		     "'?'none\n");
 	for (unsigned row = 0; row < rows; row++) {

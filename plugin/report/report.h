@@ -60,6 +60,9 @@ struct report {
 	unsigned ncpu;			/* CPUs known (history, heartbeat or /proc/stat) */
 	int hist_rc;			/* samples in hist, or -errno (-ENOENT: no sampler ran) */
 	struct history_series hist;	/* the history window */
+	int hist_tier;			/* where hist came from: TIER_FINE, _SECONDS, _MINUTES */
+	uint64_t hist_interval_ms;	/* spacing of hist's samples; 0: cpu.interval */
+	uint64_t until_ms;		/* --until: bursts and history end here; 0: now */
 	int hb_rc;			/* 0 or -errno */
 	struct heartbeat *hb;		/* owned, NULL without one */
 	bool has_now;

@@ -57,6 +57,8 @@ static void xml(FILE *out, const char *s)
 
 static uint64_t interval_of(const struct report *r)
 {
+	if (r->hist_interval_ms) /* a coarser history tier (report --since) */
+		return r->hist_interval_ms;
 	return r->cfg->cpu.interval_ms ? r->cfg->cpu.interval_ms : 250;
 }
 
@@ -177,6 +179,11 @@ static void bursts(FILE *out, const struct report *r, const struct plot *g)
 		if (ev->ntasks) {
 			fputs(" top ", out);
 			xml(out, ev->task[0].comm);
+		}
+		if (ev->hot[0]) { /* the burst's recorded profile: its hottest kernel function */
+			fputs(" in ", out);
+			xml(out, ev->hot);
+			fprintf(out, " %u%%", ev->hot_pct);
 		}
 		if (ev->irqs[0]) {
 			fputs("; serves ", out);
@@ -467,6 +474,15 @@ static void zoom_labels(FILE *out, const struct report *r, const struct burst_ev
 	fputs("; NIC queues on this core: ", out);
 	xml(out, ev->irqs[0] ? ev->irqs : "none");
 	fprintf(out, "</text>\n<text x=\"%d\" y=\"46\">", LEFT);
+	if (ev->hot[0]) { /* the recorded profile: where the kernel spent the burst */
+		fputs("hot kernel function: ", out);
+		xml(out, ev->hot);
+		fprintf(out, " (%u%% of the profile); ", ev->hot_pct);
+	} else if (ev->why[0]) {
+		fputs("no profile: ", out);
+		xml(out, ev->why);
+		fputs("; ", out);
+	}
 	if (ev->stack[0]) {
 		fputs("kernel stack of the top task: ", out);
 		xml(out, ev->stack);

@@ -102,7 +102,8 @@ static void written(const unsigned char *d, size_t n)
 			 (size_t)take(&d, &n, 1), "10m");
 	condmsg_cpu_serves(&res, irq, take(&d, &n, 1) & 1);
 	if (comm[0] != ' ' && comm[strlen(comm) - 1] != ' ')
-		condmsg_cpu_top(&res, comm, take(&d, &n, 3));
+		condmsg_cpu_top(&res, comm, take(&d, &n, 3), (take(&d, &n, 1) & 1) ? "read_iter_zero" : "",
+				(unsigned)(take(&d, &n, 1) % 101));
 	if (condmsg_cpu_parse(res.msg, false, &c) != 0)
 		abort();
 	check_cuts(&res, NULL, &c, NULL);

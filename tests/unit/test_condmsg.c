@@ -142,7 +142,8 @@ static void test_memcg_not_ours(void **state)
 	assert_false(m.has_leaker);
 }
 
-static void cpu_case(const char *comm, uint64_t len_ms, uint64_t stime_ms, const char *irqs)
+static void cpu_case(const char *comm, uint64_t len_ms, uint64_t stime_ms, const char *irqs,
+		     const char *hot, unsigned hot_pct)
 {
 	struct burst_event ev = { .cpu = 39, .start_ms = 1000, .end_ms = 1000 + len_ms,
 				  .peak_pct = 100, .mean_pct = 98, .metric = CZ_METRIC_SYSTEM,
@@ -158,6 +159,8 @@ static void cpu_case(const char *comm, uint64_t len_ms, uint64_t stime_ms, const
 		ev.task[0] = (struct burst_task){ 10, 11, "", stime_ms };
 	if (comm)
 		snprintf(ev.task[0].comm, sizeof(ev.task[0].comm), "%s", comm);
+	snprintf(ev.hot, sizeof(ev.hot), "%s", hot);
+	ev.hot_pct = hot_pct;
 	assert_int_equal(cpu_verdict(&ev, 1, &cfg, "inline 3s: sampler stale 5m", &res),
 			 NPD_PROBLEM);
 	assert_int_equal(condmsg_cpu_parse(res.msg, false, &c), 0);
@@ -174,6 +177,11 @@ static void cpu_case(const char *comm, uint64_t len_ms, uint64_t stime_ms, const
 		assert_string_equal(c.top, comm);
 		assert_int_equal(c.top_ms, (stime_ms + 50) / 100 * 100);
 	}
+	assert_int_equal(c.has_hot, comm && hot[0]);
+	if (c.has_hot) {
+		assert_string_equal(c.hot, hot);
+		assert_int_equal(c.hot_pct, hot_pct);
+	}
 	for (size_t i = 0; i < ARRAY_SIZE(cuts); i++) {
 		bool cut = npd_cut(&res, cuts[i], line, sizeof(line));
 
@@ -183,6 +191,10 @@ static void cpu_case(const char *comm, uint64_t len_ms, uint64_t stime_ms, const
 			assert_string_equal(c.top, comm);
 			assert_int_equal(c.top_ms, (stime_ms + 50) / 100 * 100);
 		}
+		if (c.has_hot) { /* read only when whole: a cut never yields a wrong function */
+			assert_string_equal(c.hot, hot);
+			assert_int_equal(c.hot_pct, hot_pct);
+		}
 		if (c.has_irq)
 			assert_true(strncmp(c.irq, irqs, strcspn(irqs, ",")) == 0);
 	}
@@ -190,11 +202,15 @@ static void cpu_case(const char *comm, uint64_t len_ms, uint64_t stime_ms, const
 
 static void test_cpu_roundtrip(void **state)
 {
-	cpu_case("kubelet", 6200, 5900, "eth0-Tx-Rx-5,ena-mgmnt@pci:0000:27:00.0");
-	cpu_case("kube let (x)", 9000, 100, "");
-	cpu_case(NULL, 2000, 0, "eth0-Tx-Rx-12");
+	cpu_case("kubelet", 6200, 5900, "eth0-Tx-Rx-5,ena-mgmnt@pci:0000:27:00.0", "", 0);
+	cpu_case("kube let (x)", 9000, 100, "", "", 0);
+	cpu_case(NULL, 2000, 0, "eth0-Tx-Rx-12", "", 0);
 	cpu_case("kworker/39:1H", 123400, 120000,
-		 "enp39s0-very-long-queue-name-Tx-Rx-63,other");
+		 "enp39s0-very-long-queue-name-Tx-Rx-63,other", "", 0);
+	/* with the burst profile's hot function (issue 14); a comm that looks like one */
+	cpu_case("kubelet", 6200, 5900, "eth0-Tx-Rx-5", "memcg_numa_stat_show", 74);
+	cpu_case("a in b 5%", 3000, 2900, "", "read_iter_zero", 100);
+	cpu_case("a in b 5%", 3000, 2900, "", "", 0);
 }
 
 static void test_cpu_not_ours(void **state)
