@@ -22,9 +22,11 @@ static int publish(struct pods_publisher *p, const struct cz_config *cfg, uint64
 	size_t off, n;
 	int r;
 
-	if (p->no_client)
+	struct kube_client *kc = p->shared;
+
+	if (!kc && p->no_client)
 		return -ENOTCONN;
-	if (!p->kc) {
+	if (!kc && !p->kc) {
 		/* once: a kubeconfig or in-cluster setup that fails does not heal while we run
 		 * (kube_client_from_config logs why) */
 		r = kube_client_from_config(cfg->kubernetes.kubeconfig, cfg->kubernetes.timeout_ms,
@@ -35,9 +37,11 @@ static int publish(struct pods_publisher *p, const struct cz_config *cfg, uint64
 			return r;
 		}
 	}
+	if (!kc)	/* one client per agent where it can: credentials (exec plugins) once */
+		kc = p->kc;
 	snprintf(path, sizeof(path), "/api/v1/pods?fieldSelector=spec.nodeName%%3D%s",
 		 cfg->kubernetes.node_name);
-	r = kube_request(p->kc, "GET", path, NULL, NULL, 0, &resp);
+	r = kube_request(kc, "GET", path, NULL, NULL, 0, &resp);
 	if (r < 0 || resp.status != 200) {
 		if (r >= 0)
 			r = -EIO;

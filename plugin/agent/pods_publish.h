@@ -19,7 +19,8 @@ struct kube_client;
 
 struct pods_publisher {
 	uint64_t next_ms;		/* monotonic: next publication due (0: now) */
-	struct kube_client *kc;		/* made on first use */
+	struct kube_client *shared;	/* the Kubernetes side's client, when there is one */
+	struct kube_client *kc;		/* else our own, made on first use */
 	bool no_client;			/* it could not be made: no more attempts */
 	int last_rc;			/* of the last attempt, to log changes only */
 };
