@@ -203,6 +203,19 @@ def test_pod_host_access_and_privileges(rendered):
     spec = pod_spec(objs)
     assert "add" not in container(spec, "agent")["securityContext"]["capabilities"]
     assert yaml.safe_load(rendered_config(objs))["cpu"]["profile"] is False
+    # the zombie census (issue 18): off by default (no census in the config), on it adds
+    # exactly CAP_BPF and CAP_PERFMON (measured), to the agent only, once each
+    assert yaml.safe_load(rendered_config(objs))["memcg"]["census_interval"] == "0"
+    _, objs = render("default", ["--set", "agent.zombieCensus=true",
+                                 "--set", "agent.profileBursts=false"])
+    spec = pod_spec(objs)
+    assert container(spec, "agent")["securityContext"]["capabilities"]["add"] == \
+        ["BPF", "PERFMON"]
+    assert "add" not in container(spec, "node-problem-detector")["securityContext"]["capabilities"]
+    assert "census_interval" not in (yaml.safe_load(rendered_config(objs)).get("memcg") or {})
+    _, objs = render("default", ["--set", "agent.zombieCensus=true"])
+    assert container(pod_spec(objs), "agent")["securityContext"]["capabilities"]["add"] == \
+        ["PERFMON", "SYSLOG", "BPF"]
 
 
 @needs_root
