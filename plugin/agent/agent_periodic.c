@@ -13,6 +13,7 @@
 #include "agent/metrics.h"
 #include "agent/pods_publish.h"
 #include "agent/units_publish.h"
+#include "agent/census_publish.h"
 #include "report/report.h"
 #include "base/util.h"
 
@@ -25,6 +26,7 @@ struct periodic {
 	int kube_err;			/* why Kubernetes could not be set up (logged), or 0 */
 	struct units_publisher units;	/* systemd units for the checks, every UNITS_PUBLISH_MS */
 	struct pods_publisher pods;	/* this node's pods by UID, for the memcg subtree */
+	struct census_publisher census;	/* the zombie census, every memcg.census_interval */
 	int last[MAX_RESULTS];		/* previous status per check, -1 before the first */
 	pthread_t thread;
 	bool started;
@@ -51,7 +53,8 @@ int periodic_new(struct cz_ctx *ctx, struct periodic **ret)
 		p->last[i] = -1;
 	/* --once keeps the failure, so that the one cycle reports it in its exit code */
 	if (!p->ka && !ctx->cfg.agent.metrics_textfile[0] && !ctx->cfg.memcg.systemd_hints &&
-	    !ctx->cfg.kubernetes.node_name[0] && !(ctx->once && p->kube_err < 0)) {
+	    !ctx->cfg.kubernetes.node_name[0] && !ctx->cfg.memcg.census_interval_ms &&
+	    !(ctx->once && p->kube_err < 0)) {
 		/* nothing to publish: the sampler alone is the agent's job */
 		periodic_free(p);
 		return 0;
@@ -123,6 +126,7 @@ int periodic_cycle(struct periodic *p)
 	(void)units_publish_due(&p->units, &p->ctx->cfg, now_monotonic_ms(), now_realtime_ms());
 	p->pods.shared = kube_agent_client(p->ka);
 	(void)pods_publish_due(&p->pods, &p->ctx->cfg, now_monotonic_ms(), now_realtime_ms());
+	(void)census_publish_due(&p->census, p->ctx, now_monotonic_ms(), now_realtime_ms());
 	if (!p->ka && !p->ctx->cfg.agent.metrics_textfile[0])
 		return p->kube_err;	/* the units were the only work (NPD runs the checks) */
 	n = kube_agent_run_checks(p->ctx, names, res, MAX_RESULTS);
@@ -147,6 +151,10 @@ int periodic_cycle(struct periodic *p)
 		r->nchecks++;
 	}
 	canary(p, r);
+	if (p->census.has_last) {
+		r->census_rc = 0;
+		r->census = p->census.last;
+	}
 	if (p->ctx->cfg.memcg.systemd_hints) {
 		r->restarts_rc = p->units.last_rc;
 		r->restarts = p->units.last;
@@ -221,6 +229,7 @@ void periodic_free(struct periodic *p)
 	}
 	kube_agent_free(p->ka);
 	pods_publisher_clear(&p->pods);
+	census_publisher_done(&p->census);
 	pthread_cond_destroy(&p->wake);
 	pthread_mutex_destroy(&p->lock);
 	free(p);

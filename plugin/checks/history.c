@@ -588,7 +588,7 @@ int history_ring_open_file(const char *run_dir, const char *name, unsigned ncpu,
 		return -EFBIG;
 	if (snprintf(path, sizeof(path), "%s/%s", run_dir, name) >= (int)sizeof(path))
 		return -ENAMETOOLONG;
-	if (mkdir(run_dir, 0755) < 0 && errno != EEXIST)
+	if (mkdir(run_dir, 0700) < 0 && errno != EEXIST) /* as state.c makes it */
 		return -errno;
 	fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
 	if (fd < 0)

@@ -285,6 +285,8 @@ int memcg_verdict(const struct memcg_reading *r, const struct cz_config *cfg,
 	condmsg_memcg_head(res, st, r->dying, r->live, ratio, cfg);
 	if (r->has_growth)
 		condmsg_memcg_growth(res, r->growth_per_hour);
+	if (st == NPD_PROBLEM && r->census[0])
+		npd_append(res, "%s", r->census);
 	if (st == NPD_PROBLEM && r->hint[0])
 		npd_append(res, "%s", r->hint);
 	if (st == NPD_PROBLEM && r->where[0])
@@ -349,10 +351,14 @@ bool memcg_history_growth(const struct memcg_history *h, uint64_t now_ms, uint64
 {
 	const uint64_t window = 6 * 3600 * 1000ull, min_age = 10 * 60 * 1000ull;
 
+	/* the kernel counts cgroups in an int: a larger stored count is damage, not history (2^64-1
+	 * printed as -18445780794045861888/h) */
+	if (dying > INT32_MAX)
+		return false;
 	for (size_t i = 0; i < h->n; i++) {
 		uint64_t t = h->s[i].t_ms;
 
-		if (t > now_ms || now_ms - t > window)
+		if (t > now_ms || now_ms - t > window || h->s[i].dying > INT32_MAX)
 			continue;
 		if (now_ms - t < min_age)
 			return false;

@@ -87,6 +87,7 @@ struct memcg_reading {
 	bool has_kernel;
 	unsigned kernel_major, kernel_minor;
 	char hint[128];		/* e.g. "top restarts: ecs.service=4211", or "" */
+	char census[160];	/* the agent's census: "69790 were a/b, 1GiB pinned", or "" */
 	char where[80];		/* cgroup v2: "most under system.slice (12000)", or "" */
 };
 
@@ -140,8 +141,9 @@ bool memcg_history_add(struct memcg_history *h, uint64_t now_ms, uint64_t dying)
 
 /*
  * memcg_history_growth - dying memcgs per hour between the oldest sample of the last 6 hours
- * (at least 10 minutes old) and now. Returns true and writes *@ret, or false when there is not
- * enough history.
+ * (at least 10 minutes old) and now, ignoring counts above INT32_MAX (the kernel keeps them in
+ * an int: a larger one is a damaged state file). Returns true and writes *@ret, or false when
+ * there is not enough history.
  */
 bool memcg_history_growth(const struct memcg_history *h, uint64_t now_ms, uint64_t dying,
 			  double *ret);

@@ -17,6 +17,7 @@
 #include "cmd/cmd.h"
 #include "checks/check_ena.h"
 #include "checks/ena.h"
+#include "base/textsafe.h"
 #include "base/util.h"
 
 #define TEXT_MAX (8u << 20)
@@ -183,8 +184,11 @@ static int dump_live(struct cz_ctx *ctx, char **names, size_t n)
 	int r;
 
 	for (size_t i = 0; i < n; i++)
-		if (!valid_name(names[i], ETHTOOL_IFNAME_MAX)) {
-			fprintf(stderr, "cpuzombie: '%.32s' is not an interface name\n", names[i]);
+		if (!valid_ifname(names[i])) {
+			char shown[4 * ETHTOOL_IFNAME_MAX + 1];
+
+			fprintf(stderr, "cpuzombie: '%s' is not an interface name\n",
+				textsafe(TEXTSAFE_TEXT, names[i], shown, sizeof(shown)));
 			return CZ_EXIT_ERROR;
 		}
 	r = read_live(ctx, names, n, &d, &nd);
@@ -217,7 +221,7 @@ int cmd_ena_diff(struct cz_ctx *ctx)
 		size_t n = 0;
 
 		for (size_t i = 0; i < nb; i++)
-			if (b[i].ifname[0] && valid_name(b[i].ifname, ETHTOOL_IFNAME_MAX))
+			if (b[i].ifname[0] && valid_ifname(b[i].ifname))
 				names[n++] = b[i].ifname;
 		r = read_live(ctx, names, n, &a, &na);
 	} else

@@ -21,6 +21,7 @@
 #include <stdio.h>
 
 #include "checks/canary.h"
+#include "checks/census.h"
 #include "cluster/conditions.h"
 #include "base/config.h"
 #include "checks/ena.h"
@@ -55,6 +56,9 @@ struct report {
 	int restarts_rc;		/* 0, or -errno with restarts_err (1: not asked) */
 	char restarts_err[256];
 	struct systemd_restarts restarts;
+	int census_rc;			/* 0, or -errno with census_err (1: not asked, census off) */
+	char census_err[CENSUS_ERR_MAX + 32];
+	struct census census;		/* the agent's zombie census (checks/census.h) */
 
 	/* cores */
 	unsigned ncpu;			/* CPUs known (history, heartbeat or /proc/stat) */
@@ -123,7 +127,8 @@ char *report_perf_cmd(unsigned cpu, uint64_t dur_ms, char *buf, size_t size);
 
 /*
  * report_format_tasks - pure: a burst's top tasks as "kubelet[815] 9.0s, systemd[1] 0.1s" (comm,
- * TID, system time on the core), the one spelling of the screen and the SVG. Cut to @size.
+ * TID, system time on the core), the one spelling of the screen and the SVG; comms made safe as
+ * TEXTSAFE_TEXT (textsafe.h). Cut to @size.
  * Returns @buf ("" without tasks).
  */
 char *report_format_tasks(const struct burst_event *ev, char *buf, size_t size);
@@ -159,7 +164,10 @@ json_object *report_json(const struct report *r);
  */
 int report_ena_load(const char *state_dir, const char *name, struct ena_state *ret);
 
-/* report_node_name - when cfg gave no node name, the host's (/proc/sys/kernel/hostname). */
+/*
+ * report_node_name - when cfg gave no node name, the host's (/proc/sys/kernel/hostname) if it
+ * is a valid node name (as --node-name must be); otherwise the node stays unnamed ("-").
+ */
 void report_node_name(struct report *r, const struct hostfs *hf);
 
 /*

@@ -203,6 +203,19 @@ def test_pod_host_access_and_privileges(rendered):
     spec = pod_spec(objs)
     assert "add" not in container(spec, "agent")["securityContext"]["capabilities"]
     assert yaml.safe_load(rendered_config(objs))["cpu"]["profile"] is False
+    # the zombie census (issue 18): off by default (no census in the config), on it adds
+    # exactly CAP_BPF and CAP_PERFMON (measured), to the agent only, once each
+    assert yaml.safe_load(rendered_config(objs))["memcg"]["census_interval"] == "0"
+    _, objs = render("default", ["--set", "agent.zombieCensus=true",
+                                 "--set", "agent.profileBursts=false"])
+    spec = pod_spec(objs)
+    assert container(spec, "agent")["securityContext"]["capabilities"]["add"] == \
+        ["BPF", "PERFMON"]
+    assert "add" not in container(spec, "node-problem-detector")["securityContext"]["capabilities"]
+    assert "census_interval" not in (yaml.safe_load(rendered_config(objs)).get("memcg") or {})
+    _, objs = render("default", ["--set", "agent.zombieCensus=true"])
+    assert container(pod_spec(objs), "agent")["securityContext"]["capabilities"]["add"] == \
+        ["PERFMON", "SYSLOG", "BPF"]
 
 
 @needs_root
@@ -444,12 +457,13 @@ def test_npd_rules_run_in_the_pod_layout(cz_bin, rendered, tmp_path):
 
 # --- RBAC --------------------------------------------------------------------------------------
 
-# Every API call of the Kubernetes code, as read in plugin/cluster/event.c, agent/kube_agent.c,
-# agent/pods_publish.c, cluster/remediate.c:
+# Every API call the agent makes, as read in plugin/cluster/event.c, agent/kube_agent.c,
+# agent/pods_publish.c and cluster/remediate.c (the executor of the remediation plan; kube.c is
+# only the transport, and cluster/fleet_fetch.c runs in `cpuzombie fleet` with the user's own
+# credentials, not the pod's):
 # (file, method, path shape, the RBAC (group, resource, verb) it needs, role).
 CALLS = [
-    ("event.c", "POST", "/api/v1/namespaces/default/events", ("", "events", "create"),
-     "conditions"),
+    ("event.c", "POST", "/api/v1/namespaces/default/events", ("", "events", "create"), "conditions"),
     ("kube_agent.c", "GET", "/api/v1/nodes/%s", ("", "nodes", "get"), "conditions"),
     ("kube_agent.c", "PATCH", "/api/v1/nodes/%s/status", ("", "nodes/status", "patch"),
      "conditions"),
