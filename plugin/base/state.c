@@ -299,19 +299,21 @@ static int load_typed(const char *dir, const struct state_type *t, void *obj, bo
 	r = load(dir, t->name, t->max, writer, &file, &payload, &len);
 	if (r == -ENOENT)
 		return STATE_NONE;
-	if (r == -EBADMSG)
+	if (r == -EBADMSG && writer)
 		return STATE_DISCARDED;
 	if (r < 0)
 		return r;
 	if (len > t->max)
-		return STATE_DISCARDED;
+		return writer ? STATE_DISCARDED : -EBADMSG;
 	/* parsers take NUL-terminated text: end the payload where the trailer (ours) starts */
 	file[payload - file + (ptrdiff_t)len] = '\0';
 	r = t->parse(payload, len, obj);
 	if (r == -ENOMEM)
 		return r;
+	if (r < 0 && !writer)
+		return r; /* a reader says why it cannot answer: the payload is malformed */
 	if (r < 0) {
-		if (writer && !read_only)
+		if (!read_only)
 			move_aside(dir, t->name, "", "unparsable");
 		return STATE_DISCARDED;
 	}
@@ -353,4 +355,26 @@ void state_end(struct state_txn *txn)
 {
 	if (txn)
 		state_unlock(&txn->lock);
+}
+
+int state_write(const char *dir, const struct state_type *t, const void *obj)
+{
+	_cleanup_(state_end) struct state_txn txn = STATE_TXN_INIT;
+	int r;
+
+	txn.dir = dir;
+	txn.t = t;
+	r = state_lock(dir, t->name, &txn.lock);
+	return r < 0 ? r : state_commit(&txn, obj);
+}
+
+void state_move_aside(const char *dir, const char *name, const char *why)
+{
+	if (!read_only && dir && valid_state_name(name))
+		move_aside(dir, name, "", why);
+}
+
+const char *state_not_ours(int err)
+{
+	return not_ours(err);
 }

@@ -109,13 +109,15 @@ struct state_type {
 enum state_status {
 	STATE_NONE = 0,	     /* no file yet: @obj left as the caller initialised it */
 	STATE_LOADED = 1,    /* @obj holds the stored state */
-	STATE_DISCARDED = 2, /* corrupt, unparsable or not a regular file: @obj left alone (a
-			      * writer moved the file aside and logged it; a reader ignored it) */
+	STATE_DISCARDED = 2, /* state_begin only: corrupt, unparsable or not a regular file;
+			      * moved aside and logged, @obj left alone (a new baseline) */
 };
 
 /*
- * state_read - load @t from @dir into @obj without locking or writing anything. Returns an enum
- * state_status (>= 0) or -errno (-EACCES, -EIO, -ENOMEM, -EINVAL for a bad name).
+ * state_read - load @t from @dir into @obj without locking or writing anything (a bad file is
+ * left for the next writer). Returns STATE_NONE or STATE_LOADED, or -errno: -EBADMSG when the
+ * file is corrupt, too big or not a regular file, the parser's error (-EINVAL) when the payload
+ * is malformed, -EACCES, -EIO, -ENOMEM; @obj untouched on failure.
  */
 int state_read(const char *dir, const struct state_type *t, void *obj);
 
@@ -140,6 +142,23 @@ int state_commit(struct state_txn *txn, const void *obj);
 
 /* state_end - release the lock; safe on a failed or ended transaction. Usable with _cleanup_. */
 void state_end(struct state_txn *txn);
+
+/*
+ * state_write - replace @t in @dir with @obj under the lock, without reading the old file first
+ * (the agent's heartbeat, every 2 s). Returns 0 or -errno.
+ */
+int state_write(const char *dir, const struct state_type *t, const void *obj);
+
+/*
+ * state_move_aside - move @dir/@name to "<name>.corrupt" and log it with @why ("a symlink",
+ * "corrupt"): for files of ours that are not envelope files (the cpu-history ring). Nothing in
+ * read-only mode.
+ */
+void state_move_aside(const char *dir, const char *name, const char *why);
+
+/* state_not_ours - the @why for a fileio_open() error that means "not a regular file of ours"
+ * (-ELOOP, -EISDIR, -EBADFD), or NULL for any other error. */
+const char *state_not_ours(int err);
 
 /* ---- raw payloads ----------------------------------------------------------------------------- */
 

@@ -205,6 +205,14 @@ int ena_state_parse(const char *text, size_t len, struct ena_state *ret);
  */
 ssize_t ena_state_format(const struct ena_state *s, char **ret_buf);
 
+/*
+ * The state files of `check ena` (STATE_ENA) and `check ena-allowance` (STATE_ENA_ALLOWANCE),
+ * both a struct ena_state (base/state.h; ENA_STATE_MAX bytes of payload at most).
+ */
+#define ENA_STATE_MAX (4u << 20) /* 64 devices x ~1000 filtered counters, with room */
+struct state_type;
+extern const struct state_type ena_reset_state, ena_allowance_state;
+
 /* ---- the checks' I/O edge (check_ena.c), with the kernel injected for tests ----------------- */
 
 struct npd_result;

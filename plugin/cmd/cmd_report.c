@@ -11,6 +11,7 @@
 #include "checks/cpustat.h"
 #include "checks/cz.h"
 #include "report/report.h"
+#include "base/log.h"
 #include "base/state.h"
 #include "report/svg.h"
 #include "base/util.h"
@@ -104,7 +105,7 @@ static int gather(struct cz_ctx *ctx, struct report *r)
 
 	report_node_name(r, &ctx->hf);
 	r->since_ms = r->now_ms > cfg->cpu.lookback_ms ? r->now_ms - cfg->cpu.lookback_ms : 0;
-	r->ena_rc = report_ena_load(cfg->paths.state, "ena", &r->ena_prev);
+	r->ena_rc = report_ena_load(cfg->paths.state, &ena_reset_state, &r->ena_prev);
 	run_checks(ctx, r);
 	gather_memcg(ctx, r);
 	if (report_load_run(r, cfg->paths.run,
@@ -114,8 +115,8 @@ static int gather(struct cz_ctx *ctx, struct report *r)
 	n = irq_map_all(&ctx->hf, &r->maps);
 	r->maps_rc = n < 0 ? n : 0;
 	r->nmaps = n > 0 ? (size_t)n : 0;
-	r->ena_rc = report_ena_load(cfg->paths.state, "ena", &r->ena);
-	r->allowance_rc = report_ena_load(cfg->paths.state, "ena-allowance", &r->allowance);
+	r->ena_rc = report_ena_load(cfg->paths.state, &ena_reset_state, &r->ena);
+	r->allowance_rc = report_ena_load(cfg->paths.state, &ena_allowance_state, &r->allowance);
 	return 0;
 }
 
@@ -124,16 +125,14 @@ static int write_svg(const struct report *r, const char *path)
 	_cleanup_fclose_ FILE *f = fopen(path, "we");
 	int e;
 
-	if (!f) {
-		fprintf(stderr, "cpuzombie report: Failed to create '%s': %m\n", path);
-		return -errno;
-	}
+	if (!f)
+		return log_error_errno(errno, "Failed to create '%s': %m", path);
 	e = svg_write(r, f);
 	if (e == 0 && (fflush(f) != 0 || ferror(f)))
 		e = -EIO;
 	if (e < 0)
-		fprintf(stderr, "cpuzombie report: Failed to write '%s': %s\n", path, strerror(-e));
-	return e;
+		return log_error_errno(e, "Failed to write '%s': %m", path);
+	return 0;
 }
 
 int cmd_report(struct cz_ctx *ctx)
@@ -142,12 +141,15 @@ int cmd_report(struct cz_ctx *ctx)
 	int e = 0;
 
 	if (ctx->argc > 0 || (ctx->json && ctx->svg_path)) {
-		fprintf(stderr, "cpuzombie report: usage: report [--json|--svg FILE]\n");
+		log_error("usage: report [--json|--svg FILE]");
 		return CZ_EXIT_ERROR;
 	}
+	/* a report shows the checks' verdicts but must not move their baselines or create files
+	 * (it runs on read-only state and run dirs too): the state store writes nothing */
+	state_set_read_only(true);
 	r = report_new(&ctx->cfg, now_realtime_ms());
 	if (!r || gather(ctx, r) < 0) {
-		fprintf(stderr, "cpuzombie report: out of memory\n");
+		log_error_errno(ENOMEM, "Failed to gather the report: %m");
 		report_free(r);
 		return CZ_EXIT_ERROR;
 	}
