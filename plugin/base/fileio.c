@@ -20,7 +20,8 @@ int fileio_open(int dirfd, const char *path, unsigned flags)
 	/* O_NONBLOCK: a FIFO without a writer would block the open itself, forever */
 	fd = openat(dirfd, path, oflags);
 	if (fd < 0)
-		return -errno;
+		/* ENXIO: a unix socket (or a device without a driver), never a regular file */
+		return errno == ENXIO && (flags & FILEIO_REGULAR) ? -EBADFD : -errno;
 	if (flags & FILEIO_REGULAR) {
 		if (fstat(fd, &st) < 0)
 			return -errno;
@@ -118,12 +119,18 @@ int fileio_read_alloc_at(int dirfd, const char *path, unsigned flags, size_t max
 			 size_t *ret_len)
 {
 	_cleanup_close_ int fd = fileio_open(dirfd, path, flags);
+
+	if (fd < 0)
+		return fd;
+	return fileio_read_alloc_fd(fd, max, ret, ret_len);
+}
+
+int fileio_read_alloc_fd(int fd, size_t max, char **ret, size_t *ret_len)
+{
 	_cleanup_free_ char *buf = NULL;
 	size_t cap, off = 0;
 	struct stat st;
 
-	if (fd < 0)
-		return fd;
 	if (max == 0 || max > SIZE_MAX / 2)
 		return -EINVAL;
 	/* a regular file says how big it is; pipes and procfs files (size 0) grow the buffer */

@@ -88,6 +88,9 @@ ssize_t fileio_read_at(int dirfd, const char *path, unsigned flags, char *buf, s
 int fileio_read_alloc_at(int dirfd, const char *path, unsigned flags, size_t max, char **ret,
 			 size_t *ret_len);
 
+/* fileio_read_alloc_fd - the same from an fd opened with fileio_open(), to its end. */
+int fileio_read_alloc_fd(int fd, size_t max, char **ret, size_t *ret_len);
+
 /*
  * fileio_write_atomic - replace @dir/@name with the bytes of @iov (@iovcnt pieces), mode @mode
  * exactly (the umask does not apply: the metrics textfile must be 0644 for node_exporter).

@@ -110,7 +110,7 @@ static int open_lock(const char *path)
 	 * nor redirects us; it is moved aside like any file that is not ours */
 	fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY, 0600);
 	if (fd < 0)
-		return -errno;
+		return errno == ENXIO ? -EBADFD : -errno; /* ENXIO: a unix socket */
 	if (fstat(fd, &st) < 0)
 		return -errno;
 	if (!S_ISREG(st.st_mode))

@@ -530,7 +530,7 @@ static int ring_open_fd(const char *run_dir, const char *path)
 		struct stat st;
 		int r;
 
-		r = fd < 0 ? -errno : fstat(fd, &st) < 0 ? -errno :
+		r = fd < 0 ? (errno == ENXIO ? -EBADFD : -errno) : fstat(fd, &st) < 0 ? -errno :
 		    S_ISREG(st.st_mode) ? 0 : S_ISDIR(st.st_mode) ? -EISDIR : -EBADFD;
 		if (r == 0)
 			return TAKE_FD(fd);

@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 
 #include "checks/cz.h"
+#include "base/log.h"
 #include "base/util.h"
 
 struct cmd {
@@ -252,6 +253,8 @@ int main(int argc, char **argv)
 	}
 	ctx.max_output = (size_t)o.max_output;
 	ctx.verbose = o.verbose;
+	if (o.verbose)
+		log_set_max_level(LOG_PRIO_DEBUG); /* -v: the diagnostics behind log_debug() */
 	ctx.once = o.once;
 	ctx.json = o.json;
 	ctx.svg_path = o.svg;
