@@ -1,10 +1,12 @@
 # cpuzombie — build, test, bench, fuzz, install.
-#   make            build/cpuzombie
+#   make            build/cpuzombie (everything: agent, libcurl, libsystemd) and
+#                   build/cpuzombie-check (-static-pie: checks, report, ena-diff, config check)
 #   make run        build, then report on this node with the embedded default config
 #   make test       install what the tests need (as root), then unit + e2e, plain and ASan+UBSan
 #   make bench      tests/bench: measured tables (ratios against naive alternatives)
 #   make fuzz       every libFuzzer target for FUZZ_TIME seconds (default 300)
 #   make install    PREFIX=/usr/local DESTDIR=
+#   V=1             print whole command lines instead of "CC plugin/checks/memcg.c"
 
 VERSION ?= $(shell cat VERSION 2>/dev/null || echo 0.1.0)
 PREFIX ?= /usr/local
@@ -29,43 +31,86 @@ HARDEN := -fPIE -fstack-protector-strong -fstack-clash-protection -fcf-protectio
 	-U_FORTIFY_SOURCE -D_FORTIFY_SOURCE=2
 CFLAGS ?= -O2 -g -ffunction-sections -fdata-sections
 CZ_CFLAGS := -std=gnu11 -D_GNU_SOURCE $(WARN) $(HARDEN) $(SANFLAGS) -DCZ_VERSION='"$(VERSION)"' -Iplugin
-# json-c and libyaml are linked statically: a check is exec'd by NPD every interval on every node
-# and each shared object costs start-up time. libcurl and libsystemd are dlopen()ed only by the
-# code paths that use them (kube.c, systemd.c), so a check loads neither.
-LDFLAGS_CZ := -pie -Wl,-z,relro,-z,now -Wl,-z,noexecstack -Wl,--gc-sections -Wl,-O1 $(SANFLAGS)
+# Two binaries from one set of objects. cpuzombie links libcurl (cluster/) and libsystemd
+# (host/systemd.c, the agent's journal and sd_notify) directly. cpuzombie-check is what NPD
+# execs every interval on every node: the offline subcommands only, linked -static-pie (no
+# loader, no shared objects: the cheapest start-up, and one file to copy into NPD's
+# container). tests/tools/check-layers.sh proves its objects reference no libcurl, libsystemd
+# or dlopen. ASan cannot be linked statically: under SANITIZE=1 it is a dynamic PIE.
+LDFLAGS_CZ := -Wl,-z,relro,-z,now -Wl,-z,noexecstack -Wl,--gc-sections -Wl,-O1 $(SANFLAGS)
 LIBS_STATIC := -Wl,-Bstatic -ljson-c -lyaml -Wl,-Bdynamic
-LIBS := $(LIBS_STATIC) -lm -ldl
+LIBS := $(LIBS_STATIC) -lcurl -lsystemd -lm
+ifeq ($(SANITIZE),1)
+LDFLAGS_CHECK := -pie $(LDFLAGS_CZ)
+LIBS_CHECK := $(LIBS_STATIC) -lm
+else
+LDFLAGS_CHECK := -static-pie $(LDFLAGS_CZ)
+LIBS_CHECK := -ljson-c -lyaml -lm
+endif
 
 SRCS := $(sort $(wildcard plugin/*/*.c))
 OBJS := $(SRCS:plugin/%.c=$(B)/obj/%.o)
 LIB_OBJS := $(filter-out $(B)/obj/cmd/main.o,$(OBJS))
 HDRS := $(wildcard plugin/*/*.h)
+# What the check binary leaves out: the agent, the subcommands that need it, the cluster side
+# but its pure condition model, and the libsystemd half of host/. Everything else is offline.
+CHECK_CLUSTER_SRCS := $(wildcard plugin/cluster/conditions.c plugin/cluster/kjson.c)
+ONLINE_SRCS := $(wildcard plugin/agent/*.c) plugin/cmd/cmd_agent.c plugin/cmd/cmd_kube.c \
+	plugin/host/systemd.c $(filter-out $(CHECK_CLUSTER_SRCS),$(wildcard plugin/cluster/*.c))
+ONLINE_OBJS := $(ONLINE_SRCS:plugin/%.c=$(B)/obj/%.o)
+CHECK_OBJS := $(patsubst plugin/%.c,$(B)/obj/%.o,$(filter-out $(ONLINE_SRCS) plugin/cmd/main.c,\
+	$(SRCS))) $(B)/obj/cmd/main-check.o
 
 UNIT_SRCS := $(sort $(wildcard tests/unit/test_*.c))
 UNIT_BINS := $(UNIT_SRCS:tests/unit/%.c=$(B)/tests/%)
 
-.PHONY: all run test test-unit test-e2e test-asan deps tools hdr-check bench fuzz fuzz-smoke \
-	install clean check-format
+# Quiet build lines ("CC plugin/checks/memcg.c"); V=1 prints the whole commands.
+ifeq ($(V),1)
+Q :=
+say = :
+else
+Q := @
+say = printf '  %-4s %s\n'
+endif
 
-all: $(B)/cpuzombie
+.PHONY: all run test test-unit test-e2e test-asan deps deps-build image tools hdr-check \
+	check-layers bench fuzz fuzz-smoke install clean
 
-$(B)/obj/%.o: plugin/%.c $(HDRS)
+all: $(B)/cpuzombie $(B)/cpuzombie-check
+
+# -MMD writes each object's own header list (.d, included at the end): an object is rebuilt
+# when a header it includes changes, not when any header does.
+$(B)/obj/%.o: plugin/%.c
 	@mkdir -p $(@D)
-	$(CC) $(CZ_CFLAGS) $(CFLAGS) -MMD -c -o $@ $<
+	@$(say) CC $<
+	$(Q)$(CC) $(CZ_CFLAGS) $(CFLAGS) -MMD -MP -c -o $@ $<
+
+# main.c once more for the check binary: the online subcommands answer with a one-line error.
+$(B)/obj/cmd/main-check.o: plugin/cmd/main.c
+	@mkdir -p $(@D)
+	@$(say) CC "$< (check binary)"
+	$(Q)$(CC) $(CZ_CFLAGS) $(CFLAGS) -DCZ_CHECK_BINARY -MMD -MP -c -o $@ $<
 
 $(B)/tests:
-	mkdir -p $@
+	@mkdir -p $@
 
 $(B)/cpuzombie: $(OBJS)
-	$(CC) $(LDFLAGS_CZ) -o $@ $(OBJS) $(LIBS)
+	@$(say) LD $@
+	$(Q)$(CC) -pie $(LDFLAGS_CZ) -o $@ $(OBJS) $(LIBS)
+
+$(B)/cpuzombie-check: $(CHECK_OBJS)
+	@$(say) LD $@
+	$(Q)$(CC) $(LDFLAGS_CHECK) -o $@ $(CHECK_OBJS) $(LIBS_CHECK)
 
 $(B)/libcz.a: $(LIB_OBJS)
-	rm -f $@ && ar rcs $@ $(LIB_OBJS)
+	@$(say) AR $@
+	$(Q)rm -f $@ && ar rcs $@ $(LIB_OBJS)
 
-$(B)/tests/%: tests/unit/%.c $(B)/libcz.a tests/unit/testutil.h | $(B)/tests
-	$(CC) $(CZ_CFLAGS) $(CFLAGS) -Wno-missing-prototypes -Itests/unit \
-		-DFIXTURES='"$(CURDIR)/tests/fixtures"' -o $@ $< $(B)/libcz.a \
-		$(LDFLAGS_CZ) -lcmocka $(LIBS)
+$(B)/tests/%: tests/unit/%.c $(B)/libcz.a | $(B)/tests
+	@$(say) CC $<
+	$(Q)$(CC) $(CZ_CFLAGS) $(CFLAGS) -Wno-missing-prototypes -Itests/unit \
+		-DFIXTURES='"$(CURDIR)/tests/fixtures"' -MMD -MP -o $@ $< $(B)/libcz.a \
+		-pie $(LDFLAGS_CZ) -lcmocka $(LIBS)
 
 # Each header must compile on its own (git's hdr-check).
 hdr-check:
@@ -73,29 +118,47 @@ hdr-check:
 		echo '#include "'$${h#plugin/}'"' | $(CC) $(CZ_CFLAGS) -x c -c -o /dev/null - || exit 1; \
 	done; echo "hdr-check: $(words $(HDRS)) headers compile alone"
 
+# Includes only go down the layers; the check binary's objects reference no libcurl,
+# libsystemd or dlopen (tests/tools/check-layers.sh says what it checks).
+check-layers: $(B)/cpuzombie-check $(ONLINE_OBJS)
+	@tests/tools/check-layers.sh plugin $(B)/cpuzombie-check $(CHECK_OBJS) -- $(ONLINE_OBJS)
+
+# make run needs only the build's packages; make test adds its own (and the image tests');
+# make bench installs its list in tests/bench/run.sh. No install starts or enables a service.
+deps-build:
+	@tests/tools/install-deps.sh build run
+
 deps:
-	@tests/tools/install-deps.sh
+	@tests/tools/install-deps.sh build test image
 
 tools: deps
 	@tests/tools/get-kube-tools.sh
 
-run: deps
-	@$(MAKE) --no-print-directory all
+# The image (manifests/image/Dockerfile) with podman; cached layers between runs.
+image:
+	@tests/tools/podman/build-image.sh
+
+run: deps-build
+	@$(MAKE) -s --no-print-directory all
 	@tests/tools/run-node.sh $(B)/cpuzombie
 
 test-unit: $(UNIT_BINS)
 	@tests/tools/run-unit.sh $(UNIT_BINS)
 
-test-e2e: $(B)/cpuzombie
+test-e2e: $(B)/cpuzombie $(B)/cpuzombie-check
 	@CZ_BIN=$(CURDIR)/$(B)/cpuzombie CZ_BUILD=$(CURDIR)/$(B) $(PYTHON) -m pytest -q -rs tests/e2e
+
+# The unit and end-to-end suites on the ASan+UBSan build (build-asan/).
+test-asan:
+	@$(MAKE) --no-print-directory SANITIZE=1 test-unit test-e2e
 
 # The one test command: deps, warnings-as-errors build, header check, unit and end-to-end tests,
 # then the same suites again under ASan+UBSan, then a few seconds of every fuzz target.
 test: deps
 	@$(MAKE) --no-print-directory tools
-	@$(MAKE) --no-print-directory all hdr-check
+	@$(MAKE) --no-print-directory all hdr-check check-layers
 	@$(MAKE) --no-print-directory test-unit test-e2e
-	@$(MAKE) --no-print-directory SANITIZE=1 test-unit test-e2e
+	@$(MAKE) --no-print-directory test-asan
 	@$(MAKE) --no-print-directory fuzz-smoke
 
 fuzz-smoke:
@@ -104,11 +167,12 @@ fuzz-smoke:
 fuzz:
 	@tests/fuzz/run.sh $(FUZZ_TIME)
 
-bench: deps all
-	@tests/bench/run.sh $(CURDIR)/build/cpuzombie
+bench: deps-build all
+	@tests/bench/run.sh $(CURDIR)/build/cpuzombie $(CURDIR)/build/cpuzombie-check
 
-install: $(B)/cpuzombie
+install: $(B)/cpuzombie $(B)/cpuzombie-check
 	install -D -m 0755 $(B)/cpuzombie $(DESTDIR)$(PREFIX)/bin/cpuzombie
+	install -D -m 0755 $(B)/cpuzombie-check $(DESTDIR)$(PREFIX)/bin/cpuzombie-check
 	install -D -m 0644 config/cpuzombie.yaml $(DESTDIR)/etc/cpuzombie/cpuzombie.yaml
 	install -d $(DESTDIR)$(PREFIX)/share/cpuzombie/npd
 	install -m 0644 config/npd/*.json $(DESTDIR)$(PREFIX)/share/cpuzombie/npd/
@@ -120,4 +184,4 @@ install: $(B)/cpuzombie
 clean:
 	rm -rf build build-asan build-fuzz
 
--include $(OBJS:.o=.d)
+-include $(OBJS:.o=.d) $(B)/obj/cmd/main-check.d $(UNIT_BINS:=.d)

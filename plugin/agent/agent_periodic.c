@@ -5,6 +5,7 @@
 #include <stdatomic.h>
 #include <time.h>
 
+#include "checks/check_memcg.h"
 #include "agent/agent_periodic.h"
 #include "checks/canary.h"
 #include "agent/kube_agent.h"

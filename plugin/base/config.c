@@ -6,8 +6,8 @@
 #include <yaml.h>
 
 #include "base/config.h"
-#include "checks/ena.h"
-#include "host/hostfs.h"
+#include "base/ena_defaults.h"
+#include "base/fileio.h"
 #include "base/util.h"
 
 #define CONFIG_FILE_MAX (1024 * 1024)
@@ -542,7 +542,7 @@ int config_load_file(const char *path, struct cz_config *cfg, char *errs, size_t
 	if (!buf)
 		return -ENOMEM;
 	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
-	n = fd < 0 ? -errno : hostfs_pread_all(fd, buf, CONFIG_FILE_MAX + 1);
+	n = fd < 0 ? -errno : fileio_pread_all(fd, buf, CONFIG_FILE_MAX + 1);
 	if (n < 0) {
 		if (errs && errs_size)
 			snprintf(errs, errs_size, "%s: cannot read: %s\n", path,

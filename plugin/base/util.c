@@ -156,6 +156,23 @@ char *format_duration(uint64_t ms, char *buf, size_t size)
 	return buf;
 }
 
+char *format_ratio(double ratio, char *buf, size_t size)
+{
+	if (!(ratio >= 0)) /* NaN or negative: not a ratio of counts */
+		ratio = 0;
+	snprintf(buf, size, ratio >= 10 ? "x%.0f" : "x%.1f", ratio);
+	return buf;
+}
+
+double ratio_rounded(double ratio)
+{
+	char buf[64];
+
+	/* read back what format_ratio printed, so the number and the text can never disagree */
+	format_ratio(ratio, buf, sizeof(buf));
+	return strtod(buf + 1, NULL);
+}
+
 char *format_bytes(uint64_t bytes, char *buf, size_t size)
 {
 	static const char *const units[] = { "B", "KiB", "MiB", "GiB", "TiB", "PiB" };

@@ -105,6 +105,19 @@ char *format_duration(uint64_t ms, char *buf, size_t size);
 char *format_bytes(uint64_t bytes, char *buf, size_t size);
 
 /*
+ * format_ratio - the one spelling of a dying/live ratio, shared by the check line (a fleet parser
+ * reads it: keep it stable), the report text, its JSON and the SVG: "x25" at 10 and above, "x2.5"
+ * below (a digit more where it still says something). Returns @buf.
+ */
+char *format_ratio(double ratio, char *buf, size_t size);
+
+/*
+ * ratio_rounded - @ratio rounded exactly as format_ratio prints it (25, 2.5), for JSON numbers
+ * that must read the same as the text.
+ */
+double ratio_rounded(double ratio);
+
+/*
  * utc_hms / utc_datetime - @ms since the epoch as UTC "13:05:59" / "2026-11-29 13:05:59 UTC",
  * or "?" when it cannot be formatted. Return @buf.
  */

@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: MIT */
+/* Pure burst detection over one core's sample series (burst.h). */
 #include <errno.h>
 #include <string.h>
 

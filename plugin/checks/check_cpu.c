@@ -4,101 +4,247 @@
  * cpu.min_burst) within cpu.lookback? The agent's run-dir files answer that; when its heartbeat
  * is stale or missing the check samples inline for cpu.inline_window and says so. It never
  * forks and never loads libsystemd or libcurl.
+ *
+ * Also the live sampler both this check and the agent drive (check_cpu.h): the reads of
+ * /proc/stat, threads and IRQs around the pure sampler (sampler.h).
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <time.h>
 
-#include "agent/agent.h"
-#include "checks/burst.h"
 #include "checks/check_cpu.h"
-#include "checks/cpustat.h"
-#include "checks/cz.h"
+#include "checks/cpu.h"
+#include "checks/sampler.h"
+#include "host/irq.h"
+#include "host/tasks.h"
 #include "base/util.h"
 
 #define EVENTS_MAX (HISTORY_EVENTS_MAX + HISTORY_ACTIVE_MAX)
+#define SCAN_MS 1000		     /* thread rescans while a core is hot */
+#define STAT_BUF_MAX (64u << 20)     /* /proc/stat never gets near this */
 
-struct core_sum {
-	unsigned cpu;
-	size_t count;
-	const struct burst_event *longest;
+_Static_assert(SAMPLER_NO_SHARE == HISTORY_NO_SAMPLE, "the ring stores the sampler's shares");
+
+struct cpu_sampler {
+	const struct hostfs *hf;
+	int fd;
+	char *buf;
+	size_t bufsize;
+	struct sampler core;
+	struct sampler_burst *found; /* HISTORY_ACTIVE_MAX */
+	bool attribute;
+	struct tasks_tracker tasks;
+	uint64_t last_scan_ms;
+	int64_t rt_offset; /* CLOCK_REALTIME - CLOCK_MONOTONIC, ms */
 };
 
-static uint64_t ev_len(const struct burst_event *e)
+/* The number of CPU slots: the highest possible CPU + 1 (it never changes while running). */
+static unsigned possible_cpus(const struct hostfs *hf)
 {
-	return e->end_ms - e->start_ms;
+	char text[256];
+	uint64_t v, hi = 0;
+	const char *p;
+
+	if (hostfs_read(hf, HOSTFS_SYS, "devices/system/cpu/possible", text, sizeof(text)) <= 0)
+		return 0;
+	for (p = text; *p;) {
+		size_t n = strspn(p, "0123456789");
+
+		if (n > 0 && n < 6 && parse_u64_n(p, n, &v) == 0 && v > hi)
+			hi = v;
+		p += n ? n : 1;
+	}
+	return hi + 1 <= CPUSTAT_MAX_CPUS ? (unsigned)hi + 1 : CPUSTAT_MAX_CPUS;
 }
 
-/* Groups bursts by core; returns the number of cores, worst first. */
-static size_t summarize(const struct burst_event *ev, size_t n, uint64_t min_ms,
-			struct core_sum *sum, size_t max)
+/* Reads /proc/stat into s->buf, growing it when the file outgrew it. */
+static int read_stat(struct cpu_sampler *s)
 {
-	size_t ns = 0;
+	for (;;) {
+		ssize_t n = hostfs_pread_once(s->fd, s->buf, s->bufsize);
+		char *nb;
 
-	for (size_t i = 0; i < n; i++) {
-		size_t j;
-
-		if (ev_len(&ev[i]) < min_ms)
-			continue;
-		for (j = 0; j < ns && sum[j].cpu != ev[i].cpu; j++)
-			;
-		if (j == ns) {
-			if (ns == max)
-				continue;
-			sum[ns++] = (struct core_sum){ ev[i].cpu, 0, &ev[i] };
-		}
-		sum[j].count++;
-		if (ev_len(&ev[i]) >= ev_len(sum[j].longest))
-			sum[j].longest = &ev[i];
+		if (n != -EFBIG)
+			return n < 0 ? (int)n : 0;
+		if (s->bufsize >= STAT_BUF_MAX)
+			return -EFBIG;
+		nb = realloc(s->buf, s->bufsize * 2);
+		if (!nb)
+			return -ENOMEM;
+		s->buf = nb;
+		s->bufsize *= 2;
 	}
-	for (size_t i = 1; i < ns; i++) /* insertion sort: longest burst, then most bursts */
-		for (size_t k = i; k > 0; k--) {
-			uint64_t a = ev_len(sum[k].longest), b = ev_len(sum[k - 1].longest);
-			struct core_sum t;
-
-			if (a < b || (a == b && sum[k].count <= sum[k - 1].count))
-				break;
-			t = sum[k];
-			sum[k] = sum[k - 1];
-			sum[k - 1] = t;
-		}
-	return ns;
 }
 
-int cpu_verdict(const struct burst_event *ev, size_t n, const struct cz_config *cfg,
-		const char *note, struct npd_result *res)
+/* The CPU slots: sysfs's possible CPUs (@ncpu), else the highest row of the first reading. */
+static int count_cpus(struct cpu_sampler *s, unsigned ncpu, unsigned *ret)
 {
-	struct core_sum sum[64];
-	char dur[32], first[64];
-	const struct burst_event *w;
-	size_t ns, nirq;
-	/* a recorded burst qualified with half an interval of slack (burst.h) */
-	uint64_t min_ms = cfg->cpu.min_burst_ms > cfg->cpu.interval_ms / 2 ?
-				  cfg->cpu.min_burst_ms - cfg->cpu.interval_ms / 2 : 0;
+	struct cpustat_core *cores;
+	int r;
 
-	format_duration(cfg->cpu.lookback_ms, dur, sizeof(dur));
-	ns = summarize(ev, n, min_ms, sum, ARRAY_SIZE(sum));
-	if (ns == 0) {
-		npd_set(res, NPD_OK, "no core >= %.0f%% %s for >= %.1fs in %s", cfg->cpu.threshold_pct,
-			cpustat_metric_short(cfg->cpu.metric), (double)cfg->cpu.min_burst_ms / 1000.0,
-			dur);
-		if (note && *note)
-			npd_append(res, "%s", note);
-		return res->status;
+	if (ncpu > 0) {
+		*ret = ncpu;
+		return 0;
 	}
-	w = sum[0].longest;
-	npd_set(res, NPD_PROBLEM, "cpu%u %.0f%% %s %.1fs x%zu/%s", w->cpu, w->peak_pct,
-		cpustat_metric_short(w->metric), (double)ev_len(w) / 1000.0, sum[0].count, dur);
-	nirq = w->irqs[0] ? 1 + (size_t)(strchr(w->irqs, ',') != NULL) : 0;
-	snprintf(first, sizeof(first), "%.*s", (int)strcspn(w->irqs, ","), w->irqs);
-	if (nirq)
-		npd_append(res, "serves %s%s", first, nirq > 1 ? " +more" : "");
-	if (w->ntasks > 0)
-		npd_append(res, "top %s %.1fs", w->task[0].comm, (double)w->task[0].stime_ms / 1000.0);
-	for (size_t i = 1; i < ns && i < 4; i++)
-		npd_append(res, "also cpu%u x%zu", sum[i].cpu, sum[i].count);
-	if (note && *note)
-		npd_append(res, "%s", note);
-	return res->status;
+	cores = calloc(CPUSTAT_MAX_CPUS, sizeof(*cores));
+	r = cores ? cpustat_parse(s->buf, cores, CPUSTAT_MAX_CPUS) : -ENOMEM;
+	free(cores);
+	if (r < 0)
+		return r;
+	*ret = r > 0 ? (unsigned)r : 1;
+	return 0;
+}
+
+int cpu_sampler_new(const struct cz_ctx *ctx, bool attribute, struct cpu_sampler **ret)
+{
+	struct cpu_sampler *s = calloc(1, sizeof(*s));
+	struct sampler_params p;
+	unsigned ncpu = 0;
+	int r;
+
+	if (!s)
+		return -ENOMEM;
+	s->hf = &ctx->hf;
+	s->attribute = attribute;
+	s->fd = hostfs_openat(&ctx->hf, HOSTFS_PROC, "stat", O_RDONLY | O_NOCTTY | O_NONBLOCK);
+	ncpu = possible_cpus(&ctx->hf);
+	s->bufsize = CPUSTAT_BUF_SIZE(ncpu ? ncpu : CPUSTAT_MAX_CPUS);
+	s->buf = malloc(s->bufsize);
+	s->found = calloc(HISTORY_ACTIVE_MAX, sizeof(*s->found));
+	r = s->fd < 0 ? s->fd : !s->buf || !s->found ? -ENOMEM : read_stat(s);
+	if (r >= 0)
+		r = count_cpus(s, ncpu, &ncpu);
+	p = (struct sampler_params){ ctx->cfg.cpu.metric, { ctx->cfg.cpu.threshold_pct,
+				     ctx->cfg.cpu.min_burst_ms, ctx->cfg.cpu.interval_ms } };
+	if (r >= 0)
+		r = sampler_init(&s->core, ncpu, &p);
+	if (r >= 0 && attribute)
+		r = tasks_tracker_init(&s->tasks, ncpu);
+	if (r >= 0)
+		r = cpu_sampler_step(s, NULL, 0); /* the first reading: no share yet */
+	if (r < 0) {
+		cpu_sampler_free(s);
+		return r;
+	}
+	*ret = s;
+	return 0;
+}
+
+void cpu_sampler_free(struct cpu_sampler *s)
+{
+	if (!s)
+		return;
+	if (s->fd >= 0)
+		close(s->fd);
+	if (s->attribute)
+		tasks_tracker_free(&s->tasks);
+	sampler_done(&s->core);
+	free(s->buf);
+	free(s->found);
+	free(s);
+}
+
+unsigned cpu_sampler_ncpu(const struct cpu_sampler *s)
+{
+	return s->core.ncpu;
+}
+
+const uint8_t *cpu_sampler_shares(const struct cpu_sampler *s)
+{
+	return s->core.shares;
+}
+
+/* A sampler burst (monotonic ms) as an event with CLOCK_REALTIME times. */
+static void make_event(const struct cpu_sampler *s, const struct sampler_burst *b,
+		       struct burst_event *ev)
+{
+	memset(ev, 0, sizeof(*ev));
+	ev->cpu = b->cpu;
+	ev->start_ms = (uint64_t)((int64_t)b->run.start_ms + s->rt_offset);
+	ev->end_ms = (uint64_t)((int64_t)b->run.end_ms + s->rt_offset);
+	ev->peak_pct = b->run.peak_pct;
+	ev->mean_pct = burst_mean(&b->run);
+	ev->metric = s->core.p.metric;
+}
+
+/* Thread attribution and IRQs for the @n events that just ended (already in @ev). */
+static void complete_events(struct cpu_sampler *s, uint64_t mono, struct burst_event *ev,
+			    size_t n)
+{
+	bool any = false;
+
+	for (unsigned c = 0; c < s->core.ncpu; c++) {
+		any |= s->core.watch[c];
+		if (s->attribute && s->core.started[c])
+			tasks_reset_core(&s->tasks, c);
+	}
+	if (s->attribute && any &&
+	    (n > 0 || !s->tasks.have_prev || mono - s->last_scan_ms >= SCAN_MS)) {
+		(void)tasks_scan(&s->tasks, s->hf, s->core.watch);
+		s->last_scan_ms = mono;
+	} else if (s->attribute && !any) {
+		tasks_forget(&s->tasks);
+	}
+	if (n > 0) {
+		struct irq_map *maps = NULL;
+		int nm = irq_map_all(s->hf, &maps);
+
+		for (size_t i = 0; i < n; i++) {
+			if (s->attribute)
+				ev[i].ntasks = tasks_take(&s->tasks, ev[i].cpu, ev[i].task,
+							  HISTORY_TASKS_MAX, ev[i].stack,
+							  sizeof(ev[i].stack));
+			if (nm > 0)
+				irq_served_by(maps, (size_t)nm, ev[i].cpu, ev[i].irqs,
+					      sizeof(ev[i].irqs));
+		}
+		free(maps);
+	}
+}
+
+/* Turns the sampler's @found bursts into events (at most @max) and completes them. */
+static int deliver(struct cpu_sampler *s, uint64_t mono, int found, struct burst_event *ret,
+		   size_t max)
+{
+	size_t n = (size_t)found < max ? (size_t)found : max;
+
+	if (n > HISTORY_ACTIVE_MAX)
+		n = HISTORY_ACTIVE_MAX;
+	for (size_t i = 0; i < n; i++)
+		make_event(s, &s->found[i], &ret[i]);
+	complete_events(s, mono, ret, n);
+	return found;
+}
+
+int cpu_sampler_step(struct cpu_sampler *s, struct burst_event *ret, size_t max)
+{
+	uint64_t mono = now_monotonic_ms();
+	int r;
+
+	s->rt_offset = (int64_t)now_realtime_ms() - (int64_t)mono;
+	r = read_stat(s);
+	if (r >= 0)
+		r = sampler_feed(&s->core, mono, s->buf, s->found, HISTORY_ACTIVE_MAX);
+	if (r < 0)
+		return r;
+	return deliver(s, mono, r, ret, max);
+}
+
+int cpu_sampler_finish(struct cpu_sampler *s, struct burst_event *ret, size_t max)
+{
+	int found = sampler_finish(&s->core, s->found, HISTORY_ACTIVE_MAX);
+
+	return deliver(s, now_monotonic_ms(), found, ret, max);
+}
+
+size_t cpu_sampler_active(const struct cpu_sampler *s, struct burst_event *ret, size_t max)
+{
+	struct sampler_burst b[HISTORY_ACTIVE_MAX];
+	size_t n = sampler_active(&s->core, b, max < HISTORY_ACTIVE_MAX ? max : HISTORY_ACTIVE_MAX);
+
+	for (size_t i = 0; i < n; i++)
+		make_event(s, &b[i], &ret[i]);
+	return n;
 }
 
 /* Samples inline for cpu.inline_window; appends bursts (ended or still going) to @ev. */
@@ -106,11 +252,11 @@ static int sample_inline(struct cz_ctx *ctx, struct burst_event *ev, size_t max,
 			 struct npd_result *res)
 {
 	const struct cz_config *cfg = &ctx->cfg;
-	struct sampler *s = NULL;
+	struct cpu_sampler *s = NULL;
 	uint64_t start = now_monotonic_ms(), next = start;
 	int r;
 
-	r = sampler_new(ctx, cfg->cpu.attribute_tasks, &s);
+	r = cpu_sampler_new(ctx, cfg->cpu.attribute_tasks, &s);
 	if (r < 0)
 		return npd_unknown(res, r, "cannot sample '%s/stat'", cfg->paths.proc);
 	while (next - start < cfg->cpu.inline_window_ms) {
@@ -124,14 +270,14 @@ static int sample_inline(struct cz_ctx *ctx, struct burst_event *ev, size_t max,
 			ts.tv_nsec = (long)((next - now) % 1000) * 1000000L;
 			nanosleep(&ts, NULL);
 		}
-		r = sampler_step(s, ev + *n, max - *n);
+		r = cpu_sampler_step(s, ev + *n, max - *n);
 		if (r > 0)
 			*n += (size_t)r < max - *n ? (size_t)r : max - *n;
 	}
-	r = sampler_finish(s, ev + *n, max - *n);
+	r = cpu_sampler_finish(s, ev + *n, max - *n);
 	if (r > 0)
 		*n += (size_t)r < max - *n ? (size_t)r : max - *n;
-	sampler_free(s);
+	cpu_sampler_free(s);
 	return NPD_OK;
 }
 

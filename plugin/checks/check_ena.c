@@ -14,16 +14,12 @@
 #include <stdarg.h>
 
 #include "checks/cz.h"
+#include "checks/check_ena.h"
 #include "checks/ena.h"
 #include "checks/ena_link.h"
 #include "base/state.h"
 #include "base/util.h"
 
-struct ena_lists ena_lists_from_config(const struct cz_config *cfg)
-{
-	return (struct ena_lists){ &cfg->ena.reset_counters, &cfg->ena.risk_counters,
-				   &cfg->ena.allowance_counters };
-}
 
 void ena_devices_free(struct ena_devices *d)
 {

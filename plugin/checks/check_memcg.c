@@ -10,6 +10,7 @@
 #include <fcntl.h>
 #include <sys/stat.h>
 
+#include "checks/check_memcg.h"
 #include "checks/cz.h"
 #include "checks/memcg.h"
 #include "base/state.h"
@@ -207,14 +208,15 @@ int check_memcg(struct cz_ctx *ctx, struct npd_result *res)
 	update_history(ctx, &r);
 	e = memcg_verdict(&r, &ctx->cfg, res);
 	if (e == NPD_PROBLEM && ctx->cfg.memcg.systemd_hints) {
-		/* only now is libsystemd worth loading: name the crash-looping unit */
+		/* only now is asking systemd worth it: name the crash-looping unit (a failure is
+		 * logged where it happened, "no restart hint: <why>") */
 		struct systemd_restarts sr;
-		char err[256];
 
-		if (systemd_restarts_update(ctx->cfg.systemd.bus, ctx->cfg.paths.state,
-					    now_realtime_ms(), &sr, err, sizeof(err)) < 0)
-			fprintf(stderr, "cpuzombie: no restart hint: %s\n", err);
-		else if (systemd_hint_format(&sr, r.hint, sizeof(r.hint)) > 0)
+		if (!ctx->restarts_update)
+			log_info("no restart hint: this binary does not talk to systemd");
+		else if (ctx->restarts_update(ctx->cfg.systemd.bus, ctx->cfg.paths.state,
+					      now_realtime_ms(), &sr) >= 0 &&
+			 systemd_hint_format(&sr, r.hint, sizeof(r.hint)) > 0)
 			e = memcg_verdict(&r, &ctx->cfg, res);
 	}
 	return e;

@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: MIT */
+/* The table of checks `cpuzombie check NAME` runs (cz.h). */
 #include "checks/cz.h"
 #include "base/util.h"
 

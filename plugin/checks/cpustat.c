@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: MIT */
+/* /proc/stat per-CPU rows and shares, the mpstat way (cpustat.h). */
 #include <errno.h>
 
 #include "checks/cpustat.h"

@@ -4,11 +4,14 @@
 
 /*
  * What every subcommand receives: the effective config (file, then command-line overrides), the
- * opened host roots and the common options. Built once by main.c.
+ * opened host roots and the common options. Built once by main.c. Also the table of checks
+ * (checks.c). The subcommands themselves are declared in cmd/cmd.h; each check's I/O edge, which
+ * the report and the agent share, in its own check_X.h.
  */
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "base/config.h"
 #include "host/hostfs.h"
@@ -21,6 +24,16 @@ enum cz_exit {
 	CZ_EXIT_ERROR = 2,   /* we could not do the job: bad usage, bad config, I/O */
 };
 
+struct systemd_restarts;
+
+/*
+ * The unit restart counts of host/systemd.h (systemd_restarts_update's signature): read over
+ * the bus, growth against the state file. Only the full binary talks to systemd; main.c sets
+ * cz_ctx.restarts_update there and leaves it NULL in the static check binary.
+ */
+typedef int (*cz_restarts_fn)(const char *bus, const char *state_dir, uint64_t now_ms,
+			      struct systemd_restarts *ret);
+
 struct cz_ctx {
 	struct cz_config cfg;
 	struct hostfs hf;
@@ -32,10 +45,8 @@ struct cz_ctx {
 	const char *svg_path;	 /* report --svg FILE */
 	int argc;		 /* positional arguments after the subcommand words */
 	char **argv;
+	cz_restarts_fn restarts_update; /* NULL: no systemd in this binary */
 };
-
-/* A subcommand: returns the process exit code. */
-typedef int (*cmd_fn)(struct cz_ctx *ctx);
 
 /*
  * A check: reads through ctx->hf, writes its verdict into @res and returns res->status. Never
@@ -60,20 +71,5 @@ int check_memcg(struct cz_ctx *ctx, struct npd_result *res);
 int check_ena(struct cz_ctx *ctx, struct npd_result *res);
 int check_ena_allowance(struct cz_ctx *ctx, struct npd_result *res);
 int check_cpu(struct cz_ctx *ctx, struct npd_result *res);
-
-/*
- * memcg_read - the I/O half of check memcg, shared with the report and the agent: fills *@r
- * (no state, no verdict). Returns NPD_OK, or NPD_UNKNOWN with the reason in @res.
- */
-struct memcg_reading;
-int memcg_read(struct cz_ctx *ctx, struct memcg_reading *r, struct npd_result *res);
-
-/* Subcommands (cmd_*.c). */
-int cmd_check(struct cz_ctx *ctx);
-int cmd_config(struct cz_ctx *ctx);
-int cmd_ena_diff(struct cz_ctx *ctx);
-int cmd_agent(struct cz_ctx *ctx);
-int cmd_kube_cycle(struct cz_ctx *ctx);
-int cmd_report(struct cz_ctx *ctx);
 
 #endif

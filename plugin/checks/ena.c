@@ -671,6 +671,12 @@ ssize_t ena_state_format(const struct ena_state *s, char **ret_buf)
 	return (ssize_t)size;
 }
 
+struct ena_lists ena_lists_from_config(const struct cz_config *cfg)
+{
+	return (struct ena_lists){ &cfg->ena.reset_counters, &cfg->ena.risk_counters,
+				   &cfg->ena.allowance_counters };
+}
+
 /* ---- the state files ---- */
 
 static int state_parse_cb(const char *payload, size_t len, void *obj)

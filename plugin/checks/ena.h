@@ -7,7 +7,7 @@
  * the configured counter lists in, a verdict out. No I/O, no clock (times are arguments).
  *
  * Counter classes (config ena.reset_counters / risk_counters / allowance_counters, defaults in
- * ena_counters.c from the driver's own semantics, see DESIGN.md):
+ * base/ena_defaults.c from the driver's own semantics, see DESIGN.md):
  *  - reset: the driver reset the device. Amazon's out-of-tree driver 2.10+ has `total_resets`
  *    plus one counter per reset reason (`suspected_poll_starvation` = NAPI scheduled but never
  *    ran: CPU starvation); the upstream driver has only `tx_timeout`, `wd_expired`,
@@ -30,12 +30,9 @@
 #include <sys/types.h>
 
 #include "base/config.h"
+#include "base/ena_defaults.h"
 #include "host/ethtool.h"
 
-/* Defaults of ena.reset_counters / risk_counters / allowance_counters; NULL-terminated. */
-extern const char *const ena_default_reset_counters[];
-extern const char *const ena_default_risk_counters[];
-extern const char *const ena_default_allowance_counters[];
 
 #define ENA_CONNTRACK_AVAILABLE "conntrack_allowance_available"
 #define ENA_MOVED_MAX 64
@@ -212,55 +209,6 @@ ssize_t ena_state_format(const struct ena_state *s, char **ret_buf);
 #define ENA_STATE_MAX (4u << 20) /* 64 devices x ~1000 filtered counters, with room */
 struct state_type;
 extern const struct state_type ena_reset_state, ena_allowance_state;
-
-/* ---- the checks' I/O edge (check_ena.c), with the kernel injected for tests ----------------- */
-
-struct npd_result;
-
-/* Devices read in one pass: the ENA-driver interfaces that are there now. */
-struct ena_devices {
-	size_t n;
-	struct ethtool_devdump d[ETHTOOL_MAX_DUMPS];
-	unsigned gone;			/* vanished or renamed while we read: skipped */
-	unsigned failed;		/* could not be read (other errors) */
-	int first_err;			/* -errno of the first failure */
-	char failed_if[ETHTOOL_IFNAME_MAX + 1];
-};
-
-/*
- * ena_read_devices - list interfaces through @ops and read every one whose driver is in
- * cfg->ena.drivers and, when cfg->ena.interfaces is not empty, whose name is listed (@only,
- * when not NULL/0, overrides both with explicit names). Returns 0 (*@ret filled; free with
- * ena_devices_free()) or -errno when the listing itself failed.
- */
-int ena_read_devices(const struct cz_config *cfg, const struct ethtool_ops *ops, char **only,
-		     size_t n_only, struct ena_devices *ret);
-
-/* ena_devices_free - free the dumps in @d. NULL-safe. */
-void ena_devices_free(struct ena_devices *d);
-
-/*
- * Where a device's queues are served and whether those CPUs were saturated. Asked only when a
- * device shows a reset or a risk, so a quiet node never pays for the IRQ map and burst log.
- * @get writes at most @max entries for interface @ifname and returns how many, or -errno
- * (then the cause names queues without CPUs).
- */
-struct ena_qc_source {
-	int (*get)(void *userdata, const char *ifname, struct ena_queue_cpu *ret, size_t max);
-	void *userdata;
-};
-
-/*
- * ena_check_resets / ena_check_allowance - `check ena` and `check ena-allowance` with the
- * kernel (@ops), the state directory and the clock (@now_ms) given, and @src tying queues to
- * CPUs (may be NULL). Lock, load, read (at most every ena.min_read_interval), compare, save,
- * and write the verdict into @res. Return res->status.
- */
-int ena_check_resets(const struct cz_config *cfg, const struct ethtool_ops *ops,
-		     const char *state_dir, uint64_t now_ms, const struct ena_qc_source *src,
-		     struct npd_result *res);
-int ena_check_allowance(const struct cz_config *cfg, const struct ethtool_ops *ops,
-			const char *state_dir, uint64_t now_ms, struct npd_result *res);
 
 /* ena_lists_from_config - the three lists of @cfg as a struct ena_lists. */
 struct ena_lists ena_lists_from_config(const struct cz_config *cfg);

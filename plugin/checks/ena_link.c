@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: MIT */
+/* Which CPUs serve an ENA device's queue IRQs, and their bursts (ena_link.h). */
 #include <errno.h>
 
 #include "checks/cz.h"

@@ -31,21 +31,16 @@
 #include <stdint.h>
 
 #include "base/config.h"
+#include "host/tasks.h" /* struct burst_task */
 
 #define HISTORY_EVENTS_MAX 256
-#define HISTORY_TASKS_MAX 5
+#define HISTORY_TASKS_MAX 5 /* tasks kept per burst */
 #define HISTORY_HEARTBEAT_MS 2000
 #define HISTORY_ACTIVE_MAX 64
 #define HISTORY_NO_SAMPLE 255
 #define HISTORY_FILE "cpu-history"
 #define HISTORY_BURSTS "cpu-bursts"
 #define HISTORY_HEARTBEAT "cpu-heartbeat"
-
-struct burst_task {
-	int pid, tid;
-	char comm[17];	   /* TASK_COMM_LEN 16 */
-	uint64_t stime_ms; /* system time on the burst's core during the burst */
-};
 
 struct burst_event {
 	unsigned cpu;

@@ -266,17 +266,21 @@ static const char *source_note(enum memcg_source s)
 	}
 }
 
+double memcg_ratio(const struct memcg_reading *r)
+{
+	return (double)r->dying / (double)(r->live ? r->live : 1);
+}
+
 int memcg_verdict(const struct memcg_reading *r, const struct cz_config *cfg,
 		  struct npd_result *res)
 {
-	uint64_t live = r->live ? r->live : 1;
-	double ratio = (double)r->dying / (double)live;
+	double ratio = memcg_ratio(r);
 	bool many = r->dying >= cfg->memcg.min_dying;
 	bool high = ratio >= cfg->memcg.max_ratio;
 	enum npd_status st = many && high ? NPD_PROBLEM : NPD_OK;
 	char rb[32], pb[32];
 
-	snprintf(rb, sizeof(rb), ratio >= 10 ? "x%.0f" : "x%.1f", ratio);
+	format_ratio(ratio, rb, sizeof(rb)); /* the shared spelling: check line, report, SVG */
 	/* Most important first: counts and ratio against the limits, then what explains them. */
 	if (st == NPD_PROBLEM)
 		npd_set(res, st, "%" PRIu64 " dying memcgs vs %" PRIu64 " live (%s >= x%g)",

@@ -96,6 +96,12 @@ struct memcg_reading {
 bool memcg_exposed(const struct memcg_reading *r);
 
 /*
+ * memcg_ratio - dying per live memcg, the number the verdict compares with max_ratio (no live
+ * memcg counts as one, so the ratio stays finite). Every output uses this one.
+ */
+double memcg_ratio(const struct memcg_reading *r);
+
+/*
  * memcg_verdict - problem when dying >= min_dying AND dying/live >= max_ratio (both, so a tiny
  * hierarchy with 80 dying / 3 live is not an alarm). Writes the one-line message, most
  * important first. Returns the status.

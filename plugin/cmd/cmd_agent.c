@@ -4,7 +4,7 @@
  * error; everything else comes from the config and the common options.
  */
 #include "agent/agent.h"
-#include "checks/cz.h"
+#include "cmd/cmd.h"
 #include "base/log.h"
 
 int cmd_agent(struct cz_ctx *ctx)

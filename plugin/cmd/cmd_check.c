@@ -5,7 +5,7 @@
  */
 #include <errno.h>
 
-#include "checks/cz.h"
+#include "cmd/cmd.h"
 #include "base/log.h"
 #include "base/npd.h"
 

@@ -4,7 +4,7 @@
  * FILE:LINE lines (exit 2). main.c has already loaded the file; it lands here only on success.
  * With -v the effective configuration is printed too.
  */
-#include "checks/cz.h"
+#include "cmd/cmd.h"
 
 int cmd_config(struct cz_ctx *ctx)
 {

@@ -14,7 +14,8 @@
 #include <fcntl.h>
 #include <inttypes.h>
 
-#include "checks/cz.h"
+#include "cmd/cmd.h"
+#include "checks/check_ena.h"
 #include "checks/ena.h"
 #include "base/fileio.h"
 #include "base/log.h"

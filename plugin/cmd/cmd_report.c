@@ -8,8 +8,9 @@
 #include <fcntl.h>
 #include <time.h>
 
+#include "checks/check_memcg.h"
 #include "checks/cpustat.h"
-#include "checks/cz.h"
+#include "cmd/cmd.h"
 #include "report/report.h"
 #include "base/log.h"
 #include "base/state.h"
@@ -45,10 +46,18 @@ static void gather_memcg(struct cz_ctx *ctx, struct report *r)
 	report_memcg_growth(r, ctx->cfg.paths.state);
 	r->canary_rc = canary_run(&ctx->hf, ctx->cfg.paths.state, ctx->cfg.memcg.latency_canary_ms,
 				  r->now_ms, &r->canary);
-	if (ctx->cfg.memcg.systemd_hints)
-		r->restarts_rc = systemd_restarts_update(ctx->cfg.systemd.bus, ctx->cfg.paths.state,
-							 r->now_ms, &r->restarts, r->restarts_err,
-							 sizeof(r->restarts_err));
+	if (ctx->cfg.memcg.systemd_hints && !ctx->restarts_update) {
+		r->restarts_rc = -ENOSYS;
+		snprintf(r->restarts_err, sizeof(r->restarts_err),
+			 "the static check binary does not talk to systemd");
+	} else if (ctx->cfg.memcg.systemd_hints) {
+		r->restarts_rc = ctx->restarts_update(ctx->cfg.systemd.bus, ctx->cfg.paths.state,
+						      r->now_ms, &r->restarts);
+		if (r->restarts_rc < 0)
+			snprintf(r->restarts_err, sizeof(r->restarts_err),
+				 "systemd on bus '%.160s': %.64s", ctx->cfg.systemd.bus,
+				 strerror(-r->restarts_rc));
+	}
 }
 
 static int read_stat(struct cz_ctx *ctx, char *buf, size_t size, struct cpustat_core *c,

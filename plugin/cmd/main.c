@@ -8,7 +8,10 @@
 #include <stdarg.h>
 #include <sys/stat.h>
 
-#include "checks/cz.h"
+#include "cmd/cmd.h"
+#ifndef CZ_CHECK_BINARY
+#include "host/systemd.h"
+#endif
 #include "base/log.h"
 #include "base/util.h"
 
@@ -17,6 +20,26 @@ struct cmd {
 	cmd_fn run;
 	const char *usage;
 };
+
+/*
+ * The static check binary (cpuzombie-check: this file built with CZ_CHECK_BINARY) holds only
+ * the offline subcommands: it links no libcurl and no libsystemd. An online one (ONLINE(fn))
+ * answers there with one line and exit 2 instead of running.
+ */
+#ifdef CZ_CHECK_BINARY
+static const char *online_name;
+
+static int cmd_online_only(struct cz_ctx *ctx)
+{
+	fprintf(stderr, "cpuzombie: '%s' is not in this binary (the static check binary runs "
+			"checks, report, ena-diff and config check); run the full cpuzombie\n",
+		online_name);
+	return CZ_EXIT_ERROR;
+}
+#define ONLINE(fn) cmd_online_only
+#else
+#define ONLINE(fn) fn
+#endif
 
 /* One row per subcommand. */
 static const struct cmd cmds[] = {
@@ -32,9 +55,14 @@ static const struct cmd cmds[] = {
 	  "ena-diff BEFORE AFTER | ena-diff BEFORE - | ena-diff - [IF...]\n"
 	  "    ENA verdict from two saved `ethtool -S` texts (AFTER '-': read now); exit 0 no\n"
 	  "    reset, 1 reset or risk, 2 bad input. '- [IF...]' prints the live counters instead.\n" },
-	{ "agent", cmd_agent, "agent [--once]\n    Sample per-core CPU every cpu.interval into --run-dir (bursts, history, heartbeat)\n    until SIGTERM; --once: one cycle of cpu.inline_window, then exit.\n" },
+	{ "explain", cmd_explain,
+	  "explain FILE|- [--json]\n"
+	  "    Kernel log text (dmesg, dmesg -T/-H, journalctl -k, syslog, /dev/kmsg) into what\n"
+	  "    happened: ENA resets with cause, queue and the lockup that starved them, and a\n"
+	  "    timeline; exit 1 reset/lockup found, 0 none, 2 unreadable input.\n" },
+	{ "agent", ONLINE(cmd_agent), "agent [--once]\n    Sample per-core CPU every cpu.interval into --run-dir (bursts, history, heartbeat)\n    until SIGTERM; --once: one cycle of cpu.inline_window, then exit.\n" },
 	{ "report", cmd_report, "report [--json|--svg FILE]\n    Everything this node says, in one screen: memcg, cores, NICs, conditions; exit 1\n    when a condition is True. --json: one JSON document; --svg: per-core heatmap.\n" },
-	{ "kube-cycle", cmd_kube_cycle, NULL }, /* hidden: developer/test driver of kube_agent */
+	{ "kube-cycle", ONLINE(cmd_kube_cycle), NULL }, /* hidden: developer/test driver of kube_agent */
 	{ NULL, NULL, NULL },
 };
 
@@ -217,7 +245,7 @@ static int fail(const struct cmd *c, const char *msg)
 
 int main(int argc, char **argv)
 {
-	struct cz_ctx ctx = { 0 };
+	static struct cz_ctx ctx; /* static: ~160 KiB (the config), not zeroed on the stack per exec */
 	struct opts o = { 0 };
 	static char errs[8192]; /* static: not probed page by page on every exec */
 	const struct cmd *c = NULL;
@@ -260,6 +288,9 @@ int main(int argc, char **argv)
 	ctx.svg_path = o.svg;
 	ctx.argc = argc - first - r;
 	ctx.argv = argv + first + r;
+#ifndef CZ_CHECK_BINARY
+	ctx.restarts_update = systemd_restarts_update;
+#endif
 	if (load_config(&ctx, &o, errs, sizeof(errs)) < 0) {
 		/* NPD shows only stdout: lead with the first error, which names file, line and key */
 		char msg[NPD_MSG_MAX];
@@ -275,6 +306,12 @@ int main(int argc, char **argv)
 			 more ? " (and more: cpuzombie config check)" : "");
 		return fail(c, msg);
 	}
+#ifdef CZ_CHECK_BINARY
+	if (c->run == cmd_online_only) {
+		online_name = c->name;
+		return c->run(&ctx);
+	}
+#endif
 	r = hostfs_open(&ctx.hf, ctx.cfg.paths.proc, ctx.cfg.paths.sys);
 	if (r < 0) {
 		fprintf(stderr, "cpuzombie: bad --proc-root or --sys-root\n");

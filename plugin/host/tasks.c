@@ -285,21 +285,25 @@ static int cmp_top(const void *a, const void *b)
 	return (x->stime_ms < y->stime_ms) - (x->stime_ms > y->stime_ms);
 }
 
-void tasks_take(struct tasks_tracker *t, unsigned cpu, struct burst_event *ev)
+size_t tasks_take(struct tasks_tracker *t, unsigned cpu, struct burst_task *ret, size_t max,
+		  char *stack, size_t stack_size)
 {
 	struct tasks_core *c;
+	size_t n = 0;
 
-	ev->ntasks = 0;
-	ev->stack[0] = '\0';
+	if (stack_size > 0)
+		stack[0] = '\0';
 	if (cpu >= t->ncpu)
-		return;
+		return 0;
 	c = &t->core[cpu];
 	qsort(c->top, c->n, sizeof(c->top[0]), cmp_top);
-	for (size_t i = 0; i < c->n && ev->ntasks < HISTORY_TASKS_MAX; i++) {
-		ev->task[ev->ntasks] = c->top[i];
-		ev->task[ev->ntasks].stime_ms = c->top[i].stime_ms * 1000 / (uint64_t)t->hz;
-		ev->ntasks++;
+	for (size_t i = 0; i < c->n && n < max; i++) {
+		ret[n] = c->top[i];
+		ret[n].stime_ms = c->top[i].stime_ms * 1000 / (uint64_t)t->hz;
+		n++;
 	}
-	memcpy(ev->stack, c->stack, sizeof(ev->stack));
+	if (stack_size > 0)
+		snprintf(stack, stack_size, "%s", c->stack);
 	tasks_reset_core(t, cpu);
+	return n;
 }

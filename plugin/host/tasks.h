@@ -20,11 +20,18 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "checks/history.h"
 #include "host/hostfs.h"
 
 #define TASKS_MAX 262144 /* threads per scan; the rest are not looked at */
-#define TASKS_TOP 16	 /* candidates kept per core before the top HISTORY_TASKS_MAX */
+#define TASKS_TOP 16	 /* candidates kept per core before tasks_take() picks the top */
+
+/* A thread that ran on a hot core (a burst's culprits, in the burst log). */
+struct burst_task {
+	int pid, tid;
+	char comm[17];	   /* TASK_COMM_LEN 16 */
+	uint64_t stime_ms; /* system time on the burst's core during the burst */
+};
+
 
 struct task_stat {
 	int pid, tid;
@@ -91,9 +98,11 @@ void tasks_forget(struct tasks_tracker *t);
 void tasks_reset_core(struct tasks_tracker *t, unsigned cpu);
 
 /*
- * tasks_take - the top threads of @cpu (most stime first, at most HISTORY_TASKS_MAX, stime in
- * ms) and its last stack into @ev; then resets the core.
+ * tasks_take - the top threads of @cpu (most stime first, at most @max, stime in ms) into @ret
+ * and its last stack into @stack (@stack_size bytes, "" when none); then resets the core.
+ * Returns the number of threads written.
  */
-void tasks_take(struct tasks_tracker *t, unsigned cpu, struct burst_event *ev);
+size_t tasks_take(struct tasks_tracker *t, unsigned cpu, struct burst_task *ret, size_t max,
+		  char *stack, size_t stack_size);
 
 #endif

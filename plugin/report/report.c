@@ -8,6 +8,7 @@
 #include <time.h>
 
 #include "checks/cpustat.h"
+#include "report/advice.h"
 #include "report/report.h"
 #include "base/state.h"
 #include "base/util.h"
@@ -66,6 +67,21 @@ char *report_perf_cmd(unsigned cpu, uint64_t dur_ms, char *buf, size_t size)
 
 	s = s < 10 ? 10 : s > 300 ? 300 : s;
 	snprintf(buf, size, "perf record -C %u -g -- sleep %llu", cpu, (unsigned long long)s);
+	return buf;
+}
+
+char *report_format_tasks(const struct burst_event *ev, char *buf, size_t size)
+{
+	size_t off = 0;
+
+	if (size > 0)
+		buf[0] = '\0';
+	for (size_t k = 0; k < ev->ntasks && k < HISTORY_TASKS_MAX && off < size; k++) {
+		int w = snprintf(buf + off, size - off, "%s%s[%d] %.1fs", k ? ", " : "",
+				 ev->task[k].comm, ev->task[k].tid,
+				 (double)ev->task[k].stime_ms / 1000.0);
+		off += w > 0 ? (size_t)w : 0;
+	}
 	return buf;
 }
 
@@ -201,7 +217,8 @@ static void print_canary(const struct report *r, FILE *out)
 		return;
 	}
 	if (r->canary_rc < 0) {
-		fprintf(out, "  canary     unavailable: %s\n", strerror(-r->canary_rc));
+		fprintf(out, "  canary     unavailable: %s; %s\n", strerror(-r->canary_rc),
+			advice_canary(r->canary_rc));
 		return;
 	}
 	if (r->canary.err < 0)
@@ -222,7 +239,7 @@ static void print_canary(const struct report *r, FILE *out)
 static void print_memcg(const struct report *r, FILE *out)
 {
 	const struct memcg_reading *m = &r->memcg;
-	char b[32], hint[512];
+	char b[32], hint[512], ratio[32];
 
 	if (r->memcg_rc != NPD_OK) {
 		fprintf(out, "MEMCG\n  unknown: %s\n", r->memcg_err);
@@ -230,8 +247,8 @@ static void print_memcg(const struct report *r, FILE *out)
 	}
 	fprintf(out, "MEMCG  (%s)\n", source_name(m->source));
 	fprintf(out, "  live       %llu\n", (unsigned long long)m->live);
-	fprintf(out, "  dying      %llu   ratio x%.1f   (problem at >= %llu dying and >= x%g)\n",
-		(unsigned long long)m->dying, m->live ? (double)m->dying / (double)m->live : 0.0,
+	fprintf(out, "  dying      %llu   ratio %s   (problem at >= %llu dying and >= x%g)\n",
+		(unsigned long long)m->dying, format_ratio(memcg_ratio(m), ratio, sizeof(ratio)),
 		(unsigned long long)r->cfg->memcg.min_dying, r->cfg->memcg.max_ratio);
 	if (m->has_growth)
 		fprintf(out, "  growth     %+.0f/h\n", m->growth_per_hour);
@@ -253,23 +270,18 @@ static void print_memcg(const struct report *r, FILE *out)
 	} else if (r->restarts_rc == 0) {
 		fprintf(out, "  restarts   no service unit has restarted\n");
 	} else if (r->restarts_rc < 0) {
-		fprintf(out, "  restarts   unavailable: %s\n", r->restarts_err);
+		fprintf(out, "  restarts   unavailable: %s; %s\n", r->restarts_err,
+			advice_restarts(r->restarts_rc));
 	}
 }
 
 static void print_burst(const struct report *r, const struct burst_event *ev, bool ongoing,
 			FILE *out)
 {
-	char t1[16], t2[16], d[32], cmd[96], tasks[256] = "";
+	char t1[16], t2[16], d[32], cmd[96], tasks[256];
 	uint64_t dur = ev->end_ms > ev->start_ms ? ev->end_ms - ev->start_ms : 0;
-	size_t off = 0;
 
-	for (size_t k = 0; k < ev->ntasks && off < sizeof(tasks); k++) {
-		int w = snprintf(tasks + off, sizeof(tasks) - off, "%s%s[%d] %.1fs", k ? ", " : "",
-				 ev->task[k].comm, ev->task[k].tid,
-				 (double)ev->task[k].stime_ms / 1000.0);
-		off += w > 0 ? (size_t)w : 0;
-	}
+	report_format_tasks(ev, tasks, sizeof(tasks));
 	fprintf(out, "  cpu%-4u %s  %6.1fs%s %4.0f%% %4.0f%%  %s\n", ev->cpu,
 		utc_hms(ev->start_ms, t1, sizeof(t1)), (double)dur / 1000.0, ongoing ? "+" : " ",
 		ev->peak_pct, ev->mean_pct, ev->ntasks ? tasks : "-");
@@ -287,7 +299,8 @@ static void print_now(const struct report *r, FILE *out)
 	unsigned shown = 0, hot = 0;
 
 	if (!r->has_now) {
-		fprintf(out, "  now: unknown (no sampler history and /proc/stat unreadable)\n");
+		fprintf(out, "  now: unknown (no sampler history and /proc/stat unreadable): start "
+			     "`cpuzombie agent`, or pass the host's /proc with --proc-root\n");
 		return;
 	}
 	fprintf(out, "  now:");
@@ -316,8 +329,8 @@ static void print_cores(const struct report *r, FILE *out)
 		fprintf(out, "  sampler: not running (no heartbeat in the run dir): bursts and "
 			     "heatmap need `cpuzombie agent`\n");
 	else if (r->hb->stopped || r->hb->time_ms + 3 * HISTORY_HEARTBEAT_MS < r->now_ms)
-		fprintf(out, "  sampler: stopped, last heartbeat %s\n",
-			utc_hms(r->hb->time_ms, t, sizeof(t)));
+		fprintf(out, "  sampler: stopped, last heartbeat %s: (re)start `cpuzombie agent` for "
+			     "bursts after it\n", utc_hms(r->hb->time_ms, t, sizeof(t)));
 	print_now(r, out);
 	fprintf(out, "  BURSTS since %s: %zu\n", utc_hms(r->since_ms, t, sizeof(t)), r->nbursts);
 	if (r->nbursts)
@@ -328,8 +341,8 @@ static void print_cores(const struct report *r, FILE *out)
 	if (r->hist_rc > 0)
 		(void)report_heatmap(r, REPORT_HEAT_COLS, out);
 	else
-		fprintf(out, "  heatmap: no history (%s)\n",
-			r->hist_rc == 0 ? "empty" : strerror(-r->hist_rc));
+		fprintf(out, "  heatmap: no history (%s): %s\n",
+			r->hist_rc == 0 ? "empty" : strerror(-r->hist_rc), advice_history(r->hist_rc));
 }
 
 int report_heatmap(const struct report *r, unsigned cols, FILE *out)
@@ -452,7 +465,8 @@ static void print_nics(const struct report *r, FILE *out)
 {
 	fprintf(out, "NICS\n");
 	if (r->maps_rc < 0 && r->maps_rc != -ENOENT)
-		fprintf(out, "  IRQ map unavailable: %s\n", strerror(-r->maps_rc));
+		fprintf(out, "  IRQ map unavailable: %s; %s\n", strerror(-r->maps_rc),
+			advice_irq_map(r->maps_rc));
 	for (size_t i = 0; i < r->nmaps; i++) {
 		const struct irq_map *m = &r->maps[i];
 
@@ -478,7 +492,8 @@ static void print_nics(const struct report *r, FILE *out)
 	if (r->nmaps == 0 && r->ena.n == 0)
 		fprintf(out, "  no NIC with IRQs found\n");
 	if (r->ena_rc < 0 && r->ena_rc != -ENOENT)
-		fprintf(out, "  ENA state unreadable: %s\n", strerror(-r->ena_rc));
+		fprintf(out, "  ENA state unreadable: %s; %s\n", strerror(-r->ena_rc),
+			advice_ena_state(r->ena_rc));
 }
 
 int report_print(const struct report *r, FILE *out)

@@ -99,6 +99,13 @@ enum npd_status report_worst(const struct report *r);
  */
 char *report_perf_cmd(unsigned cpu, uint64_t dur_ms, char *buf, size_t size);
 
+/*
+ * report_format_tasks - pure: a burst's top tasks as "kubelet[815] 9.0s, systemd[1] 0.1s" (comm,
+ * TID, system time on the core), the one spelling of the screen and the SVG. Cut to @size.
+ * Returns @buf ("" without tasks).
+ */
+char *report_format_tasks(const struct burst_event *ev, char *buf, size_t size);
+
 /* report_heat_char - pure: one terminal cell for a share (0..100; HISTORY_NO_SAMPLE is '?'). */
 char report_heat_char(uint8_t pct);
 

@@ -2,6 +2,7 @@
 /* `cpuzombie report --json`: the model of report.h as one JSON document (json-c). */
 #include <errno.h>
 
+#include "report/advice.h"
 #include "report/report.h"
 #include "base/util.h"
 
@@ -69,6 +70,8 @@ static json_object *restarts(const struct report *r)
 	}
 	add(o, "units", a);
 	add(o, "error", r->restarts_rc < 0 ? jstr(r->restarts_err) : NULL);
+	if (r->restarts_rc < 0) /* what to do about it, as the text line says */
+		add(o, "advice", jstr(advice_restarts(r->restarts_rc)));
 	return o;
 }
 
@@ -102,7 +105,8 @@ static json_object *memcg(const struct report *r)
 	add(o, "source", jstr(src[m->source]));
 	add(o, "live", ju64(m->live));
 	add(o, "dying", ju64(m->dying));
-	add(o, "ratio", json_object_new_double(m->live ? (double)m->dying / (double)m->live : 0));
+	/* rounded as the check line and the text print it ("x1070" -> 1070) */
+	add(o, "ratio", json_object_new_double(ratio_rounded(memcg_ratio(m))));
 	add(o, "growth_per_hour", m->has_growth ? json_object_new_double(m->growth_per_hour) : NULL);
 	add(o, "percpu_bytes", m->has_percpu ? ju64(m->percpu_bytes) : NULL);
 	if (m->has_kernel) {

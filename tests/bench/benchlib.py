@@ -82,16 +82,16 @@ def measure(argv, n=40, batches=5, env=None, rss=True):
             "execs": n * batches}
 
 
-def noop_binary(builddir):
+def noop_binary(builddir, static=False):
     """A do-nothing C binary built like ours (PIE, full RELRO): the fork+exec floor every NPD
-    plugin pays."""
+    plugin pays. @static: linked -static-pie like cpuzombie-check (no loader, no libc.so)."""
     os.makedirs(builddir, exist_ok=True)
     src = os.path.join(builddir, "noop.c")
-    out = os.path.join(builddir, "noop")
+    out = os.path.join(builddir, "noop-static" if static else "noop")
     with open(src, "w") as f:
         f.write("int main(void) { return 0; }\n")
-    subprocess.run(["cc", "-O2", "-fPIE", "-pie", "-Wl,-z,relro,-z,now", "-o", out, src],
-                   check=True)
+    subprocess.run(["cc", "-O2", "-fPIE", "-static-pie" if static else "-pie",
+                    "-Wl,-z,relro,-z,now", "-o", out, src], check=True)
     return out
 
 

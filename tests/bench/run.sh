@@ -2,11 +2,14 @@
 # make bench: every benchmark of tests/bench, one report on stdout (markdown). Not a timed test:
 # it prints tables of measured ratios against the floor and the naive alternatives, all measured
 # in the same run. Needs root for the dying-memcg curve (skipped with a note otherwise).
-#   run.sh BINARY          BENCH_N (execs per batch, 40), BENCH_AGENT_SECONDS (120),
-#                          BENCH_MEMCG_SIZES, BENCH_LIVE_SIZES, BENCH_CPU_SIZES (comma lists)
+#   run.sh BINARY [CHECK_BINARY]
+#                          BENCH_N (execs per batch, 40), BENCH_AGENT_SECONDS (120),
+#                          BENCH_MEMCG_SIZES, BENCH_LIVE_SIZES, BENCH_CPU_SIZES (comma lists),
+#                          BENCH_ONLY (e.g. "bench_checks.py": only these parts)
 set -u
-bin=${1:?usage: run.sh BINARY}
+bin=${1:?usage: run.sh BINARY [CHECK_BINARY]}
 bin=$(readlink -f "$bin")
+check=$(readlink -f "${2:-$(dirname "$bin")/cpuzombie-check}")
 here=$(cd "$(dirname "$0")" && pwd)
 "$here/install-bench-deps.sh" || exit 1
 out=$(mktemp -d /tmp/cz-bench.XXXXXX)
@@ -23,7 +26,7 @@ echo "CPU = user + kernel time from the kernel's accounting; every figure a medi
 echo "(range = min-max of the batch means), every ratio measured in this run."
 rc=0
 start=$(date +%s)
-for b in bench_checks.py bench_agent.py bench_scale.py bench_zbudget.py; do
+for b in ${BENCH_ONLY:-bench_checks.py bench_agent.py bench_scale.py bench_zbudget.py}; do
 	t0=$(date +%s)
 	case $b in
 	bench_checks.py) echo; echo "## Per invocation: every check vs the exec floor and naive plugins" ;;
@@ -32,7 +35,7 @@ for b in bench_checks.py bench_agent.py bench_scale.py bench_zbudget.py; do
 	bench_zbudget.py) echo; echo "## NPD CPU budget (from the per-exec costs above)" ;;
 	esac
 	echo
-	/usr/bin/python3 "$here/$b" "$bin" || { rc=1; echo "($b failed)"; }
+	/usr/bin/python3 "$here/$b" "$bin" "$check" || { rc=1; echo "($b failed)"; }
 	echo >&2 "bench: $b took $(($(date +%s) - t0)) s"
 done
 echo

@@ -90,6 +90,17 @@ def _burning(cpu):
                 f.write(saved)
 
 
+def burn_lock():
+    """The machine-wide burn lock, for a test that must own the core for longer than one burn
+    (use burning_locked() inside it)."""
+    return _burn_lock()
+
+
+def burning_locked(cpu):
+    """burning() for a caller that already holds burn_lock()."""
+    return _burning(cpu)
+
+
 def burn(cpu, seconds):
     """Burn @cpu for @seconds; returns the burner's PID."""
     with burning(cpu) as p:

@@ -52,9 +52,14 @@ def helm(*args, check=True):
     return p
 
 
-def render(variant="default", extra=()):
+# How manifests/cpuzombie.yaml is rendered (tests/tools/render-manifests.sh): the release
+# namespace cpuzombie, with its Namespace object.
+MANIFEST_ARGS = ("-n", "cpuzombie", "--set", "createNamespace=true")
+
+
+def render(variant="default", extra=(), ns_args=MANIFEST_ARGS):
     """helm template of the chart for a values variant: (text, [objects])."""
-    p = helm("template", "cpuzombie", CHART, *VARIANTS[variant], *extra)
+    p = helm("template", "cpuzombie", CHART, *ns_args, *VARIANTS[variant], *extra)
     return p.stdout, [d for d in yaml.safe_load_all(p.stdout) if d]
 
 

@@ -279,9 +279,9 @@ def test_npd_rules_point_where_the_init_container_puts_the_binary(rendered):
     npd_mounts = {m["name"]: m for m in npd["volumeMounts"]}
     assert npd_mounts["plugin"]["mountPath"] == "/opt/cpuzombie"
     assert npd_mounts["plugin"]["readOnly"] is True
-    # the image's layout (bundle-plugin.sh PREFIX /opt/cpuzombie) puts the binary at bin/
+    # the image's layout puts the static check binary at /opt/cpuzombie/bin/cpuzombie
     df = open(os.path.join(ROOT, "manifests", "image", "Dockerfile")).read()
-    assert "bundle-plugin build/cpuzombie /opt/cpuzombie" in df
+    assert "install -D -m 0755 build/cpuzombie-check /opt/cpuzombie/bin/cpuzombie" in df
     assert "COPY --from=build /opt/cpuzombie /opt/cpuzombie" in df
     for f in npd_files():
         for r in json.load(open(f))["rules"]:
@@ -316,9 +316,27 @@ def test_rule_and_agent_flags_are_the_binarys(cz, rendered):
         assert sub in re.search(r"^cpuzombie check (\S+)", top, re.M).group(1).split("|")
 
 
-def _bundle(cz_bin, root):
-    subprocess.run([os.path.join(ROOT, "manifests", "image", "bundle-plugin.sh"), cz_bin,
-                    "/opt/cpuzombie", str(root)], check=True, capture_output=True, text=True)
+def _check_bin():
+    """The static check binary of the build under test (what the image puts in /opt)."""
+    build = os.environ.get("CZ_BUILD") or os.path.join(ROOT, "build")
+    return os.path.join(build, "cpuzombie-check")
+
+
+def _is_static(path):
+    """True when the ELF file at @path has no PT_INTERP (needs no loader, no shared objects)."""
+    p = subprocess.run(["readelf", "-lW", path], capture_output=True, text=True, check=True)
+    d = subprocess.run(["readelf", "-dW", path], capture_output=True, text=True, check=True)
+    return "INTERP" not in p.stdout and "(NEEDED)" not in d.stdout
+
+
+def _bundle(check_bin, root):
+    """Lay the check binary out as the image does: one file, /opt/cpuzombie/bin/cpuzombie."""
+    os.makedirs(os.path.join(root, "opt", "cpuzombie", "bin"))
+    shutil.copy2(check_bin, os.path.join(root, "opt", "cpuzombie", "bin", "cpuzombie"))
+
+
+class HostCmd(list):
+    """A command of _in_pod_layout run outside the chroot (the agent's own container)."""
 
 
 def _in_pod_layout(root, cfg, cmds, timeout=60):
@@ -337,7 +355,10 @@ def _in_pod_layout(root, cfg, cmds, timeout=60):
         lines.append("mount --rbind %s %s/%s" % (src, root, dst))
     lines.append("set +e")
     for c in cmds:
-        lines.append("chroot %s %s; echo \"rc=$?\"" % (root, " ".join(q(a) for a in c)))
+        if isinstance(c, HostCmd):  # another container sharing the volumes: not chrooted
+            lines.append("%s; echo \"rc=$?\"" % " ".join(q(a) for a in c))
+        else:
+            lines.append("chroot %s %s; echo \"rc=$?\"" % (root, " ".join(q(a) for a in c)))
     env = {"PATH": "/usr/bin:/bin:/usr/sbin:/sbin",
            "ASAN_OPTIONS": "detect_leaks=1:abort_on_error=0",
            "UBSAN_OPTIONS": "print_stacktrace=1:halt_on_error=1"}
@@ -356,25 +377,41 @@ def _in_pod_layout(root, cfg, cmds, timeout=60):
 
 @needs_root
 def test_npd_rules_run_in_the_pod_layout(cz_bin, rendered, tmp_path):
-    """The binary as the init container hands it over (bundle-plugin.sh: own loader and libc)
-    runs every NPD rule, path and args exactly as in config/npd, chrooted into a tree that has
-    nothing but what the NPD container mounts, against this machine's real /proc and /sys.
-    Then the agent command (--once) fills the shared run dir and check cpu sees its sampler."""
+    """The static check binary as the init container hands it over (one file, no loader, no
+    libc) runs every NPD rule, path and args exactly as in config/npd, chrooted into a tree that
+    has nothing but what the NPD container mounts, against this machine's real /proc and /sys.
+    Then the agent (the full binary, in its own container: here outside the chroot, sharing the
+    run dir) runs one cycle, and check cpu in the chroot sees its sampler."""
+    check_bin = _check_bin()
+    if not _is_static(check_bin):
+        pytest.skip("%s is not static (an ASan+UBSan build links dynamically): the static one "
+                    "is tested by the plain build" % check_bin)
     root = tmp_path / "pod"
-    _bundle(cz_bin, root)
+    _bundle(check_bin, root)
     assert sorted(os.listdir(root)) == ["opt"]          # no /lib, no /usr: nothing borrowed
     rules = [r for f in npd_files() for r in json.load(open(f))["rules"]]
     cmds = [[r["path"], *r["args"]] for r in rules]
     agent = container(pod_spec(rendered["default"]), "agent")["command"]
-    agent_cmd = [PLUGIN_BIN, *agent[1:], "--once"]
+    assert agent[0] == "/usr/local/bin/cpuzombie" and agent[1:3] == \
+        ["--config", "/etc/cpuzombie/cpuzombie.yaml"]
+    # the agent container's view: the same config, the host's /proc and /sys, the shared run dir
+    agent_cmd = HostCmd([cz_bin, "--config", str(root / "etc/cpuzombie/cpuzombie.yaml"),
+                         "--proc-root", "/proc", "--sys-root", "/sys",
+                         "--run-dir", str(root / "run/cpuzombie"),
+                         "--state-dir", str(tmp_path / "agent-state"), *agent[3:], "--once"])
+    refused = [PLUGIN_BIN, "--config", "/etc/cpuzombie/cpuzombie.yaml", "agent", "--once"]
     cpu_rule = [r for r in rules if check_of(r) == "cpu"][0]
-    cmds += [agent_cmd, [cpu_rule["path"], *cpu_rule["args"]]]
+    cmds += [refused, agent_cmd, [cpu_rule["path"], *cpu_rule["args"]]]
     res, err = _in_pod_layout(str(root), rendered_config(rendered["default"]), cmds,
                               timeout=120)
     assert len(res) == len(cmds), err
     for (rc, out), c in zip(res, cmds):
         if c is agent_cmd:
             assert rc == 0, (c, out, err)
+            continue
+        if c is refused:   # the static binary has no agent: one line on stderr, exit 2
+            assert rc == 2 and out == [], (c, rc, out, err)
+            assert "'agent' is not in this binary" in err, err
             continue
         assert rc in (0, 1), (c, rc, out, err)         # a verdict, never "could not tell"
         assert len(out) == 1 and all(32 <= ord(ch) < 127 for ch in out[0]), (c, out)
@@ -431,7 +468,7 @@ def test_rbac_source_calls_are_the_table():
     A new API call in the Kubernetes code fails here until the roles (and CALLS) cover it."""
     sites = {}
     for f in ("kube.c", "kube_agent.c", "remediate.c"):
-        src = open(os.path.join(ROOT, "plugin", f)).read()
+        src = open(glob.glob(os.path.join(ROOT, "plugin", "*", f))[0]).read()
         sites[f] = len(re.findall(r"kube_(?:request|json)\(\s*\w+->kc\b|kube_json\(kc,", src))
         for cf, method, shape, *_ in CALLS:
             if cf == f:
@@ -454,6 +491,37 @@ def test_rbac_is_exactly_what_the_code_and_npd_call(rendered):
     assert not find(d, "ClusterRole", "cpuzombie-remediation")       # remediation off: no role
     _, ns = render("remediation", ["--set", "config.remediation.lease_namespace=cz-budget"])
     assert one(ns, "Role", "cpuzombie-budget")["metadata"]["namespace"] == "cz-budget"
+
+
+@pytest.mark.parametrize("variant", sorted(VARIANTS))
+def test_installs_into_the_release_namespace(variant):
+    """`helm install -n monitoring`: every namespaced object in monitoring (the budget Role in
+    remediation.lease_namespace, which is its own setting), every binding's subject and the
+    admission policy's service account follow; no Namespace object unless asked for."""
+    _, objs = render(variant, ns_args=("-n", "monitoring"))
+    assert not find(objs, "Namespace")
+    for o in objs:
+        if o["kind"] in CLUSTER_SCOPED:
+            assert "namespace" not in o["metadata"], o["kind"]
+        elif (o["kind"], o["metadata"]["name"]) in (("Role", "cpuzombie-budget"),
+                                                    ("RoleBinding", "cpuzombie-budget")):
+            assert o["metadata"]["namespace"] == "kube-system"
+        else:
+            assert o["metadata"]["namespace"] == "monitoring", (o["kind"], o["metadata"])
+    for b in find(objs, "ClusterRoleBinding") + find(objs, "RoleBinding"):
+        assert b["subjects"] == [{"kind": "ServiceAccount", "name": "cpuzombie",
+                                  "namespace": "monitoring"}]
+    pol = json.dumps(one(objs, "ValidatingAdmissionPolicy")["spec"])
+    assert "system:serviceaccount:monitoring:cpuzombie" in pol
+    assert "system:serviceaccount:cpuzombie:" not in pol
+    # asked for: the Namespace is the release's, with the label the pod needs
+    _, objs = render(variant, ns_args=("-n", "monitoring", "--set", "createNamespace=true"))
+    ns = one(objs, "Namespace")
+    assert ns["metadata"]["name"] == "monitoring"
+    assert ns["metadata"]["labels"]["pod-security.kubernetes.io/enforce"] == "privileged"
+    # the old value is refused by the schema, not silently ignored
+    p = helm("template", "x", CHART, "--set", "namespace=monitoring", check=False)
+    assert p.returncode != 0 and "namespace" in p.stderr
 
 
 # --- admission policy ----------------------------------------------------------------------------
@@ -683,9 +751,9 @@ def test_systemd_units_verify(cz_bin, tmp_path):
 
 
 def test_image_recipe_uses_what_exists():
-    """No container engine runs here: the Dockerfile is untested as a build. What can be
-    checked: every file it copies exists, it builds with the project's make, ships the bundle
-    the DaemonSet's init container copies and the agent binary its command names."""
+    """The recipe's text: every file it copies exists, it builds with the project's make, ships
+    the copy the DaemonSet's init container copies and the agent binary its command names.
+    test_image.py builds it with podman and runs it as the chart's pod spec says."""
     df = open(os.path.join(ROOT, "manifests", "image", "Dockerfile")).read()
     stages = re.findall(r"^FROM (\S+)", df, re.M)
     assert stages == ["debian:bookworm", "debian:bookworm-slim"]

@@ -57,13 +57,18 @@ def test_unavailable_bus_leaves_hint_out_and_check_works(cz_bin, tmp_path):
 
 
 def test_ok_check_never_loads_libsystemd(cz_bin, tmp_path):
-    # a healthy verdict must not pay for libsystemd: ltrace-free proof via /proc/PID/maps is
-    # racy, so ask the dynamic loader to report every object it opens
+    # a healthy verdict must not pay for libsystemd. NPD execs the check binary (issue 12: the
+    # full binary links libsystemd directly for the agent): ltrace-free proof via /proc/PID/maps
+    # is racy, so ask the dynamic loader to report every object it opens (a static-pie binary
+    # has no loader and opens nothing), and read the ELF for good measure
+    check_bin = os.path.join(os.path.dirname(cz_bin), "cpuzombie-check")
     conf = "memcg:\n  min_dying: 100000000\n"
     env = dict(os.environ, LD_DEBUG="files")
     cfg = tmp_path / "cz.yaml"
     cfg.write_text(conf)
-    p = subprocess.run([cz_bin, "--config", str(cfg), "--state-dir", str(tmp_path / "state"),
+    p = subprocess.run([check_bin, "--config", str(cfg), "--state-dir", str(tmp_path / "state"),
                         "check", "memcg"], capture_output=True, text=True, timeout=30, env=env)
     assert p.returncode == 0, p
     assert "libsystemd" not in p.stderr, [l for l in p.stderr.splitlines() if "libsystemd" in l]
+    d = subprocess.run(["readelf", "-d", check_bin], capture_output=True, text=True).stdout
+    assert "libsystemd" not in d, d

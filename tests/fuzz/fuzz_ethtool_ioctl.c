@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "base/config.h"
+#include "checks/check_ena.h"
 #include "checks/ena.h"
 #include "host/ethtool.h"
 

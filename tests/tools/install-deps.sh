@@ -1,28 +1,53 @@
 #!/usr/bin/env bash
-# Installs the Debian packages that building and testing cpuzombie need, when missing and run as
-# root. Idempotent and quiet when everything is there (one dpkg-query).
-#   install-deps.sh                          the build and test packages below
-#   install-deps.sh [--no-service-start] PKG...   these packages instead (make bench's list);
-#        --no-service-start keeps a package's daemon from being started by its postinst
+# Installs the Debian packages a make target needs, when missing and run as root. Idempotent and
+# quiet when everything is there (one dpkg-query).
+#   install-deps.sh GROUP...      build | run | test | image: the lists below (make run: build run;
+#                                 make test: build test image)
+#   install-deps.sh PKG...        these packages instead (make bench's list)
+#   install-deps.sh --list GROUP...  print the packages, install nothing
+#   (no argument: build test, the old behaviour)
+# No install starts or enables a service: every apt-get call runs under a policy-rc.d that
+# answers 101 (Debian policy 9.3.3: invoke-rc.d starts nothing), the machine's own policy-rc.d
+# is put back afterwards, and a unit that a package's postinst enabled is disabled again.
 set -euo pipefail
 
-no_start=0
-if [ "${1:-}" = --no-service-start ]; then no_start=1; shift; fi
-
-pkgs=(
-	gcc make pkg-config
-	libcurl4-openssl-dev libjson-c-dev libsystemd-dev libyaml-dev	# the product card's libraries
+# Building the binary and the agent: the product card's libraries.
+build=(gcc make pkg-config libcurl4-openssl-dev libjson-c-dev libsystemd-dev libyaml-dev)
+# Running the report (make run): nothing beyond the build; ethtool data comes from the ioctl.
+run=()
+# The tests: unit, end-to-end, fuzz smoke, and the extras some tests use.
+test=(
 	libcmocka-dev python3 python3-pytest python3-yaml		# unit and end-to-end tests
 	clang libclang-rt-14-dev					# libFuzzer targets
 	sysstat ethtool iproute2 util-linux procps			# mpstat, ethtool -S, ip netns, taskset
-	openssl ca-certificates unzip nodejs patchelf				# API emulator TLS, kubectl/helm from npm
-	prometheus							# promtool
+	openssl ca-certificates unzip nodejs				# API emulator TLS, kubectl/helm from npm
+	prometheus							# promtool (its server is not started)
 	systemd dbus							# a real systemd --user manager in tests
-	hyperfine time valgrind						# make bench
+	valgrind							# test_valgrind
 	chromium							# renders the report's SVG heatmap
 )
+# The image tests (make image, test_image.py): podman with runc, bases from debootstrap.
+image=(podman runc debootstrap)
 
-[ $# -gt 0 ] && pkgs=("$@")
+pkgs=()
+list=0
+[ $# -eq 0 ] && set -- build test
+for a in "$@"; do
+	case $a in
+	build) pkgs+=("${build[@]}") ;;
+	run) pkgs+=("${run[@]+"${run[@]}"}") ;;
+	test) pkgs+=("${test[@]}") ;;
+	image) pkgs+=("${image[@]}") ;;
+	--no-service-start) ;;		# the old flag: every call is like that now
+	--list) list=1 ;;
+	*) pkgs+=("$a") ;;
+	esac
+done
+if [ $list -eq 1 ]; then	# --list: print the packages asked for, install nothing
+	printf '%s\n' "${pkgs[@]+"${pkgs[@]}"}"
+	exit 0
+fi
+[ ${#pkgs[@]} -eq 0 ] && exit 0
 
 missing=()
 status=$(dpkg-query -W -f='${Package} ${db:Status-Abbrev}\n' "${pkgs[@]}" 2>/dev/null || true)
@@ -35,16 +60,44 @@ if [ "$(id -u)" -ne 0 ]; then
 	echo "install-deps: missing Debian packages: ${missing[*]} (run as root, or apt-get install them)" >&2
 	exit 1
 fi
-echo "install-deps: installing ${missing[*]}" >&2
+echo "install-deps: installing ${missing[*]} (output in /tmp/cz-install-deps.log)" >&2
 export DEBIAN_FRONTEND=noninteractive
-apt-get update -qq >&2
-if [ $no_start -eq 0 ] || [ -e /usr/sbin/policy-rc.d ]; then
-	exec apt-get install -y -qq --no-install-recommends "${missing[@]}" >&2
+
+policy=${CZ_POLICY_RC_D:-/usr/sbin/policy-rc.d}	# (tests point these two elsewhere)
+units_dir=${CZ_SYSTEMD_ETC:-/etc/systemd/system}
+saved=
+if [ -e "$policy" ] || [ -L "$policy" ]; then
+	saved=$(mktemp "$(dirname "$policy")/.policy-rc.d.cpuzombie.XXXXXX")
+	cp -a "$policy" "$saved"
 fi
-# policy-rc.d answering 101 tells invoke-rc.d not to start services (Debian policy 9.3.3)
-printf '#!/bin/sh\nexit 101\n' >/usr/sbin/policy-rc.d
-chmod +x /usr/sbin/policy-rc.d
+restore() {
+	if [ -n "$saved" ]; then mv -f "$saved" "$policy"; else rm -f "$policy"; fi
+}
+trap restore EXIT
+printf '#!/bin/sh\n# cpuzombie install-deps: start no service while installing\nexit 101\n' >"$policy"
+chmod 0755 "$policy"
+
+# The units enabled before, to disable only what this install enabled.
+enabled_units() {
+	find "$units_dir" -type l \( -name '*.service' -o -name '*.socket' -o -name '*.timer' \
+		-o -name '*.path' \) -printf '%f\n' 2>/dev/null | sort -u
+}
+before=$(enabled_units)
+
+log=/tmp/cz-install-deps.log
 rc=0
-apt-get install -y -qq --no-install-recommends "${missing[@]}" >&2 || rc=$?
-rm -f /usr/sbin/policy-rc.d
-exit $rc
+{ apt-get update -qq && apt-get install -y -qq --no-install-recommends "${missing[@]}"; } \
+	>"$log" 2>&1 || rc=$?
+if [ $rc -ne 0 ]; then
+	tail -20 "$log" >&2
+	exit $rc
+fi
+for u in $(comm -13 <(echo "$before") <(enabled_units)); do
+	echo "install-deps: disabling $u, enabled by a package's postinst" >&2
+	# (and tell deb-systemd-helper, so an upgrade does not enable it again)
+	if [ "$units_dir" = /etc/systemd/system ] && command -v deb-systemd-helper >/dev/null; then
+		deb-systemd-helper disable "$u" >/dev/null 2>&1 || true
+	fi
+	find "$units_dir" -type l -name "$u" -delete
+done
+exit 0

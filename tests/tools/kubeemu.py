@@ -43,6 +43,8 @@ import socket
 import ssl
 import sys
 import threading
+
+import kubeproto  # beside this script: protobuf request bodies (client-go's event recorder)
 import time
 import urllib.parse
 import uuid
@@ -549,10 +551,19 @@ class Handler(http.server.BaseHTTPRequestHandler):
         self.raw_body = raw
         return raw
 
+    def is_protobuf(self):
+        ctype = (self.headers.get("Content-Type") or "").split(";")[0].strip()
+        return ctype == kubeproto.CONTENT_TYPE
+
     def body_json(self):
         raw = self.raw_body
         if not raw:
             raise ApiError(400, "BadRequest", "empty body")
+        if self.is_protobuf():
+            try:
+                return kubeproto.decode(raw)
+            except ValueError as e:
+                raise ApiError(415, "UnsupportedMediaType", "protobuf body: %s" % e)
         try:
             return json.loads(raw)
         except ValueError as e:
@@ -607,7 +618,10 @@ class Handler(http.server.BaseHTTPRequestHandler):
                  "query": url.query, "agent": self.headers.get("User-Agent", ""),
                  "ctype": self.headers.get("Content-Type", "")}
         try:
-            entry["body"] = json.loads(self.raw_body) if self.raw_body else None
+            entry["body"] = None
+            if self.raw_body:
+                entry["body"] = (kubeproto.decode(self.raw_body) if self.is_protobuf()
+                                 else json.loads(self.raw_body))
         except ValueError:
             entry["body"] = self.raw_body[:200].decode("latin-1")
         self.entry, self.logged = entry, False

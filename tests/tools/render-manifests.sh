@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Regenerates manifests/cpuzombie.yaml from the Helm chart's defaults, so `kubectl apply -f
+# Regenerates manifests/cpuzombie.yaml from the Helm chart's defaults (namespace cpuzombie, created), so `kubectl apply -f
 # manifests/cpuzombie.yaml` and `helm install` deploy the same thing (tests/e2e/test_deploy.py
 # re-renders and diffs). Usage: tests/tools/render-manifests.sh [--check]
 #   --check  write nothing; exit 1 with a diff when manifests/ is stale.
@@ -15,7 +15,8 @@ trap 'rm -f "$tmp"' EXIT
 	echo "# Do not edit: change the chart and re-run the script. Apply with"
 	echo "#   kubectl apply -f manifests/cpuzombie.yaml"
 	# helm notes the chart's symlinks into config/npd and manifests/ on stderr: not an error.
-	"$helm" template cpuzombie "$root/charts/cpuzombie" 2> >(grep -v 'found symbolic link in path' >&2)
+	# namespace cpuzombie, created by the manifest itself (kubectl apply has no --create-namespace)
+	"$helm" template cpuzombie "$root/charts/cpuzombie" -n cpuzombie --set createNamespace=true 2> >(grep -v 'found symbolic link in path' >&2)
 } >"$tmp"
 if [ "${1:-}" = --check ]; then
 	diff -u "$out" "$tmp" && exit 0

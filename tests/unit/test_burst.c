@@ -2,7 +2,7 @@
 #include "testutil.h"
 
 #include "checks/burst.h"
-#include "checks/check_cpu.h"
+#include "checks/cpu.h"
 #include "checks/history.h"
 #include "base/util.h"
 

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 
 #include "base/config.h"
+#include "checks/check_ena.h"
 #include "checks/ena.h"
 #include "ena_fake.h"
 #include "base/npd.h"

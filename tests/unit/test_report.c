@@ -7,6 +7,7 @@
 #include "checks/canary.h"
 #include "base/log.h"
 #include "report_fixture.h"
+#include "report/advice.h"
 #include "host/systemd.h"
 
 static int print_text(const struct report *r, FILE *f)
@@ -33,7 +34,15 @@ static void test_text_golden(void **state)
 	fx_golden("node1.txt", t);
 	/* what the screen must say, whatever the golden file holds */
 	assert_non_null(strstr(t, "MemcgZombieLeak    True    ZombieMemcgsHigh"));
-	assert_non_null(strstr(t, "ratio x1070.0"));
+	/* the ratio as the check line spells it (issue 17: one spelling; it was "x1070.0") */
+	assert_non_null(strstr(t, "ratio x1070   ("));
+	{
+		struct npd_result res = { 0 };
+
+		/* and the check itself prints the same figure */
+		assert_int_equal(memcg_verdict(&r->memcg, &fx_cfg, &res), NPD_PROBLEM);
+		assert_non_null(strstr(res.msg, "(x1070 >= x10)"));
+	}
 	assert_non_null(strstr(t, "restarts   ecs.service=4211 (+310/h), fluent-bit.service=3"));
 	assert_non_null(strstr(t, "EXPOSED"));
 	assert_non_null(strstr(t, "canary     fs/cgroup/memory/memory.numa_stat read in 712.345 ms (18211 bytes), 12s ago\n"));
@@ -88,6 +97,70 @@ static void test_unknown_memcg_and_no_sampler(void **state)
 	assert_non_null(strstr(t, "BURSTS since 11:50:00: 0"));
 	free(t);
 	report_free(r);
+}
+
+/* Every "unavailable" line ends with what to do (issue 17), in the text and the JSON. */
+static void test_unavailable_says_what_to_do(void **state)
+{
+	static const int rcs[] = { -ENOSYS, -ENOENT, -ECONNREFUSED, -EACCES, -ETIMEDOUT, -EINVAL,
+				   -EIO, -ENODATA, -EBADMSG, 0 };
+	struct report *r = fx_report();
+	json_object *j, *o;
+	char *t;
+
+	r->memcg_rc = NPD_OK;
+	r->restarts_rc = -ENOENT;
+	snprintf(r->restarts_err, sizeof(r->restarts_err),
+		 "cannot connect to bus 'system': No such file or directory");
+	r->canary_rc = -EACCES;
+	r->maps_rc = -ENOENT - 1000; /* any other failure */
+	r->ena_rc = -EBADMSG;
+	history_series_free(&r->hist);
+	r->hist_rc = -ENOENT;
+	r->has_now = false;
+	r->hb = calloc(1, sizeof(*r->hb));
+	assert_non_null(r->hb);
+	r->hb_rc = 0;
+	r->hb->stopped = true;
+	r->hb->time_ms = FX_NOW - 60000;
+	t = fx_render(print_text, r);
+	assert_non_null(strstr(t, "now: unknown (no sampler history and /proc/stat unreadable): "
+				  "start `cpuzombie agent`, or pass the host's /proc with --proc-root\n"));
+	assert_non_null(strstr(t, "sampler: stopped, last heartbeat 11:59:00: (re)start `cpuzombie "
+				  "agent` for bursts after it\n"));
+	assert_non_null(strstr(t, "restarts   unavailable: cannot connect to bus 'system': No such "
+				  "file or directory; no systemd bus here: on a host without systemd "
+				  "there are no unit restarts to read; in a container mount the host's "
+				  "/run/dbus/system_bus_socket and point systemd.bus at it, or read what "
+				  "the agent published"));
+	assert_non_null(strstr(t, "canary     unavailable: Permission denied; run it as root"));
+	assert_non_null(strstr(t, "IRQ map unavailable: "));
+	assert_non_null(strstr(t, "; mount the host's /sys and /proc and pass --sys-root/--proc-root\n"));
+	assert_non_null(strstr(t, "ENA state unreadable: Bad message; the file is corrupt: the next "
+				  "`cpuzombie check ena` moves it aside"));
+	assert_non_null(strstr(t, "heatmap: no history (No such file or directory): start "
+				  "`cpuzombie agent`"));
+	free(t);
+	j = report_json(r);
+	assert_true(json_object_object_get_ex(j, "memcg", &o) &&
+		    json_object_object_get_ex(o, "restarts", &o) &&
+		    json_object_object_get_ex(o, "advice", &o));
+	assert_string_equal(json_object_get_string(o), advice_restarts(-ENOENT));
+	json_object_put(j);
+	report_free(r);
+	/* every errno gets a sentence, ASCII, without a trailing period */
+	for (size_t i = 0; i < sizeof(rcs) / sizeof(rcs[0]); i++) {
+		const char *a[] = { advice_restarts(rcs[i]), advice_canary(rcs[i]),
+				    advice_irq_map(rcs[i]), advice_ena_state(rcs[i]),
+				    advice_history(rcs[i]) };
+
+		for (size_t k = 0; k < 5; k++) {
+			assert_true(a[k] && strlen(a[k]) > 10);
+			assert_true(a[k][strlen(a[k]) - 1] != '.');
+			for (const char *p = a[k]; *p; p++)
+				assert_true((unsigned char)*p >= 0x20 && (unsigned char)*p < 0x7f);
+		}
+	}
 }
 
 static void test_helpers(void **state)
@@ -194,6 +267,7 @@ int main(void)
 		cmocka_unit_test(test_text_golden),
 		cmocka_unit_test(test_json_golden),
 		cmocka_unit_test(test_unknown_memcg_and_no_sampler),
+		cmocka_unit_test(test_unavailable_says_what_to_do),
 		cmocka_unit_test(test_helpers),
 		cmocka_unit_test(test_restarts_state),
 		cmocka_unit_test(test_canary_state),

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 #include "testutil.h"
 
+#include "checks/history.h"
 #include "host/tasks.h"
 #include "base/util.h"
 
@@ -65,14 +66,14 @@ static void test_account(void **state)
 	assert_int_equal(best[1], -1);
 	tasks_account(&t, b, 3, watch, best);
 	assert_int_equal(best[1], 0); /* dd gained 300 ticks */
-	tasks_take(&t, 1, &ev);
+	ev.ntasks = tasks_take(&t, 1, ev.task, HISTORY_TASKS_MAX, ev.stack, sizeof(ev.stack));
 	assert_int_equal(ev.ntasks, 3);
 	assert_string_equal(ev.task[0].comm, "dd");
 	assert_int_equal(ev.task[0].stime_ms, 3000);
 	assert_string_equal(ev.task[1].comm, "kubelet");
 	assert_int_equal(ev.task[1].stime_ms, 400);
 	assert_string_equal(ev.task[2].comm, "new"); /* born between scans: all its time */
-	tasks_take(&t, 1, &ev);
+	ev.ntasks = tasks_take(&t, 1, ev.task, HISTORY_TASKS_MAX, ev.stack, sizeof(ev.stack));
 	assert_int_equal(ev.ntasks, 0); /* taken: reset */
 	tasks_tracker_free(&t);
 }

@@ -90,6 +90,24 @@ static void test_format_bytes(void **state)
 	assert_string_equal(format_bytes(512 * 1024, b, sizeof(b)), "512KiB");
 }
 
+/* The one spelling of a ratio: the check line's (a fleet parser reads it), kept byte-stable. */
+static void test_format_ratio(void **state)
+{
+	char b[32];
+
+	assert_string_equal(format_ratio(1070.0, b, sizeof(b)), "x1070");
+	assert_string_equal(format_ratio(24.6, b, sizeof(b)), "x25");
+	assert_string_equal(format_ratio(10.0, b, sizeof(b)), "x10");
+	assert_string_equal(format_ratio(9.96, b, sizeof(b)), "x10.0"); /* as the check printed */
+	assert_string_equal(format_ratio(2.45, b, sizeof(b)), "x2.5");
+	assert_string_equal(format_ratio(0, b, sizeof(b)), "x0.0");
+	assert_string_equal(format_ratio(-1, b, sizeof(b)), "x0.0");
+	assert_true(ratio_rounded(24.6) == 25.0);
+	assert_true(ratio_rounded(2.44) == 2.4);
+	assert_true(ratio_rounded(1070.4) == 1070.0);
+	assert_true(ratio_rounded(9.96) == 10.0);
+}
+
 static void test_next_line_and_names(void **state)
 {
 	const char *pos = "a\n\nbc", *l;
@@ -113,7 +131,8 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_parse_u64),	   cmocka_unit_test(test_parse_u64_n),
 		cmocka_unit_test(test_parse_double),	   cmocka_unit_test(test_durations),
-		cmocka_unit_test(test_format_bytes),	   cmocka_unit_test(test_next_line_and_names),
+		cmocka_unit_test(test_format_bytes),	   cmocka_unit_test(test_format_ratio),
+		cmocka_unit_test(test_next_line_and_names),
 	};
 	return cmocka_run_group_tests_name("util", tests, NULL, NULL);
 }

@@ -17,7 +17,7 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 {{- end -}}
 
 {{- define "cpuzombie.sa" -}}
-system:serviceaccount:{{ .Values.namespace }}:{{ .Values.serviceAccount.name }}
+system:serviceaccount:{{ .Release.Namespace }}:{{ .Values.serviceAccount.name }}
 {{- end -}}
 
 {{- define "cpuzombie.remediating" -}}

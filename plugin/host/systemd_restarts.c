@@ -1,0 +1,154 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The pure half of systemd.h's unit restart counts: the state payload, growth between two
+ * readings and the one-line hint. Apart from host/systemd.c (which talks to libsystemd) so that
+ * the static check binary, which never talks to systemd, can still parse and print them.
+ */
+#include <errno.h>
+#include <string.h>
+
+#include "base/state.h"
+#include "host/systemd.h"
+#include "base/util.h"
+
+int systemd_restarts_parse(const char *text, struct systemd_restarts *ret)
+{
+	struct systemd_restarts r = { 0 };
+	const char *pos = text, *line;
+	bool has_t = false;
+	size_t len;
+
+	while (next_line(&pos, &line, &len)) {
+		const char *sp = memchr(line, ' ', len), *sp2;
+
+		if (len == 0)
+			continue;
+		if (!sp || sp - line != 1)
+			return -EINVAL;
+		if (line[0] == 't') {
+			if (parse_u64_n(sp + 1, len - 2, &r.t_ms) < 0)
+				return -EINVAL;
+			has_t = true;
+			continue;
+		}
+		sp2 = memchr(sp + 1, ' ', len - 2);
+		if (line[0] != 'u' || !sp2 || r.n == SYSTEMD_TOP_MAX)
+			return -EINVAL;
+		size_t nlen = len - (size_t)(sp2 + 1 - line);
+		if (nlen == 0 || nlen >= SYSTEMD_UNIT_MAX || memchr(sp2 + 1, ' ', nlen) ||
+		    parse_u64_n(sp + 1, (size_t)(sp2 - sp - 1), &r.u[r.n].restarts) < 0)
+			return -EINVAL;
+		memcpy(r.u[r.n].name, sp2 + 1, nlen);
+		r.u[r.n].name[nlen] = '\0';
+		r.n++;
+	}
+	if (!has_t)
+		return -EINVAL;
+	*ret = r;
+	return 0;
+}
+
+size_t systemd_restarts_format(const struct systemd_restarts *r, char *buf, size_t size)
+{
+	size_t off = 0;
+	int k;
+
+	if (size == 0)
+		return 0;
+	buf[0] = '\0';
+	k = snprintf(buf, size, "t %llu\n", (unsigned long long)r->t_ms);
+	if (k < 0 || (size_t)k >= size)
+		return 0;
+	off = (size_t)k;
+	for (size_t i = 0; i < r->n; i++) {
+		k = snprintf(buf + off, size - off, "u %llu %s\n",
+			     (unsigned long long)r->u[i].restarts, r->u[i].name);
+		if (k < 0 || (size_t)k >= size - off) {
+			buf[off] = '\0';
+			break;
+		}
+		off += (size_t)k;
+	}
+	return off;
+}
+
+bool systemd_restarts_growth(const struct systemd_restarts *base, struct systemd_restarts *cur)
+{
+	uint64_t dt;
+
+	for (size_t i = 0; i < cur->n; i++)
+		cur->u[i].has_growth = false;
+	if (!base || base->t_ms > cur->t_ms)
+		return true;
+	dt = cur->t_ms - base->t_ms;
+	for (size_t i = 0; dt >= SYSTEMD_GROWTH_MIN_MS && i < cur->n; i++) {
+		for (size_t j = 0; j < base->n; j++) {
+			if (!streq(base->u[j].name, cur->u[i].name))
+				continue;
+			if (cur->u[i].restarts >= base->u[j].restarts) {
+				cur->u[i].has_growth = true;
+				cur->u[i].per_hour = (double)(cur->u[i].restarts - base->u[j].restarts) *
+						     3600000.0 / (double)dt;
+			}
+			break;
+		}
+	}
+	return dt >= SYSTEMD_BASELINE_MIN_MS;
+}
+
+size_t systemd_hint_format(const struct systemd_restarts *r, char *buf, size_t size)
+{
+	size_t off = 0;
+
+	if (size == 0)
+		return 0;
+	buf[0] = '\0';
+	for (size_t i = 0; i < r->n; i++) {
+		char one[SYSTEMD_UNIT_MAX + 64], g[40] = "";
+		int k;
+
+		if (r->u[i].has_growth && r->u[i].per_hour >= 0.5)
+			snprintf(g, sizeof(g), " (+%.0f/h)", r->u[i].per_hour);
+		k = snprintf(one, sizeof(one), "%s%s=%llu%s", i ? ", " : "top restarts: ",
+			     r->u[i].name, (unsigned long long)r->u[i].restarts, g);
+		if (k < 0)
+			break;
+		if (off + (size_t)k >= size) {
+			if (i == 0) { /* the first unit is the point: cut it rather than drop it */
+				snprintf(buf, size, "%s", one);
+				off = strlen(buf);
+			}
+			break;
+		}
+		memcpy(buf + off, one, (size_t)k + 1);
+		off += (size_t)k;
+	}
+	return off;
+}
+
+/* ---- the state file ---- */
+
+#define RESTARTS_PAYLOAD_MAX (SYSTEMD_TOP_MAX * (SYSTEMD_UNIT_MAX + 32) + 64)
+
+static int restarts_state_parse(const char *payload, size_t len, void *obj)
+{
+	return systemd_restarts_parse(payload, obj);
+}
+
+static ssize_t restarts_state_format(const void *obj, char **ret)
+{
+	char *buf = malloc(RESTARTS_PAYLOAD_MAX);
+
+	if (!buf)
+		return -ENOMEM;
+	*ret = buf;
+	return (ssize_t)systemd_restarts_format(obj, buf, RESTARTS_PAYLOAD_MAX);
+}
+
+const struct state_type systemd_restarts_state = {
+	.name = STATE_SYSTEMD_RESTARTS,
+	.max = RESTARTS_PAYLOAD_MAX,
+	.durable = true,
+	.parse = restarts_state_parse,
+	.format = restarts_state_format,
+};

@@ -1,0 +1,163 @@
+# SPDX-License-Identifier: MIT
+"""Run the chart's DaemonSet pod with podman, container by container, exactly as its spec says:
+`helm template` renders the chart, and every container becomes one `podman run` with the spec's
+image, command, env, securityContext (user, read-only root, capabilities, no privilege
+escalation, seccomp) and volume mounts; hostNetwork becomes --network host. What a kubelet
+would provide is made here: hostPath volumes are the host's paths except the state dir, which
+is the test's (the test must not write the node's /var/lib/cpuzombie); emptyDir volumes are
+directories of the test (a memory emptyDir a tmpfs); configMap and projected volumes are
+directories holding the rendered ConfigMaps' keys; NODE_NAME is the test's node name."""
+
+import os
+import subprocess
+
+import yaml
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+CONF = os.path.join(ROOT, "tests", "tools", "podman", "containers.conf")
+
+
+def podman_env():
+    return dict(os.environ, CONTAINERS_CONF=CONF)
+
+
+def podman(*args, check=True, timeout=600, **kw):
+    p = subprocess.run(["podman", *args], env=podman_env(), capture_output=True, text=True,
+                       timeout=timeout, **kw)
+    if check and p.returncode != 0:
+        raise AssertionError("podman %s failed (%d): %s" % (" ".join(args[:3]), p.returncode,
+                                                            p.stderr[-2000:]))
+    return p
+
+
+class Pod:
+    def __init__(self, objs, workdir, node, host_overrides=None):
+        """@objs: the rendered chart; @host_overrides: {host path: test path} for hostPath
+        volumes that must not be the node's."""
+        self.objs = objs
+        ds = next(o for o in objs if o["kind"] == "DaemonSet")
+        self.spec = ds["spec"]["template"]["spec"]
+        self.dir = str(workdir)
+        self.node = node
+        self.overrides = host_overrides or {}
+        self.names = []
+        self.vols = {v["name"]: self._volume(v) for v in self.spec["volumes"]}
+
+    def configmap(self, name):
+        return next(o for o in self.objs if o["kind"] == "ConfigMap" and
+                    o["metadata"]["name"] == name)
+
+    def _write_cm(self, d, cm, items=None):
+        data = cm.get("data", {})
+        pairs = [(i["key"], i["path"]) for i in items] if items else [(k, k) for k in data]
+        for key, path in pairs:
+            p = os.path.join(d, path)
+            os.makedirs(os.path.dirname(p), exist_ok=True)
+            with open(p, "w") as f:
+                f.write(data[key])
+
+    def _volume(self, v):
+        name = v["name"]
+        if "hostPath" in v:
+            path = v["hostPath"]["path"]
+            path = self.overrides.get(path, path)
+            if v["hostPath"].get("type") == "DirectoryOrCreate":
+                os.makedirs(path, exist_ok=True)
+            return path
+        d = os.path.join(self.dir, "vol-" + name)
+        os.makedirs(d, exist_ok=True)
+        if "emptyDir" in v:
+            if v["emptyDir"].get("medium") == "Memory":
+                subprocess.run(["mount", "-t", "tmpfs", "-o", "size=16m", "cz-test-" + name, d],
+                               check=True)
+                self.tmpfs = getattr(self, "tmpfs", []) + [d]
+            return d
+        if "configMap" in v:
+            self._write_cm(d, self.configmap(v["configMap"]["name"]), v["configMap"].get("items"))
+            return d
+        if "projected" in v:
+            for src in v["projected"]["sources"]:
+                cm = src["configMap"]
+                self._write_cm(d, self.configmap(cm["name"]), cm.get("items"))
+            return d
+        raise AssertionError("volume kind not handled: %r" % v)
+
+    def container(self, name):
+        for c in self.spec.get("initContainers", []) + self.spec["containers"]:
+            if c["name"] == name:
+                return c
+        raise KeyError(name)
+
+    def run_args(self, c, extra_args=(), extra_mounts=()):
+        """The podman run arguments for container @c of the pod spec."""
+        a = ["--name", "cz-test-%s-%d-%d" % (c["name"], os.getpid(), len(self.names)),
+             "--pull=never"]
+        if self.spec.get("hostNetwork"):
+            a += ["--network", "host"]
+        sc = c.get("securityContext", {})
+        if "runAsUser" in sc:
+            a += ["--user", str(sc["runAsUser"])]
+        if sc.get("readOnlyRootFilesystem"):
+            a += ["--read-only", "--read-only-tmpfs=false"]
+        if sc.get("privileged"):
+            a += ["--privileged"]
+        if sc.get("allowPrivilegeEscalation") is False:
+            a += ["--security-opt", "no-new-privileges"]
+        caps = sc.get("capabilities", {})
+        for cap in caps.get("drop", []):
+            a += ["--cap-drop", cap.lower()]
+        for cap in caps.get("add", []):
+            a += ["--cap-add", cap.lower()]
+        assert sc.get("seccompProfile", {}).get("type", "RuntimeDefault") == "RuntimeDefault"
+        for e in c.get("env", []):
+            if "value" in e:
+                a += ["--env", "%s=%s" % (e["name"], e["value"])]
+            elif e.get("valueFrom", {}).get("fieldRef", {}).get("fieldPath") == "spec.nodeName":
+                a += ["--env", "%s=%s" % (e["name"], self.node)]
+            else:
+                raise AssertionError("env not handled: %r" % e)
+        lim = c.get("resources", {}).get("limits", {})
+        if "memory" in lim:
+            a += ["--memory", lim["memory"].replace("Mi", "m")]
+        for m in c.get("volumeMounts", []):
+            opts = "ro" if m.get("readOnly") else "rw"
+            a += ["--volume", "%s:%s:%s" % (self.vols[m["name"]], m["mountPath"], opts)]
+        for src, dst in extra_mounts:
+            a += ["--volume", "%s:%s:ro" % (src, dst)]
+        cmd = list(c.get("command", [])) + list(c.get("args", [])) + list(extra_args)
+        a += ["--entrypoint", cmd[0], c["image"], *cmd[1:]]
+        return a
+
+    def run(self, name, **kw):
+        """Runs container @name to completion (an init container); returns the process."""
+        args = self.run_args(self.container(name), **kw)
+        self.names.append(args[1])
+        return podman("run", "--rm", *args, check=False, timeout=300)
+
+    def start(self, name, **kw):
+        """Starts container @name detached; returns its podman name."""
+        args = self.run_args(self.container(name), **kw)
+        self.names.append(args[1])
+        podman("run", "-d", *args)
+        return args[1]
+
+    def logs(self, cname):
+        p = podman("logs", cname, check=False)
+        return p.stdout + p.stderr
+
+    def running(self, cname):
+        p = podman("inspect", "--format", "{{.State.Running}}", cname, check=False)
+        return p.stdout.strip() == "true"
+
+    def stop(self):
+        for n in self.names:
+            podman("rm", "-f", "-t", "5", n, check=False)
+        for d in getattr(self, "tmpfs", []):
+            subprocess.run(["umount", d], check=False)
+
+
+def render_chart(helm, chart, *args):
+    p = subprocess.run([helm, "template", "cpuzombie", chart, "-n", "cpuzombie", *args],
+                       capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, p.stderr
+    return [d for d in yaml.safe_load_all(p.stdout) if d]

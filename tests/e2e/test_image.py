@@ -1,0 +1,180 @@
+# SPDX-License-Identifier: MIT
+"""The image, built from manifests/image/Dockerfile with podman (make image), run as the chart's
+DaemonSet runs it: the pod spec comes from `helm template` of the chart itself, so a chart
+change is tested, not a copy (pod_helpers: one `podman run` per container with the spec's
+command, env, securityContext and mounts).
+
+- the agent container: samples through /host/proc and /host/sys, its heartbeat and history
+  appear in the run dir, it writes the metrics textfile, under a read-only root with every
+  capability dropped;
+- the init container copies /opt/cpuzombie, then node-problem-detector in a container made from
+  ../shared/bin/node-problem-detector (v0.8.20) runs the shipped config/npd/*.json unchanged on
+  that copy; its Kubernetes exporter writes to the API server emulator over TLS and a real
+  `kubectl describe node` shows our three conditions, MemcgZombieLeak True with our message
+  over real dying memcgs.
+
+Test-only departures, all outside the product's files: the state hostPath (and the textfile
+directory) are the test's directories, not the node's; NPD gets --apiserver-override with a
+kubeconfig (no in-cluster service account here) and its Prometheus exporter on 127.0.0.1 and a
+free port (the chart's 0.0.0.0:20257 would collide on a shared host)."""
+
+import os
+import re
+import shutil
+import subprocess
+import time
+
+import pytest
+
+import kube_helpers as kh
+import npd_helpers as nh
+import pod_helpers as ph
+from conftest import ROOT, is_root
+from memcg_helpers import DyingMemcgs
+
+pytestmark = [
+    pytest.mark.skipif(not is_root(), reason="needs root: runs rootful podman and hostPath "
+                       "mounts of /proc and /sys"),
+    pytest.mark.skipif(shutil.which("podman") is None,
+                       reason="podman is not installed (make deps installs it)"),
+    # the image holds its own build, not the binary under test: one run (the plain one) is enough
+    pytest.mark.skipif("build-asan" in os.environ.get("CZ_BIN", ""),
+                       reason="the image is built from the sources, not from the ASan binary "
+                       "under test: tested in the plain run"),
+]
+
+VERSION = open(os.path.join(ROOT, "VERSION")).read().strip()
+IMAGE_REPO = "localhost/cpuzombie/cpuzombie"
+NPD_IMAGE = "localhost/cpuzombie-test/node-problem-detector"
+NODE = "image-node-%d" % os.getpid()
+TEXTFILE_DIR = "/var/lib/node_exporter/textfile_collector"
+MEMCG_MSG = re.compile(r"^(\d+) dying memcgs vs (\d+) live")
+
+
+@pytest.fixture(scope="module")
+def image():
+    """make image's script (cached layers: a rebuild only when sources changed)."""
+    p = subprocess.run([os.path.join(ROOT, "tests", "tools", "podman", "build-image.sh"),
+                        "%s:%s" % (IMAGE_REPO, VERSION)], capture_output=True, text=True,
+                       timeout=1800)
+    assert p.returncode == 0, p.stderr[-3000:]
+    return "%s:%s" % (IMAGE_REPO, VERSION)
+
+
+@pytest.fixture(scope="module")
+def npd_image():
+    why = nh.npd_missing_reason()
+    if why:
+        pytest.skip(why)
+    p = subprocess.run([os.path.join(ROOT, "tests", "tools", "podman", "npd-image.sh"),
+                        nh.npd_binary(), NPD_IMAGE + ":v0.8.20"], capture_output=True,
+                       text=True, timeout=600)
+    assert p.returncode == 0, p.stderr[-3000:]
+    return NPD_IMAGE
+
+
+@pytest.fixture(scope="module")
+def helm():
+    if kh.kubectl_path() is None:
+        pytest.skip("no kubectl/helm (tests/tools/get-kube-tools.sh needs npm)")
+    return os.path.join(ROOT, "build", "tools", "bin", "helm")
+
+
+def chart(helm, *sets):
+    args = ["--set", "image.repository=" + IMAGE_REPO, "--set", "image.tag=" + VERSION,
+            "--set", "image.pullPolicy=Never"]
+    for s in sets:
+        args += ["--set", s]
+    return ph.render_chart(helm, os.path.join(ROOT, "charts", "cpuzombie"), *args)
+
+
+def wait_for(pred, what, timeout=60, diag=lambda: ""):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        v = pred()
+        if v:
+            return v
+        time.sleep(0.5)
+    raise AssertionError("timed out waiting for %s. %s" % (what, diag()))
+
+
+def test_agent_container_as_the_daemonset_runs_it(image, helm, tmp_path):
+    objs = chart(helm, "config.agent.metrics_textfile=%s/cpuzombie.prom" % TEXTFILE_DIR)
+    state, textfile = tmp_path / "state", tmp_path / "textfile"
+    pod = ph.Pod(objs, tmp_path, NODE, {"/var/lib/cpuzombie": str(state),
+                                         TEXTFILE_DIR: str(textfile)})
+    try:
+        c = pod.start("agent")
+        run = pod.vols["run"]
+        wait_for(lambda: "cpu-heartbeat" in os.listdir(run), "the agent's heartbeat",
+                 diag=lambda: pod.logs(c))
+        prom = textfile / "cpuzombie.prom"
+        wait_for(prom.exists, "the metrics textfile", timeout=90, diag=lambda: pod.logs(c))
+        text = prom.read_text()
+        assert re.search(r"^cpuzombie_\w+(\{[^}]*\})? [0-9.e+-]+$", text, re.M), text[:2000]
+        time.sleep(2)
+        assert pod.running(c), pod.logs(c)
+        names = os.listdir(run)
+        assert any(n.startswith("cpu-history") or n == "cpu-history" for n in names), names
+        # the heartbeat names this node's cores: the agent read the host through /host/proc
+        hb = open(os.path.join(run, "cpu-heartbeat"), errors="replace").read()
+        assert hb.strip(), hb
+        # the security context podman applied is the chart's
+        sc = ph.podman("inspect", "--format",
+                       "{{.HostConfig.ReadonlyRootfs}} {{.HostConfig.CapDrop}} "
+                       "{{.HostConfig.CapAdd}} {{.HostConfig.SecurityOpt}} "
+                       "{{.HostConfig.NetworkMode}}", c).stdout
+        assert sc.startswith("true ") and "no-new-privileges" in sc and " host" in sc, sc
+        eff = ph.podman("exec", c, "/usr/local/bin/cpuzombie", "--version").stdout
+        assert VERSION in eff
+        status = open("/proc/%s/status" % ph.podman(
+            "inspect", "--format", "{{.State.Pid}}", c).stdout.strip()).read()
+        assert re.search(r"^CapEff:\s+0+$", status, re.M), status
+        assert not [l for l in pod.logs(c).splitlines() if "rror" in l], pod.logs(c)
+    finally:
+        pod.stop()
+
+
+@pytest.mark.skipif(not os.path.isdir("/sys/fs/cgroup"), reason="no cgroup filesystem")
+def test_init_then_npd_container_sets_conditions_seen_by_kubectl(image, npd_image, helm,
+                                                                 emu, tmp_path):
+    emu.add(kh.node_obj(NODE))
+    kc = emu.kubeconfig(str(tmp_path / "kubeconfig"))
+    objs = chart(helm, "npd.image.repository=" + npd_image, "npd.image.pullPolicy=Never")
+    pod = ph.Pod(objs, tmp_path, NODE, {"/var/lib/cpuzombie": str(tmp_path / "state")})
+    port = nh.free_port()
+    try:
+        init = pod.run("install-plugin")
+        assert init.returncode == 0, init.stderr
+        assert os.access(os.path.join(pod.vols["plugin"], "bin", "cpuzombie"), os.X_OK)
+        # the shipped NPD configs, unchanged, are what NPD's container sees
+        for f in nh.NPD_CONFIGS:
+            with open(os.path.join(pod.vols["npd-config"], "npd", f + ".json")) as got, \
+                    open(os.path.join(ROOT, "config", "npd", f + ".json")) as want:
+                assert got.read() == want.read(), f
+        agent = pod.start("agent")
+        with DyingMemcgs(2000, tmp_path):
+            npd = pod.start("node-problem-detector", extra_args=[
+                "--apiserver-override=%s?inClusterConfig=false&auth=%s" % (emu.url, kc),
+                "--prometheus-address=127.0.0.1", "--prometheus-port=%d" % port],
+                extra_mounts=[(str(tmp_path), str(tmp_path)),
+                              (emu.certs.dir, emu.certs.dir)])
+            c = nh.wait_condition(emu, NODE, "MemcgZombieLeak",
+                                  lambda c: c["status"] == "True", timeout=120)
+            m = MEMCG_MSG.match(c["message"])
+            assert m and int(m.group(1)) >= 2000, c
+            assert c["reason"] == "ZombieMemcgsHigh"
+            for t in ("CPUCoreSaturation", "ENADeviceReset"):
+                nh.wait_condition(emu, NODE, t, lambda c: c["status"] in ("False", "True"))
+            out = kh.kubectl(kc, "describe", "node", NODE).stdout
+            table = nh.describe_conditions(out)
+            assert table["MemcgZombieLeak"][:2] == ("True", "ZombieMemcgsHigh")
+            assert MEMCG_MSG.match(table["MemcgZombieLeak"][2])
+            assert set(table) >= {"MemcgZombieLeak", "CPUCoreSaturation", "ENADeviceReset"}
+            for t, (status, reason, msg) in table.items():
+                if t != "Ready":
+                    assert msg, (t, status, reason)
+            assert pod.running(npd), pod.logs(npd)
+            assert pod.running(agent), pod.logs(agent)
+    finally:
+        pod.stop()

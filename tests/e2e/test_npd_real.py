@@ -1,0 +1,192 @@
+# SPDX-License-Identifier: MIT
+"""The real node-problem-detector v0.8.20 (../shared/bin) running our shipped config/npd/*.json,
+with only the plugin path and the host roots rewritten, on this host: what NPD makes of our
+OK, problem, Unknown and an over-long message (problem_gauge, problem_counter, node conditions,
+events), checked against ../shared/NPD.md; its Kubernetes exporter writes to the API server
+emulator over TLS and a real `kubectl describe node` shows our conditions and messages; real
+dying memcgs turn MemcgZombieLeak True with our message, and their release turns it back."""
+
+import os
+import re
+import subprocess
+import time
+
+import pytest
+
+import kube_helpers as kh
+import npd_helpers as nh
+from conftest import FIXTURES, is_root
+from memcg_helpers import DyingMemcgs
+
+pytestmark = [
+    pytest.mark.skipif(nh.npd_missing_reason() is not None, reason=nh.npd_missing_reason() or ""),
+    pytest.mark.skipif(not is_root(), reason="needs root: NPD runs in a private mount namespace "
+                       "so the checks' default state and run dirs are the test's"),
+]
+
+NODE = "npd-real-%d" % os.getpid()
+ZOMBIES = os.path.join(FIXTURES, "memcg", "v1-zombies")
+MISSING = "/nonexistent-cpuzombie-root"
+MEMCG_MSG = re.compile(r"^(\d+) dying memcgs vs (\d+) live")
+
+
+def direct(cz_bin, cfg, tmp_path):
+    """Runs the rule of a rewritten config the way NPD does (same path and args, private
+    state) and returns (exit code, stdout line)."""
+    rule = cfg["rules"][0]
+    st = tmp_path / ("direct-" + rule["reason"])
+    # --state-dir first: main's option parser takes common options before the command
+    p = subprocess.run([rule["path"], "--state-dir", str(st), "--run-dir", str(st / "run")] +
+                       rule["args"], capture_output=True, text=True, timeout=60)
+    return p.returncode, p.stdout.strip()
+
+
+@pytest.fixture
+def kube(emu, tmp_path):
+    emu.add(kh.node_obj(NODE))
+    return emu, emu.kubeconfig(str(tmp_path / "kubeconfig"))
+
+
+def test_ok_problem_unknown_as_npd_sees_them(cz_bin, kube, tmp_path):
+    """memcg on a fixture leak (problem), cpu on a missing root (Unknown), ena on this host
+    (OK): conditions, gauges, counters and events as NPD.md says, and kubectl shows them."""
+    emu, kc = kube
+    cfgs = {
+        "cpuzombie-memcg": nh.rewrite(nh.shipped_config("cpuzombie-memcg"), cz_bin,
+                                      ZOMBIES + "/proc", ZOMBIES + "/sys"),
+        "cpuzombie-cpu": nh.rewrite(nh.shipped_config("cpuzombie-cpu"), cz_bin,
+                                    MISSING + "/proc", MISSING + "/sys"),
+        "cpuzombie-ena": nh.rewrite(nh.shipped_config("cpuzombie-ena"), cz_bin, "/proc", "/sys"),
+    }
+    want = {n: direct(cz_bin, c, tmp_path) for n, c in cfgs.items()}
+    assert want["cpuzombie-memcg"][0] == 1 and MEMCG_MSG.match(want["cpuzombie-memcg"][1])
+    assert want["cpuzombie-cpu"][0] == 2, want
+    if want["cpuzombie-ena"][0] != 0:
+        pytest.skip("this host's ENA check is not OK (%r): the OK case needs a healthy host"
+                    % (want["cpuzombie-ena"],))
+    for rc, line in want.values():
+        assert 0 < len(line.encode()) <= 256     # --max-output 256 = max_output_length
+
+    npd = nh.Npd(tmp_path / "npd", cfgs, NODE, emu.url, kc).start()
+    try:
+        # problem -> True, the rule's reason, our message
+        memcg = nh.wait_condition(emu, NODE, "MemcgZombieLeak", lambda c: c["status"] == "True")
+        assert memcg["reason"] == "ZombieMemcgsHigh"
+        assert memcg["message"] == want["cpuzombie-memcg"][1]
+        # Unknown (exit 2) -> Unknown, the *default* reason, our message
+        cpu = nh.wait_condition(emu, NODE, "CPUCoreSaturation",
+                                lambda c: c["status"] == "Unknown")
+        assert cpu["reason"] == "NoCoreSaturation"
+        assert cpu["message"] == want["cpuzombie-cpu"][1]
+        # OK -> False, default reason and default message (our line is not shown)
+        ena = nh.wait_condition(emu, NODE, "ENADeviceReset", lambda c: c["status"] == "False")
+        default = nh.shipped_config("cpuzombie-ena")["conditions"][0]
+        assert (ena["reason"], ena["message"]) == (default["reason"], default["message"])
+
+        # problem_gauge is 1 only while True; Unknown looks like False
+        assert npd.gauges("MemcgZombieLeak") == {"ZombieMemcgsHigh": 1}
+        assert npd.gauges("CPUCoreSaturation") == {"CoreSaturationBursts": 0,
+                                                   "NoCoreSaturation": 0}
+        assert npd.gauges("ENADeviceReset") == {"ENAResetsDetected": 0, "NoENAResets": 0}
+        # problem_counter counts the rule's reason once per event (the transition to True)
+        assert npd.counter("ZombieMemcgsHigh") == 1
+        assert npd.counter("CoreSaturationBursts") == 0
+
+        # every condition change is an event on the node: a Warning for True, Normal otherwise,
+        # POSTed as protobuf by client-go's recorder (decoded by the emulator)
+        def events():
+            return [e for e in emu.get("/api/v1/namespaces/default/events")["items"]
+                    if e["involvedObject"].get("name") == NODE]
+        deadline = time.monotonic() + 30
+        while len(events()) < 2 and time.monotonic() < deadline:
+            time.sleep(0.5)
+        by_reason = {e["reason"]: e for e in events()}
+        ev = by_reason["ZombieMemcgsHigh"]
+        assert ev["type"] == "Warning" and ev["source"]["component"] == "cpuzombie-memcg"
+        assert want["cpuzombie-memcg"][1] in ev["message"]
+        assert "is now: True" in ev["message"]
+        ev = by_reason["NoCoreSaturation"]
+        assert ev["type"] == "Normal" and "is now: Unknown" in ev["message"]
+        assert "ENAResetsDetected" not in by_reason      # OK at start: no change, no event
+        posts = [e for e in emu.log() if e["method"] == "POST" and e["path"].endswith("/events")]
+        assert posts and all(e["ctype"] == "application/vnd.kubernetes.protobuf" for e in posts)
+        patches = [e for e in emu.log() if e["method"] == "PATCH"]
+        assert patches and all(e["path"] == "/api/v1/nodes/%s/status" % NODE and
+                               e["ctype"] == "application/strategic-merge-patch+json"
+                               for e in patches)
+
+        # a real kubectl describe node shows the three conditions with our messages
+        out = kh.kubectl(kc, "describe", "node", NODE).stdout
+        table = nh.describe_conditions(out)
+        assert table["MemcgZombieLeak"] == ("True", "ZombieMemcgsHigh",
+                                            want["cpuzombie-memcg"][1])
+        assert table["CPUCoreSaturation"] == ("Unknown", "NoCoreSaturation",
+                                              want["cpuzombie-cpu"][1])
+        assert table["ENADeviceReset"] == ("False", default["reason"], default["message"])
+        assert "ZombieMemcgsHigh" in out.split("Events:")[1]
+    finally:
+        npd.stop()
+    # the plugin's default state dir was NPD's private /var/lib, not the host's
+    assert os.path.exists(os.path.join(npd.varlib, "cpuzombie", "memcg"))
+
+
+def test_overlong_message_is_cut_at_max_output_length_bytes(cz_bin, kube, tmp_path):
+    """NPD trims stdout, then cuts it to max_output_length bytes. The shipped configs pair
+    max_output_length 256 with --max-output 256, so our line is never cut (checked above);
+    here the memcg config's max_output_length alone is lowered to 40 to see NPD's cut."""
+    emu, kc = kube
+    cfg = nh.rewrite(nh.shipped_config("cpuzombie-memcg"), cz_bin, ZOMBIES + "/proc",
+                     ZOMBIES + "/sys")
+    rc, line = direct(cz_bin, cfg, tmp_path)
+    assert rc == 1 and len(line) > 40
+    cfg["pluginConfig"]["max_output_length"] = 40
+    npd = nh.Npd(tmp_path / "npd", {"cpuzombie-memcg": cfg}, NODE, emu.url, kc).start()
+    try:
+        c = nh.wait_condition(emu, NODE, "MemcgZombieLeak", lambda c: c["status"] == "True")
+        # trimmed first, then cut: a cut after a space leaves it at the end
+        assert c["message"] == line.encode()[:40].decode()
+        assert c["message"] != line
+    finally:
+        npd.stop()
+
+
+@pytest.mark.skipif(not is_root(), reason="needs root: makes real dying memcgs")
+def test_real_dying_memcgs_turn_the_condition_true_then_false(cz_bin, kube, tmp_path):
+    """All four shipped configs on this host's real /proc and /sys. 2000 real dying memcgs
+    turn MemcgZombieLeak True with our message (the default thresholds, 1000 dying and x10,
+    are met on a host with fewer than 200 live memcgs); releasing them turns it False with the
+    default message. Only the memcg rule's invoke_interval is lowered (60s -> 5s) so the test
+    does not wait minutes; thresholds are the shipped defaults."""
+    emu, kc = kube
+    cfgs = {n: nh.rewrite(nh.shipped_config(n), cz_bin, "/proc", "/sys")
+            for n in nh.NPD_CONFIGS}
+    cfgs["cpuzombie-memcg"]["pluginConfig"]["invoke_interval"] = "5s"
+    rc, line = direct(cz_bin, cfgs["cpuzombie-memcg"], tmp_path)
+    if rc != 0:
+        pytest.skip("this host already has a memcg problem (%r)" % line)
+    live = int(MEMCG_MSG.match(line).group(2))
+    if live * 10 > 2000:
+        pytest.skip("%d live memcgs: 2000 dying are below the default x10 ratio" % live)
+    npd = nh.Npd(tmp_path / "npd", cfgs, NODE, emu.url, kc).start()
+    try:
+        nh.wait_condition(emu, NODE, "MemcgZombieLeak", lambda c: c["status"] == "False")
+        with DyingMemcgs(2000, tmp_path) as d:
+            c = nh.wait_condition(emu, NODE, "MemcgZombieLeak",
+                                  lambda c: c["status"] == "True")
+            m = MEMCG_MSG.match(c["message"])
+            assert m and int(m.group(1)) >= 2000, c
+            assert c["reason"] == "ZombieMemcgsHigh"
+            table = nh.describe_conditions(kh.kubectl(kc, "describe", "node", NODE).stdout)
+            assert table["MemcgZombieLeak"][:2] == ("True", "ZombieMemcgsHigh")
+            assert MEMCG_MSG.match(table["MemcgZombieLeak"][2])
+            for t in ("CPUCoreSaturation", "ENADeviceReset"):
+                assert t in table
+            assert npd.gauge("MemcgZombieLeak", "ZombieMemcgsHigh") == 1
+            d.release()
+            default = cfgs["cpuzombie-memcg"]["conditions"][0]
+            c = nh.wait_condition(emu, NODE, "MemcgZombieLeak",
+                                  lambda c: c["status"] == "False")
+            assert (c["reason"], c["message"]) == (default["reason"], default["message"])
+            assert npd.gauge("MemcgZombieLeak", "ZombieMemcgsHigh") == 0
+    finally:
+        npd.stop()
