@@ -85,8 +85,15 @@ static void move_aside(const char *dir, const char *name, const char *suffix, co
 {
 	char path[FILEIO_PATH_MAX], aside[FILEIO_PATH_MAX + 16];
 
+	struct stat st;
+
 	if (join(path, sizeof(path), dir, name, suffix) < 0 ||
 	    snprintf(aside, sizeof(aside), "%s.corrupt", path) >= (int)sizeof(aside))
+		return;
+	/* Lock files are moved without holding the lock: when a concurrent writer has already
+	 * replaced the intruder with a real lock file, that one stays (moving it would let two
+	 * writers hold "the" lock at once). State files are moved under their lock. */
+	if (lstat(path, &st) == 0 && S_ISREG(st.st_mode) && streq(suffix, ".lock"))
 		return;
 	if (rename(path, aside) < 0)
 		log_warning_errno(errno, "Failed to move '%s' (%s) aside: %m", path, why);
