@@ -160,6 +160,7 @@ int agent_run(struct cz_ctx *ctx)
 	if (r < 0)
 		log_warning_errno(r, "Failed to open history in '%s': %m, ignoring",
 				  ctx->cfg.paths.run);
+	(void)burst_log_claim(ctx->cfg.paths.run); /* a FIFO or junk at cpu-bursts: aside now */
 	if (write_heartbeat(&a, false) < 0) {
 		cpu_sampler_free(a.s);
 		history_ring_close(&a.ring);

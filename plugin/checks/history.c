@@ -322,6 +322,19 @@ int burst_log_append(const char *run_dir, const struct burst_event *ev)
 	return state_commit(&txn, &l);
 }
 
+int burst_log_claim(const char *run_dir)
+{
+	_cleanup_(state_end) struct state_txn txn = STATE_TXN_INIT;
+	_cleanup_free_ struct burst_event *evs = calloc(HISTORY_EVENTS_MAX, sizeof(*evs));
+	struct burst_log l = { .max = HISTORY_EVENTS_MAX, .ev = evs };
+	int r;
+
+	if (!evs)
+		return -ENOMEM;
+	r = state_begin(&txn, run_dir, &burst_log_state, &l);
+	return r < 0 ? r : 0;
+}
+
 int burst_log_read(const char *run_dir, uint64_t since_ms, struct burst_event *ret, size_t max)
 {
 	struct burst_log l = { .since_ms = since_ms, .max = max, .ev = ret };

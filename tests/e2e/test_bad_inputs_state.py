@@ -138,6 +138,27 @@ def start_agent(cz_bin, tmp, config=""):
     return agent, base
 
 
+# A real burst as this shared 2-core box can make one: the pinned RT burn gives 100% system
+# time, but other work's IRQ and user ticks on that core cut it into runs of 1-2 s at >= 90%.
+BURST_CONFIG = "cpu:\n  threshold_pct: 80\n  min_burst: 1500ms\n"
+
+
+def burst_recorded(base, attempts=3):
+    """Burn the last core (>= 80% system for >= 1.5 s: BURST_CONFIG) until `check cpu` on
+    the agent's run dir reports it. On this shared 2-core box IRQ and softirq time from other
+    work can cut a 4 s burn into runs shorter than 2 s, so a burn that was not a burst is
+    repeated (at most @attempts times); the check that decides is a reader (it writes
+    nothing). Returns its result."""
+    for _ in range(attempts):
+        time.sleep(1)
+        burn(os.cpu_count() - 1, 4)
+        time.sleep(1.5)                  # the burst ends at the next sample and is logged
+        c = subprocess.run(base + ["check", "cpu"], capture_output=True, text=True, timeout=30)
+        if c.returncode == 1:
+            return c
+    return c
+
+
 def stop_agent(agent):
     agent.terminate()
     try:
@@ -155,14 +176,14 @@ def test_fifo_run_files_do_not_block_the_sampler_nor_lose_a_burst(cz_bin, tmp_pa
     run_dir = os.path.join(tmp, "run")
     for name in ("cpu-bursts", "cpu-heartbeat", "cpu-history", "cpu-bursts.lock"):
         plant(os.path.join(run_dir, name), "fifo")
-    agent, base = start_agent(cz_bin, tmp)
+    agent, base = start_agent(cz_bin, tmp, BURST_CONFIG)
     try:
-        time.sleep(1)
-        burn(os.cpu_count() - 1, 4)      # >= 90% system for >= 2 s: the default burst
-        time.sleep(1.5)                  # the burst ends at the next sample and is logged
+        # at start the agent already moved the FIFO at cpu-bursts aside: no log, no burst yet
+        c = subprocess.run(base + ["check", "cpu"], capture_output=True, text=True, timeout=30)
+        assert c.returncode == 0 and "inline" not in c.stdout, c
+        c = burst_recorded(base)
         hb_age = time.time() - os.stat(os.path.join(run_dir, "cpu-heartbeat")).st_mtime
         assert hb_age < 5, hb_age        # the heartbeat kept going: the sampler never blocked
-        c = subprocess.run(base + ["check", "cpu"], capture_output=True, text=True, timeout=30)
         assert c.returncode == 1, c      # the burst was recorded, not lost
         assert "inline" not in c.stdout, c.stdout
     finally:
@@ -262,15 +283,14 @@ def test_read_only_run_dir_with_a_real_burst(cz_bin, tmp_path):
     agent writes into RUN; the readers see it through a read-only bind mount."""
     tmp = str(tmp_path)
     # the periodic checks once at start, not again while the readers run
-    agent, base = start_agent(cz_bin, tmp, "agent:\n  check_interval: 1h\n")
+    agent, base = start_agent(cz_bin, tmp, BURST_CONFIG + "agent:\n  check_interval: 1h\n")
     ro_run, ro_state = os.path.join(tmp, "ro-run"), os.path.join(tmp, "ro-state")
     os.makedirs(ro_run)
     os.makedirs(ro_state)
     plant_dir(tmp, "state")
     try:
-        time.sleep(1)
-        burn(os.cpu_count() - 1, 4)
-        time.sleep(1.5)
+        rw = burst_recorded(base)
+        assert rw.returncode == 1, rw    # the truth, read from the writable run dir
         before = snapshot(tmp)
         script = ('mount --make-rprivate / && mount --bind "$1" "$3" && '
                   'mount -o remount,bind,ro "$3" && mount --bind "$2" "$4" && '
