@@ -39,7 +39,9 @@ CZ_CFLAGS := -std=gnu11 -D_GNU_SOURCE $(WARN) $(HARDEN) $(SANFLAGS) -DCZ_VERSION
 # or dlopen. ASan cannot be linked statically: under SANITIZE=1 it is a dynamic PIE.
 LDFLAGS_CZ := -Wl,-z,relro,-z,now -Wl,-z,noexecstack -Wl,--gc-sections -Wl,-O1 $(SANFLAGS)
 LIBS_STATIC := -Wl,-Bstatic -ljson-c -lyaml -Wl,-Bdynamic
-LIBS := $(LIBS_STATIC) -lcurl -lsystemd -lm
+# --as-needed: a library is recorded only when the code calls into it (also under ASan, whose
+# link turns it off).
+LIBS := $(LIBS_STATIC) -Wl,--as-needed -lcurl -lsystemd -Wl,--no-as-needed -lm
 ifeq ($(SANITIZE),1)
 LDFLAGS_CHECK := -pie $(LDFLAGS_CZ)
 LIBS_CHECK := $(LIBS_STATIC) -lm
@@ -55,8 +57,9 @@ HDRS := $(wildcard plugin/*/*.h)
 # What the check binary leaves out: the agent, the subcommands that need it, the cluster side
 # but its pure condition model, and the libsystemd half of host/. Everything else is offline.
 CHECK_CLUSTER_SRCS := $(wildcard plugin/cluster/conditions.c plugin/cluster/kjson.c)
-ONLINE_SRCS := $(wildcard plugin/agent/*.c) plugin/cmd/cmd_agent.c plugin/cmd/cmd_kube.c \
-	plugin/host/systemd.c $(filter-out $(CHECK_CLUSTER_SRCS),$(wildcard plugin/cluster/*.c))
+ONLINE_SRCS := $(wildcard plugin/agent/*.c plugin/cmd/cmd_agent.c plugin/cmd/cmd_kube.c \
+	plugin/cmd/cmd_fleet.c plugin/report/fleet*.c \
+	plugin/host/systemd.c) $(filter-out $(CHECK_CLUSTER_SRCS),$(wildcard plugin/cluster/*.c))
 ONLINE_OBJS := $(ONLINE_SRCS:plugin/%.c=$(B)/obj/%.o)
 CHECK_OBJS := $(patsubst plugin/%.c,$(B)/obj/%.o,$(filter-out $(ONLINE_SRCS) plugin/cmd/main.c,\
 	$(SRCS))) $(B)/obj/cmd/main-check.o
@@ -139,7 +142,7 @@ image:
 	@tests/tools/podman/build-image.sh
 
 run: deps-build
-	@$(MAKE) -s --no-print-directory all
+	@$(MAKE) -s --no-print-directory say=: all
 	@tests/tools/run-node.sh $(B)/cpuzombie
 
 test-unit: $(UNIT_BINS)
@@ -173,9 +176,12 @@ bench: deps-build all
 install: $(B)/cpuzombie $(B)/cpuzombie-check
 	install -D -m 0755 $(B)/cpuzombie $(DESTDIR)$(PREFIX)/bin/cpuzombie
 	install -D -m 0755 $(B)/cpuzombie-check $(DESTDIR)$(PREFIX)/bin/cpuzombie-check
+	ln -sf cpuzombie $(DESTDIR)$(PREFIX)/bin/kubectl-cpuzombie  # `kubectl cpuzombie` (fleet)
 	install -D -m 0644 config/cpuzombie.yaml $(DESTDIR)/etc/cpuzombie/cpuzombie.yaml
 	install -d $(DESTDIR)$(PREFIX)/share/cpuzombie/npd
 	install -m 0644 config/npd/*.json $(DESTDIR)$(PREFIX)/share/cpuzombie/npd/
+	install -D -m 0644 config/npd-log/cpuzombie-kernel-monitor.json \
+		$(DESTDIR)$(PREFIX)/share/cpuzombie/npd-log/cpuzombie-kernel-monitor.json
 	install -D -m 0644 config/man/cpuzombie.8 $(DESTDIR)$(PREFIX)/share/man/man8/cpuzombie.8
 	install -D -m 0644 config/man/cpuzombie.yaml.5 $(DESTDIR)$(PREFIX)/share/man/man5/cpuzombie.yaml.5
 	for u in config/systemd/*; do [ -e "$$u" ] && install -D -m 0644 "$$u" \

@@ -6,7 +6,11 @@
 
 #include "agent/agent.h"
 #include "agent/agent_periodic.h"
+#include "agent/burst_profiles.h"
+#include "agent/tiers.h"
+#include "agent/kmsg_follow.h"
 #include "checks/check_cpu.h"
+#include "checks/sampler.h"
 #include "base/log.h"
 #include "host/systemd.h"
 #include "base/util.h"
@@ -30,10 +34,13 @@ static void install_signals(void)
 struct agent {
 	struct cz_ctx *ctx;
 	struct cpu_sampler *s;
+	struct burst_profiles *prof; /* NULL: cpu.profile off */
+	struct agent_tiers tiers;
 	struct history_ring ring;
 	bool ring_ok;
 	uint64_t watchdog_ms;
 	unsigned bad_samples;	/* consecutive failed samples, for rate-limited logging */
+	struct kmsg_follow *kf;	/* the kernel log (agent.kmsg), NULL when off */
 };
 
 static void log_events(struct agent *a, const struct burst_event *ev, int n)
@@ -91,9 +98,24 @@ static int agent_sample(struct agent *a, struct burst_event *evs)
 		log_notice("sampling /proc/stat again after %u failures", a->bad_samples);
 		a->bad_samples = 0;
 	}
+	burst_profiles_step(a->prof, a->s, evs, (size_t)n);
 	log_events(a, evs, n);
 	if (a->ring_ok)
 		(void)history_ring_add(&a->ring, now_realtime_ms(), cpu_sampler_shares(a->s));
+	agent_tiers_add(&a->tiers, now_realtime_ms(), cpu_sampler_shares(a->s));
+	return n;
+}
+
+/* Runs that qualify as bursts now: when this changes, the heartbeat is rewritten at once so a
+ * reader (check cpu, report) sees a burst that is still going on without waiting for it. */
+static size_t count_active(const struct cpu_sampler *s)
+{
+	const struct sampler *core = cpu_sampler_core(s);
+	struct burst_run run;
+	size_t n = 0;
+
+	for (unsigned c = 0; c < core->ncpu; c++)
+		n += burst_current(&core->trk[c], &core->p.burst, &run) == 1;
 	return n;
 }
 
@@ -111,6 +133,7 @@ static void agent_loop(struct agent *a, struct burst_event *evs)
 	const struct cz_config *cfg = &a->ctx->cfg;
 	uint64_t now = now_monotonic_ms(), start = now, deadline = now;
 	uint64_t hb_every = HISTORY_HEARTBEAT_MS, next_hb = now, next_flush = now + 1000;
+	size_t active = 0, nact;
 
 	if (a->watchdog_ms && a->watchdog_ms / 2 < hb_every)
 		hb_every = a->watchdog_ms / 2 ? a->watchdog_ms / 2 : 1;
@@ -121,11 +144,18 @@ static void agent_loop(struct agent *a, struct burst_event *evs)
 			break;
 		if (agent_sample(a, evs) > 0)
 			next_hb = 0; /* a burst ended: drop it from the heartbeat's active list now */
+		nact = count_active(a->s);
+		if (nact != active)
+			next_hb = 0; /* a run just became a burst: show it now */
+		active = nact;
+		(void)kmsg_follow_poll(a->kf); /* non-blocking; logs its own trouble once */
 		now = now_monotonic_ms();
 		if (now > deadline + cfg->cpu.interval_ms)
 			deadline = now; /* we were stopped or starved: do not catch up in a burst */
-		if (now >= next_flush && a->ring_ok) {
-			(void)history_ring_flush(&a->ring);
+		if (now >= next_flush) {
+			if (a->ring_ok)
+				(void)history_ring_flush(&a->ring);
+			agent_tiers_flush(&a->tiers);
 			next_flush = now + 1000;
 		}
 		if (now >= next_hb) {
@@ -143,7 +173,7 @@ int agent_run(struct cz_ctx *ctx)
 	_cleanup_free_ struct burst_event *evs = calloc(HISTORY_ACTIVE_MAX, sizeof(*evs));
 	struct agent a = { .ctx = ctx, .ring = { .fd = -1 } };
 	struct periodic *per = NULL;
-	int r, n;
+	int r, n, pr = 0;
 
 	if (!evs)
 		return CZ_EXIT_ERROR;
@@ -157,18 +187,27 @@ int agent_run(struct cz_ctx *ctx)
 	r = history_ring_open(ctx->cfg.paths.run, cpu_sampler_ncpu(a.s), ctx->cfg.cpu.history_ms,
 			      ctx->cfg.cpu.interval_ms, &a.ring);
 	a.ring_ok = r == 0;
+	agent_tiers_open(&a.tiers, ctx, cpu_sampler_ncpu(a.s));
+	if (burst_profiles_new(ctx, cpu_sampler_ncpu(a.s), &a.prof) < 0)
+		log_warning("Burst profiles off: out of memory");
 	if (r < 0)
 		log_warning_errno(r, "Failed to open history in '%s': %m, ignoring",
 				  ctx->cfg.paths.run);
 	(void)burst_log_claim(ctx->cfg.paths.run); /* a FIFO or junk at cpu-bursts: aside now */
 	if (write_heartbeat(&a, false) < 0) {
+		burst_profiles_free(a.prof);
 		cpu_sampler_free(a.s);
+		agent_tiers_close(&a.tiers);
 		history_ring_close(&a.ring);
 		return CZ_EXIT_ERROR; /* without the run dir nobody can read what we find */
 	}
 	a.watchdog_ms = systemd_watchdog_usec() / 1000;
 	stop_signal = 0;
 	install_signals();
+	r = kmsg_follow_open(ctx, &a.kf);
+	if (r < 0)
+		log_warning_errno(r, "Failed to follow the kernel log '%s': %m, ignoring",
+				  ctx->cfg.agent.kmsg);
 	(void)periodic_new(ctx, &per);
 	if (per && !ctx->once && periodic_start(per) < 0)
 		log_warning("Failed to start the periodic work, ignoring");
@@ -176,13 +215,18 @@ int agent_run(struct cz_ctx *ctx)
 	agent_loop(&a, evs);
 	(void)systemd_notify("STOPPING=1");
 	n = cpu_sampler_finish(a.s, evs, HISTORY_ACTIVE_MAX);
+	burst_profiles_step(a.prof, a.s, evs, (size_t)n);
 	log_events(&a, evs, n);
+	(void)kmsg_follow_poll(a.kf);
+	kmsg_follow_free(a.kf); /* saved: the checks below see what it read */
 	if (per && ctx->once)
-		(void)periodic_cycle(per); /* after the bursts are logged, so check cpu sees them */
+		pr = periodic_cycle(per); /* after the bursts are logged, so check cpu sees them */
 	periodic_free(per);
+	burst_profiles_free(a.prof);
+	agent_tiers_close(&a.tiers);
 	history_ring_close(&a.ring);
 	/* --once leaves a fresh heartbeat (its bursts are in the log); a stopped agent does not */
 	r = write_heartbeat(&a, !ctx->once);
 	cpu_sampler_free(a.s);
-	return r < 0 ? CZ_EXIT_ERROR : CZ_EXIT_OK;
+	return r < 0 || pr < 0 ? CZ_EXIT_ERROR : CZ_EXIT_OK; /* --once: its cycle's failure too */
 }

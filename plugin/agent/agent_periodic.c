@@ -11,6 +11,7 @@
 #include "agent/kube_agent.h"
 #include "base/log.h"
 #include "agent/metrics.h"
+#include "agent/units_publish.h"
 #include "report/report.h"
 #include "base/util.h"
 
@@ -20,6 +21,8 @@
 struct periodic {
 	struct cz_ctx *ctx;
 	struct kube_agent *ka;
+	int kube_err;			/* why Kubernetes could not be set up (logged), or 0 */
+	struct units_publisher units;	/* systemd units for the checks, every UNITS_PUBLISH_MS */
 	int last[MAX_RESULTS];		/* previous status per check, -1 before the first */
 	pthread_t thread;
 	bool started;
@@ -31,8 +34,6 @@ struct periodic {
 int periodic_new(struct cz_ctx *ctx, struct periodic **ret)
 {
 	struct periodic *p;
-	char err[512] = "";
-	int r;
 
 	*ret = NULL;
 	p = calloc(1, sizeof(*p));
@@ -41,12 +42,14 @@ int periodic_new(struct cz_ctx *ctx, struct periodic **ret)
 	p->ctx = ctx;
 	pthread_mutex_init(&p->lock, NULL);
 	pthread_cond_init(&p->wake, NULL);
-	r = kube_agent_new(&ctx->cfg, &p->ka, err, sizeof(err));
-	if (r < 0)
-		log_fields_full(LOG_PRIO_WARNING, NULL, "Kubernetes disabled: %s", err);
+	p->kube_err = kube_agent_new(&ctx->cfg, &p->ka);
+	if (p->kube_err < 0)
+		log_warning("Kubernetes disabled (the reason is above)");
 	for (size_t i = 0; i < MAX_RESULTS; i++)
 		p->last[i] = -1;
-	if (!p->ka && !ctx->cfg.agent.metrics_textfile[0]) {
+	/* --once keeps the failure, so that the one cycle reports it in its exit code */
+	if (!p->ka && !ctx->cfg.agent.metrics_textfile[0] && !ctx->cfg.memcg.systemd_hints &&
+	    !(ctx->once && p->kube_err < 0)) {
 		/* nothing to publish: the sampler alone is the agent's job */
 		periodic_free(p);
 		return 0;
@@ -114,12 +117,22 @@ int periodic_cycle(struct periodic *p)
 	size_t n;
 	int e = 0, m = 0;
 
+	/* first: `check memcg` in this cycle (and in NPD's container) reads what it publishes */
+	(void)units_publish_due(&p->units, &p->ctx->cfg, now_monotonic_ms(), now_realtime_ms());
+	if (!p->ka && !p->ctx->cfg.agent.metrics_textfile[0])
+		return p->kube_err;	/* the units were the only work (NPD runs the checks) */
 	n = kube_agent_run_checks(p->ctx, names, res, MAX_RESULTS);
 	log_changes(p, names, res, n);
 	if (p->ka) {
 		e = kube_agent_cycle(p->ka, p->ctx, names, res, n, summary, sizeof(summary));
 		if (e < 0 || p->ctx->verbose)
 			log_fields_full(e < 0 ? LOG_PRIO_ERR : LOG_PRIO_INFO, NULL, "%s", summary);
+		if (p->ctx->once) {	/* `agent --once`: what the one cycle did, for its caller */
+			printf("%s\n", summary);
+			fflush(stdout);
+		}
+	} else if (p->kube_err < 0) {
+		e = p->kube_err;
 	}
 	r = report_new(&p->ctx->cfg, now_realtime_ms());
 	if (!r)
@@ -130,6 +143,10 @@ int periodic_cycle(struct periodic *p)
 		r->nchecks++;
 	}
 	canary(p, r);
+	if (p->ctx->cfg.memcg.systemd_hints) {
+		r->restarts_rc = p->units.last_rc;
+		r->restarts = p->units.last;
+	}
 	if (p->ctx->cfg.agent.metrics_textfile[0])
 		m = metrics(p, r);
 	report_free(r);

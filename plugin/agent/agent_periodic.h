@@ -30,8 +30,9 @@ struct periodic;
 int periodic_new(struct cz_ctx *ctx, struct periodic **ret);
 
 /*
- * periodic_cycle - one cycle now, in the caller's thread (agent --once). Returns 0, or -errno
- * when the API server could not be used or the metrics could not be written.
+ * periodic_cycle - one cycle now, in the caller's thread (agent --once: the Kubernetes summary
+ * line goes to stdout). Returns 0, or -errno when Kubernetes could not be set up, the API server
+ * could not be used, or the metrics could not be written.
  */
 int periodic_cycle(struct periodic *p);
 

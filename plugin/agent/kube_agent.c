@@ -2,9 +2,13 @@
 /* The agent's Kubernetes side: see kube_agent.h. */
 #include <errno.h>
 
-#include "cluster/conditions.h"
 #include "agent/kube_agent.h"
+#include "base/log.h"
 #include "base/util.h"
+#include "cluster/conditions.h"
+#include "cluster/event.h"
+#include "cluster/kube.h"
+#include "cluster/remediate.h"
 
 struct kube_agent {
 	struct kube_client *kc;
@@ -12,8 +16,7 @@ struct kube_agent {
 	enum remediate_action last;
 };
 
-int kube_agent_new(const struct cz_config *cfg, struct kube_agent **ret, char *err,
-		   size_t err_size)
+int kube_agent_new(const struct cz_config *cfg, struct kube_agent **ret)
 {
 	struct kube_agent *ka;
 	int r;
@@ -21,16 +24,14 @@ int kube_agent_new(const struct cz_config *cfg, struct kube_agent **ret, char *e
 	*ret = NULL;
 	if (!cfg->agent.set_conditions && cfg->remediation.mode == CZ_REMEDIATE_OFF)
 		return 0;
-	if (!cfg->kubernetes.node_name[0]) {
-		snprintf(err, err_size, "no node name: set kubernetes.node_name, $NODE_NAME or "
-					"--node-name");
-		return -EINVAL;
-	}
+	if (!cfg->kubernetes.node_name[0])
+		return log_error_errno(EINVAL, "No node name: set kubernetes.node_name, $NODE_NAME "
+				       "or --node-name");
 	ka = calloc(1, sizeof(*ka));
 	if (!ka)
 		return -ENOMEM;
 	r = kube_client_from_config(cfg->kubernetes.kubeconfig, cfg->kubernetes.timeout_ms,
-				    &ka->kc, err, err_size);
+				    &ka->kc);
 	if (r < 0) {
 		free(ka);
 		return r;
@@ -53,6 +54,7 @@ enum remediate_action kube_agent_last_action(const struct kube_agent *ka)
 	return ka ? ka->last : REM_NONE;
 }
 
+/* Patch this node's conditions from @res, and post an Event for every status flip. */
 static int publish(struct kube_agent *ka, const char *const checks[],
 		   const struct npd_result res[], size_t n, char *out, size_t size)
 {
@@ -62,7 +64,7 @@ static int publish(struct kube_agent *ka, const char *const checks[],
 	struct kube_response resp = { 0 };
 	_cleanup_(json_object_putp) json_object *patch = NULL, *cur = NULL;
 	size_t k = 0, nch = 0;
-	char path[400];
+	char path[400], what[320];
 	uint64_t now = now_realtime_ms();
 	int r;
 
@@ -73,48 +75,40 @@ static int publish(struct kube_agent *ka, const char *const checks[],
 	if (k == 0)
 		return 0;
 	snprintf(path, sizeof(path), "/api/v1/nodes/%s", node);
-	r = kube_request(ka->kc, "GET", path, NULL, NULL, 0, &resp);
-	if (r == 0 && resp.status != 200) {
-		snprintf(out, size, "cannot read node %.64s: HTTP %ld: %.160s", node, resp.status,
-			 resp.message);
-		kube_response_clear(&resp);
-		return -EREMOTEIO;
-	}
+	snprintf(what, sizeof(what), "node %s", node);
+	/* not "a node without conditions" when unreadable: that would reset every transition time */
+	r = kube_get_object(ka->kc, path, what, &cur);
 	if (r < 0) {
-		snprintf(out, size, "cannot read node %.64s: %.160s", node, resp.message);
-		kube_response_clear(&resp);
+		snprintf(out, size, "cannot read node %.64s", node);
 		return r;
 	}
-	if (!json_object_is_type(resp.body, json_type_object)) {
-		/* not "a node without conditions": that would reset every transition time */
-		snprintf(out, size, "cannot read node %.64s: the answer is not a JSON object", node);
-		kube_response_clear(&resp);
-		return -EBADMSG;
-	}
-	cur = json_object_get(resp.body);
-	kube_response_clear(&resp);
 	r = conditions_build_patch(cur, in, k, now, &patch, ch, &nch);
 	if (r < 0)
 		return r;
 	strncat(path, "/status", sizeof(path) - strlen(path) - 1);
 	r = kube_json(ka->kc, "PATCH", path, "application/strategic-merge-patch+json", patch, 0,
 		      &resp);
-	if (r == 0 && resp.status != 200) {
-		snprintf(out, size, "PATCH %.100s: HTTP %ld: %.160s", path, resp.status, resp.message);
-		r = -EREMOTEIO;
-	}
+	if (r == 0 && resp.status != 200)
+		r = log_error_errno(EREMOTEIO, "PATCH %s: HTTP %ld: %s", path, resp.status,
+				    resp.message);
+	else if (r < 0)
+		log_error_errno(r, "PATCH %s: %s", path, resp.message);
+	if (r < 0)
+		snprintf(out, size, "cannot patch %.100s", path);
 	kube_response_clear(&resp);
 	if (r < 0)
 		return r;
 	for (size_t i = 0; i < nch; i++) {
 		bool bad = streq(ch[i].new_status, "True");
 		char msg[NPD_MSG_MAX + 100];
+		struct event_desc d = { node, kube_get_str(cur, "metadata.uid", NULL),
+					bad ? "Warning" : "Normal",
+					bad ? ch[i].def->reason_true : ch[i].def->reason_false, msg,
+					now };
 
 		snprintf(msg, sizeof(msg), "%s is now %s (was %s)", ch[i].def->type,
 			 ch[i].new_status, *ch[i].old_status ? ch[i].old_status : "unset");
-		kube_post_event(ka->kc, node, kube_get_str(cur, "metadata.uid", NULL),
-				bad ? "Warning" : "Normal",
-				bad ? ch[i].def->reason_true : ch[i].def->reason_false, msg, now);
+		(void)event_post(ka->kc, &d);
 	}
 	snprintf(out, size, "conditions: %zu set, %zu changed", k, nch);
 	return 0;

@@ -13,22 +13,20 @@
 
 #include <stddef.h>
 
-#include "checks/cz.h"
-#include "cluster/kube.h"
 #include "base/npd.h"
-#include "cluster/remediate.h"
+#include "checks/cz.h"
+#include "cluster/remediate_plan.h"
 
 struct kube_agent;
 
 /*
  * kube_agent_new - a client from @cfg->kubernetes (kubeconfig or in-cluster), for node
- * @cfg->kubernetes.node_name. Loads libcurl. Returns 0, or -EINVAL (no node name, bad
- * kubeconfig), -ENOENT (not in a cluster), -ELIBACC (no libcurl) with @err set.
+ * @cfg->kubernetes.node_name. Returns 0, or -EINVAL (no node name, bad kubeconfig), -ENOENT (not
+ * in a cluster), -ENOMEM; the reason is logged.
  * Nothing is allocated when both set_conditions is false and remediation is off: *@ret is NULL
  * and 0 is returned, and kube_agent_cycle(NULL, ...) is a no-op.
  */
-int kube_agent_new(const struct cz_config *cfg, struct kube_agent **ret, char *err,
-		   size_t err_size);
+int kube_agent_new(const struct cz_config *cfg, struct kube_agent **ret);
 
 /* kube_agent_free - accepts NULL. */
 void kube_agent_free(struct kube_agent *ka);
@@ -37,7 +35,7 @@ void kube_agent_free(struct kube_agent *ka);
  * kube_agent_cycle - publish results and remediate once. @checks[i] names the check that produced
  * @res[i] ("memcg", "cpu", "ena"; others are ignored). Blocks up to about remediation.drain_timeout
  * while draining. Writes one line describing the cycle into @summary. Returns 0, or -errno when
- * the API server could not be used (logged through the client, stderr).
+ * the API server could not be used (logged).
  */
 int kube_agent_cycle(struct kube_agent *ka, struct cz_ctx *ctx, const char *const checks[],
 		     const struct npd_result res[], size_t n, char *summary, size_t summary_size);
@@ -52,8 +50,5 @@ size_t kube_agent_run_checks(struct cz_ctx *ctx, const char *names[], struct npd
 
 /* kube_agent_last_action - what remediation did in the last cycle. */
 enum remediate_action kube_agent_last_action(const struct kube_agent *ka);
-
-/* cmd_kube_cycle - the hidden developer subcommand `cpuzombie kube-cycle [--once]` (cmd_kube.c). */
-int cmd_kube_cycle(struct cz_ctx *ctx);
 
 #endif

@@ -4,6 +4,7 @@
 #include <limits.h>
 
 #include "agent/metrics.h"
+#include "checks/kevents.h"
 #include "base/fileio.h"
 #include "report/report.h"
 #include "base/util.h"
@@ -142,6 +143,40 @@ static void ena(const struct report *r, FILE *out)
 		     "counter", out);
 }
 
+/* The units the agent last read from systemd (report.restarts, filled by the agent). */
+static void units(const struct report *r, FILE *out)
+{
+	if (r->restarts_rc != 0 || r->restarts.n == 0)
+		return;
+	help(out, "cpuzombie_systemd_unit_restarts", "gauge",
+	     "NRestarts of the service units that restarted most (top units only).");
+	for (size_t i = 0; i < r->restarts.n; i++) {
+		fputs("cpuzombie_systemd_unit_restarts{unit=\"", out);
+		label(out, r->restarts.u[i].name);
+		fprintf(out, "\"} %llu\n", (unsigned long long)r->restarts.u[i].restarts);
+	}
+}
+
+/* The agent's kernel-event log: recognized kernel messages by kind, and what it missed. */
+static void kernel(const struct report *r, FILE *out)
+{
+	const struct kevents *k = r->kev;
+
+	if (!k)
+		return; /* agent.kmsg off, or no agent: no series rather than zeros */
+	help(out, "cpuzombie_kernel_events_total", "counter",
+	     "Kernel log messages recognized by the agent (facility 0 only), by kind.");
+	for (int i = 1; i < KLOG_KIND_MAX; i++)
+		fprintf(out, "cpuzombie_kernel_events_total{kind=\"%s\"} %llu\n",
+			klog_kind_name((enum klog_kind)i), (unsigned long long)k->count[i]);
+	help(out, "cpuzombie_kernel_records_lost_total", "counter",
+	     "Kernel log records overwritten before the agent read them (sequence gaps).");
+	fprintf(out, "cpuzombie_kernel_records_lost_total %llu\n", (unsigned long long)k->lost);
+	help(out, "cpuzombie_kernel_overruns_total", "counter",
+	     "Reads of /dev/kmsg that returned EPIPE (the ring buffer overtook the agent).");
+	fprintf(out, "cpuzombie_kernel_overruns_total %llu\n", (unsigned long long)k->overruns);
+}
+
 static void checks(const struct report *r, FILE *out)
 {
 	help(out, "cpuzombie_check_status", "gauge",
@@ -170,6 +205,8 @@ int metrics_format(const struct report *r, FILE *out)
 	memcg(r, out);
 	cpu(r, out);
 	ena(r, out);
+	units(r, out);
+	kernel(r, out);
 	checks(r, out);
 	return ferror(out) ? -EIO : 0;
 }

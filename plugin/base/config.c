@@ -52,6 +52,14 @@ static const struct key_def keys[] = {
 	K("cpu", "inline_window", T_DUR, cpu.inline_window_ms),
 	K("cpu", "attribute_tasks", T_BOOL, cpu.attribute_tasks),
 	K("cpu", "history", T_DUR_POS, cpu.history_ms),
+	K("cpu", "history_seconds", T_DUR, cpu.history_seconds_ms),
+	K("cpu", "history_minutes", T_DUR, cpu.history_minutes_ms),
+	K("cpu", "hysteresis_pct", T_U64, cpu.hysteresis_pct),
+	K("cpu", "max_dip", T_DUR, cpu.max_dip_ms),
+	K("cpu", "profile", T_BOOL, cpu.profile),
+	K("cpu", "profile_hz", T_U64, cpu.profile_hz),
+	K("cpu", "profile_max", T_DUR_POS, cpu.profile_max_ms),
+	K("cpu", "profile_bytes", T_U64, cpu.profile_bytes),
 	K("ena", "drivers", T_LIST, ena.drivers),
 	K("ena", "interfaces", T_LIST, ena.interfaces),
 	K("ena", "window", T_DUR_POS, ena.window_ms),
@@ -67,6 +75,7 @@ static const struct key_def keys[] = {
 	K("agent", "check_interval", T_DUR_POS, agent.check_interval_ms),
 	K("agent", "set_conditions", T_BOOL, agent.set_conditions),
 	K("agent", "metrics_textfile", T_STR, agent.metrics_textfile),
+	K("agent", "kmsg", T_STR, agent.kmsg),
 	K("remediation", "mode", T_MODE, remediation.mode),
 	K("remediation", "conditions", T_LIST, remediation.conditions),
 	K("remediation", "for", T_DUR, remediation.for_ms),
@@ -158,6 +167,14 @@ void config_defaults(struct cz_config *cfg)
 	cfg->cpu.inline_window_ms = 3000;
 	cfg->cpu.attribute_tasks = true;
 	cfg->cpu.history_ms = 15 * 60 * 1000;
+	cfg->cpu.history_seconds_ms = 6 * 3600 * 1000;
+	cfg->cpu.history_minutes_ms = 7 * 24 * 3600 * 1000ull;
+	cfg->cpu.hysteresis_pct = 20;
+	cfg->cpu.max_dip_ms = 1000;
+	cfg->cpu.profile = true;
+	cfg->cpu.profile_hz = 99;
+	cfg->cpu.profile_max_ms = 30 * 1000;
+	cfg->cpu.profile_bytes = 64 * 1024;
 	list_set(&cfg->ena.drivers, drivers);
 	cfg->ena.window_ms = 60 * 60 * 1000;
 	cfg->ena.min_read_interval_ms = 5000;
@@ -168,6 +185,7 @@ void config_defaults(struct cz_config *cfg)
 	cfg->kubernetes.timeout_ms = 10000;
 	snprintf(cfg->systemd.bus, sizeof(cfg->systemd.bus), "system");
 	cfg->agent.check_interval_ms = 30000;
+	snprintf(cfg->agent.kmsg, sizeof(cfg->agent.kmsg), "/dev/kmsg");
 	cfg->remediation.mode = CZ_REMEDIATE_OFF;
 	list_set(&cfg->remediation.conditions, conditions);
 	cfg->remediation.for_ms = 10 * 60 * 1000;
@@ -476,6 +494,16 @@ static int check_consistency(struct loader *ld)
 		add_err(ld, NULL, "key 'cpu.min_burst': shorter than cpu.interval");
 	if (c->cpu.history_ms / c->cpu.interval_ms > 24 * 3600 * 4)
 		add_err(ld, NULL, "key 'cpu.history': more than a day of samples at cpu.interval");
+	if (c->cpu.history_seconds_ms / 1000 > 7 * 24 * 3600)
+		add_err(ld, NULL, "key 'cpu.history_seconds': more than 7 days of seconds");
+	if (c->cpu.history_minutes_ms / 60000 > 366 * 24 * 60)
+		add_err(ld, NULL, "key 'cpu.history_minutes': more than a year of minutes");
+	if ((double)c->cpu.hysteresis_pct >= c->cpu.threshold_pct)
+		add_err(ld, NULL, "key 'cpu.hysteresis_pct': not below cpu.threshold_pct");
+	if (c->cpu.profile_hz < 1 || c->cpu.profile_hz > 10000)
+		add_err(ld, NULL, "key 'cpu.profile_hz': not within 1..10000");
+	if (c->cpu.profile_bytes < 1024 || c->cpu.profile_bytes > 16 * 1024 * 1024)
+		add_err(ld, NULL, "key 'cpu.profile_bytes': not within 1024..16777216");
 	if (c->cpu.lookback_ms > c->cpu.history_ms && c->cpu.lookback_ms > 24 * 3600 * 1000ull)
 		add_err(ld, NULL, "key 'cpu.lookback': longer than a day");
 	for (size_t i = 0; i < c->ena.interfaces.n; i++)

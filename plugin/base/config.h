@@ -61,7 +61,15 @@ struct cz_config {
 		uint64_t lookback_ms;		/* 10m */
 		uint64_t inline_window_ms;	/* 3s */
 		bool attribute_tasks;		/* true */
-		uint64_t history_ms;		/* 15m */
+		uint64_t history_ms;		/* 15m: the fine ring, one sample per interval */
+		uint64_t history_seconds_ms;	/* 6h: per-second maxima; 0 = off */
+		uint64_t history_minutes_ms;	/* 7d: per-minute maxima; 0 = off */
+		uint64_t hysteresis_pct;	/* 20: a burst survives dips this far under */
+		uint64_t max_dip_ms;		/* 1s: ...for this long */
+		bool profile;			/* true: perf profile of each burst (agent) */
+		uint64_t profile_hz;		/* 99 */
+		uint64_t profile_max_ms;	/* 30s: a profile samples at most this long */
+		uint64_t profile_bytes;		/* 65536: folded stacks kept per burst */
 	} cpu;
 	struct {
 		struct cz_strlist drivers;	/* [ena] */
@@ -85,6 +93,7 @@ struct cz_config {
 		uint64_t check_interval_ms;	/* 30s */
 		bool set_conditions;		/* false */
 		char metrics_textfile[CZ_PATH_MAX]; /* "" = off */
+		char kmsg[CZ_PATH_MAX];		/* "/dev/kmsg"; "" = do not follow the kernel log */
 	} agent;
 	struct {
 		enum cz_remediation_mode mode;	/* off */

@@ -36,7 +36,18 @@ static int close_run(struct burst_tracker *t, const struct burst_params *p,
 	}
 	t->active = false;
 	memset(&t->run, 0, sizeof(t->run));
+	t->dip_sum = 0.0;
+	t->dip_samples = 0;
 	return r;
+}
+
+/* A sample under the threshold that the active run survives (see burst.h, "Hysteresis"). */
+static bool is_dip(const struct burst_tracker *t, const struct burst_params *p, uint64_t t_ms,
+		   double pct)
+{
+	return t->active && p->hysteresis_pct > 0.0 && p->max_dip_ms > 0 &&
+	       pct >= p->threshold_pct - p->hysteresis_pct &&
+	       2 * (t_ms - t->run.end_ms) <= 2 * p->max_dip_ms + p->interval_ms;
 }
 
 int burst_feed(struct burst_tracker *t, const struct burst_params *p, uint64_t t_ms, double pct,
@@ -48,6 +59,12 @@ int burst_feed(struct burst_tracker *t, const struct burst_params *p, uint64_t t
 	if (t->have_prev && t_ms <= t->prev_ms)
 		return 0;
 	start = t->prev_ms;
+	if (t->have_prev && pct >= 0.0 && pct < p->threshold_pct && is_dip(t, p, t_ms, pct)) {
+		t->dip_sum += pct * (double)(t_ms - start);
+		t->dip_samples++;
+		t->prev_ms = t_ms;
+		return 0;
+	}
 	if (pct < 0.0 || !t->have_prev || pct < p->threshold_pct) {
 		/* the first sample has no known start: it only opens the series */
 		r = close_run(t, p, ret_run);
@@ -59,6 +76,11 @@ int burst_feed(struct burst_tracker *t, const struct burst_params *p, uint64_t t
 		t->active = true;
 		t->run.start_ms = start;
 	}
+	/* a dip followed by a hot sample was part of the run after all */
+	t->run.sum_pct += t->dip_sum;
+	t->run.samples += t->dip_samples;
+	t->dip_sum = 0.0;
+	t->dip_samples = 0;
 	t->run.end_ms = t_ms;
 	t->run.samples++;
 	t->run.sum_pct += pct * (double)(t_ms - start);

@@ -13,6 +13,14 @@
  * half an interval of min_burst, so with 250 ms / 2 s exactly 8 hot samples make a burst and 7
  * never do. An unusable sample (CPU offline, counters reset: pct < 0) ends a run; its time
  * still starts the next interval. The very first sample only starts the series.
+ *
+ * Hysteresis: a burst, once entered, survives a brief dip. On a noisy node (a crash-looping unit
+ * beside the burst is the incident's own picture) single samples of a 96% burst fall to 85%, and
+ * without this a 6 s burst fell apart into runs shorter than min_burst. A run ends when a sample
+ * falls below threshold_pct - hysteresis_pct, or when the share has stayed under threshold_pct
+ * for longer than max_dip_ms (with the same half-interval slack). Dips inside a run count toward
+ * its length and mean; dips at its end do not (the run ends with its last hot sample). With
+ * hysteresis_pct or max_dip_ms 0 every sample under the threshold ends the run.
  */
 
 #include <stdbool.h>
@@ -23,6 +31,8 @@ struct burst_params {
 	double threshold_pct;  /* cpu.threshold_pct */
 	uint64_t min_burst_ms; /* cpu.min_burst */
 	uint64_t interval_ms;  /* cpu.interval: the nominal spacing of samples */
+	double hysteresis_pct; /* cpu.hysteresis_pct: how far under the threshold a dip may go */
+	uint64_t max_dip_ms;   /* cpu.max_dip: how long the share may stay under the threshold */
 };
 
 /* A run of hot samples on one core (finished, or still going). */
@@ -40,6 +50,8 @@ struct burst_tracker {
 	bool have_prev;	   /* the previous sample time is known */
 	uint64_t prev_ms;  /* time of the previous sample */
 	struct burst_run run;
+	double dip_sum;	   /* the dip in progress: sum of pct * interval, not yet in run */
+	uint32_t dip_samples;
 };
 
 /* burst_tracker_reset - forget everything (e.g. the CPU went offline). */

@@ -14,6 +14,8 @@
 
 #include "checks/check_cpu.h"
 #include "checks/cpu.h"
+#include "checks/kevents.h"
+#include "base/state.h"
 #include "checks/sampler.h"
 #include "host/irq.h"
 #include "host/tasks.h"
@@ -114,8 +116,14 @@ int cpu_sampler_new(const struct cz_ctx *ctx, bool attribute, struct cpu_sampler
 	r = s->fd < 0 ? s->fd : !s->buf || !s->found ? -ENOMEM : read_stat(s);
 	if (r >= 0)
 		r = count_cpus(s, ncpu, &ncpu);
-	p = (struct sampler_params){ ctx->cfg.cpu.metric, { ctx->cfg.cpu.threshold_pct,
-				     ctx->cfg.cpu.min_burst_ms, ctx->cfg.cpu.interval_ms } };
+	p = (struct sampler_params){
+		.metric = ctx->cfg.cpu.metric,
+		.burst = { .threshold_pct = ctx->cfg.cpu.threshold_pct,
+			   .min_burst_ms = ctx->cfg.cpu.min_burst_ms,
+			   .interval_ms = ctx->cfg.cpu.interval_ms,
+			   .hysteresis_pct = (double)ctx->cfg.cpu.hysteresis_pct,
+			   .max_dip_ms = ctx->cfg.cpu.max_dip_ms },
+	};
 	if (r >= 0)
 		r = sampler_init(&s->core, ncpu, &p);
 	if (r >= 0 && attribute)
@@ -242,9 +250,18 @@ size_t cpu_sampler_active(const struct cpu_sampler *s, struct burst_event *ret, 
 	struct sampler_burst b[HISTORY_ACTIVE_MAX];
 	size_t n = sampler_active(&s->core, b, max < HISTORY_ACTIVE_MAX ? max : HISTORY_ACTIVE_MAX);
 
-	for (size_t i = 0; i < n; i++)
+	for (size_t i = 0; i < n; i++) {
 		make_event(s, &b[i], &ret[i]);
+		if (s->attribute) /* the tasks seen on that core so far */
+			ret[i].ntasks = tasks_peek(&s->tasks, b[i].cpu, ret[i].task,
+						   HISTORY_TASKS_MAX);
+	}
 	return n;
+}
+
+const struct sampler *cpu_sampler_core(const struct cpu_sampler *s)
+{
+	return &s->core;
 }
 
 /* Samples inline for cpu.inline_window; appends bursts (ended or still going) to @ev. */
@@ -279,6 +296,24 @@ static int sample_inline(struct cz_ctx *ctx, struct burst_event *ev, size_t max,
 		*n += (size_t)r < max - *n ? (size_t)r : max - *n;
 	cpu_sampler_free(s);
 	return NPD_OK;
+}
+
+/* Soft lockups the kernel logged (the agent's kernel-event log) as bursts on their CPU. */
+static size_t add_lockups(const struct cz_config *cfg, struct burst_event *ev, size_t n,
+			  char *note, size_t size)
+{
+	_cleanup_free_ struct kevents *k = calloc(1, sizeof(*k));
+	uint64_t now = now_realtime_ms();
+	size_t added = 0;
+
+	if (!k || state_read(cfg->paths.run, &kevents_state, k) != STATE_LOADED)
+		return n;
+	n = kevents_soft_lockups(k, now > cfg->cpu.lookback_ms ? now - cfg->cpu.lookback_ms : 0, ev,
+				 n, EVENTS_MAX, &added);
+	if (added)
+		snprintf(note + strlen(note), size - strlen(note), "%s%zu soft lockup%s (kernel log)",
+			 note[0] ? "; " : "", added, added == 1 ? "" : "s");
+	return n;
 }
 
 /* Why the agent's files cannot be trusted, or NULL when they can. */
@@ -341,7 +376,8 @@ int check_cpu(struct cz_ctx *ctx, struct npd_result *res)
 			if (j == (size_t)r)
 				ev[n++] = hb->active[i];
 		}
-		return cpu_verdict(ev, n, cfg, NULL, res);
+		n = add_lockups(cfg, ev, n, note, sizeof(note));
+		return cpu_verdict(ev, n, cfg, note, res);
 	}
 	if (cfg->cpu.inline_window_ms == 0 || cfg->cpu.inline_window_ms < cfg->cpu.min_burst_ms)
 		return npd_set(res, NPD_UNKNOWN, "%s and cpu.inline_window %s < cpu.min_burst: "
@@ -352,5 +388,6 @@ int check_cpu(struct cz_ctx *ctx, struct npd_result *res)
 		return r;
 	snprintf(note, sizeof(note), "inline %s: %s",
 		 format_duration(cfg->cpu.inline_window_ms, d, sizeof(d)), stale);
+	n = add_lockups(cfg, ev, n, note, sizeof(note));
 	return cpu_verdict(ev, n, cfg, note, res);
 }

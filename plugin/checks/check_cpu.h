@@ -47,6 +47,14 @@ int cpu_sampler_finish(struct cpu_sampler *s, struct burst_event *ret, size_t ma
  */
 size_t cpu_sampler_active(const struct cpu_sampler *s, struct burst_event *ret, size_t max);
 
+/*
+ * cpu_sampler_core - the pure sampler inside, read-only: per core, whether a run started with
+ * the last step (started[]) and whether one is in progress (trk[].active). The agent starts and
+ * ends burst profiles on these.
+ */
+struct sampler;
+const struct sampler *cpu_sampler_core(const struct cpu_sampler *s);
+
 /* cpu_sampler_ncpu - the number of CPU slots. */
 unsigned cpu_sampler_ncpu(const struct cpu_sampler *s);
 

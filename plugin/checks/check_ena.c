@@ -13,9 +13,11 @@
 #include <inttypes.h>
 #include <stdarg.h>
 
+#include "checks/condmsg.h"
 #include "checks/cz.h"
 #include "checks/check_ena.h"
 #include "checks/ena.h"
+#include "checks/ena_kernel.h"
 #include "checks/ena_link.h"
 #include "base/state.h"
 #include "base/util.h"
@@ -259,36 +261,74 @@ static int read_pass(struct pass *p, const struct ethtool_ops *ops, struct ena_s
 	return NPD_OK;
 }
 
-static int resets_verdict(struct pass *p, struct ena_state *st, struct npd_result *res)
+/* One device's resets for the message: counters and kernel log merged. */
+struct reset_line {
+	const char *name, *cause;
+	uint64_t n;
+	bool klog;	/* the kernel log saw more resets than the counters */
+};
+
+/* Per device, max(counter resets, logged resets): both see the same resets, so never added. */
+static size_t merge_lines(struct ena_state *st, struct ena_kernel *kr, struct reset_line *out)
 {
+	bool used[ENA_STATE_MAX_IFACES] = { false };
+	size_t n = 0;
+
+	for (size_t i = 0; i < st->n; i++) {
+		struct ena_ifstate *f = &st->ifs[i];
+		uint64_t nc = ena_history_resets(&f->hist);
+		struct ena_kreset *k = kr ? ena_kernel_find(kr, f->base.bus_info, f->base.ifname) :
+					    NULL;
+		uint64_t nk = k ? k->resets : 0;
+		const char *cc = nc ? f->hist.ev[f->hist.n - 1].cause : "";
+
+		if (k)
+			used[k - kr->dev] = true;
+		if (!nc && !nk)
+			continue;
+		out[n++] = (struct reset_line){ f->base.ifname[0] ? f->base.ifname : f->key,
+						cc[0] || !k ? cc : k->cause, nc > nk ? nc : nk,
+						nk > nc };
+	}
+	for (size_t i = 0; kr && i < kr->n; i++)
+		if (!used[i] && kr->dev[i].resets)
+			out[n++] = (struct reset_line){ kr->dev[i].ifname[0] ? kr->dev[i].ifname :
+							kr->dev[i].pci, kr->dev[i].cause,
+							kr->dev[i].resets, true };
+	return n;
+}
+
+static int resets_verdict(struct pass *p, struct ena_state *st, struct ena_kernel *kr,
+			  struct npd_result *res)
+{
+	struct reset_line lines[2 * ENA_STATE_MAX_IFACES];
+	bool done[2 * ENA_STATE_MAX_IFACES] = { false }, problem = false;
+	size_t nl = merge_lines(st, kr, lines);
 	char win[32], drv[128];
-	bool problem = false, done[ENA_STATE_MAX_IFACES] = { false };
 
 	format_duration(p->cfg->ena.window_ms, win, sizeof(win));
 	npd_set(res, NPD_OK, "%s", "");
 	/* most resets first: a simple selection, there are a handful of devices */
 	for (;;) {
-		struct ena_ifstate *best = NULL;
+		const struct reset_line *best = NULL;
 		size_t bi = 0;
-		uint64_t n;
-		const char *cause;
 
-		for (size_t i = 0; i < st->n; i++) {
-			struct ena_ifstate *f = &st->ifs[i];
-
-			if (f->hist.n && !done[i] &&
-			    (!best || ena_history_resets(&f->hist) > ena_history_resets(&best->hist)))
-				best = f, bi = i;
-		}
+		for (size_t i = 0; i < nl; i++)
+			if (!done[i] && (!best || lines[i].n > best->n))
+				best = &lines[i], bi = i;
 		if (!best)
 			break;
 		problem = true;
 		done[bi] = true;
-		n = ena_history_resets(&best->hist);
-		cause = best->hist.ev[best->hist.n - 1].cause;
-		npd_append(res, "%s %" PRIu64 " reset%s/%s%s%s", best->base.ifname[0] ?
-			   best->base.ifname : best->key, n, n == 1 ? "" : "s", win,
-			   cause[0] ? ": " : "", cause);
+		if (best->klog) { /* the kernel log saw more: say so after the cause */
+			char c[ENA_CAUSE_MAX + 16];
+
+			snprintf(c, sizeof(c), "%s%skernel log", best->cause,
+				 best->cause[0] ? "; " : "");
+			condmsg_ena_resets(res, best->name, best->n, win, c);
+		} else {
+			condmsg_ena_resets(res, best->name, best->n, win, best->cause);
+		}
 	}
 	if (problem)
 		res->status = NPD_PROBLEM;
@@ -308,6 +348,13 @@ static int resets_verdict(struct pass *p, struct ena_state *st, struct npd_resul
 int ena_check_resets(const struct cz_config *cfg, const struct ethtool_ops *ops,
 		     const char *state_dir, uint64_t now_ms, const struct ena_qc_source *src,
 		     struct npd_result *res)
+{
+	return ena_check_resets_kernel(cfg, ops, state_dir, now_ms, src, NULL, res);
+}
+
+int ena_check_resets_kernel(const struct cz_config *cfg, const struct ethtool_ops *ops,
+			    const char *state_dir, uint64_t now_ms, const struct ena_qc_source *src,
+			    struct ena_kernel *kr, struct npd_result *res)
 {
 	_cleanup_(state_end) struct state_txn txn = STATE_TXN_INIT;
 	_cleanup_(ena_state_free) struct ena_state st = { 0 };
@@ -338,7 +385,7 @@ int ena_check_resets(const struct cz_config *cfg, const struct ethtool_ops *ops,
 	r = dirty ? state_commit(&txn, &st) : 0;
 	if (r < 0)
 		return npd_unknown(res, r, "cannot save state '%s/ena'", state_dir);
-	return resets_verdict(&p, &st, res);
+	return resets_verdict(&p, &st, kr, res);
 }
 
 /* One device for the allowance check: what rose since its last reading. */
@@ -426,9 +473,15 @@ static int with_kernel(struct cz_ctx *ctx, struct npd_result *res, bool allowanc
 		/* causes name the CPU serving the queue and its burst: the NIC IRQ map and the
 		 * sampler's burst log (ena_link.c), read only when a device has news */
 		struct ena_qc_source src = { ena_link_queue_cpus, ctx };
+		/* resets the kernel logged (the agent's kernel-event log): also on drivers without
+		 * reason counters, and after a reload zeroed them */
+		_cleanup_free_ struct ena_kernel *kr = calloc(1, sizeof(*kr));
+		uint64_t now = now_realtime_ms();
 
-		r = ena_check_resets(&ctx->cfg, &ops, ctx->cfg.paths.state, now_realtime_ms(), &src,
-				     res);
+		if (kr && ena_kernel_load(ctx->cfg.paths.run, now, ctx->cfg.ena.window_ms, kr) < 0)
+			kr->n = 0; /* unreadable log: the counters alone, as without an agent */
+		r = ena_check_resets_kernel(&ctx->cfg, &ops, ctx->cfg.paths.state, now, &src, kr,
+					    res);
 	}
 	ethtool_ops_kernel_close(&ops);
 	return r;

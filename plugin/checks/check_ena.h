@@ -62,4 +62,14 @@ int ena_check_resets(const struct cz_config *cfg, const struct ethtool_ops *ops,
 int ena_check_allowance(const struct cz_config *cfg, const struct ethtool_ops *ops,
 			const char *state_dir, uint64_t now_ms, struct npd_result *res);
 
+/*
+ * ena_check_resets_kernel - ena_check_resets with the resets the kernel logged (@kr, from
+ * ena_kernel_load(); may be NULL) merged per device: max of the two counts, the counters'
+ * cause first (ena_kernel.h).
+ */
+struct ena_kernel;
+int ena_check_resets_kernel(const struct cz_config *cfg, const struct ethtool_ops *ops,
+			    const char *state_dir, uint64_t now_ms, const struct ena_qc_source *src,
+			    struct ena_kernel *kr, struct npd_result *res);
+
 #endif

@@ -11,9 +11,13 @@
 #include <sys/stat.h>
 
 #include "checks/check_memcg.h"
+#include "checks/condmsg.h"
 #include "checks/cz.h"
 #include "checks/memcg.h"
+#include "checks/memcg_where.h"
+#include "base/log.h"
 #include "base/state.h"
+#include "checks/units.h"
 #include "host/systemd.h"
 #include "base/log.h"
 #include "base/util.h"
@@ -207,16 +211,31 @@ int check_memcg(struct cz_ctx *ctx, struct npd_result *res)
 		return e;
 	update_history(ctx, &r);
 	e = memcg_verdict(&r, &ctx->cfg, res);
-	if (e == NPD_PROBLEM && ctx->cfg.memcg.systemd_hints) {
-		/* only now is asking systemd worth it: name the crash-looping unit (a failure is
-		 * logged where it happened, "no restart hint: <why>") */
-		struct systemd_restarts sr;
+	if (e == NPD_PROBLEM) {
+		/* cgroup v2, or hybrid's unified hierarchy: which subtree holds them */
+		char rel[256], sub[256];
+		uint64_t n;
 
-		if (!ctx->restarts_update)
-			log_info("no restart hint: this binary does not talk to systemd");
-		else if (ctx->restarts_update(ctx->cfg.systemd.bus, ctx->cfg.paths.state,
-					      now_realtime_ms(), &sr) >= 0 &&
-			 systemd_hint_format(&sr, r.hint, sizeof(r.hint)) > 0)
+		find_mount(&ctx->hf, true, rel, sizeof(rel));
+		if (memcg_where_find(&ctx->hf, rel, sub, sizeof(sub), &n) == 0) {
+			memcg_where_format(sub, n, r.where, sizeof(r.where));
+			e = memcg_verdict(&r, &ctx->cfg, res);
+		}
+	}
+	if (e == NPD_PROBLEM && ctx->cfg.memcg.systemd_hints) {
+		/* name the crash-looping unit from what the agent published in the run dir: a
+		 * check never talks to systemd (no libsystemd, no bus in NPD's container) */
+		struct systemd_restarts sr;
+		char why[256];
+		int q = units_load(ctx->cfg.paths.run, now_realtime_ms(), &sr, why, sizeof(why));
+
+		if (q < 0) {
+			log_warning("no restart hint: %s", why);
+			snprintf(r.hint, sizeof(r.hint), "%s", units_words(q));
+		} else {
+			condmsg_restarts_hint(&sr, r.hint, sizeof(r.hint));
+		}
+		if (r.hint[0])
 			e = memcg_verdict(&r, &ctx->cfg, res);
 	}
 	return e;

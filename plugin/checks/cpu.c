@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "checks/cpu.h"
+#include "checks/condmsg.h"
 #include "checks/cpustat.h"
 #include "base/util.h"
 
@@ -75,14 +76,16 @@ int cpu_verdict(const struct burst_event *ev, size_t n, const struct cz_config *
 		return res->status;
 	}
 	w = sum[0].longest;
-	npd_set(res, NPD_PROBLEM, "cpu%u %.0f%% %s %.1fs x%zu/%s", w->cpu, w->peak_pct,
-		cpustat_metric_short(w->metric), (double)ev_len(w) / 1000.0, sum[0].count, dur);
+	condmsg_cpu_head(res, w->cpu, w->peak_pct, cpustat_metric_short(w->metric), ev_len(w),
+			 sum[0].count, dur);
 	nirq = w->irqs[0] ? 1 + (size_t)(strchr(w->irqs, ',') != NULL) : 0;
 	snprintf(first, sizeof(first), "%.*s", (int)strcspn(w->irqs, ","), w->irqs);
 	if (nirq)
-		npd_append(res, "serves %s%s", first, nirq > 1 ? " +more" : "");
+		condmsg_cpu_serves(res, first, nirq > 1);
+	/* with the kernel function the burst's profile spent most samples in (agent/profiler.h):
+	 * "top kubelet 3.0s in memcg_numa_stat_show 74%" */
 	if (w->ntasks > 0)
-		npd_append(res, "top %s %.1fs", w->task[0].comm, (double)w->task[0].stime_ms / 1000.0);
+		condmsg_cpu_top(res, w->task[0].comm, w->task[0].stime_ms, w->hot, w->hot_pct);
 	for (size_t i = 1; i < ns && i < 4; i++)
 		npd_append(res, "also cpu%u x%zu", sum[i].cpu, sum[i].count);
 	if (note && *note)

@@ -24,15 +24,7 @@ enum cz_exit {
 	CZ_EXIT_ERROR = 2,   /* we could not do the job: bad usage, bad config, I/O */
 };
 
-struct systemd_restarts;
-
-/*
- * The unit restart counts of host/systemd.h (systemd_restarts_update's signature): read over
- * the bus, growth against the state file. Only the full binary talks to systemd; main.c sets
- * cz_ctx.restarts_update there and leaves it NULL in the static check binary.
- */
-typedef int (*cz_restarts_fn)(const char *bus, const char *state_dir, uint64_t now_ms,
-			      struct systemd_restarts *ret);
+#define CZ_GROUP_BY_MAX 6	/* fleet --group-by labels */
 
 struct cz_ctx {
 	struct cz_config cfg;
@@ -43,9 +35,14 @@ struct cz_ctx {
 	bool once;		 /* agent --once */
 	bool json;		 /* report --json */
 	const char *svg_path;	 /* report --svg FILE */
+	const char *since, *until; /* report --since/--until TIME (base/timespec.h), or NULL */
+	const char *selector;	 /* fleet -l/--selector: a label selector */
+	const char *group_by[CZ_GROUP_BY_MAX]; /* fleet --group-by LABEL (repeatable) */
+	size_t n_group_by;
+	bool nodes;		 /* fleet --nodes: the nodes behind each line */
+	uint64_t chunk_size;	 /* fleet --chunk-size: nodes per page (0 = 500) */
 	int argc;		 /* positional arguments after the subcommand words */
 	char **argv;
-	cz_restarts_fn restarts_update; /* NULL: no systemd in this binary */
 };
 
 /*

@@ -10,7 +10,8 @@
 #include "base/state.h"
 #include "base/util.h"
 
-#define LOG_BUF (HISTORY_EVENTS_MAX * 1024 + 4096)
+#define LOG_BUF (HISTORY_EVENTS_MAX * 2048 + 4096) /* escaped fields can triple */
+#define HEARTBEAT_BUF (HISTORY_ACTIVE_MAX * 640 + 256) /* active lines carry tasks */
 #define HDR_SIZE 64
 #define SLOT_HDR 20
 static const char ring_magic[8] = "CZHIST1\n";
@@ -116,6 +117,16 @@ int burst_log_format(const struct burst_event *ev, char *buf, size_t size)
 		r = appendf(buf, size, &off, "-");
 	r = r ?: appendf(buf, size, &off, " stack=");
 	r = r ?: put_esc(buf, size, &off, ev->stack);
+	if (ev->profile[0] || ev->hot[0] || ev->why[0]) {
+		r = r ?: appendf(buf, size, &off, " profile=");
+		r = r ?: put_esc(buf, size, &off, ev->profile);
+		r = r ?: appendf(buf, size, &off, " hot=");
+		r = r ?: put_esc(buf, size, &off, ev->hot);
+		if (ev->hot[0])
+			r = r ?: appendf(buf, size, &off, "/%u", ev->hot_pct);
+		r = r ?: appendf(buf, size, &off, " why=");
+		r = r ?: put_esc(buf, size, &off, ev->why);
+	}
 	r = r ?: appendf(buf, size, &off, "\n");
 	return r < 0 ? r : (int)off;
 }
@@ -210,14 +221,48 @@ static int parse_tasks(const char *s, size_t n, struct burst_event *ev)
 	return 0;
 }
 
+/* "hot=<frame>/<pct>" or "hot=-": the frame is escaped, so its '/' is not the separator. */
+static int parse_hot(const char *s, size_t n, struct burst_event *ev)
+{
+	const char *slash = n == 1 && s[0] == '-' ? NULL : memrchr(s, '/', n);
+	uint64_t pct;
+
+	if (n == 1 && s[0] == '-')
+		return 0;
+	if (!slash || parse_u64_n(slash + 1, (size_t)(s + n - slash - 1), &pct) < 0 || pct > 100 ||
+	    get_esc(s, (size_t)(slash - s), ev->hot, sizeof(ev->hot)) < 0 || !ev->hot[0])
+		return -EINVAL;
+	ev->hot_pct = (unsigned)pct;
+	return 0;
+}
+
+/* The optional profile fields after stack= (see history.h). */
+static int parse_profile(const char *const *t, const size_t *l, size_t n, struct burst_event *ev)
+{
+	if (n == 10)
+		return 0;
+	if (n != 13 || l[10] < 8 || strncmp(t[10], "profile=", 8) || l[11] < 4 ||
+	    strncmp(t[11], "hot=", 4) || l[12] < 4 || strncmp(t[12], "why=", 4) ||
+	    get_esc(t[10] + 8, l[10] - 8, ev->profile, sizeof(ev->profile)) < 0 ||
+	    parse_hot(t[11] + 4, l[11] - 4, ev) < 0 ||
+	    get_esc(t[12] + 4, l[12] - 4, ev->why, sizeof(ev->why)) < 0)
+		return -EINVAL;
+	/* a file name in the run dir, never a path: report opens it there */
+	if (ev->profile[0] && (strchr(ev->profile, '/') || !startswith(ev->profile,
+								      HISTORY_PROFILE_PREFIX)))
+		return -EINVAL;
+	return 0;
+}
+
 static int parse_event(const char *line, size_t len, struct burst_event *ev)
 {
-	const char *t[10];
-	size_t l[10];
+	const char *t[13];
+	size_t l[13], n;
 	uint64_t cpu;
 
 	memset(ev, 0, sizeof(*ev));
-	if (split(line, len, t, l, 10) != 10 || l[0] != 5 || strncmp(t[0], "burst", 5) ||
+	n = split(line, len, t, l, 13);
+	if ((n != 10 && n != 13) || l[0] != 5 || strncmp(t[0], "burst", 5) ||
 	    parse_u64_n(t[1], l[1], &cpu) < 0 || cpu >= 8192 ||
 	    parse_u64_n(t[2], l[2], &ev->start_ms) < 0 || parse_u64_n(t[3], l[3], &ev->end_ms) < 0 ||
 	    ev->end_ms < ev->start_ms || parse_pct(t[4], l[4], &ev->peak_pct) < 0 ||
@@ -229,7 +274,8 @@ static int parse_event(const char *line, size_t len, struct burst_event *ev)
 		return -EINVAL;
 	if (get_esc(t[7] + 5, l[7] - 5, ev->irqs, sizeof(ev->irqs)) < 0 ||
 	    parse_tasks(t[8] + 6, l[8] - 6, ev) < 0 ||
-	    get_esc(t[9] + 6, l[9] - 6, ev->stack, sizeof(ev->stack)) < 0)
+	    get_esc(t[9] + 6, l[9] - 6, ev->stack, sizeof(ev->stack)) < 0 ||
+	    parse_profile(t, l, n, ev) < 0)
 		return -EINVAL;
 	return 0;
 }
@@ -358,17 +404,29 @@ int heartbeat_format(const struct heartbeat *hb, char *buf, size_t size)
 	for (size_t i = 0; r == 0 && i < hb->nactive && i < HISTORY_ACTIVE_MAX; i++) {
 		const struct burst_event *a = &hb->active[i];
 
-		r = appendf(buf, size, &off, "active %u %" PRIu64 " %" PRIu64 " %.1f %.1f\n",
-			    a->cpu, a->start_ms, a->end_ms, a->peak_pct, a->mean_pct);
+		r = appendf(buf, size, &off, "active %u %" PRIu64 " %" PRIu64 " %.1f %.1f", a->cpu,
+			    a->start_ms, a->end_ms, a->peak_pct, a->mean_pct);
+		for (size_t k = 0; r == 0 && k < a->ntasks && k < HISTORY_TASKS_MAX; k++) {
+			const struct burst_task *tk = &a->task[k];
+
+			r = appendf(buf, size, &off, "%s%d/%d/", k ? "," : " tasks=", tk->pid,
+				    tk->tid);
+			r = r ?: put_esc(buf, size, &off, tk->comm);
+			r = r ?: appendf(buf, size, &off, "/%" PRIu64, tk->stime_ms);
+		}
+		r = r ?: appendf(buf, size, &off, "\n");
 	}
 	return r < 0 ? r : (int)off;
 }
 
-static int parse_active(const char *const *t, const size_t *l, struct burst_event *a)
+static int parse_active(const char *const *t, const size_t *l, size_t n, struct burst_event *a)
 {
 	uint64_t cpu;
 
 	memset(a, 0, sizeof(*a));
+	if (n == 7 && (l[6] < 6 || strncmp(t[6], "tasks=", 6) ||
+		       parse_tasks(t[6] + 6, l[6] - 6, a) < 0))
+		return -EINVAL;
 	if (parse_u64_n(t[1], l[1], &cpu) < 0 || cpu >= 8192 ||
 	    parse_u64_n(t[2], l[2], &a->start_ms) < 0 || parse_u64_n(t[3], l[3], &a->end_ms) < 0 ||
 	    a->end_ms < a->start_ms || parse_pct(t[4], l[4], &a->peak_pct) < 0 ||
@@ -386,19 +444,19 @@ static bool tok_is(const char *t, size_t l, const char *s)
 int heartbeat_parse(const char *payload, struct heartbeat *ret)
 {
 	_cleanup_free_ struct heartbeat *hb = calloc(1, sizeof(*hb));
-	const char *pos = payload, *line, *t[6];
+	const char *pos = payload, *line, *t[7];
 	unsigned seen = 0;
-	size_t len, l[6];
+	size_t len, l[7];
 	uint64_t v;
 
 	if (!hb || !payload)
 		return -EINVAL;
 	while (next_line(&pos, &line, &len)) {
-		size_t n = split(line, len, t, l, 6);
+		size_t n = split(line, len, t, l, 7);
 
-		if (n == 6 && tok_is(t[0], l[0], "active")) {
+		if ((n == 6 || n == 7) && tok_is(t[0], l[0], "active")) {
 			if (hb->nactive >= HISTORY_ACTIVE_MAX ||
-			    parse_active(t, l, &hb->active[hb->nactive]) < 0)
+			    parse_active(t, l, n, &hb->active[hb->nactive]) < 0)
 				return -EINVAL;
 			hb->nactive++;
 			continue;
@@ -431,8 +489,6 @@ int heartbeat_parse(const char *payload, struct heartbeat *ret)
 	*ret = *hb;
 	return 0;
 }
-
-#define HEARTBEAT_BUF (HISTORY_ACTIVE_MAX * 80 + 256)
 
 static int hb_state_parse(const char *payload, size_t len, void *obj)
 {
@@ -535,7 +591,7 @@ static void make_header(uint8_t *h, unsigned ncpu, unsigned slots, unsigned inte
  * Open (or create) the ring file for writing: non-blocking, never through a symlink, and only a
  * regular file; anything else at the name is moved aside and a new file made.
  */
-static int ring_open_fd(const char *run_dir, const char *path)
+static int ring_open_fd(const char *run_dir, const char *name, const char *path)
 {
 	for (int attempt = 0; attempt < 2; attempt++) {
 		_cleanup_close_ int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW |
@@ -549,13 +605,19 @@ static int ring_open_fd(const char *run_dir, const char *path)
 			return TAKE_FD(fd);
 		if (!state_not_ours(r) || attempt > 0)
 			return r;
-		state_move_aside(run_dir, HISTORY_FILE, state_not_ours(r));
+		state_move_aside(run_dir, name, state_not_ours(r));
 	}
 	return -EBADFD;
 }
 
 int history_ring_open(const char *run_dir, unsigned ncpu, uint64_t history_ms,
 		      uint64_t interval_ms, struct history_ring *ret)
+{
+	return history_ring_open_file(run_dir, HISTORY_FILE, ncpu, history_ms, interval_ms, ret);
+}
+
+int history_ring_open_file(const char *run_dir, const char *name, unsigned ncpu,
+			   uint64_t history_ms, uint64_t interval_ms, struct history_ring *ret)
 {
 	_cleanup_close_ int fd = -1;
 	_cleanup_free_ uint8_t *img = NULL;
@@ -571,12 +633,12 @@ int history_ring_open(const char *run_dir, unsigned ncpu, uint64_t history_ms,
 	size = history_file_size(ncpu, (unsigned)slots);
 	if (size > RING_MAX_FILE)
 		return -EFBIG;
-	if (snprintf(path, sizeof(path), "%s/%s", run_dir, HISTORY_FILE) >= (int)sizeof(path))
+	if (snprintf(path, sizeof(path), "%s/%s", run_dir, name) >= (int)sizeof(path))
 		return -ENAMETOOLONG;
 	/* 0700 like the state store's directories: the run dir is ours alone */
 	if (mkdir(run_dir, 0700) < 0 && errno != EEXIST)
 		return -errno;
-	fd = ring_open_fd(run_dir, path);
+	fd = ring_open_fd(run_dir, name, path);
 	if (fd < 0)
 		return fd;
 	r.slots = (unsigned)slots;
@@ -716,12 +778,18 @@ int history_parse(const uint8_t *file, size_t len, uint64_t since_ms, struct his
 
 int history_read(const char *run_dir, uint64_t since_ms, struct history_series *ret)
 {
+	return history_read_file(run_dir, HISTORY_FILE, since_ms, ret);
+}
+
+int history_read_file(const char *run_dir, const char *name, uint64_t since_ms,
+		      struct history_series *ret)
+{
 	_cleanup_free_ char *img = NULL;
 	size_t len;
 	char path[512];
 	int r;
 
-	if (snprintf(path, sizeof(path), "%s/%s", run_dir, HISTORY_FILE) >= (int)sizeof(path))
+	if (snprintf(path, sizeof(path), "%s/%s", run_dir, name) >= (int)sizeof(path))
 		return -ENAMETOOLONG;
 	r = fileio_read_alloc_at(AT_FDCWD, path, FILEIO_OURS, RING_MAX_FILE, &img, &len);
 	return r < 0 ? r : history_parse((const uint8_t *)img, len, since_ms, ret);

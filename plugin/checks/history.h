@@ -19,11 +19,17 @@
  * cpu-bursts    state file (state.h envelope, atomic replace, flock): at most HISTORY_EVENTS_MAX
  *               bursts, oldest first, one per line:
  *                 burst <cpu> <start_ms> <end_ms> <peak%> <mean%> <metric> irqs=<a,b|-> \
- *                 tasks=<pid>/<tid>/<comm>/<stime_ms>[,...]|- stack=<f1<f2<...|->
+ *                 tasks=<pid>/<tid>/<comm>/<stime_ms>[,...]|- stack=<f1<f2<...|-> \
+ *                 [profile=<file>|- hot=<frame>/<pct>|- why=<text>|-]
  *               times CLOCK_REALTIME ms; comm and stack are %XX-escaped outside [A-Za-z0-9._:+-].
+ *               The last three (burst profiles, agent/profiler.h) are optional, so a log of an
+ *               older agent still reads: profile names the folded-stacks file in the run dir
+ *               (HISTORY_PROFILE_PREFIX...), hot its hottest kernel function and its share of
+ *               the samples (checks/folded.h), why the reason there is no profile.
  * cpu-heartbeat state file rewritten every HISTORY_HEARTBEAT_MS by the agent: "pid N",
  *               "time_ms T", "interval_ms I", "metric M", "ncpu N", "stopped 0|1", and one
- *               "active <cpu> <start_ms> <end_ms> <peak%> <mean%>" per burst still going on.
+ *               "active <cpu> <start_ms> <end_ms> <peak%> <mean%> [tasks=...]" per burst still
+ *               going on, with the tasks seen on that core so far (as in cpu-bursts).
  */
 
 #include <stdbool.h>
@@ -40,6 +46,8 @@
 #define HISTORY_NO_SAMPLE 255
 #define HISTORY_FILE "cpu-history"
 #define HISTORY_BURSTS "cpu-bursts"
+#define HISTORY_PROFILE_PREFIX "cpu-profile-" /* + "<cpu>-<start_ms>.folded" */
+#define HISTORY_PROFILES_MAX 32		       /* profile files kept; older ones roll off */
 #define HISTORY_HEARTBEAT "cpu-heartbeat"
 
 struct burst_event {
@@ -51,6 +59,10 @@ struct burst_event {
 	size_t ntasks;
 	struct burst_task task[HISTORY_TASKS_MAX]; /* most system time first */
 	char stack[256];	   /* top task's kernel stack "f1<f2<...", "" if unreadable */
+	char profile[64];	   /* folded-stacks file in the run dir, "" when none */
+	char hot[96];		   /* the profile's hottest kernel function, "" when none */
+	unsigned hot_pct;	   /* ...and its share of the profile's samples */
+	char why[64];		   /* why there is no profile, "" when there is or none was tried */
 };
 
 struct heartbeat {
@@ -128,6 +140,10 @@ struct history_ring {
 int history_ring_open(const char *run_dir, unsigned ncpu, uint64_t history_ms,
 		      uint64_t interval_ms, struct history_ring *ret);
 
+/* history_ring_open_file - the same for the ring file @name in @run_dir (the tiers, tier.h). */
+int history_ring_open_file(const char *run_dir, const char *name, unsigned ncpu,
+			   uint64_t history_ms, uint64_t interval_ms, struct history_ring *ret);
+
 /*
  * history_ring_add - queue one sample (@pct: ncpu bytes) taken at realtime @t_ms; written at
  * the next history_ring_flush() (or when the queue is full). Returns 0 or -errno.
@@ -159,6 +175,10 @@ int history_parse(const uint8_t *file, size_t len, uint64_t since_ms, struct his
 
 /* history_read - history_parse of @run_dir/cpu-history. -ENOENT when there is none. */
 int history_read(const char *run_dir, uint64_t since_ms, struct history_series *ret);
+
+/* history_read_file - the same for the ring file @name in @run_dir (the tiers, tier.h). */
+int history_read_file(const char *run_dir, const char *name, uint64_t since_ms,
+		      struct history_series *ret);
 
 /* history_series_free - free the arrays; safe on a zeroed series. */
 void history_series_free(struct history_series *s);

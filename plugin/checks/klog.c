@@ -228,6 +228,8 @@ static const struct ena_pattern {
 	  "", false },
 	/* ena_timer_service() / ena_fw_reset_device(): [up], [2.11], [2.17] */
 	{ "Trigger reset is on", KLOG_ENA_TRIGGER, "", false },
+	/* ena_close() with the reset flag set: [up], [2.11], [2.17]; the dump follows */
+	{ "Destroy failure, restarting device", KLOG_ENA_TRIGGER, "", false },
 	/* ena_fw_reset_device(): [up] "...successfully", [2.11] "...successfully, Driver info:
 	 * Elastic Network Adapter (ENA) v2.11.0g" (dev_err: "ena 0000:00:05.0: " prefix) */
 	{ "Device reset completed successfully", KLOG_ENA_RESET_DONE, "", false },
@@ -501,6 +503,24 @@ static void set_device(struct klog_event *e, const struct devpfx *d)
 		memcpy(e->pci, d->pci, sizeof(e->pci));
 }
 
+/*
+ * A counter name only the ENA driver prints (ena_ethtool.c's global, queue and admin-queue
+ * strings): enough to read a bare "eth0: name: value" line as the start of its statistics dump
+ * when nothing before it named the interface as ENA.
+ */
+static bool ena_stat_name(const char *s, const char *end)
+{
+	static const char *const names[] = {
+		"queue_", "ena_admin_q_", "total_resets:", "tx_timeout:", "wd_expired:",
+		"admin_q_pause:", "reset_fail:", "suspected_poll_starvation:", "missing_tx_cmpl:",
+	};
+
+	for (size_t i = 0; i < ARRAY_SIZE(names); i++)
+		if ((size_t)(end - s) > strlen(names[i]) && !memcmp(s, names[i], strlen(names[i])))
+			return true;
+	return false;
+}
+
 static bool known_if(const char (*ifs)[16], size_t n, const char *ifname)
 {
 	for (size_t i = 0; i < n; i++)
@@ -540,7 +560,8 @@ int klog_parse_message(const char *msg, size_t len, const char (*ena_ifs)[16], s
 	}
 	if (ifname_prefix(msg, end, &d) &&
 	    (match_ena(d.rest, end, &e) ||
-	     (known_if(ena_ifs, n_ifs, d.ifname) && match_stat(d.rest, end, &e)))) {
+	     ((known_if(ena_ifs, n_ifs, d.ifname) || ena_stat_name(d.rest, end)) &&
+	      match_stat(d.rest, end, &e)))) {
 		set_device(&e, &d);
 		*ret = e;
 		return 1;

@@ -98,8 +98,6 @@ static struct klog_reset *episode(struct group *g, const struct klog_event *e, s
 	for (size_t k = inc->n_resets; k-- > 0;)
 		if (g->open[k] && same_device(&inc->resets[k], e))
 			return &inc->resets[k];
-	if (e->kind == KLOG_ENA_STAT)
-		return NULL; /* a dump without a reset around it: nothing to attach it to */
 	if (inc->n_resets == KLOG_RESETS_MAX) {
 		inc->dropped_resets++;
 		return NULL;
@@ -110,6 +108,9 @@ static struct klog_reset *episode(struct group *g, const struct klog_event *e, s
 	r->queue = r->cpu = r->lockup_cpu = -1;
 	r->lockup = -1;
 	r->first = i;
+	/* the driver prints its statistics only at a reset (ena_timer_service(), ena_close()
+	 * with the reset flag set): a dump alone is a reset whose other lines were not pasted */
+	r->is_reset = e->kind == KLOG_ENA_STAT;
 	return r;
 }
 
@@ -415,6 +416,8 @@ char *klog_reset_chain(const struct klog_log *l, const struct klog_reset *r, cha
 		add(&t, " [napi cpu%d]", r->cpu);
 	if (r->cause == KLOG_ENA_TX_TIMEOUT && r->poll_starved)
 		add(&t, " -> poll starvation");
+	else if (r->cause == KLOG_NONE && r->has_verdict && r->verdict.cause[0])
+		add(&t, " -> statistics: %s", r->verdict.cause);
 	else if (r->cause != KLOG_NONE || r->is_reset)
 		add(&t, " -> %s", klog_reset_cause(r, c, sizeof(c)));
 	if (r->is_reset) {

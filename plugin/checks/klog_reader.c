@@ -312,8 +312,8 @@ static bool decoded_prio(struct cur *c, bool *ret_foreign)
 
 static void remember_if(struct klog_reader *rd, const struct klog_event *e)
 {
-	if (!e->ifname[0] || !klog_kind_is_ena(e->kind) || e->kind == KLOG_ENA_STAT)
-		return;
+	if (!e->ifname[0] || !klog_kind_is_ena(e->kind))
+		return; /* statistics lines too: the rest of a bare dump follows its first line */
 	for (size_t i = 0; i < ARRAY_SIZE(rd->ena_if); i++)
 		if (streq(rd->ena_if[i], e->ifname))
 			return;

@@ -2,6 +2,7 @@
 #include <errno.h>
 #include <inttypes.h>
 
+#include "checks/condmsg.h"
 #include "checks/memcg.h"
 #include "base/state.h"
 #include "base/util.h"
@@ -278,21 +279,17 @@ int memcg_verdict(const struct memcg_reading *r, const struct cz_config *cfg,
 	bool many = r->dying >= cfg->memcg.min_dying;
 	bool high = ratio >= cfg->memcg.max_ratio;
 	enum npd_status st = many && high ? NPD_PROBLEM : NPD_OK;
-	char rb[32], pb[32];
+	char pb[32];
 
-	format_ratio(ratio, rb, sizeof(rb)); /* the shared spelling: check line, report, SVG */
-	/* Most important first: counts and ratio against the limits, then what explains them. */
-	if (st == NPD_PROBLEM)
-		npd_set(res, st, "%" PRIu64 " dying memcgs vs %" PRIu64 " live (%s >= x%g)",
-			r->dying, r->live, rb, cfg->memcg.max_ratio);
-	else
-		npd_set(res, st, "%" PRIu64 " dying memcgs vs %" PRIu64 " live (%s; limits %" PRIu64
-			" dying and x%g)", r->dying, r->live, rb, cfg->memcg.min_dying,
-			cfg->memcg.max_ratio);
+	/* Most important first: counts and ratio against the limits, then what explains them.
+	 * The numbers go through condmsg.h, whose parser `cpuzombie fleet` reads them back with. */
+	condmsg_memcg_head(res, st, r->dying, r->live, ratio, cfg);
 	if (r->has_growth)
-		npd_append(res, "%+.0f/h", r->growth_per_hour);
+		condmsg_memcg_growth(res, r->growth_per_hour);
 	if (st == NPD_PROBLEM && r->hint[0])
 		npd_append(res, "%s", r->hint);
+	if (st == NPD_PROBLEM && r->where[0])
+		npd_append(res, "%s", r->where);
 	if (r->has_percpu)
 		npd_append(res, "Percpu %s", format_bytes(r->percpu_bytes, pb, sizeof(pb)));
 	if (memcg_exposed(r))

@@ -3,7 +3,7 @@
 #include <errno.h>
 
 #include "cluster/conditions.h"
-#include "cluster/kube.h"
+#include "cluster/kjson.h"
 #include "base/util.h"
 
 static const struct cond_def defs[] = {
@@ -23,23 +23,6 @@ const struct cond_def *conditions_for_check(const char *check)
 const char *conditions_status_name(enum npd_status s)
 {
 	return s == NPD_OK ? "False" : s == NPD_PROBLEM ? "True" : "Unknown";
-}
-
-static json_object *find_condition(json_object *node, const char *type)
-{
-	json_object *list = kube_get(node, "status.conditions");
-	size_t n;
-
-	if (!list || !json_object_is_type(list, json_type_array))
-		return NULL;
-	n = json_object_array_length(list);
-	for (size_t i = 0; i < n; i++) {
-		json_object *c = json_object_array_get_idx(list, i);
-
-		if (streq(kube_get_str(c, "type", ""), type))
-			return c;
-	}
-	return NULL;
 }
 
 static const char *static_status(const char *s)
@@ -74,7 +57,7 @@ int conditions_build_patch(json_object *node, const struct cond_input in[], size
 			json_object_put(c);
 			return -EINVAL;
 		}
-		old = find_condition(node, d->type);
+		old = kube_condition(node, d->type);
 		old_st = kube_get_str(old, "status", "");
 		old_tt = kube_get_str(old, "lastTransitionTime", NULL);
 		json_object_object_add(c, "type", json_object_new_string(d->type));

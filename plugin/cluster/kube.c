@@ -1,33 +1,20 @@
 /* SPDX-License-Identifier: MIT */
-/* Kubernetes API client: see kube.h. */
+/* The HTTP transport to the API server: see kube.h. */
+#include <curl/curl.h>
 #include <errno.h>
-#include <fcntl.h>
-#include <poll.h>
-#include <signal.h>
-#include <stdarg.h>
-#include <sys/wait.h>
-#include <time.h>
+#include <pthread.h>
 
-#include "cluster/curl_dl.h"
-#include "cluster/kube.h"
+#include "base/log.h"
 #include "base/util.h"
-
-#define EXEC_MAX_OUTPUT (64u << 10)
-#define TOKEN_MAX 16384
+#include "cluster/credentials.h"
+#include "cluster/kube.h"
 
 struct kube_client {
-	const struct curl_dl *c;
 	CURL *h;
-	struct kube_auth auth;
+	struct creds *creds;
 	uint64_t timeout_ms;
 	unsigned max_attempts;
 	uint64_t backoff_base_ms, backoff_cap_ms;
-	FILE *log;
-	/* exec credential cache */
-	char *exec_token;
-	unsigned char *exec_cert, *exec_key;
-	size_t exec_cert_len, exec_key_len;
-	uint64_t exec_expiry_ms;	/* 0 = no expiry given */
 	unsigned seed;
 };
 
@@ -37,19 +24,8 @@ struct buf {
 	bool too_big;
 };
 
-void kube_log(struct kube_client *kc, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (!kc || !kc->log)
-		return;
-	fprintf(kc->log, "cpuzombie: kube: ");
-	va_start(ap, fmt);
-	vfprintf(kc->log, fmt, ap);
-	va_end(ap);
-	fputc('\n', kc->log);
-	fflush(kc->log);
-}
+#define log_kube(prio, ...) \
+	log_fields_full((prio), &(struct log_fields){ LOG_MID_KUBE, NULL, -1, NULL }, __VA_ARGS__)
 
 void kube_response_clear(struct kube_response *r)
 {
@@ -84,52 +60,55 @@ static size_t on_data(char *ptr, size_t size, size_t nmemb, void *userdata)
 	return n;
 }
 
-int kube_client_new(struct kube_auth *auth, uint64_t timeout_ms, unsigned max_attempts,
-		    struct kube_client **ret, char *err, size_t err_size)
+static void global_init(void)
 {
-	const char *why = NULL;
-	const struct curl_dl *c = curl_dl_load(&why);
-	struct kube_client *kc;
+	(void)curl_global_init(CURL_GLOBAL_DEFAULT);
+}
 
-	if (!c) {
-		snprintf(err, err_size, "%s", why);
-		return -ELIBACC;
-	}
+int kube_client_new(struct kube_auth *auth, uint64_t timeout_ms, unsigned max_attempts,
+		    struct kube_client **ret)
+{
+	static pthread_once_t once = PTHREAD_ONCE_INIT;
+	struct kube_client *kc;
+	bool insecure = auth->insecure;
+
+	/* curl_global_init() is not thread-safe before 7.84: once, before any handle */
+	(void)pthread_once(&once, global_init);
 	kc = calloc(1, sizeof(*kc));
-	if (!kc || !(kc->h = c->easy_init())) {
+	if (!kc || !(kc->h = curl_easy_init())) {
 		free(kc);
-		snprintf(err, err_size, "out of memory");
 		return -ENOMEM;
 	}
-	kc->c = c;
-	kc->auth = *auth;
-	*auth = (struct kube_auth){ 0 };
 	kc->timeout_ms = timeout_ms ? timeout_ms : 10000;
+	if (creds_new(auth, kc->timeout_ms, &kc->creds) < 0) {
+		curl_easy_cleanup(kc->h);
+		free(kc);
+		return -ENOMEM;
+	}
 	kc->max_attempts = max_attempts ? max_attempts : 1;
 	kc->backoff_base_ms = 200;
 	kc->backoff_cap_ms = 5000;
-	kc->log = stderr;
 	kc->seed = (unsigned)(now_monotonic_ms() ^ (uint64_t)getpid() << 16);
-	if (kc->auth.insecure)
-		kube_log(kc, "WARNING: insecure-skip-tls-verify is set in the kubeconfig: the API "
-			     "server's certificate is NOT verified");
+	if (insecure)
+		log_kube(LOG_PRIO_WARNING, "insecure-skip-tls-verify is set in the kubeconfig: the "
+			 "API server's certificate is NOT verified");
 	*ret = kc;
 	return 0;
 }
 
 int kube_client_from_config(const char *kubeconfig_path, uint64_t timeout_ms,
-			    struct kube_client **ret, char *err, size_t err_size)
+			    struct kube_client **ret)
 {
 	struct kube_auth a = { 0 };
 	int r;
 
 	if (kubeconfig_path && *kubeconfig_path)
-		r = kubeconfig_load(kubeconfig_path, &a, err, err_size);
+		r = kubeconfig_load(kubeconfig_path, &a);
 	else
-		r = kubeconfig_incluster(getenv("CZ_SERVICEACCOUNT_DIR"), &a, err, err_size);
+		r = kubeconfig_incluster(getenv("CZ_SERVICEACCOUNT_DIR"), &a);
 	if (r < 0)
 		return r;
-	r = kube_client_new(&a, timeout_ms, 5, ret, err, err_size);
+	r = kube_client_new(&a, timeout_ms, 5, ret);
 	kubeconfig_free(&a);
 	return r;
 }
@@ -138,17 +117,9 @@ void kube_client_free(struct kube_client *kc)
 {
 	if (!kc)
 		return;
-	kc->c->easy_cleanup(kc->h);
-	kubeconfig_free(&kc->auth);
-	free(kc->exec_token);
-	free(kc->exec_cert);
-	free(kc->exec_key);
+	curl_easy_cleanup(kc->h);
+	creds_free(kc->creds);
 	free(kc);
-}
-
-void kube_client_set_log(struct kube_client *kc, FILE *log)
-{
-	kc->log = log;
 }
 
 void kube_client_set_backoff(struct kube_client *kc, uint64_t base_ms, uint64_t cap_ms)
@@ -157,206 +128,39 @@ void kube_client_set_backoff(struct kube_client *kc, uint64_t base_ms, uint64_t 
 	kc->backoff_cap_ms = cap_ms;
 }
 
-/* ---- credentials --------------------------------------------------------------------------- */
-
-static int read_token_file(const char *path, char **ret)
-{
-	_cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
-	char buf[TOKEN_MAX + 1];
-	ssize_t n;
-
-	if (fd < 0)
-		return -errno;
-	n = read(fd, buf, sizeof(buf));
-	if (n < 0)
-		return -errno;
-	if ((size_t)n > TOKEN_MAX)
-		return -E2BIG;
-	while (n > 0 && (buf[n - 1] == '\n' || buf[n - 1] == ' ' || buf[n - 1] == '\r'))
-		n--;
-	if (n == 0 || memchr(buf, '\n', (size_t)n))
-		return -EINVAL;
-	*ret = strndup(buf, (size_t)n);
-	return *ret ? 0 : -ENOMEM;
-}
-
-/* Run the exec plugin with a deadline; its stdout (bounded) goes to *@ret. Never leaves a child. */
-static int exec_run(struct kube_client *kc, char **ret)
-{
-	const struct kube_exec *e = &kc->auth.exec;
-	int p[2], status;
-	struct buf out = { 0 };
-	uint64_t deadline = now_monotonic_ms() + kc->timeout_ms;
-	pid_t pid;
-
-	if (pipe2(p, O_CLOEXEC) < 0)
-		return -errno;
-	pid = fork();
-	if (pid < 0) {
-		close(p[0]);
-		close(p[1]);
-		return -errno;
-	}
-	if (pid == 0) {
-		char info[256];
-		char *argv[KUBECONFIG_MAX_ARGS + 2] = { e->command };
-		int devnull = open("/dev/null", O_RDONLY);
-
-		for (size_t i = 0; e->args[i]; i++)
-			argv[i + 1] = e->args[i];
-		snprintf(info, sizeof(info), "{\"apiVersion\":\"%s\",\"kind\":\"ExecCredential\","
-			 "\"spec\":{\"interactive\":false}}", e->api_version);
-		setenv("KUBERNETES_EXEC_INFO", info, 1);
-		for (size_t i = 0; e->env[i]; i++)
-			putenv(e->env[i]);
-		if (devnull >= 0)
-			dup2(devnull, 0);
-		dup2(p[1], 1);
-		execvp(e->command, argv);
-		_exit(127);
-	}
-	close(p[1]);
-	for (;;) {
-		struct pollfd pfd = { .fd = p[0], .events = POLLIN };
-		uint64_t now = now_monotonic_ms();
-		char chunk[4096];
-		ssize_t n;
-
-		if (now >= deadline || poll(&pfd, 1, (int)(deadline - now)) == 0) {
-			kill(pid, SIGKILL);
-			break;
-		}
-		n = read(p[0], chunk, sizeof(chunk));
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0 || on_data(chunk, 1, (size_t)n, &out) != (size_t)n || out.n > EXEC_MAX_OUTPUT)
-			break;
-	}
-	close(p[0]);
-	if (now_monotonic_ms() >= deadline || out.n > EXEC_MAX_OUTPUT)
-		kill(pid, SIGKILL);
-	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
-		;
-	if (!WIFEXITED(status) || WEXITSTATUS(status) != 0 || !out.p) {
-		free(out.p);
-		return -EACCES;
-	}
-	*ret = out.p;
-	return 0;
-}
-
-static int exec_credential(struct kube_client *kc)
-{
-	_cleanup_free_ char *text = NULL;
-	json_object *o;
-	const char *tok, *exp, *cert, *key;
-	uint64_t t;
-	int r;
-
-	if (kc->exec_token || kc->exec_cert) {
-		if (!kc->exec_expiry_ms || now_realtime_ms() + 10000 < kc->exec_expiry_ms)
-			return 0;
-	}
-	free(kc->exec_token);
-	free(kc->exec_cert);
-	free(kc->exec_key);
-	kc->exec_token = NULL;
-	kc->exec_cert = kc->exec_key = NULL;
-	r = exec_run(kc, &text);
-	if (r < 0) {
-		kube_log(kc, "exec credential plugin '%s' failed", kc->auth.exec.command);
-		return r;
-	}
-	o = json_tokener_parse(text);
-	tok = kube_get_str(o, "status.token", NULL);
-	exp = kube_get_str(o, "status.expirationTimestamp", NULL);
-	cert = kube_get_str(o, "status.clientCertificateData", NULL);
-	key = kube_get_str(o, "status.clientKeyData", NULL);
-	if (!o || !streq(kube_get_str(o, "kind", ""), "ExecCredential") || (!tok && !(cert && key))) {
-		kube_log(kc, "exec credential plugin '%s' printed no ExecCredential with a token or "
-			     "certificate", kc->auth.exec.command);
-		json_object_put(o);
-		return -EACCES;
-	}
-	kc->exec_token = tok ? strdup(tok) : NULL;
-	if (cert && key) {
-		kc->exec_cert = (unsigned char *)strdup(cert);
-		kc->exec_key = (unsigned char *)strdup(key);
-		kc->exec_cert_len = strlen(cert);
-		kc->exec_key_len = strlen(key);
-	}
-	kc->exec_expiry_ms = exp && kube_parse_time(exp, &t) == 0 ? t : 0;
-	json_object_put(o);
-	return 0;
-}
-
-static void exec_invalidate(struct kube_client *kc)
-{
-	kc->exec_expiry_ms = 1;	/* expired: the next request runs the plugin again */
-}
-
 /* ---- one attempt --------------------------------------------------------------------------- */
 
 static void set_blob(struct kube_client *kc, CURLoption opt, const void *data, size_t len)
 {
 	struct curl_blob b = { .data = (void *)data, .len = len, .flags = CURL_BLOB_COPY };
 
-	kc->c->easy_setopt(kc->h, opt, &b);
+	curl_easy_setopt(kc->h, opt, &b);
 }
 
-static int setup_tls(struct kube_client *kc)
+static void setup_tls(struct kube_client *kc)
 {
-	const struct curl_dl *c = kc->c;
-	const struct kube_auth *a = &kc->auth;
+	const struct kube_auth *a = creds_auth(kc->creds);
+	const char *cert, *key;
 
-	c->easy_setopt(kc->h, CURLOPT_SSL_VERIFYPEER, a->insecure ? 0L : 1L);
-	c->easy_setopt(kc->h, CURLOPT_SSL_VERIFYHOST, a->insecure ? 0L : 2L);
+	curl_easy_setopt(kc->h, CURLOPT_SSL_VERIFYPEER, a->insecure ? 0L : 1L);
+	curl_easy_setopt(kc->h, CURLOPT_SSL_VERIFYHOST, a->insecure ? 0L : 2L);
 	if (a->ca_file)
-		c->easy_setopt(kc->h, CURLOPT_CAINFO, a->ca_file);
+		curl_easy_setopt(kc->h, CURLOPT_CAINFO, a->ca_file);
 	else if (a->ca_data)
 		set_blob(kc, CURLOPT_CAINFO_BLOB, a->ca_data, a->ca_data_len);
-	if (kc->exec_cert) {
-		set_blob(kc, CURLOPT_SSLCERT_BLOB, kc->exec_cert, kc->exec_cert_len);
-		set_blob(kc, CURLOPT_SSLKEY_BLOB, kc->exec_key, kc->exec_key_len);
+	if (creds_exec_cert(kc->creds, &cert, &key)) {
+		set_blob(kc, CURLOPT_SSLCERT_BLOB, cert, strlen(cert));
+		set_blob(kc, CURLOPT_SSLKEY_BLOB, key, strlen(key));
 	} else if (a->cert_file || a->cert_data) {
 		if (a->cert_file)
-			c->easy_setopt(kc->h, CURLOPT_SSLCERT, a->cert_file);
+			curl_easy_setopt(kc->h, CURLOPT_SSLCERT, a->cert_file);
 		else
 			set_blob(kc, CURLOPT_SSLCERT_BLOB, a->cert_data, a->cert_data_len);
 		if (a->key_file)
-			c->easy_setopt(kc->h, CURLOPT_SSLKEY, a->key_file);
+			curl_easy_setopt(kc->h, CURLOPT_SSLKEY, a->key_file);
 		else
 			set_blob(kc, CURLOPT_SSLKEY_BLOB, a->key_data, a->key_data_len);
 	}
-	return 0;
-}
-
-static int auth_header(struct kube_client *kc, char **ret)
-{
-	_cleanup_free_ char *tok = NULL;
-	int r;
-
-	if (kc->auth.has_exec) {
-		r = exec_credential(kc);
-		if (r < 0)
-			return r;
-		if (kc->exec_token)
-			tok = strdup(kc->exec_token);
-	} else if (kc->auth.token_file) {
-		r = read_token_file(kc->auth.token_file, &tok);	/* rotates: read every time */
-		if (r < 0) {
-			kube_log(kc, "Failed to read token file '%s': %s", kc->auth.token_file,
-				 strerror(-r));
-			return -EACCES;
-		}
-	} else if (kc->auth.token) {
-		tok = strdup(kc->auth.token);
-	}
-	if (!tok) {
-		*ret = NULL;
-		return 0;
-	}
-	return asprintf(ret, "Authorization: Bearer %s", tok) < 0 ? -ENOMEM : 0;
 }
 
 static int curl_errno(CURLcode cc)
@@ -372,80 +176,67 @@ static int curl_errno(CURLcode cc)
 	}
 }
 
-static void fill_response(struct buf *b, struct kube_response *resp)
+static struct curl_slist *headers(const char *authz, const char *ctype)
 {
-	json_tokener *t;
+	_cleanup_free_ char *ct = NULL;
+	struct curl_slist *h = curl_slist_append(NULL, "Accept: application/json");
 
-	if (!b->p)
-		return;
-	t = json_tokener_new_ex(KUBE_JSON_DEPTH);
-	if (!t)
-		return;
-	resp->body = json_tokener_parse_ex(t, b->p, (int)b->n);
-	if (json_tokener_get_error(t) != json_tokener_success && resp->body) {
-		json_object_put(resp->body);
-		resp->body = NULL;
-	}
-	json_tokener_free(t);
-	if (streq(kube_get_str(resp->body, "kind", ""), "Status"))
-		snprintf(resp->message, sizeof(resp->message), "%s",
-			 kube_get_str(resp->body, "message", ""));
-	/* the server's words end up inside our one-line logs and summaries: no line breaks, no
-	 * terminal escapes */
-	for (char *c = resp->message; *c; c++)
-		if ((unsigned char)*c < 0x20 || *c == 0x7f)
-			*c = ' ';
+	if (h && authz)
+		h = curl_slist_append(h, authz);
+	if (h && ctype && asprintf(&ct, "Content-Type: %s", ctype) >= 0)
+		h = curl_slist_append(h, ct);
+	return h;
 }
 
 static int attempt(struct kube_client *kc, const char *method, const char *url,
 		   const char *ctype, const char *body, struct kube_response *resp)
 {
-	const struct curl_dl *c = kc->c;
-	_cleanup_free_ char *authz = NULL, *ct = NULL;
-	struct curl_slist *hdr = NULL;
+	_cleanup_free_ char *tok = NULL, *authz = NULL;
+	struct curl_slist *hdr;
 	struct buf b = { 0 };
 	char errbuf[CURL_ERROR_SIZE] = "";
 	CURLcode cc;
 	int r;
 
-	r = auth_header(kc, &authz);
+	r = creds_bearer(kc->creds, &tok);
 	if (r < 0) {
 		snprintf(resp->message, sizeof(resp->message), "no credential");
 		return r;
 	}
-	c->easy_reset(kc->h);
-	c->easy_setopt(kc->h, CURLOPT_URL, url);
-	c->easy_setopt(kc->h, CURLOPT_PROTOCOLS_STR, "https");
-	c->easy_setopt(kc->h, CURLOPT_NOSIGNAL, 1L);
-	c->easy_setopt(kc->h, CURLOPT_TIMEOUT_MS, (long)kc->timeout_ms);
-	c->easy_setopt(kc->h, CURLOPT_CONNECTTIMEOUT_MS, (long)kc->timeout_ms);
-	c->easy_setopt(kc->h, CURLOPT_CUSTOMREQUEST, method);
-	c->easy_setopt(kc->h, CURLOPT_ERRORBUFFER, errbuf);
-	c->easy_setopt(kc->h, CURLOPT_WRITEFUNCTION, on_data);
-	c->easy_setopt(kc->h, CURLOPT_WRITEDATA, &b);
-	c->easy_setopt(kc->h, CURLOPT_USERAGENT, "cpuzombie/" CZ_VERSION);
+	if (tok && asprintf(&authz, "Authorization: Bearer %s", tok) < 0)
+		return -ENOMEM;
+	curl_easy_reset(kc->h);
+	curl_easy_setopt(kc->h, CURLOPT_URL, url);
+	curl_easy_setopt(kc->h, CURLOPT_PROTOCOLS_STR, "https");
+	curl_easy_setopt(kc->h, CURLOPT_NOSIGNAL, 1L);
+	curl_easy_setopt(kc->h, CURLOPT_TIMEOUT_MS, (long)kc->timeout_ms);
+	curl_easy_setopt(kc->h, CURLOPT_CONNECTTIMEOUT_MS, (long)kc->timeout_ms);
+	curl_easy_setopt(kc->h, CURLOPT_CUSTOMREQUEST, method);
+	curl_easy_setopt(kc->h, CURLOPT_ERRORBUFFER, errbuf);
+	curl_easy_setopt(kc->h, CURLOPT_WRITEFUNCTION, on_data);
+	curl_easy_setopt(kc->h, CURLOPT_WRITEDATA, &b);
+	curl_easy_setopt(kc->h, CURLOPT_USERAGENT, "cpuzombie/" CZ_VERSION);
 	if (body) {
-		c->easy_setopt(kc->h, CURLOPT_POSTFIELDS, body);
-		c->easy_setopt(kc->h, CURLOPT_POSTFIELDSIZE, (long)strlen(body));
+		curl_easy_setopt(kc->h, CURLOPT_POSTFIELDS, body);
+		curl_easy_setopt(kc->h, CURLOPT_POSTFIELDSIZE, (long)strlen(body));
 	}
 	setup_tls(kc);
-	hdr = c->slist_append(hdr, "Accept: application/json");
-	if (authz)
-		hdr = c->slist_append(hdr, authz);
-	if (ctype && asprintf(&ct, "Content-Type: %s", ctype) >= 0)
-		hdr = c->slist_append(hdr, ct);
-	c->easy_setopt(kc->h, CURLOPT_HTTPHEADER, hdr);
-	cc = c->easy_perform(kc->h);
-	c->slist_free_all(hdr);
+	hdr = headers(authz, ctype);
+	if (!hdr)
+		return -ENOMEM;
+	curl_easy_setopt(kc->h, CURLOPT_HTTPHEADER, hdr);
+	cc = curl_easy_perform(kc->h);
+	curl_slist_free_all(hdr);
 	if (cc != CURLE_OK) {
 		snprintf(resp->message, sizeof(resp->message), "%s",
 			 b.too_big ? "response body too large" : *errbuf ? errbuf :
-			 c->easy_strerror(cc));
+			 curl_easy_strerror(cc));
 		free(b.p);
 		return b.too_big ? -EFBIG : curl_errno(cc);
 	}
-	c->easy_getinfo(kc->h, CURLINFO_RESPONSE_CODE, &resp->status);
-	fill_response(&b, resp);
+	curl_easy_getinfo(kc->h, CURLINFO_RESPONSE_CODE, &resp->status);
+	resp->body = kube_parse_body(b.p, b.n);
+	kube_status_message(resp->body, resp->message, sizeof(resp->message));
 	free(b.p);
 	return 0;
 }
@@ -464,11 +255,11 @@ int kube_request(struct kube_client *kc, const char *method, const char *path,
 		 struct kube_response *resp)
 {
 	_cleanup_free_ char *url = NULL;
-	bool reauth = kc->auth.has_exec;
+	bool reauth = creds_auth(kc->creds)->has_exec;
 	int r = -EIO;
 
 	kube_response_clear(resp);
-	if (asprintf(&url, "%s%s", kc->auth.server, path) < 0)
+	if (asprintf(&url, "%s%s", creds_auth(kc->creds)->server, path) < 0)
 		return -ENOMEM;
 	for (unsigned i = 1; i <= kc->max_attempts; i++) {
 		uint64_t cap, sleep_ms;
@@ -478,7 +269,7 @@ int kube_request(struct kube_client *kc, const char *method, const char *path,
 		r = attempt(kc, method, url, content_type, body, resp);
 		if (r == 0 && resp->status == 401 && reauth) {
 			reauth = false;	/* the exec credential may have expired early: once more */
-			exec_invalidate(kc);
+			creds_invalidate(kc->creds);
 			i--;
 			continue;
 		}
@@ -489,12 +280,13 @@ int kube_request(struct kube_client *kc, const char *method, const char *path,
 			cap = kc->backoff_cap_ms;
 		sleep_ms = cap ? (uint64_t)rand_r(&kc->seed) % (cap + 1) : 0;	/* full jitter */
 		if (r < 0)
-			kube_log(kc, "%s %s: %s, retry %u/%u in %llums", method, path, resp->message,
-				 i, kc->max_attempts - 1, (unsigned long long)sleep_ms);
+			log_kube(LOG_PRIO_WARNING, "%s %s: %s, retry %u/%u in %llums", method, path,
+				 resp->message, i, kc->max_attempts - 1,
+				 (unsigned long long)sleep_ms);
 		else
-			kube_log(kc, "%s %s: HTTP %ld%s%s, retry %u/%u in %llums", method, path,
-				 resp->status, *resp->message ? ": " : "", resp->message, i,
-				 kc->max_attempts - 1, (unsigned long long)sleep_ms);
+			log_kube(LOG_PRIO_WARNING, "%s %s: HTTP %ld%s%s, retry %u/%u in %llums",
+				 method, path, resp->status, *resp->message ? ": " : "",
+				 resp->message, i, kc->max_attempts - 1, (unsigned long long)sleep_ms);
 		usleep((useconds_t)(sleep_ms * 1000));
 	}
 	return r;
@@ -509,121 +301,21 @@ int kube_json(struct kube_client *kc, const char *method, const char *path,
 	return kube_request(kc, method, path, content_type, s, flags, resp);
 }
 
-/* ---- helpers ------------------------------------------------------------------------------- */
-
-json_object *kube_get(json_object *o, const char *dotted)
+int kube_get_object(struct kube_client *kc, const char *path, const char *what, json_object **ret)
 {
-	char key[128];
-
-	while (o && *dotted) {
-		size_t n = strcspn(dotted, ".");
-
-		if (n >= sizeof(key) || !json_object_is_type(o, json_type_object))
-			return NULL;
-		memcpy(key, dotted, n);
-		key[n] = '\0';
-		if (!json_object_object_get_ex(o, key, &o))
-			return NULL;
-		dotted += n + (dotted[n] == '.');
-	}
-	return o;
-}
-
-const char *kube_get_str(json_object *o, const char *dotted, const char *def)
-{
-	json_object *v = kube_get(o, dotted);
-
-	return v && json_object_is_type(v, json_type_string) ? json_object_get_string(v) : def;
-}
-
-char *kube_time(uint64_t ms, bool micro, char *buf, size_t size)
-{
-	time_t t = (time_t)(ms / 1000);
-	struct tm tm;
-	char base[32];
-
-	gmtime_r(&t, &tm);
-	strftime(base, sizeof(base), "%Y-%m-%dT%H:%M:%S", &tm);
-	if (micro)
-		snprintf(buf, size, "%s.%06uZ", base, (unsigned)(ms % 1000) * 1000);
-	else
-		snprintf(buf, size, "%sZ", base);
-	return buf;
-}
-
-int kube_parse_time(const char *s, uint64_t *ret_ms)
-{
-	struct tm tm = { 0 };
-	const char *end;
-	uint64_t frac_ms = 0;
-	time_t t;
-
-	if (!s)
-		return -EINVAL;
-	end = strptime(s, "%Y-%m-%dT%H:%M:%S", &tm);
-	if (!end)
-		return -EINVAL;
-	if (*end == '.') {
-		unsigned digits = 0;
-
-		for (end++; *end >= '0' && *end <= '9'; end++, digits++)
-			if (digits < 3)
-				frac_ms = frac_ms * 10 + (uint64_t)(*end - '0');
-		if (digits == 0)
-			return -EINVAL;
-		for (; digits < 3; digits++)
-			frac_ms *= 10;
-	}
-	if (!streq(end, "Z"))
-		return -EINVAL;
-	t = timegm(&tm);
-	if (t < 0)
-		return -EINVAL;
-	*ret_ms = (uint64_t)t * 1000 + frac_ms;
-	return 0;
-}
-
-int kube_post_event(struct kube_client *kc, const char *node_name, const char *node_uid,
-		    const char *type, const char *reason, const char *message, uint64_t now_ms)
-{
-	_cleanup_(json_object_putp) json_object *ev = json_object_new_object();
-	json_object *md = json_object_new_object(), *inv = json_object_new_object();
-	json_object *src = json_object_new_object();
 	struct kube_response resp = { 0 };
-	char name[320], ts[40];
-	int r;
+	int r = kube_request(kc, "GET", path, NULL, NULL, 0, &resp);
 
-	snprintf(name, sizeof(name), "%.200s.cz-%llx-%.40s", node_name,
-		 (unsigned long long)now_ms, reason);
-	for (char *p = name; *p; p++)
-		if (*p >= 'A' && *p <= 'Z')
-			*p = (char)(*p - 'A' + 'a');
-	kube_time(now_ms, false, ts, sizeof(ts));
-	json_object_object_add(md, "name", json_object_new_string(name));
-	json_object_object_add(md, "namespace", json_object_new_string("default"));
-	json_object_object_add(ev, "metadata", md);
-	json_object_object_add(inv, "kind", json_object_new_string("Node"));
-	json_object_object_add(inv, "apiVersion", json_object_new_string("v1"));
-	json_object_object_add(inv, "name", json_object_new_string(node_name));
-	if (node_uid)
-		json_object_object_add(inv, "uid", json_object_new_string(node_uid));
-	json_object_object_add(ev, "involvedObject", inv);
-	json_object_object_add(ev, "reason", json_object_new_string(reason));
-	json_object_object_add(ev, "message", json_object_new_string(message));
-	json_object_object_add(ev, "type", json_object_new_string(type));
-	json_object_object_add(src, "component", json_object_new_string("cpuzombie"));
-	json_object_object_add(src, "host", json_object_new_string(node_name));
-	json_object_object_add(ev, "source", src);
-	json_object_object_add(ev, "firstTimestamp", json_object_new_string(ts));
-	json_object_object_add(ev, "lastTimestamp", json_object_new_string(ts));
-	json_object_object_add(ev, "count", json_object_new_int(1));
-	r = kube_json(kc, "POST", "/api/v1/namespaces/default/events", "application/json", ev, 0,
-		      &resp);
-	if (r == 0 && resp.status != 201 && resp.status != 409) {	/* 409: a retry landed */
-		kube_log(kc, "Failed to create event %s: HTTP %ld: %s, ignoring", reason,
-			 resp.status, resp.message);
-		r = -EREMOTEIO;
-	}
+	if (r < 0)
+		r = log_error_errno(r, "Failed to read %s: %s", what, resp.message);
+	else if (resp.status != 200)
+		r = log_error_errno(EREMOTEIO, "Failed to read %s: HTTP %ld%s%s", what, resp.status,
+				    *resp.message ? ": " : "", resp.message);
+	else if (!json_object_is_type(resp.body, json_type_object))
+		r = log_error_errno(EBADMSG, "Failed to read %s: the answer is not a JSON object",
+				    what);
+	else
+		*ret = json_object_get(resp.body);
 	kube_response_clear(&resp);
 	return r;
 }

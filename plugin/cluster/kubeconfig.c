@@ -6,25 +6,17 @@
  */
 #include <errno.h>
 #include <fcntl.h>
-#include <stdarg.h>
 #include <yaml.h>
 
 #include "cluster/kubeconfig.h"
+#include "base/log.h"
 #include "base/util.h"
+#include "cluster/kjson.h"
 
 #define SA_DIR "/var/run/secrets/kubernetes.io/serviceaccount"
 
-_printf_(3, 4) static int fail(char *err, size_t size, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (err && size) {
-		va_start(ap, fmt);
-		vsnprintf(err, size, fmt, ap);
-		va_end(ap);
-	}
-	return -EINVAL;
-}
+/* A bad kubeconfig: one line naming what is wrong, and -EINVAL. */
+#define fail(...) log_error_errno(EINVAL, __VA_ARGS__)
 
 int base64_decode(const char *in, size_t len, unsigned char **ret, size_t *ret_len)
 {
@@ -107,7 +99,7 @@ static yaml_node_t *named(yaml_document_t *d, yaml_node_t *root, const char *lis
 }
 
 /* Nesting depth check with the event parser before building a document (bounds the loader). */
-static int check_depth(const char *text, size_t len, char *err, size_t err_size)
+static int check_depth(const char *text, size_t len)
 {
 	yaml_parser_t p;
 	yaml_event_t ev;
@@ -118,7 +110,7 @@ static int check_depth(const char *text, size_t len, char *err, size_t err_size)
 	yaml_parser_set_input_string(&p, (const unsigned char *)text, len);
 	for (;;) {
 		if (!yaml_parser_parse(&p, &ev)) {
-			r = fail(err, err_size, "kubeconfig: YAML error at line %zu: %s",
+			r = fail("kubeconfig: YAML error at line %zu: %s",
 				 p.problem_mark.line + 1, p.problem ? p.problem : "?");
 			break;
 		}
@@ -127,9 +119,8 @@ static int check_depth(const char *text, size_t len, char *err, size_t err_size)
 		else if (ev.type == YAML_MAPPING_END_EVENT || ev.type == YAML_SEQUENCE_END_EVENT)
 			depth--;
 		if (depth > KUBECONFIG_MAX_DEPTH) {
-			snprintf(err ? err : (char[1]){ 0 }, err ? err_size : 1,
-				 "kubeconfig: nested deeper than %d", KUBECONFIG_MAX_DEPTH);
-			r = -E2BIG;
+			r = log_error_errno(E2BIG, "kubeconfig: nested deeper than %d",
+					    KUBECONFIG_MAX_DEPTH);
 		}
 		bool end = ev.type == YAML_STREAM_END_EVENT;
 		yaml_event_delete(&ev);
@@ -153,8 +144,7 @@ static int dup_path(const char *dir, const char *v, char **ret)
 	return *ret ? 0 : -ENOMEM;
 }
 
-static int dup_b64(const char *v, unsigned char **ret, size_t *ret_len, const char *what,
-		   char *err, size_t err_size)
+static int dup_b64(const char *v, unsigned char **ret, size_t *ret_len, const char *what)
 {
 	int r;
 
@@ -162,22 +152,21 @@ static int dup_b64(const char *v, unsigned char **ret, size_t *ret_len, const ch
 		return 0;
 	r = base64_decode(v, strlen(v), ret, ret_len);
 	if (r == -EINVAL)
-		return fail(err, err_size, "kubeconfig: %s is not valid base64", what);
+		return fail("kubeconfig: %s is not valid base64", what);
 	return r;
 }
 
-static int parse_exec(yaml_document_t *d, yaml_node_t *ex, struct kube_exec *e, char *err,
-		      size_t err_size)
+static int parse_exec(yaml_document_t *d, yaml_node_t *ex, struct kube_exec *e)
 {
 	const char *cmd = map_str(d, ex, "command"), *api = map_str(d, ex, "apiVersion");
 	yaml_node_t *args = map_get(d, ex, "args"), *env = map_get(d, ex, "env");
 	size_t n = 0;
 
 	if (!cmd || !*cmd)
-		return fail(err, err_size, "kubeconfig: user.exec.command is missing");
+		return fail("kubeconfig: user.exec.command is missing");
 	if (api && !streq(api, "client.authentication.k8s.io/v1") &&
 	    !streq(api, "client.authentication.k8s.io/v1beta1"))
-		return fail(err, err_size, "kubeconfig: exec apiVersion '%.64s' is not supported",
+		return fail("kubeconfig: exec apiVersion '%.64s' is not supported",
 			    api);
 	e->command = strdup(cmd);
 	e->api_version = strdup(api ? api : "client.authentication.k8s.io/v1");
@@ -189,7 +178,7 @@ static int parse_exec(yaml_document_t *d, yaml_node_t *ex, struct kube_exec *e, 
 			const char *a = scalar(d, yaml_document_get_node(d, *i));
 
 			if (!a || n >= KUBECONFIG_MAX_ARGS)
-				return fail(err, err_size, "kubeconfig: bad or too many exec args");
+				return fail("kubeconfig: bad or too many exec args");
 			if (!(e->args[n++] = strdup(a)))
 				return -ENOMEM;
 		}
@@ -201,7 +190,7 @@ static int parse_exec(yaml_document_t *d, yaml_node_t *ex, struct kube_exec *e, 
 			const char *k = map_str(d, kv, "name"), *v = map_str(d, kv, "value");
 
 			if (!k || !v || !*k || strchr(k, '=') || n >= KUBECONFIG_MAX_ARGS)
-				return fail(err, err_size, "kubeconfig: bad exec env entry");
+				return fail("kubeconfig: bad exec env entry");
 			if (asprintf(&e->env[n++], "%s=%s", k, v) < 0) {
 				e->env[n - 1] = NULL;
 				return -ENOMEM;
@@ -210,47 +199,49 @@ static int parse_exec(yaml_document_t *d, yaml_node_t *ex, struct kube_exec *e, 
 	return 0;
 }
 
-static int parse_user(yaml_document_t *d, yaml_node_t *u, const char *dir, struct kube_auth *a,
-		      char *err, size_t err_size)
+static int parse_user(yaml_document_t *d, yaml_node_t *u, const char *dir, struct kube_auth *a)
 {
 	const char *tok = map_str(d, u, "token");
-	yaml_node_t *ex = map_get(d, u, "exec");
+	yaml_node_t *ex = map_get(d, u, "exec"), *tn = map_get(d, u, "token");
 	int r;
 
 	if (map_get(d, u, "auth-provider"))
-		return fail(err, err_size, "kubeconfig: auth-provider is not supported (use exec)");
+		return fail("kubeconfig: auth-provider is not supported (use exec)");
+	/* the length libyaml decoded, not strlen(): a "\0" inside must not cut the token */
+	if (tok && *tok && !kube_token_ok(tok, tn->data.scalar.length))
+		return fail("kubeconfig: the user's token contains control characters (a CR or LF "
+			    "would start a header of its own): refused");
 	if (tok && *tok && !(a->token = strdup(tok)))
 		return -ENOMEM;
 	r = dup_path(dir, map_str(d, u, "tokenFile"), &a->token_file);
 	r = r ?: dup_path(dir, map_str(d, u, "client-certificate"), &a->cert_file);
 	r = r ?: dup_path(dir, map_str(d, u, "client-key"), &a->key_file);
 	r = r ?: dup_b64(map_str(d, u, "client-certificate-data"), &a->cert_data,
-			 &a->cert_data_len, "client-certificate-data", err, err_size);
+			 &a->cert_data_len, "client-certificate-data");
 	r = r ?: dup_b64(map_str(d, u, "client-key-data"), &a->key_data, &a->key_data_len,
-			 "client-key-data", err, err_size);
+			 "client-key-data");
 	if (r < 0)
 		return r;
 	if ((a->cert_file || a->cert_data) != (a->key_file || a->key_data))
-		return fail(err, err_size, "kubeconfig: client certificate without key (or key "
+		return fail("kubeconfig: client certificate without key (or key "
 					   "without certificate)");
 	if (ex) {
 		a->has_exec = true;
-		r = parse_exec(d, ex, &a->exec, err, err_size);
+		r = parse_exec(d, ex, &a->exec);
 	}
 	return r;
 }
 
-static int parse_cluster(yaml_document_t *d, yaml_node_t *c, const char *dir, struct kube_auth *a,
-			 char *err, size_t err_size)
+static int parse_cluster(yaml_document_t *d, yaml_node_t *c, const char *dir, struct kube_auth *a)
 {
 	const char *server = map_str(d, c, "server"), *ins;
 	size_t n;
 	int r;
 
 	if (!server || !*server)
-		return fail(err, err_size, "kubeconfig: cluster has no server");
+		return fail("kubeconfig: cluster has no server");
 	if (!startswith(server, "https://"))
-		return fail(err, err_size, "kubeconfig: server '%.128s' is not https:// (TLS is "
+		return fail("kubeconfig: server '%.128s' is not https:// (TLS is "
 					   "required)", server);
 	n = strlen(server);
 	while (n > 8 && server[n - 1] == '/')
@@ -261,42 +252,40 @@ static int parse_cluster(yaml_document_t *d, yaml_node_t *c, const char *dir, st
 	a->insecure = ins && streq(ins, "true");
 	r = dup_path(dir, map_str(d, c, "certificate-authority"), &a->ca_file);
 	return r ?: dup_b64(map_str(d, c, "certificate-authority-data"), &a->ca_data,
-			    &a->ca_data_len, "certificate-authority-data", err, err_size);
+			    &a->ca_data_len, "certificate-authority-data");
 }
 
-static int parse_doc(yaml_document_t *d, const char *dir, struct kube_auth *a, char *err,
-		     size_t err_size)
+static int parse_doc(yaml_document_t *d, const char *dir, struct kube_auth *a)
 {
 	yaml_node_t *root = yaml_document_get_root_node(d), *ctx, *cluster, *user;
 	const char *cur, *cname, *uname;
 	int r;
 
 	if (!root || root->type != YAML_MAPPING_NODE)
-		return fail(err, err_size, "kubeconfig: not a mapping");
+		return fail("kubeconfig: not a mapping");
 	cur = map_str(d, root, "current-context");
 	if (!cur || !*cur)
-		return fail(err, err_size, "kubeconfig: no current-context");
+		return fail("kubeconfig: no current-context");
 	ctx = named(d, root, "contexts", "context", cur);
 	if (!ctx)
-		return fail(err, err_size, "kubeconfig: context '%.64s' not found", cur);
+		return fail("kubeconfig: context '%.64s' not found", cur);
 	cname = map_str(d, ctx, "cluster");
 	uname = map_str(d, ctx, "user");
 	cluster = cname ? named(d, root, "clusters", "cluster", cname) : NULL;
 	if (!cluster)
-		return fail(err, err_size, "kubeconfig: cluster '%.64s' of context '%.64s' not found",
+		return fail("kubeconfig: cluster '%.64s' of context '%.64s' not found",
 			    cname ? cname : "", cur);
 	user = uname && *uname ? named(d, root, "users", "user", uname) : NULL;
 	if (uname && *uname && !user)
-		return fail(err, err_size, "kubeconfig: user '%.64s' of context '%.64s' not found",
+		return fail("kubeconfig: user '%.64s' of context '%.64s' not found",
 			    uname, cur);
-	r = parse_cluster(d, cluster, dir, a, err, err_size);
+	r = parse_cluster(d, cluster, dir, a);
 	if (r == 0 && user)
-		r = parse_user(d, user, dir, a, err, err_size);
+		r = parse_user(d, user, dir, a);
 	return r;
 }
 
-int kubeconfig_parse(const char *text, size_t len, const char *dir, struct kube_auth *ret,
-		     char *err, size_t err_size)
+int kubeconfig_parse(const char *text, size_t len, const char *dir, struct kube_auth *ret)
 {
 	struct kube_auth a = { 0 };
 	yaml_parser_t p;
@@ -304,22 +293,22 @@ int kubeconfig_parse(const char *text, size_t len, const char *dir, struct kube_
 	int r;
 
 	if (len > KUBECONFIG_MAX_BYTES) {
-		fail(err, err_size, "kubeconfig: larger than %d bytes", KUBECONFIG_MAX_BYTES);
-		return -E2BIG;
+		return log_error_errno(E2BIG, "kubeconfig: larger than %d bytes",
+				       KUBECONFIG_MAX_BYTES);
 	}
-	r = check_depth(text, len, err, err_size);
+	r = check_depth(text, len);
 	if (r < 0)
 		return r;
 	if (!yaml_parser_initialize(&p))
 		return -ENOMEM;
 	yaml_parser_set_input_string(&p, (const unsigned char *)text, len);
 	if (!yaml_parser_load(&p, &d)) {
-		r = fail(err, err_size, "kubeconfig: YAML error at line %zu: %s",
+		r = fail("kubeconfig: YAML error at line %zu: %s",
 			 p.problem_mark.line + 1, p.problem ? p.problem : "?");
 		yaml_parser_delete(&p);
 		return r;
 	}
-	r = parse_doc(&d, dir, &a, err, err_size);
+	r = parse_doc(&d, dir, &a);
 	yaml_document_delete(&d);
 	yaml_parser_delete(&p);
 	if (r < 0) {
@@ -357,7 +346,7 @@ static int read_bounded(const char *path, char **ret, size_t *ret_len)
 	return 0;
 }
 
-int kubeconfig_load(const char *path, struct kube_auth *ret, char *err, size_t err_size)
+int kubeconfig_load(const char *path, struct kube_auth *ret)
 {
 	_cleanup_free_ char *text = NULL, *dir = strdup(path);
 	char *slash;
@@ -367,18 +356,15 @@ int kubeconfig_load(const char *path, struct kube_auth *ret, char *err, size_t e
 	if (!dir)
 		return -ENOMEM;
 	r = read_bounded(path, &text, &len);
-	if (r < 0) {
-		snprintf(err ? err : (char[1]){ 0 }, err ? err_size : 1,
-			 "cannot read kubeconfig '%s': %s", path, strerror(-r));
-		return r;
-	}
+	if (r < 0)
+		return log_error_errno(r, "Failed to read kubeconfig '%s': %m", path);
 	slash = strrchr(dir, '/');
 	if (slash)
 		*slash = '\0';
-	return kubeconfig_parse(text, len, slash ? dir : NULL, ret, err, err_size);
+	return kubeconfig_parse(text, len, slash ? dir : NULL, ret);
 }
 
-int kubeconfig_incluster(const char *sa_dir, struct kube_auth *ret, char *err, size_t err_size)
+int kubeconfig_incluster(const char *sa_dir, struct kube_auth *ret)
 {
 	const char *host = getenv("KUBERNETES_SERVICE_HOST");
 	const char *port = getenv("KUBERNETES_SERVICE_PORT");
@@ -388,13 +374,11 @@ int kubeconfig_incluster(const char *sa_dir, struct kube_auth *ret, char *err, s
 	if (!sa_dir)
 		sa_dir = SA_DIR;
 	if (!host || !*host || !port || !*port) {
-		snprintf(err ? err : (char[1]){ 0 }, err ? err_size : 1,
-			 "not in a cluster: KUBERNETES_SERVICE_HOST/PORT unset and no kubeconfig");
-		return -ENOENT;
+		return log_error_errno(ENOENT, "Not in a cluster: KUBERNETES_SERVICE_HOST/PORT "
+				       "unset and no kubeconfig");
 	}
 	if (parse_u64(port, &p) < 0 || p == 0 || p > 65535 || strpbrk(host, "/[]@ ")) {
-		fail(err, err_size, "bad KUBERNETES_SERVICE_HOST/PORT '%.64s' '%.16s'", host, port);
-		return -EINVAL;
+		return fail("Bad KUBERNETES_SERVICE_HOST/PORT '%.64s' '%.16s'", host, port);
 	}
 	/* An IPv6 literal needs brackets in a URL (client-go: net.JoinHostPort). */
 	if (asprintf(&a.server, strchr(host, ':') ? "https://[%s]:%s" : "https://%s:%s", host,

@@ -44,25 +44,24 @@ struct kube_auth {
  * file paths are resolved against @dir (the kubeconfig's directory; may be NULL). On success fills
  * *@ret (caller frees with kubeconfig_free) and returns 0. On failure returns -EINVAL (bad YAML,
  * missing or unknown context/cluster/user, bad base64, non-https server without TLS...),
- * -E2BIG (too big or too deep) or -ENOMEM, writes a one-line reason into @err (@err_size bytes,
- * may be NULL) and leaves *@ret untouched.
+ * -E2BIG (too big or too deep) or -ENOMEM, logs a one-line reason (log.h) and leaves *@ret
+ * untouched. A static token with control characters is refused (-EINVAL).
  */
-int kubeconfig_parse(const char *text, size_t len, const char *dir, struct kube_auth *ret,
-		     char *err, size_t err_size);
+int kubeconfig_parse(const char *text, size_t len, const char *dir, struct kube_auth *ret);
 
 /*
  * kubeconfig_load - read @path (bounded) and kubeconfig_parse() it. Same returns, plus -errno
  * from reading.
  */
-int kubeconfig_load(const char *path, struct kube_auth *ret, char *err, size_t err_size);
+int kubeconfig_load(const char *path, struct kube_auth *ret);
 
 /*
  * kubeconfig_incluster - the in-cluster config: server from $KUBERNETES_SERVICE_HOST and
  * $KUBERNETES_SERVICE_PORT (an IPv6 host is bracketed), token file and CA file from @sa_dir
  * (NULL = /var/run/secrets/kubernetes.io/serviceaccount). Returns 0, or -ENOENT when the
- * environment variables are missing (not in a cluster) with @err set; *@ret untouched on failure.
+ * environment variables are missing (not in a cluster), logged; *@ret untouched on failure.
  */
-int kubeconfig_incluster(const char *sa_dir, struct kube_auth *ret, char *err, size_t err_size);
+int kubeconfig_incluster(const char *sa_dir, struct kube_auth *ret);
 
 /* kubeconfig_free - free everything *@a owns and zero it. Accepts NULL and zeroed structs. */
 void kubeconfig_free(struct kube_auth *a);

@@ -1,310 +1,162 @@
 /* SPDX-License-Identifier: MIT */
-/* Remediation under a cluster-wide budget: see remediate.h. */
+/* Remediation, the executor: see remediate.h. Decisions are in remediate_plan.c. */
 #include <errno.h>
 #include <fcntl.h>
-#include <stdarg.h>
 
-#include "cluster/remediate.h"
+#include "base/log.h"
 #include "base/util.h"
+#include "cluster/drain.h"
+#include "cluster/event.h"
+#include "cluster/lease.h"
+#include "cluster/remediate.h"
 
 #define SMP "application/strategic-merge-patch+json"
-#define LEASE_SECONDS 600
+#define MAX_ROUNDS 256		/* plans per cycle: each round learns one fact or takes a step */
+
+#define log_kube(prio, ...) \
+	log_fields_full((prio), &(struct log_fields){ LOG_MID_KUBE, NULL, -1, NULL }, __VA_ARGS__)
 
 struct rem {
 	struct kube_client *kc;
 	const struct cz_config *cfg;
-	const char *node;
-	uint64_t now;
-	char *msg;
-	size_t msg_size;
+	struct rem_input in;
+	json_object *leases_body;	/* owns in.leases */
 };
 
-_printf_(2, 3) static void say(struct rem *r, const char *fmt, ...)
+static void node_path(const struct rem *r, const char *name, char *buf, size_t size)
 {
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(r->msg, r->msg_size, fmt, ap);
-	va_end(ap);
-	kube_log(r->kc, "%s: %s", r->node, r->msg);
+	snprintf(buf, size, "/api/v1/nodes/%s", name);
 }
 
-const char *remediate_action_name(enum remediate_action a)
-{
-	static const char *const names[] = { "none", "waiting", "skipped", "dry-run", "cordoned",
-					     "drained", "drain-incomplete", "uncordoned" };
-
-	return a < ARRAY_SIZE(names) ? names[a] : "?";
-}
-
-/* ---- pure decisions ------------------------------------------------------------------------ */
-
-bool remediate_problem(json_object *node, const struct cz_strlist *types, uint64_t for_ms,
-		       uint64_t now_ms, const char **ret_type, bool *ret_any_true)
-{
-	json_object *list = kube_get(node, "status.conditions");
-	size_t n = list && json_object_is_type(list, json_type_array) ?
-			   json_object_array_length(list) : 0;
-	bool any = false, ok = false;
-
-	for (size_t i = 0; i < n; i++) {
-		json_object *c = json_object_array_get_idx(list, i);
-		const char *type = kube_get_str(c, "type", "");
-		uint64_t t;
-
-		if (!config_strlist_has(types, type) || !streq(kube_get_str(c, "status", ""), "True"))
-			continue;
-		any = true;
-		/* no or bad transition time: we cannot tell how long, so not long enough */
-		if (kube_parse_time(kube_get_str(c, "lastTransitionTime", NULL), &t) < 0 ||
-		    t > now_ms || now_ms - t < for_ms)
-			continue;
-		if (!ok && ret_type)
-			*ret_type = type;
-		ok = true;
-	}
-	if (ret_any_true)
-		*ret_any_true = any;
-	return ok;
-}
-
-bool remediate_recovered(json_object *node, const struct cz_strlist *types, uint64_t after_ms,
-			 uint64_t now_ms)
-{
-	json_object *list = kube_get(node, "status.conditions");
-	size_t n = list && json_object_is_type(list, json_type_array) ?
-			   json_object_array_length(list) : 0;
-	uint64_t last = 0;
-
-	for (size_t i = 0; i < n; i++) {
-		json_object *c = json_object_array_get_idx(list, i);
-		uint64_t t;
-
-		if (!config_strlist_has(types, kube_get_str(c, "type", "")))
-			continue;
-		if (!streq(kube_get_str(c, "status", ""), "False"))
-			return false;
-		if (kube_parse_time(kube_get_str(c, "lastTransitionTime", NULL), &t) < 0)
-			return false;
-		if (t > last)
-			last = t;
-	}
-	return last <= now_ms && now_ms - last >= after_ms;
-}
-
-int remediate_budget(const char *max_unavailable, size_t total_nodes)
-{
-	char num[16];
-	size_t len = strlen(max_unavailable);
-	uint64_t v;
-
-	if (len == 0 || len >= sizeof(num))
-		return -EINVAL;
-	memcpy(num, max_unavailable, len + 1);
-	if (num[len - 1] == '%') {
-		num[len - 1] = '\0';
-		if (parse_u64(num, &v) < 0 || v == 0 || v > 100)
-			return -EINVAL;
-		v = (uint64_t)total_nodes * v / 100;
-		return v < 1 ? 1 : (int)(v > 100000 ? 100000 : v);
-	}
-	if (parse_u64(num, &v) < 0 || v == 0 || v > 100000)
-		return -EINVAL;
-	return (int)v;
-}
-
-bool remediate_is_control_plane(json_object *node)
-{
-	json_object *labels = kube_get(node, "metadata.labels"), *v;
-
-	/* label keys contain dots: look them up directly, not through kube_get() */
-	return labels && json_object_is_type(labels, json_type_object) &&
-	       (json_object_object_get_ex(labels, "node-role.kubernetes.io/control-plane", &v) ||
-		json_object_object_get_ex(labels, "node-role.kubernetes.io/master", &v));
-}
-
-/*
- * The array at @dotted in @o, or NULL when absent or of another type: json-c's array accessors
- * assert() on anything but an array, so an API answer of the wrong shape must never reach them.
- */
-static json_object *get_array(json_object *o, const char *dotted)
-{
-	json_object *a = kube_get(o, dotted);
-
-	return a && json_object_is_type(a, json_type_array) ? a : NULL;
-}
-
-/* kube_get() splits on dots: annotation keys contain them, so look them up directly. */
-static const char *annotation(json_object *node, const char *key)
-{
-	json_object *ann = kube_get(node, "metadata.annotations"), *v;
-
-	if (!ann || !json_object_object_get_ex(ann, key, &v) ||
-	    !json_object_is_type(v, json_type_string))
-		return NULL;
-	return json_object_get_string(v);
-}
-
-/* ---- API steps ----------------------------------------------------------------------------- */
-
-static int get_node(struct rem *r, json_object **ret)
-{
-	struct kube_response resp = { 0 };
-	char path[400];
-	int e;
-
-	snprintf(path, sizeof(path), "/api/v1/nodes/%s", r->node);
-	e = kube_request(r->kc, "GET", path, NULL, NULL, 0, &resp);
-	if (e == 0 && resp.status != 200) {
-		say(r, "cannot read node: HTTP %ld: %s", resp.status, resp.message);
-		e = -EREMOTEIO;
-	} else if (e < 0) {
-		say(r, "cannot read node: %s", resp.message);
-	} else if (!json_object_is_type(resp.body, json_type_object)) {
-		say(r, "cannot read node: the answer is not a JSON object");
-		e = -EBADMSG;	/* never decide (cordon, uncordon) on what could not be read */
-	} else {
-		*ret = json_object_get(resp.body);
-	}
-	kube_response_clear(&resp);
-	return e;
-}
-
-/* PATCH the node (not its status); @rv non-NULL makes it conditional (409 if changed). */
-static int patch_node(struct rem *r, json_object *patch, const char *rv, long *ret_status)
-{
-	struct kube_response resp = { 0 };
-	char path[400];
-	int e;
-
-	if (rv) {
-		json_object *md = kube_get(patch, "metadata");
-
-		if (!md) {
-			md = json_object_new_object();
-			json_object_object_add(patch, "metadata", md);
-		}
-		json_object_object_add(md, "resourceVersion", json_object_new_string(rv));
-	}
-	snprintf(path, sizeof(path), "/api/v1/nodes/%s", r->node);
-	e = kube_json(r->kc, "PATCH", path, SMP, patch, 0, &resp);
-	*ret_status = resp.status;
-	if (e == 0 && resp.status != 200) {
-		say(r, "PATCH node: HTTP %ld: %s", resp.status, resp.message);
-		e = -EREMOTEIO;
-	}
-	kube_response_clear(&resp);
-	return e;
-}
-
-static json_object *ann_patch(const char *const kv[], size_t n, int unschedulable)
-{
-	json_object *p = json_object_new_object(), *md = json_object_new_object();
-	json_object *ann = json_object_new_object();
-
-	for (size_t i = 0; i + 1 < n; i += 2)
-		json_object_object_add(ann, kv[i], kv[i + 1] ? json_object_new_string(kv[i + 1]) :
-							      NULL);
-	json_object_object_add(md, "annotations", ann);
-	json_object_object_add(p, "metadata", md);
-	if (unschedulable >= 0) {
-		json_object *spec = json_object_new_object();
-
-		json_object_object_add(spec, "unschedulable",
-				       unschedulable ? json_object_new_boolean(1) : NULL);
-		json_object_object_add(p, "spec", spec);
-	}
-	return p;
-}
-
-static void event(struct rem *r, json_object *node, const char *type, const char *reason,
-		  uint64_t when)
-{
-	kube_post_event(r->kc, r->node, kube_get_str(node, "metadata.uid", NULL), type, reason,
-			r->msg, when);
-}
-
-static void problem_since(json_object *node, const char *type, uint64_t *ret)
-{
-	json_object *list = kube_get(node, "status.conditions");
-	size_t n = list && json_object_is_type(list, json_type_array) ?
-			   json_object_array_length(list) : 0;
-
-	for (size_t i = 0; i < n; i++) {
-		json_object *c = json_object_array_get_idx(list, i);
-
-		if (streq(kube_get_str(c, "type", ""), type))
-			kube_parse_time(kube_get_str(c, "lastTransitionTime", NULL), ret);
-	}
-}
-
-/* ---- the budget: Leases cpuzombie-slot-N ----------------------------------------------------- */
-
-static void lease_path(struct rem *r, const char *name, char *buf, size_t size)
+static void lease_path(const struct rem *r, const char *name, char *buf, size_t size)
 {
 	snprintf(buf, size, "/apis/coordination.k8s.io/v1/namespaces/%s/leases%s%s",
 		 r->cfg->remediation.lease_namespace, name ? "/" : "", name ? name : "");
 }
 
-/* LIST our slot Leases (one request, labelled). Returns the items array (owned by @resp). */
-static int lease_list(struct rem *r, struct kube_response *resp, json_object **ret_items)
+static int get_node(struct rem *r, json_object **ret)
 {
+	char path[400], what[320];
+
+	node_path(r, r->in.node_name, path, sizeof(path));
+	snprintf(what, sizeof(what), "node %s", r->in.node_name);
+	return kube_get_object(r->kc, path, what, ret);
+}
+
+/* PATCH our node (not its status) with @patch. Returns 0 or -errno (logged). */
+static int patch_node(struct rem *r, json_object *patch)
+{
+	struct kube_response resp = { 0 };
 	char path[400];
 	int e;
 
-	lease_path(r, NULL, path, sizeof(path));
-	strncat(path, "?labelSelector=app.kubernetes.io%2Fmanaged-by%3Dcpuzombie",
-		sizeof(path) - strlen(path) - 1);
-	e = kube_request(r->kc, "GET", path, NULL, NULL, 0, resp);
-	if (e == 0 && resp->status != 200) {
-		say(r, "cannot list cpuzombie leases: HTTP %ld: %s", resp->status, resp->message);
-		e = -EREMOTEIO;
-	}
-	if (e == 0 && !(*ret_items = get_array(resp->body, "items"))) {
-		say(r, "cannot list cpuzombie leases: the answer has no list of items");
-		e = -EBADMSG;
-	}
+	if (!patch)
+		return -ENOMEM;
+	node_path(r, r->in.node_name, path, sizeof(path));
+	e = kube_json(r->kc, "PATCH", path, SMP, patch, 0, &resp);
+	if (e == 0 && resp.status != 200)
+		e = log_error_errno(EREMOTEIO, "PATCH node %s: HTTP %ld: %s", r->in.node_name,
+				    resp.status, resp.message);
+	else if (e < 0)
+		log_error_errno(e, "PATCH node %s: %s", r->in.node_name, resp.message);
+	kube_response_clear(&resp);
 	return e;
 }
 
-static json_object *lease_new(struct rem *r, const char *name, json_object *old)
+static const char *node_rv(const struct rem *r)
 {
-	json_object *l = old ? json_object_get(old) : json_object_new_object();
-	json_object *md = kube_get(l, "metadata"), *spec, *labels;
-	char now[40];
-
-	kube_time(r->now, true, now, sizeof(now));	/* MicroTime: six fractional digits */
-	if (!md) {
-		md = json_object_new_object();
-		labels = json_object_new_object();
-		json_object_object_add(l, "apiVersion", json_object_new_string("coordination.k8s.io/v1"));
-		json_object_object_add(l, "kind", json_object_new_string("Lease"));
-		json_object_object_add(md, "name", json_object_new_string(name));
-		json_object_object_add(labels, "app.kubernetes.io/managed-by",
-				       json_object_new_string("cpuzombie"));
-		json_object_object_add(md, "labels", labels);
-		json_object_object_add(l, "metadata", md);
-	}
-	spec = json_object_new_object();
-	json_object_object_add(spec, "holderIdentity", json_object_new_string(r->node));
-	json_object_object_add(spec, "leaseDurationSeconds", json_object_new_int(LEASE_SECONDS));
-	json_object_object_add(spec, "acquireTime", json_object_new_string(
-		old && streq(kube_get_str(old, "spec.holderIdentity", ""), r->node) ?
-		kube_get_str(old, "spec.acquireTime", now) : now));
-	json_object_object_add(spec, "renewTime", json_object_new_string(now));
-	json_object_object_add(l, "spec", spec);
-	return l;
+	return kube_get_str(r->in.node, "metadata.resourceVersion", NULL);
 }
 
-/* PUT (update with the read resourceVersion) or POST (create). Returns the HTTP status or -errno. */
-static long lease_write(struct rem *r, const char *name, json_object *old)
+/* ---- Leases -------------------------------------------------------------------------------- */
+
+/* GET a JSON list and its items array. Returns 0 (the body in *@ret_body) or -errno (logged). */
+static int get_list(struct rem *r, const char *path, const char *what, json_object **ret_body,
+		    json_object **ret_items)
 {
-	_cleanup_(json_object_putp) json_object *l = lease_new(r, name, old);
-	struct kube_response resp = { 0 };
+	_cleanup_(json_object_putp) json_object *body = NULL;
+	int e = kube_get_object(r->kc, path, what, &body);
+
+	if (e < 0)
+		return e;
+	*ret_items = kube_get_array(body, "items");
+	if (!*ret_items)
+		return log_error_errno(EBADMSG, "Failed to read %s: the answer has no list of items",
+				       what);
+	*ret_body = TAKE_PTR(body);
+	return 0;
+}
+
+static int list_leases(struct rem *r, json_object **ret_body, json_object **ret_items)
+{
 	char path[400];
+
+	lease_path(r, NULL, path, sizeof(path));
+	strncat(path, "?labelSelector=" LEASE_LABEL_SELECTOR, sizeof(path) - strlen(path) - 1);
+	return get_list(r, path, "the cpuzombie leases", ret_body, ret_items);
+}
+
+static void step_list_leases(struct rem *r)
+{
+	_cleanup_(json_object_putp) json_object *nodes = NULL;
+	json_object *items = NULL;
+	int e = 0, budget;
+
+	r->in.leases_read = true;
+	if (strchr(r->cfg->remediation.max_unavailable, '%')) {
+		e = get_list(r, "/api/v1/nodes", "the node list (max_unavailable is a percentage)",
+			     &nodes, &items);
+		if (e == 0)
+			r->in.nodes_total = json_object_array_length(items);
+	}
+	if (e == 0)
+		e = list_leases(r, &r->leases_body, &r->in.leases);
+	if (e < 0) {
+		r->in.leases = NULL;
+		r->in.leases_err = e;
+		return;
+	}
+	budget = remediate_budget(r->cfg->remediation.max_unavailable, r->in.nodes_total);
+	if (budget > 0 && !(r->in.slots = calloc((size_t)budget, 1)))
+		return;		/* without facts every expired slot just stays unknown */
+	r->in.nslots = budget > 0 ? (size_t)budget : 0;
+}
+
+/* Is the node holding an expired slot still cordoned by us? Unreadable counts as held. */
+static void step_read_holder(struct rem *r, int slot)
+{
+	struct kube_response resp = { 0 };
+	char name[64], path[400];
+	const char *holder;
+	bool held;
+
+	snprintf(name, sizeof(name), LEASE_PREFIX "%d", slot);
+	holder = kube_get_str(lease_named(r->in.leases, name), "spec.holderIdentity", "");
+	if (!valid_name(holder, 253) || (size_t)slot >= r->in.nslots)
+		return;
+	node_path(r, holder, path, sizeof(path));
+	held = kube_request(r->kc, "GET", path, NULL, NULL, 0, &resp) < 0 ||
+	       (resp.status != 200 && resp.status != 404) ||
+	       (resp.status == 200 && kube_annotation(resp.body, REMEDIATE_ANN_CORDONED));
+	kube_response_clear(&resp);
+	r->in.slots[slot] = held ? REM_SLOT_HOLDER_HELD : REM_SLOT_HOLDER_GONE;
+}
+
+/* Create slot @slot, or update it at the resourceVersion listed. Returns HTTP status or -errno. */
+static long write_slot(struct rem *r, int slot)
+{
+	char name[64], path[400];
+	json_object *old;
+	_cleanup_(json_object_putp) json_object *l = NULL;
+	struct kube_response resp = { 0 };
 	long st;
 	int e;
 
+	snprintf(name, sizeof(name), LEASE_PREFIX "%d", slot);
+	old = lease_named(r->in.leases, name);
+	l = lease_body(name, r->in.node_name, old, r->in.now_ms);
+	if (!l)
+		return -ENOMEM;
 	lease_path(r, old ? name : NULL, path, sizeof(path));
 	e = kube_json(r->kc, old ? "PUT" : "POST", path, "application/json", l, 0, &resp);
 	st = e < 0 ? e : resp.status;
@@ -312,170 +164,124 @@ static long lease_write(struct rem *r, const char *name, json_object *old)
 	return st;
 }
 
-/* May another node's slot be taken? Only when released, or expired with its node not held. */
-static bool lease_free(struct rem *r, json_object *l)
+static void step_take_slot(struct rem *r, int slot, bool renew)
 {
-	const char *holder = kube_get_str(l, "spec.holderIdentity", "");
-	_cleanup_(json_object_putp) json_object *hn = NULL;
-	struct kube_response resp = { 0 };
-	uint64_t renew;
-	char path[400];
-	bool held;
-	int e;
+	long st = write_slot(r, slot);
 
-	if (!*holder)
-		return true;
-	if (!valid_name(holder, 253))
-		return false;	/* not a node name: never put it in a URL; the slot stays taken */
-	if (kube_parse_time(kube_get_str(l, "spec.renewTime", NULL), &renew) < 0 ||
-	    renew + (uint64_t)LEASE_SECONDS * 1000 > r->now)
-		return false;
-	snprintf(path, sizeof(path), "/api/v1/nodes/%s", holder);
-	e = kube_request(r->kc, "GET", path, NULL, NULL, 0, &resp);
-	held = e < 0 || (resp.status != 200 && resp.status != 404) ||
-	       (resp.status == 200 && annotation(resp.body, REMEDIATE_ANN_CORDONED));
-	kube_response_clear(&resp);
-	return !held;
-}
-
-static int total_nodes(struct rem *r, size_t *ret)
-{
-	struct kube_response resp = { 0 };
-	json_object *items;
-	int e = kube_request(r->kc, "GET", "/api/v1/nodes", NULL, NULL, 0, &resp);
-
-	if (e == 0 && (resp.status != 200 || !(items = get_array(resp.body, "items"))))
-		e = -EREMOTEIO;
-	if (e == 0)
-		*ret = json_object_array_length(items);
-	kube_response_clear(&resp);
-	return e;
-}
-
-static json_object *lease_named(json_object *items, const char *name)
-{
-	for (size_t i = 0; i < json_object_array_length(items); i++) {
-		json_object *l = json_object_array_get_idx(items, i);
-
-		if (streq(kube_get_str(l, "metadata.name", ""), name))
-			return l;
-	}
-	return NULL;
-}
-
-/* Take (or renew) one slot. Returns its index, or -1 with *@ret_err 0 (budget full) or -errno. */
-static int lease_acquire(struct rem *r, int *ret_err)
-{
-	struct kube_response resp = { 0 };
-	json_object *items;
-	size_t nodes = 0;
-	char name[64];
-	int budget, e, got = -1;
-
-	*ret_err = 0;
-	if (strchr(r->cfg->remediation.max_unavailable, '%') && (e = total_nodes(r, &nodes)) < 0) {
-		say(r, "cannot count nodes for max_unavailable %s", r->cfg->remediation.max_unavailable);
-		*ret_err = e;
-		return -1;
-	}
-	budget = remediate_budget(r->cfg->remediation.max_unavailable, nodes);
-	if (budget < 0 || (e = lease_list(r, &resp, &items)) < 0) {
-		*ret_err = budget < 0 ? budget : e;
-		kube_response_clear(&resp);
-		return -1;
-	}
-	for (size_t i = 0; i < json_object_array_length(items); i++) {	/* already ours? */
-		json_object *l = json_object_array_get_idx(items, i);
-		const char *n = kube_get_str(l, "metadata.name", "");
-
-		if (streq(kube_get_str(l, "spec.holderIdentity", ""), r->node) &&
-		    startswith(n, REMEDIATE_LEASE_PREFIX)) {
-			lease_write(r, n, l);	/* renew; a 409 here only means a stale renewTime */
-			uint64_t idx = 0;
-
-			parse_u64(n + strlen(REMEDIATE_LEASE_PREFIX), &idx);
-			got = (int)(idx < 100000 ? idx : 0);
-			break;
-		}
-	}
-	for (int i = 0; got < 0 && i < budget; i++) {
-		json_object *l;
-		long st;
-
-		snprintf(name, sizeof(name), REMEDIATE_LEASE_PREFIX "%d", i);
-		l = lease_named(items, name);
-		if (l && !lease_free(r, l))
-			continue;
-		st = lease_write(r, name, l);	/* create, or update at the read resourceVersion */
-		if (st == 200 || st == 201)
-			got = i;
-		else if (st < 0 && st != -EREMOTEIO)
-			*ret_err = (int)st;
-		/* 409: another node took it first (or our retried create landed: seen next cycle) */
-	}
-	if (got < 0 && *ret_err == 0)
-		say(r, "remediation budget full: all %d cpuzombie slots (max_unavailable %s) are held",
-		    budget, r->cfg->remediation.max_unavailable);
-	kube_response_clear(&resp);
-	return got;
-}
-
-static void lease_release(struct rem *r)
-{
-	struct kube_response resp = { 0 }, dresp = { 0 };
-	json_object *items;
-	char path[400], body[200];
-
-	if (lease_list(r, &resp, &items) < 0) {
-		kube_response_clear(&resp);
+	r->in.slot_tried = true;
+	if (renew || st == 200 || st == 201) {
+		r->in.slot_held = slot;	/* a failed renewal only means a stale renewTime */
 		return;
 	}
+	/* 409: another node took it first (or our retried create landed: seen next cycle) */
+	if ((size_t)slot < r->in.nslots)
+		r->in.slots[slot] = REM_SLOT_LOST;
+	if (st < 0 && st != -EREMOTEIO)
+		r->in.err = (int)st;
+}
+
+static void step_release_slots(struct rem *r)
+{
+	_cleanup_(json_object_putp) json_object *body = NULL;
+	json_object *items;
+	char path[400], pre[200];
+
+	if (list_leases(r, &body, &items) < 0)
+		return;
 	for (size_t i = 0; i < json_object_array_length(items); i++) {
 		json_object *l = json_object_array_get_idx(items, i);
+		struct kube_response resp = { 0 };
+		const char *name = kube_get_str(l, "metadata.name", "");
 
-		if (!streq(kube_get_str(l, "spec.holderIdentity", ""), r->node))
+		if (!streq(kube_get_str(l, "spec.holderIdentity", ""), r->in.node_name) ||
+		    !valid_name(name, 253))
 			continue;
-		lease_path(r, kube_get_str(l, "metadata.name", ""), path, sizeof(path));
-		snprintf(body, sizeof(body), "{\"kind\":\"DeleteOptions\",\"apiVersion\":\"v1\","
-			 "\"preconditions\":{\"resourceVersion\":\"%s\"}}",
+		lease_path(r, name, path, sizeof(path));
+		snprintf(pre, sizeof(pre), "{\"kind\":\"DeleteOptions\",\"apiVersion\":\"v1\","
+			 "\"preconditions\":{\"resourceVersion\":\"%.100s\"}}",
 			 kube_get_str(l, "metadata.resourceVersion", ""));
-		kube_request(r->kc, "DELETE", path, "application/json", body, 0, &dresp);
-		kube_response_clear(&dresp);
+		(void)kube_request(r->kc, "DELETE", path, "application/json", pre, 0, &resp);
+		kube_response_clear(&resp);
 	}
-	kube_response_clear(&resp);
+}
+
+/* ---- the node ------------------------------------------------------------------------------ */
+
+/* After a failed cordon PATCH: does the node carry exactly our cordon anyway? */
+static bool cordon_landed(struct rem *r, const char *why)
+{
+	_cleanup_(json_object_putp) json_object *n = NULL;
+	const char *a;
+
+	if (get_node(r, &n) < 0)
+		return false;
+	a = kube_annotation(n, REMEDIATE_ANN_CORDONED);
+	return a && streq(a, why) && kube_get_bool(n, "spec.unschedulable");
+}
+
+static void step_cordon(struct rem *r, const struct rem_step *s)
+{
+	char why[200];
+	const char *kv[4] = { REMEDIATE_ANN_CORDONED, why, REMEDIATE_ANN_ACTION, "cordon" };
+	_cleanup_(json_object_putp) json_object *p = NULL;
+	int e;
+
+	remediate_cordon_reason(r->in.now_ms, s->cond_type, r->cfg->remediation.for_ms, s->slot, why,
+				sizeof(why));
+	p = remediate_node_patch(kv, 4, 1, node_rv(r));
+	e = patch_node(r, p);
+	if (e < 0 && cordon_landed(r, why))
+		e = 0;	/* the answer was lost and the retry saw 409: our own write had landed */
+	r->in.cordon = e < 0 ? REM_FAILED : REM_DONE;
+	if (e < 0)
+		r->in.err = e;
+}
+
+static int step_uncordon(struct rem *r, bool ours)
+{
+	const char *kv[] = { REMEDIATE_ANN_CORDONED, NULL, REMEDIATE_ANN_DRAINED, NULL,
+			     REMEDIATE_ANN_ACTION, ours ? "uncordon" : "released" };
+	_cleanup_(json_object_putp) json_object *p = remediate_node_patch(kv, 6, ours ? 0 : -1,
+									  node_rv(r));
+
+	return patch_node(r, p);
+}
+
+static void step_mark_drained(struct rem *r)
+{
+	char ts[40];
+	const char *kv[4] = { REMEDIATE_ANN_DRAINED, kube_time(r->in.now_ms, false, ts, sizeof(ts)),
+			      REMEDIATE_ANN_ACTION, "drain" };
+	_cleanup_(json_object_putp) json_object *p = remediate_node_patch(kv, 4, -1, NULL);
+	int e = patch_node(r, p);
+
+	r->in.mark_drained = e < 0 ? REM_FAILED : REM_DONE;
+	if (e < 0)
+		r->in.err = e;
+}
+
+static void step_sentinel(struct rem *r)
+{
+	const char *path = r->cfg->remediation.reboot_sentinel;
+	int fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK, 0644);
+
+	if (fd < 0)
+		log_error_errno(errno, "Failed to write reboot sentinel '%s': %m", path);
+	else
+		close(fd);
+}
+
+static void step_event(struct rem *r, const struct rem_step *s, const char *msg)
+{
+	struct event_desc d = { r->in.node_name, kube_get_str(r->in.node, "metadata.uid", NULL),
+				s->event_type, s->reason, msg, s->when_ms };
+
+	(void)event_post(r->kc, &d);
 }
 
 /* ---- drain --------------------------------------------------------------------------------- */
 
-static bool has_emptydir(json_object *pod)
-{
-	json_object *vols = get_array(pod, "spec.volumes");
-
-	for (size_t i = 0; vols && i < json_object_array_length(vols); i++)
-		if (kube_get(json_object_array_get_idx(vols, i), "emptyDir"))
-			return true;
-	return false;
-}
-
-static bool skip_pod(json_object *pod)
-{
-	json_object *refs = get_array(pod, "metadata.ownerReferences");
-	const char *phase = kube_get_str(pod, "status.phase", "");
-
-	if (annotation(pod, "kubernetes.io/config.mirror"))
-		return true;	/* a static pod's mirror: the kubelet owns it */
-	if (streq(phase, "Succeeded") || streq(phase, "Failed"))
-		return true;	/* finished: nothing to move */
-	for (size_t i = 0; refs && i < json_object_array_length(refs); i++) {
-		json_object *o = json_object_array_get_idx(refs, i), *c = kube_get(o, "controller");
-
-		if (c && json_object_get_boolean(c) && streq(kube_get_str(o, "kind", ""), "DaemonSet"))
-			return true;	/* would be recreated on this node anyway */
-	}
-	return false;
-}
-
-/* One eviction attempt: 1 = done (evicted or gone), 0 = try again later (429), -errno = failed. */
+/* One eviction: 1 = done (evicted or gone), 0 = try again later (429), -errno = failed. */
 static int evict(struct rem *r, json_object *pod)
 {
 	const char *ns = kube_get_str(pod, "metadata.namespace", "default");
@@ -484,290 +290,163 @@ static int evict(struct rem *r, json_object *pod)
 	char path[600], body[600];
 	int e;
 
-	/* both go into a URL path and a JSON string unescaped: only what the API server itself
-	 * allows in names (DNS labels and subdomains), never "", "..", '/', '"' or '?' */
-	if (!valid_name(ns, 253) || !valid_name(name, 253))
+	if (!drain_names_ok(ns, name))
 		return -EINVAL;
 	snprintf(path, sizeof(path), "/api/v1/namespaces/%s/pods/%s/eviction", ns, name);
 	snprintf(body, sizeof(body), "{\"apiVersion\":\"policy/v1\",\"kind\":\"Eviction\","
 		 "\"metadata\":{\"name\":\"%s\",\"namespace\":\"%s\"}}", name, ns);
 	e = kube_request(r->kc, "POST", path, "application/json", body, KUBE_NO_RETRY_429, &resp);
-	if (e == 0 && (resp.status == 200 || resp.status == 201 || resp.status == 404))
+	if (e < 0) {
+		kube_response_clear(&resp);
+		return e;
+	}
+	switch (drain_eviction_outcome(resp.status, r->cfg)) {
+	case DRAIN_EVICTED:
 		e = 1;
-	else if (e == 0 && resp.status == 429)
+		break;
+	case DRAIN_RETRY:
 		e = 0;
-	else if (e == 0 && r->cfg->remediation.allow_delete) {
-		kube_log(r->kc, "%s: eviction of %s/%s refused (HTTP %ld: %s): deleting it "
-			 "(remediation.allow_delete)", r->node, ns, name, resp.status, resp.message);
+		break;
+	case DRAIN_DELETE:
+		log_kube(LOG_PRIO_WARNING, "%s: eviction of %s/%s refused (HTTP %ld: %s): deleting "
+			 "it (remediation.allow_delete)", r->in.node_name, ns, name, resp.status,
+			 resp.message);
 		snprintf(path, sizeof(path), "/api/v1/namespaces/%s/pods/%s", ns, name);
 		e = kube_request(r->kc, "DELETE", path, NULL, NULL, 0, &resp);
 		e = e < 0 ? e : (resp.status == 200 || resp.status == 404) ? 1 : -EREMOTEIO;
-	} else if (e == 0) {
-		kube_log(r->kc, "%s: eviction of %s/%s failed: HTTP %ld: %s", r->node, ns, name,
-			 resp.status, resp.message);
-		e = -EREMOTEIO;
+		break;
+	case DRAIN_EVICT_FAILED:
+		e = log_error_errno(EREMOTEIO, "%s: eviction of %s/%s failed: HTTP %ld: %s",
+				    r->in.node_name, ns, name, resp.status, resp.message);
+		break;
 	}
 	kube_response_clear(&resp);
 	return e;
 }
 
-static int list_pods(struct rem *r, struct kube_response *resp, json_object **ret_items)
+/* Evict every pod that must go, waiting out PDBs, until done, blocked or drain_timeout. */
+static void step_drain(struct rem *r)
 {
-	char path[400];
-	int e;
-
-	snprintf(path, sizeof(path), "/api/v1/pods?fieldSelector=spec.nodeName%%3D%s", r->node);
-	e = kube_request(r->kc, "GET", path, NULL, NULL, 0, resp);
-	if (e == 0 && (resp->status != 200 || !(*ret_items = get_array(resp->body, "items")))) {
-		say(r, "cannot list the node's pods: HTTP %ld%s", resp->status,
-		    resp->status == 200 ? ", no list of items" : "");
-		e = -EREMOTEIO;
-	}
-	return e;
-}
-
-/* Evict every pod that must go, waiting out PDBs, until done or @deadline. Returns pods left. */
-static int evict_all(struct rem *r, uint64_t deadline, int *ret_err)
-{
+	uint64_t deadline = now_monotonic_ms() + r->cfg->remediation.drain_timeout_ms;
 	uint64_t backoff = 1000;
+	char path[400];
 
+	snprintf(path, sizeof(path), "/api/v1/pods?fieldSelector=spec.nodeName%%3D%s",
+		 r->in.node_name);
 	for (;;) {
-		struct kube_response resp = { 0 };
+		_cleanup_(json_object_putp) json_object *body = NULL;
 		json_object *items = NULL;
-		int left = 0, blocked = 0;
+		int left = 0, blocked = 0, e;
 
-		*ret_err = list_pods(r, &resp, &items);
-		if (*ret_err < 0) {
-			kube_response_clear(&resp);
-			return -1;
+		e = get_list(r, path, "the node's pods", &body, &items);
+		if (e < 0) {
+			r->in.drain = REM_FAILED;
+			r->in.err = e;
+			return;
 		}
 		for (size_t i = 0; i < json_object_array_length(items); i++) {
 			json_object *p = json_object_array_get_idx(items, i);
 
-			if (skip_pod(p))
-				continue;
-			if (has_emptydir(p) && !r->cfg->remediation.delete_emptydir_data) {
-				blocked++;
-				continue;
+			switch (drain_pod_disposition(p, r->cfg)) {
+			case DRAIN_POD_SKIP: break;
+			case DRAIN_POD_BLOCKED: blocked++; break;
+			case DRAIN_POD_LEAVING: left++; break;
+			case DRAIN_POD_EVICT: left += evict(r, p) != 1; break;
 			}
-			if (kube_get(p, "metadata.deletionTimestamp") || evict(r, p) != 1)
-				left++;
 		}
-		kube_response_clear(&resp);
-		if (blocked) {
-			say(r, "drain blocked: %d pod(s) use emptyDir and "
-			    "remediation.delete_emptydir_data is false", blocked);
-			return blocked;
+		switch (drain_round_verdict(left, blocked, now_monotonic_ms(), backoff, deadline)) {
+		case DRAIN_ROUND_DONE:
+			r->in.drain = REM_DONE;
+			return;
+		case DRAIN_ROUND_BLOCKED:
+			r->in.drain = REM_BLOCKED;
+			r->in.drain_left = blocked;
+			return;
+		case DRAIN_ROUND_TIMED_OUT:
+			r->in.drain = REM_TIMED_OUT;
+			r->in.drain_left = left;
+			return;
+		case DRAIN_ROUND_AGAIN:
+			usleep((useconds_t)(backoff * 1000));
+			backoff = drain_next_backoff(backoff);
 		}
-		if (left == 0)
-			return 0;
-		if (now_monotonic_ms() + backoff > deadline) {
-			say(r, "drain timed out: %d pod(s) still on the node (PodDisruptionBudget?)",
-			    left);
-			return left;
+	}
+}
+
+/* ---- the cycle ----------------------------------------------------------------------------- */
+
+/* Carry out @p's steps. Returns 0, or -errno when a final plan's node PATCH failed (the rest of
+ * the plan is then not done: the next cycle sees the same node and plans again). */
+static int execute(struct rem *r, const struct rem_plan *p)
+{
+	for (size_t i = 0; i < p->n; i++) {
+		const struct rem_step *s = &p->steps[i];
+		int e;
+
+		switch (s->op) {
+		case REM_OP_LIST_LEASES: step_list_leases(r); break;
+		case REM_OP_READ_HOLDER: step_read_holder(r, s->slot); break;
+		case REM_OP_TAKE_SLOT: step_take_slot(r, s->slot, false); break;
+		case REM_OP_RENEW_SLOT: step_take_slot(r, s->slot, true); break;
+		case REM_OP_CORDON: step_cordon(r, s); break;
+		case REM_OP_RELEASE_SLOTS: step_release_slots(r); break;
+		case REM_OP_DRAIN: step_drain(r); break;
+		case REM_OP_MARK_DRAINED: step_mark_drained(r); break;
+		case REM_OP_SENTINEL: step_sentinel(r); break;
+		case REM_OP_EVENT: step_event(r, s, p->msg); break;
+		case REM_OP_UNCORDON:
+		case REM_OP_FORGET:
+			e = step_uncordon(r, s->op == REM_OP_UNCORDON);
+			if (e < 0)
+				return e;
+			break;
 		}
-		usleep((useconds_t)(backoff * 1000));
-		backoff = backoff * 2 > 5000 ? 5000 : backoff * 2;
 	}
-}
-
-static void write_sentinel(struct rem *r)
-{
-	const char *path = r->cfg->remediation.reboot_sentinel;
-	int fd;
-
-	if (!*path)
-		return;
-	fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
-	if (fd < 0)
-		kube_log(r->kc, "Failed to write reboot sentinel '%s': %s", path, strerror(errno));
-	else
-		close(fd);
-}
-
-static int drain(struct rem *r, json_object *node, enum remediate_action *act)
-{
-	uint64_t deadline = now_monotonic_ms() + r->cfg->remediation.drain_timeout_ms;
-	char ts[40];
-	const char *kv[4];
-	long st;
-	int e, left;
-
-	left = evict_all(r, deadline, &e);
-	if (left != 0) {
-		if (left > 0)
-			event(r, node, "Warning", "CpuzombieDrainIncomplete", r->now);
-		*act = REM_DRAIN_INCOMPLETE;
-		return e;
-	}
-	kube_time(r->now, false, ts, sizeof(ts));
-	kv[0] = REMEDIATE_ANN_DRAINED, kv[1] = ts, kv[2] = REMEDIATE_ANN_ACTION, kv[3] = "drain";
-	_cleanup_(json_object_putp) json_object *p = ann_patch(kv, 4, -1);
-	e = patch_node(r, p, NULL, &st);
-	if (e < 0) {
-		*act = REM_DRAIN_INCOMPLETE;
-		return e;
-	}
-	say(r, "drained by cpuzombie (policy/v1 evictions)%s", *r->cfg->remediation.reboot_sentinel ?
-	    "; reboot sentinel written for kured" : "");
-	event(r, node, "Warning", "CpuzombieDrain", r->now);
-	write_sentinel(r);
-	*act = REM_DRAINED;
-	return 0;
-}
-
-/* ---- the decision -------------------------------------------------------------------------- */
-
-/* After a failed cordon PATCH: does the node carry exactly our cordon anyway? */
-static bool cordon_landed(struct rem *r, const char *why)
-{
-	_cleanup_(json_object_putp) json_object *n = NULL;
-	json_object *u;
-	const char *a;
-
-	if (get_node(r, &n) < 0)
-		return false;
-	a = annotation(n, REMEDIATE_ANN_CORDONED);
-	u = kube_get(n, "spec.unschedulable");
-	return a && streq(a, why) && u && json_object_get_boolean(u);
-}
-
-static int do_cordon(struct rem *r, json_object *node, const char *type,
-		     enum remediate_action *act)
-{
-	char ts[40], why[200];
-	const char *kv[6];
-	long st;
-	int slot, e;
-
-	if (r->cfg->remediation.mode == CZ_REMEDIATE_DRY_RUN) {
-		uint64_t since = 0;
-
-		say(r, "dry-run: would %s: %s True for %llus", r->cfg->remediation.mode ==
-		    CZ_REMEDIATE_DRAIN ? "cordon and drain" : "cordon", type,
-		    (unsigned long long)(r->cfg->remediation.for_ms / 1000));
-		snprintf(r->msg, r->msg_size, "dry-run: would %s: %s has been True for at least %s",
-			 r->cfg->remediation.mode == CZ_REMEDIATE_DRAIN ? "drain" : "cordon", type,
-			 format_duration(r->cfg->remediation.for_ms, ts, sizeof(ts)));
-		problem_since(node, type, &since);
-		event(r, node, "Normal", "CpuzombieDryRun", since);	/* once per episode */
-		*act = REM_DRY_RUN;
-		return 0;
-	}
-	slot = lease_acquire(r, &e);
-	if (slot < 0) {
-		*act = REM_WAITING;
-		return e;
-	}
-	kube_time(r->now, false, ts, sizeof(ts));
-	snprintf(why, sizeof(why), "%s %s True for over %llus (slot %d)", ts, type,
-		 (unsigned long long)(r->cfg->remediation.for_ms / 1000), slot);
-	kv[0] = REMEDIATE_ANN_CORDONED, kv[1] = why;
-	kv[2] = REMEDIATE_ANN_ACTION, kv[3] = "cordon";
-	_cleanup_(json_object_putp) json_object *p = ann_patch(kv, 4, 1);
-	e = patch_node(r, p, kube_get_str(node, "metadata.resourceVersion", NULL), &st);
-	if (e < 0 && cordon_landed(r, why))
-		e = 0;	/* the answer was lost and the retry saw 409: our own write had landed */
-	if (e < 0) {
-		lease_release(r);	/* not cordoned (e.g. 409: changed under us): give the slot back */
-		*act = REM_WAITING;
-		return e;
-	}
-	say(r, "cordoned by cpuzombie: %s", why);
-	event(r, node, "Warning", "CpuzombieCordon", r->now);
-	*act = REM_CORDONED;
-	return 0;
-}
-
-static int do_uncordon(struct rem *r, json_object *node, bool by_someone_else,
-		       enum remediate_action *act)
-{
-	const char *kv[] = { REMEDIATE_ANN_CORDONED, NULL, REMEDIATE_ANN_DRAINED, NULL,
-			     REMEDIATE_ANN_ACTION, by_someone_else ? "released" : "uncordon" };
-	_cleanup_(json_object_putp) json_object *p = ann_patch(kv, 6, by_someone_else ? -1 : 0);
-	long st;
-	int e;
-
-	e = patch_node(r, p, kube_get_str(node, "metadata.resourceVersion", NULL), &st);
-	if (e < 0) {
-		*act = REM_WAITING;
-		return e;
-	}
-	lease_release(r);
-	if (by_someone_else) {
-		say(r, "someone else uncordoned the node: cpuzombie forgets it and frees its slot");
-		*act = REM_NONE;
-	} else {
-		say(r, "uncordoned by cpuzombie: conditions False for %llus",
-		    (unsigned long long)(r->cfg->remediation.uncordon_after_ms / 1000));
-		event(r, node, "Normal", "CpuzombieUncordon", r->now);
-		*act = REM_UNCORDONED;
-	}
-	return 0;
-}
-
-static int ours(struct rem *r, json_object *node, enum remediate_action *act)
-{
-	const struct cz_config *cfg = r->cfg;
-	json_object *u = kube_get(node, "spec.unschedulable");
-	int e, slot;
-
-	if (!u || !json_object_get_boolean(u))
-		return do_uncordon(r, node, true, act);
-	if (remediate_recovered(node, &cfg->remediation.conditions,
-				cfg->remediation.uncordon_after_ms, r->now))
-		return do_uncordon(r, node, false, act);
-	slot = lease_acquire(r, &e);	/* renew (or re-take) the slot while we hold the node */
-	if (slot < 0)
-		kube_log(r->kc, "%s: cannot renew the cpuzombie lease, ignoring", r->node);
-	if (cfg->remediation.mode == CZ_REMEDIATE_DRAIN && !annotation(node, REMEDIATE_ANN_DRAINED))
-		return drain(r, node, act);
-	snprintf(r->msg, r->msg_size, "held by cpuzombie, waiting for recovery");
-	*act = REM_WAITING;
 	return 0;
 }
 
 int remediate_cycle(struct kube_client *kc, const struct cz_config *cfg, const char *node_name,
-		    uint64_t now_ms, enum remediate_action *ret_action, char *msg, size_t msg_size)
+		    uint64_t now_ms, enum remediate_action *ret_action, char *summary,
+		    size_t summary_size)
 {
-	struct rem r = { kc, cfg, node_name, now_ms, msg, msg_size };
 	_cleanup_(json_object_putp) json_object *node = NULL;
-	enum remediate_action act = REM_NONE;
-	const char *type = NULL;
-	json_object *u;
-	int e;
+	struct rem r = { .kc = kc, .cfg = cfg };
+	struct rem_plan p = { .action = REM_NONE };
+	int e = 0;
 
-	snprintf(msg, msg_size, "remediation off");
+	snprintf(summary, summary_size, "remediation off");
 	*ret_action = REM_NONE;
 	if (cfg->remediation.mode == CZ_REMEDIATE_OFF)
 		return 0;
+	r.in = (struct rem_input){ .cfg = cfg, .node_name = node_name, .now_ms = now_ms,
+				   .slot_held = -1 };
 	e = get_node(&r, &node);
-	if (e < 0)
+	if (e < 0) {
+		snprintf(summary, summary_size, "cannot read node %.64s", node_name);
 		return e;
-	if (annotation(node, REMEDIATE_ANN_CORDONED) && cfg->remediation.mode != CZ_REMEDIATE_DRY_RUN)
-		e = ours(&r, node, &act);
-	else if (!remediate_problem(node, &cfg->remediation.conditions, cfg->remediation.for_ms,
-				    now_ms, &type, NULL))
-		snprintf(msg, msg_size, "no listed condition True for %llus",
-			 (unsigned long long)(cfg->remediation.for_ms / 1000));
-	else if ((u = kube_get(node, "spec.unschedulable")) && json_object_get_boolean(u)) {
-		snprintf(msg, msg_size, "%s True, but the node is already unschedulable by someone "
-			 "else: not touching it", type);
-		act = REM_SKIPPED;
-	} else if (remediate_is_control_plane(node) && !cfg->remediation.allow_control_plane) {
-		snprintf(msg, msg_size, "%s True, but this is a control-plane node "
-			 "(remediation.allow_control_plane is false)", type);
-		act = REM_SKIPPED;
-	} else {
-		e = do_cordon(&r, node, type, &act);
-		if (e == 0 && act == REM_CORDONED && cfg->remediation.mode == CZ_REMEDIATE_DRAIN) {
-			json_object_put(node);
-			node = NULL;
-			e = get_node(&r, &node);
-			if (e == 0)
-				e = drain(&r, node, &act);
-		}
 	}
-	*ret_action = act;
-	return e;
+	r.in.node = node;
+	for (unsigned round = 0; round < MAX_ROUNDS; round++) {
+		remediate_plan(&r.in, &p);
+		e = execute(&r, &p);
+		if (e < 0) {
+			p.action = REM_WAITING;
+			p.ret = e;
+			break;
+		}
+		if (!p.again)
+			break;
+	}
+	if (p.again) {	/* 409 on more slots than MAX_ROUNDS: try again next cycle */
+		snprintf(p.msg, sizeof(p.msg), "gave up after %d planning rounds", MAX_ROUNDS);
+		p.action = REM_WAITING;
+		p.notable = true;
+	}
+	if (p.notable || p.ret < 0)
+		log_kube(p.ret < 0 ? LOG_PRIO_ERR : LOG_PRIO_NOTICE, "%s: %s", node_name, p.msg);
+	snprintf(summary, summary_size, "%s", p.msg);
+	*ret_action = p.action;
+	json_object_put(r.leases_body);
+	free(r.in.slots);
+	return p.ret;
 }

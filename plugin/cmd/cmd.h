@@ -22,9 +22,10 @@ int cmd_ena_diff(struct cz_ctx *ctx);
 int cmd_explain(struct cz_ctx *ctx);
 /* `agent [--once]`: the sampler loop and periodic work (full binary only). */
 int cmd_agent(struct cz_ctx *ctx);
-/* `kube-cycle`: hidden developer/test driver of the agent's Kubernetes side (full binary only). */
-int cmd_kube_cycle(struct cz_ctx *ctx);
 /* `report [--json|--svg FILE]`: everything this node says, for a human. */
 int cmd_report(struct cz_ctx *ctx);
+/* `fleet` (also `kubectl cpuzombie`): where the chain concentrates across the cluster (full
+ * binary only). */
+int cmd_fleet(struct cz_ctx *ctx);
 
 #endif

@@ -12,7 +12,10 @@
 #include "checks/cpustat.h"
 #include "cmd/cmd.h"
 #include "report/report.h"
+#include "report/report_window.h"
 #include "base/log.h"
+#include "base/timespec.h"
+#include "checks/units.h"
 #include "base/state.h"
 #include "report/svg.h"
 #include "base/util.h"
@@ -46,18 +49,10 @@ static void gather_memcg(struct cz_ctx *ctx, struct report *r)
 	report_memcg_growth(r, ctx->cfg.paths.state);
 	r->canary_rc = canary_run(&ctx->hf, ctx->cfg.paths.state, ctx->cfg.memcg.latency_canary_ms,
 				  r->now_ms, &r->canary);
-	if (ctx->cfg.memcg.systemd_hints && !ctx->restarts_update) {
-		r->restarts_rc = -ENOSYS;
-		snprintf(r->restarts_err, sizeof(r->restarts_err),
-			 "the static check binary does not talk to systemd");
-	} else if (ctx->cfg.memcg.systemd_hints) {
-		r->restarts_rc = ctx->restarts_update(ctx->cfg.systemd.bus, ctx->cfg.paths.state,
-						      r->now_ms, &r->restarts);
-		if (r->restarts_rc < 0)
-			snprintf(r->restarts_err, sizeof(r->restarts_err),
-				 "systemd on bus '%.160s': %.64s", ctx->cfg.systemd.bus,
-				 strerror(-r->restarts_rc));
-	}
+	/* the units the agent published (report, like the checks, never talks to systemd) */
+	if (ctx->cfg.memcg.systemd_hints)
+		r->restarts_rc = units_load(ctx->cfg.paths.run, r->now_ms, &r->restarts,
+					    r->restarts_err, sizeof(r->restarts_err));
 }
 
 static int read_stat(struct cz_ctx *ctx, char *buf, size_t size, struct cpustat_core *c,
@@ -107,18 +102,42 @@ static void gather_now(struct cz_ctx *ctx, struct report *r)
 	r->has_now = true;
 }
 
-static int gather(struct cz_ctx *ctx, struct report *r)
+/* --since/--until into a window; both 0 when neither was given. 0 or -EINVAL (logged). */
+static int window(const struct cz_ctx *ctx, uint64_t now, uint64_t *since, uint64_t *until)
+{
+	*since = *until = 0;
+	if (!ctx->since && !ctx->until)
+		return 0;
+	*until = now;
+	if (ctx->since && parse_time_spec(ctx->since, now, since) < 0)
+		return log_error_errno(EINVAL, "report: --since: not a time: '%.64s' (use 3h, "
+					       "2026-12-01T03:10 in UTC, or @EPOCH)", ctx->since);
+	if (ctx->until && parse_time_spec(ctx->until, now, until) < 0)
+		return log_error_errno(EINVAL, "report: --until: not a time: '%.64s' (use 1h, "
+					       "2026-12-01T04:00 in UTC, or @EPOCH)", ctx->until);
+	if (!ctx->since) /* --until alone: the lookback before it */
+		*since = *until > ctx->cfg.cpu.lookback_ms ? *until - ctx->cfg.cpu.lookback_ms : 0;
+	if (*until <= *since)
+		return log_error_errno(EINVAL, "report: --until is not after --since");
+	return 0;
+}
+
+static int gather(struct cz_ctx *ctx, struct report *r, uint64_t since, uint64_t until)
 {
 	const struct cz_config *cfg = &ctx->cfg;
 	int n;
 
 	report_node_name(r, &ctx->hf);
 	r->since_ms = r->now_ms > cfg->cpu.lookback_ms ? r->now_ms - cfg->cpu.lookback_ms : 0;
+	if (until)
+		r->since_ms = since;
 	r->ena_rc = report_ena_load(cfg->paths.state, &ena_reset_state, &r->ena_prev);
 	run_checks(ctx, r);
 	gather_memcg(ctx, r);
 	if (report_load_run(r, cfg->paths.run,
 			    r->now_ms > cfg->cpu.history_ms ? r->now_ms - cfg->cpu.history_ms : 0) < 0)
+		return -ENOMEM;
+	if (until && report_load_window(r, cfg->paths.run, since, until) < 0)
 		return -ENOMEM;
 	gather_now(ctx, r);
 	n = irq_map_all(&ctx->hf, &r->maps);
@@ -129,14 +148,14 @@ static int gather(struct cz_ctx *ctx, struct report *r)
 	return 0;
 }
 
-static int write_svg(const struct report *r, const char *path)
+static int write_svg(const struct report *r, const char *path, uint64_t since, uint64_t until)
 {
 	_cleanup_fclose_ FILE *f = fopen(path, "we");
 	int e;
 
 	if (!f)
 		return log_error_errno(errno, "Failed to create '%s': %m", path);
-	e = svg_write(r, f);
+	e = until ? svg_write_span(r, since, until, f) : svg_write(r, f);
 	if (e == 0 && (fflush(f) != 0 || ferror(f)))
 		e = -EIO;
 	if (e < 0)
@@ -146,18 +165,21 @@ static int write_svg(const struct report *r, const char *path)
 
 int cmd_report(struct cz_ctx *ctx)
 {
+	uint64_t since, until;
 	struct report *r;
 	int e = 0;
 
+	if (window(ctx, now_realtime_ms(), &since, &until) < 0)
+		return CZ_EXIT_ERROR;
 	if (ctx->argc > 0 || (ctx->json && ctx->svg_path)) {
-		log_error("usage: report [--json|--svg FILE]");
+		fprintf(stderr, "cpuzombie report: usage: report [--json|--svg FILE] [--since TIME] [--until TIME]\n");
 		return CZ_EXIT_ERROR;
 	}
 	/* a report shows the checks' verdicts but must not move their baselines or create files
 	 * (it runs on read-only state and run dirs too): the state store writes nothing */
 	state_set_read_only(true);
 	r = report_new(&ctx->cfg, now_realtime_ms());
-	if (!r || gather(ctx, r) < 0) {
+	if (!r || gather(ctx, r, since, until) < 0) {
 		log_error_errno(ENOMEM, "Failed to gather the report: %m");
 		report_free(r);
 		return CZ_EXIT_ERROR;
@@ -172,7 +194,7 @@ int cmd_report(struct cz_ctx *ctx)
 		json_object_put(j);
 	} else {
 		if (ctx->svg_path)
-			e = write_svg(r, ctx->svg_path);
+			e = write_svg(r, ctx->svg_path, since, until);
 		if (e == 0)
 			e = report_print(r, stdout);
 		if (e == 0 && ctx->svg_path)

@@ -10,7 +10,6 @@
 
 #include "cmd/cmd.h"
 #ifndef CZ_CHECK_BINARY
-#include "host/systemd.h"
 #endif
 #include "base/log.h"
 #include "base/util.h"
@@ -60,8 +59,13 @@ static const struct cmd cmds[] = {
 	  "    happened: ENA resets with cause, queue and the lockup that starved them, and a\n"
 	  "    timeline; exit 1 reset/lockup found, 0 none, 2 unreadable input.\n" },
 	{ "agent", ONLINE(cmd_agent), "agent [--once]\n    Sample per-core CPU every cpu.interval into --run-dir (bursts, history, heartbeat)\n    until SIGTERM; --once: one cycle of cpu.inline_window, then exit.\n" },
-	{ "report", cmd_report, "report [--json|--svg FILE]\n    Everything this node says, in one screen: memcg, cores, NICs, conditions; exit 1\n    when a condition is True. --json: one JSON document; --svg: per-core heatmap.\n" },
-	{ "kube-cycle", ONLINE(cmd_kube_cycle), NULL }, /* hidden: developer/test driver of kube_agent */
+	{ "report", cmd_report, "report [--json|--svg FILE] [--since TIME] [--until TIME]\n    Everything this node says, in one screen: memcg, cores, NICs, conditions; exit 1\n    when a condition is True. --json: one JSON document; --svg: per-core heatmap.\n    --since/--until: the window of the heatmap and bursts, as '3h' (ago),\n    '2026-12-01T03:10' (UTC) or '@EPOCH'; from the finest history tier covering it.\n" },
+	{ "fleet", ONLINE(cmd_fleet), "fleet [-l SELECTOR] [--group-by LABEL]... [--nodes] [--json] [--chunk-size N]\n"
+	  "    Where the chain concentrates across the cluster, read from the API server\n"
+	  "    (--kubeconfig, $KUBECONFIG, ~/.kube/config or in-cluster): per condition, the\n"
+	  "    zone, instance type, OS image, kernel, runtime or label that best separates True\n"
+	  "    from False nodes; leakers, tasks and reset causes; remediation and its Leases.\n"
+	  "    Also `kubectl cpuzombie` (installed as kubectl-cpuzombie). Exit 1: some node True.\n" },
 	{ NULL, NULL, NULL },
 };
 
@@ -107,11 +111,16 @@ static int _printf_(1, 2) cmdline_error(const char *fmt, ...)
 
 enum {
 	OPT_CONFIG = 256, OPT_PROC, OPT_SYS, OPT_STATE, OPT_RUN, OPT_NODE, OPT_KUBECONFIG,
-	OPT_MAXOUT, OPT_VERSION, OPT_HELP, OPT_ONCE, OPT_JSON, OPT_SVG,
+	OPT_MAXOUT, OPT_VERSION, OPT_HELP, OPT_ONCE, OPT_JSON, OPT_SVG, OPT_SINCE, OPT_UNTIL,
+	OPT_SELECTOR, OPT_GROUP_BY, OPT_NODES, OPT_CHUNK,
 };
 
 struct opts {
-	const char *config, *proc, *sys, *state, *run, *node, *kubeconfig, *svg;
+	const char *config, *proc, *sys, *state, *run, *node, *kubeconfig, *svg, *since, *until;
+	const char *selector, *group_by[CZ_GROUP_BY_MAX];	/* fleet */
+	size_t n_group_by;
+	bool nodes;
+	uint64_t chunk_size;
 	uint64_t max_output;
 	int verbose;
 	bool help, version, once, json;
@@ -139,6 +148,12 @@ static int parse_opts(int argc, char **argv, struct opts *o, bool permute)
 		{ "once", no_argument, NULL, OPT_ONCE },
 		{ "json", no_argument, NULL, OPT_JSON },
 		{ "svg", required_argument, NULL, OPT_SVG },
+		{ "since", required_argument, NULL, OPT_SINCE },
+		{ "until", required_argument, NULL, OPT_UNTIL },
+		{ "selector", required_argument, NULL, OPT_SELECTOR },
+		{ "group-by", required_argument, NULL, OPT_GROUP_BY },
+		{ "nodes", no_argument, NULL, OPT_NODES },
+		{ "chunk-size", required_argument, NULL, OPT_CHUNK },
 		{ NULL, 0, NULL, 0 },
 	};
 	int c;
@@ -147,7 +162,7 @@ static int parse_opts(int argc, char **argv, struct opts *o, bool permute)
 		o->max_output = NPD_DEFAULT_MAX_OUTPUT;
 	opterr = 0; /* we print our own one-line error */
 	optind = 0; /* restart getopt on this argv */
-	while ((c = getopt_long(argc, argv, permute ? "vh" : "+vh", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, permute ? "vhl:" : "+vhl:", longopts, NULL)) != -1) {
 		switch (c) {
 		case OPT_CONFIG: o->config = optarg; break;
 		case OPT_PROC: o->proc = optarg; break;
@@ -170,6 +185,23 @@ static int parse_opts(int argc, char **argv, struct opts *o, bool permute)
 		case OPT_ONCE: o->once = true; break;
 		case OPT_JSON: o->json = true; break;
 		case OPT_SVG: o->svg = optarg; break;
+		case OPT_SINCE: o->since = optarg; break;
+		case OPT_UNTIL: o->until = optarg; break;
+		case 'l':
+		case OPT_SELECTOR: o->selector = optarg; break;
+		case OPT_GROUP_BY:
+			if (o->n_group_by == CZ_GROUP_BY_MAX || !*optarg || strlen(optarg) > 316)
+				return cmdline_error("--group-by: at most %d label keys of 1..316 bytes",
+						     CZ_GROUP_BY_MAX);
+			o->group_by[o->n_group_by++] = optarg;
+			break;
+		case OPT_NODES: o->nodes = true; break;
+		case OPT_CHUNK:
+			if (parse_u64(optarg, &o->chunk_size) < 0 || o->chunk_size == 0 ||
+			    o->chunk_size > 100000)
+				return cmdline_error("--chunk-size: expected 1..100000, got '%.32s'",
+						     optarg);
+			break;
 		default:
 			return cmdline_error("unknown or incomplete option '%.32s'", argv[optind - 1]);
 		}
@@ -242,6 +274,26 @@ static int fail(const struct cmd *c, const char *msg)
 	return CZ_EXIT_ERROR;
 }
 
+/*
+ * Installed as kubectl-cpuzombie, kubectl runs us for `kubectl cpuzombie ARGS` (its plugin
+ * convention: argv[0] is the file name): that is `cpuzombie fleet ARGS` unless ARGS name a
+ * subcommand. Returns the argv to use (@argv, or a static copy with "fleet" inserted).
+ */
+static char **plugin_argv(int *argc, char **argv)
+{
+	static char *av[512];
+	const char *base = *argc > 0 ? strrchr(argv[0], '/') : NULL;
+
+	if (*argc < 1 || !streq(base ? base + 1 : argv[0], "kubectl-cpuzombie") ||
+	    (*argc > 1 && find_cmd(argv[1])) || *argc + 2 > (int)ARRAY_SIZE(av))
+		return argv;
+	av[0] = argv[0];
+	av[1] = (char *)"fleet";
+	memcpy(av + 2, argv + 1, (size_t)(*argc - 1) * sizeof(*av));
+	av[++*argc] = NULL;
+	return av;
+}
+
 int main(int argc, char **argv)
 {
 	static struct cz_ctx ctx; /* static: ~160 KiB (the config), not zeroed on the stack per exec */
@@ -250,6 +302,7 @@ int main(int argc, char **argv)
 	const struct cmd *c = NULL;
 	int first, r;
 
+	argv = plugin_argv(&argc, argv);
 	first = parse_opts(argc, argv, &o, false);
 	if (first >= 0 && first < argc)
 		c = find_cmd(argv[first]);
@@ -285,11 +338,15 @@ int main(int argc, char **argv)
 	ctx.once = o.once;
 	ctx.json = o.json;
 	ctx.svg_path = o.svg;
+	ctx.since = o.since;
+	ctx.until = o.until;
+	ctx.selector = o.selector;
+	memcpy(ctx.group_by, o.group_by, sizeof(ctx.group_by));
+	ctx.n_group_by = o.n_group_by;
+	ctx.nodes = o.nodes;
+	ctx.chunk_size = o.chunk_size;
 	ctx.argc = argc - first - r;
 	ctx.argv = argv + first + r;
-#ifndef CZ_CHECK_BINARY
-	ctx.restarts_update = systemd_restarts_update;
-#endif
 	if (load_config(&ctx, &o, errs, sizeof(errs)) < 0) {
 		/* NPD shows only stdout: lead with the first error, which names file, line and key */
 		char msg[NPD_MSG_MAX];

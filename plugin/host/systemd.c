@@ -134,7 +134,8 @@ static int scan_units(sd_bus *b, sd_bus_message *m, struct systemd_restarts *r)
 	return 0;
 }
 
-int systemd_read_restarts(const char *bus, uint64_t now_ms, struct systemd_restarts *ret)
+int systemd_read_restarts(const char *bus, uint64_t now_ms, struct systemd_restarts *ret,
+			  char *why, size_t why_size)
 {
 	struct systemd_restarts r = { .t_ms = now_ms };
 	sd_bus_error e = SD_BUS_ERROR_NULL;
@@ -143,16 +144,17 @@ int systemd_read_restarts(const char *bus, uint64_t now_ms, struct systemd_resta
 	int k;
 
 	k = bus_open(bus, &b);
-	if (k < 0)
-		return log_warning_errno(k, "no restart hint: cannot connect to bus '%s': %m", bus);
+	if (k < 0) {
+		snprintf(why, why_size, "cannot connect to bus '%s': %s", bus, strerror(-k));
+		return k;
+	}
 	k = sd_bus_call_method(b, "org.freedesktop.systemd1", "/org/freedesktop/systemd1",
 			       "org.freedesktop.systemd1.Manager", "ListUnits", &e, &m, "");
-	if (k < 0 && e.message)
-		log_warning_errno(k, "no restart hint: ListUnits on bus '%s': %s", bus, e.message);
-	else if (k < 0)
-		log_warning_errno(k, "no restart hint: ListUnits on bus '%s': %m", bus);
+	if (k < 0)
+		snprintf(why, why_size, "ListUnits on bus '%s': %s", bus,
+			 e.message ? e.message : strerror(-k));
 	else if ((k = scan_units(b, m, &r)) < 0)
-		log_warning_errno(k, "no restart hint: ListUnits reply on bus '%s': %m", bus);
+		snprintf(why, why_size, "ListUnits reply on bus '%s': %s", bus, strerror(-k));
 	sd_bus_error_free(&e);
 	sd_bus_message_unref(m);
 	sd_bus_flush_close_unref(b);
@@ -163,13 +165,13 @@ int systemd_read_restarts(const char *bus, uint64_t now_ms, struct systemd_resta
 }
 
 int systemd_restarts_update(const char *bus, const char *state_dir, uint64_t now_ms,
-			    struct systemd_restarts *ret)
+			    struct systemd_restarts *ret, char *why, size_t why_size)
 {
 	_cleanup_(state_end) struct state_txn txn = STATE_TXN_INIT;
 	struct systemd_restarts base, cur;
 	int r, st;
 
-	r = systemd_read_restarts(bus, now_ms, &cur);
+	r = systemd_read_restarts(bus, now_ms, &cur, why, why_size);
 	if (r < 0)
 		return r;
 	/* state trouble costs only the growth figures */

@@ -73,10 +73,13 @@ struct systemd_restarts {
  * systemd_read_restarts - list the service units over @bus and keep those with NRestarts > 0,
  * most first (at most SYSTEMD_TOP_MAX). Bounded: each call times out after a second and the
  * whole listing stops after a few seconds (keeping what it has). Returns 0 and fills *@ret
- * (t_ms = @now_ms), or the -errno it logged as a warning, "no restart hint: <why>"
- * (-ECONNREFUSED / -ENOENT no bus, -EINVAL bad address, -EACCES, -ETIMEDOUT).
+ * (t_ms = @now_ms), or -errno (-ECONNREFUSED / -ENOENT no bus, -EINVAL bad address, -EACCES,
+ * -ETIMEDOUT) with a one-line reason in @why ("cannot connect to bus 'system': ..."). The reason
+ * is data, not a log line: the agent publishes it in the run dir (checks/units.h), where
+ * `check memcg` and `report` read why they have no restart hint.
  */
-int systemd_read_restarts(const char *bus, uint64_t now_ms, struct systemd_restarts *ret);
+int systemd_read_restarts(const char *bus, uint64_t now_ms, struct systemd_restarts *ret,
+			  char *why, size_t why_size);
 
 /*
  * systemd_restarts_parse - pure: a state payload ("t <ms>" then "u <restarts> <name>" lines)
@@ -96,19 +99,12 @@ size_t systemd_restarts_format(const struct systemd_restarts *r, char *buf, size
 bool systemd_restarts_growth(const struct systemd_restarts *base, struct systemd_restarts *cur);
 
 /*
- * systemd_hint_format - pure: "top restarts: ecs.service=4211 (+310/h), foo.service=3" with as
- * many units as fit in @size (at least the first, cut if it must). "" when @r has no unit.
- * Returns the length written.
- */
-size_t systemd_hint_format(const struct systemd_restarts *r, char *buf, size_t size);
-
-/*
  * systemd_restarts_update - read (systemd_read_restarts), compute growth against the state file
  * SYSTEMD_RESTARTS_STATE in @state_dir and replace it when due (locked, atomic). State trouble
  * costs only the growth figures. Returns as systemd_read_restarts.
  */
 int systemd_restarts_update(const char *bus, const char *state_dir, uint64_t now_ms,
-			    struct systemd_restarts *ret);
+			    struct systemd_restarts *ret, char *why, size_t why_size);
 
 /* The "systemd-restarts" state file (STATE_SYSTEMD_RESTARTS, base/state.h): the baseline, a
  * struct systemd_restarts (systemd_restarts.c). */

@@ -96,36 +96,6 @@ bool systemd_restarts_growth(const struct systemd_restarts *base, struct systemd
 	return dt >= SYSTEMD_BASELINE_MIN_MS;
 }
 
-size_t systemd_hint_format(const struct systemd_restarts *r, char *buf, size_t size)
-{
-	size_t off = 0;
-
-	if (size == 0)
-		return 0;
-	buf[0] = '\0';
-	for (size_t i = 0; i < r->n; i++) {
-		char one[SYSTEMD_UNIT_MAX + 64], g[40] = "";
-		int k;
-
-		if (r->u[i].has_growth && r->u[i].per_hour >= 0.5)
-			snprintf(g, sizeof(g), " (+%.0f/h)", r->u[i].per_hour);
-		k = snprintf(one, sizeof(one), "%s%s=%llu%s", i ? ", " : "top restarts: ",
-			     r->u[i].name, (unsigned long long)r->u[i].restarts, g);
-		if (k < 0)
-			break;
-		if (off + (size_t)k >= size) {
-			if (i == 0) { /* the first unit is the point: cut it rather than drop it */
-				snprintf(buf, size, "%s", one);
-				off = strlen(buf);
-			}
-			break;
-		}
-		memcpy(buf + off, one, (size_t)k + 1);
-		off += (size_t)k;
-	}
-	return off;
-}
-
 /* ---- the state file ---- */
 
 #define RESTARTS_PAYLOAD_MAX (SYSTEMD_TOP_MAX * (SYSTEMD_UNIT_MAX + 32) + 64)

@@ -285,6 +285,24 @@ static int cmp_top(const void *a, const void *b)
 	return (x->stime_ms < y->stime_ms) - (x->stime_ms > y->stime_ms);
 }
 
+size_t tasks_peek(const struct tasks_tracker *t, unsigned cpu, struct burst_task *ret, size_t max)
+{
+	struct burst_task top[TASKS_TOP];
+	const struct tasks_core *c;
+	size_t n = 0;
+
+	if (cpu >= t->ncpu || !t->core)
+		return 0;
+	c = &t->core[cpu];
+	memcpy(top, c->top, c->n * sizeof(top[0]));
+	qsort(top, c->n, sizeof(top[0]), cmp_top);
+	for (size_t i = 0; i < c->n && n < max; i++, n++) {
+		ret[n] = top[i];
+		ret[n].stime_ms = top[i].stime_ms * 1000 / (uint64_t)t->hz;
+	}
+	return n;
+}
+
 size_t tasks_take(struct tasks_tracker *t, unsigned cpu, struct burst_task *ret, size_t max,
 		  char *stack, size_t stack_size)
 {

@@ -105,4 +105,10 @@ void tasks_reset_core(struct tasks_tracker *t, unsigned cpu);
 size_t tasks_take(struct tasks_tracker *t, unsigned cpu, struct burst_task *ret, size_t max,
 		  char *stack, size_t stack_size);
 
+/*
+ * tasks_peek - like tasks_take without the stack and without resetting the core: the top threads
+ * of a burst still going on (the heartbeat shows them). Returns the number written.
+ */
+size_t tasks_peek(const struct tasks_tracker *t, unsigned cpu, struct burst_task *ret, size_t max);
+
 #endif

@@ -7,29 +7,28 @@
 
 const char *advice_restarts(int rc)
 {
+	/* @rc is units_load()'s: the report reads what the agent published, it never asks systemd */
 	switch (rc) {
-	case -ENOSYS:
-		return "libsystemd is not installed here: install libsystemd0, read the restarts "
-		       "where `cpuzombie agent` runs (it keeps them in the state dir), or set "
-		       "memcg.systemd_hints: false";
 	case -ENOENT:
-	case -ECONNREFUSED:
-	case -ENOTCONN:
-		return "no systemd bus here: on a host without systemd there are no unit restarts "
-		       "to read; in a container mount the host's /run/dbus/system_bus_socket and "
-		       "point systemd.bus at it, or read what the agent published (run the report "
-		       "in the agent's container)";
+		return "the agent has published no unit restarts here: run `cpuzombie agent` with this "
+		       "run dir (it asks systemd every minute), or set memcg.systemd_hints: false";
+	case -ESTALE:
+		return "the agent's unit restarts are old: is `cpuzombie agent` still running with "
+		       "this run dir?";
+	case -EIO:
+		return "the agent cannot ask systemd: on a host without systemd there are no unit "
+		       "restarts to read; in a container mount the host's "
+		       "/run/dbus/system_bus_socket (chart: agent.systemdBus) and point systemd.bus "
+		       "at it";
+	case -EINVAL:
+		return "the published unit restarts are corrupt: the agent rewrites them within a "
+		       "minute";
 	case -EACCES:
 	case -EPERM:
-		return "the bus refused us: " AS_ROOT;
-	case -ETIMEDOUT:
-		return "systemd did not answer in time (a busy PID 1 is a symptom too): try again";
-	case -EINVAL:
-		return "systemd.bus is not a bus we can use: set it to system, user or a "
-		       "unix:path= address";
+		return "the run dir refused us: " AS_ROOT;
 	default:
-		return "check systemd.bus in the configuration (system, user or a unix:path= "
-		       "address), or set memcg.systemd_hints: false";
+		return "check --run-dir (where the agent publishes), or set "
+		       "memcg.systemd_hints: false";
 	}
 }
 

@@ -10,9 +10,9 @@
  */
 
 /*
- * advice_restarts - after systemd_restarts_update() failed with @rc: no libsystemd (-ENOSYS), no
- * bus here (-ENOENT, -ECONNREFUSED: a host without systemd, or a container without the host's
- * socket), no permission, a slow manager, or a bad systemd.bus.
+ * advice_restarts - after units_load() (checks/units.h) failed with @rc: nothing published by
+ * the agent (-ENOENT), too old (-ESTALE), the agent could not ask systemd (-EIO: no bus, as in
+ * a container without the host's socket), a corrupt file (-EINVAL), no permission.
  */
 const char *advice_restarts(int rc);
 

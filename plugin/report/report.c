@@ -7,9 +7,13 @@
 #include <math.h>
 #include <time.h>
 
+#include "checks/condmsg.h"
 #include "checks/cpustat.h"
 #include "report/advice.h"
 #include "report/report.h"
+#include "report/report_profile.h"
+#include "report/report_window.h"
+#include "checks/tier.h"
 #include "base/state.h"
 #include "base/util.h"
 
@@ -45,6 +49,7 @@ void report_free(struct report *r)
 	ena_state_free(&r->ena_prev);
 	ena_state_free(&r->ena);
 	ena_state_free(&r->allowance);
+	free(r->kev);
 	free(r);
 }
 
@@ -174,6 +179,8 @@ int report_load_run(struct report *r, const char *run_dir, uint64_t since_hist_m
 	n = burst_log_read(run_dir, r->since_ms, r->bursts, REPORT_BURSTS_MAX);
 	r->nlogged = r->nbursts = n > 0 ? (size_t)n : 0;
 	add_ongoing(r);
+	if (report_load_kevents(r, run_dir) < 0)
+		return -ENOMEM;
 	for (size_t i = 0; i < r->nbursts; i++)
 		if (r->bursts[i].cpu + 1 > r->ncpu && r->bursts[i].cpu < CPUSTAT_MAX_CPUS)
 			r->ncpu = r->bursts[i].cpu + 1;
@@ -265,7 +272,7 @@ static void print_memcg(const struct report *r, FILE *out)
 			m->source == MEMCG_V1 ? "cgroup v1; fixed in 5.8" : "cgroup v2");
 	print_canary(r, out);
 	if (r->restarts_rc == 0 && r->restarts.n > 0) {
-		systemd_hint_format(&r->restarts, hint, sizeof(hint));
+		condmsg_restarts_hint(&r->restarts, hint, sizeof(hint));
 		fprintf(out, "  restarts   %s\n", hint + strlen("top restarts: "));
 	} else if (r->restarts_rc == 0) {
 		fprintf(out, "  restarts   no service unit has restarted\n");
@@ -273,6 +280,29 @@ static void print_memcg(const struct report *r, FILE *out)
 		fprintf(out, "  restarts   unavailable: %s; %s\n", r->restarts_err,
 			advice_restarts(r->restarts_rc));
 	}
+}
+
+/* The agent's own profile of the burst (report_profile.h), or why it has none. */
+static void print_recorded_profile(const struct report *r, const struct burst_event *ev, FILE *out)
+{
+	static struct report_profile p;
+	int e;
+
+	if (!ev->profile[0]) {
+		if (ev->why[0])
+			fprintf(out, "          recorded profile: none (%s)\n", ev->why);
+		return;
+	}
+	e = report_profile_load(r->cfg->paths.run, ev, (size_t)r->cfg->cpu.profile_bytes + 1, &p);
+	if (e < 0) {
+		fprintf(out, "          recorded profile: %s unreadable (%s)\n", ev->profile,
+			strerror(-e));
+		return;
+	}
+	fprintf(out, "          recorded profile: %s, %" PRIu64 " samples, hot %s %u%%\n", p.path,
+		p.total, ev->hot[0] ? ev->hot : "-", ev->hot_pct);
+	for (size_t i = 0; i < p.n; i++)
+		fprintf(out, "            %6" PRIu64 "  %s\n", p.top[i].count, p.top[i].stack);
 }
 
 static void print_burst(const struct report *r, const struct burst_event *ev, bool ongoing,
@@ -289,6 +319,7 @@ static void print_burst(const struct report *r, const struct burst_event *ev, bo
 		fprintf(out, "          NIC IRQs on this core: %s\n", ev->irqs);
 	if (ev->stack[0])
 		fprintf(out, "          kernel stack: %s\n", ev->stack);
+	print_recorded_profile(r, ev, out);
 	fprintf(out, "          profile: node %s cpu %u %s..%s (%s): %s\n", r->node[0] ? r->node : "-",
 		ev->cpu, t1, utc_hms(ev->end_ms, t2, sizeof(t2)), format_duration(dur, d, sizeof(d)),
 		report_perf_cmd(ev->cpu, dur, cmd, sizeof(cmd)));
@@ -375,10 +406,12 @@ int report_heatmap(const struct report *r, unsigned cols, FILE *out)
 				*p = v;
 		}
 	}
-	fprintf(out, "  HEATMAP  %s..%s UTC (%s), %u columns, highest share per cell%s\n",
+	fprintf(out, "  HEATMAP  %s..%s UTC (%s), %u columns, highest share per cell%s%s%s\n",
 		utc_hms(t0, a, sizeof(a)), utc_hms(h->t_ms[h->n - 1], b, sizeof(b)),
 		format_duration(span - 1, d, sizeof(d)), cols,
-		group > 1 ? ", rows group cores (highest)" : "");
+		group > 1 ? ", rows group cores (highest)" : "",
+		r->hist_tier != TIER_FINE ? ", from " : "",
+		r->hist_tier != TIER_FINE ? report_tier_name(r->hist_tier) : "");
 	fprintf(out, "  scale: ' '0-9%% '.'10 ':'20 '-'30 '='40 '+'50 '*'60 '#'70 '%%'80 '@'90+ "
 		     "'?'none\n");
 	for (unsigned row = 0; row < rows; row++) {
@@ -509,6 +542,7 @@ int report_print(const struct report *r, FILE *out)
 	print_cores(r, out);
 	fputc('\n', out);
 	print_nics(r, out);
+	report_print_kernel(r, out);
 	fflush(out);
 	return ferror(out) ? -EIO : 0;
 }

@@ -60,6 +60,9 @@ struct report {
 	unsigned ncpu;			/* CPUs known (history, heartbeat or /proc/stat) */
 	int hist_rc;			/* samples in hist, or -errno (-ENOENT: no sampler ran) */
 	struct history_series hist;	/* the history window */
+	int hist_tier;			/* where hist came from: TIER_FINE, _SECONDS, _MINUTES */
+	uint64_t hist_interval_ms;	/* spacing of hist's samples; 0: cpu.interval */
+	uint64_t until_ms;		/* --until: bursts and history end here; 0: now */
 	int hb_rc;			/* 0 or -errno */
 	struct heartbeat *hb;		/* owned, NULL without one */
 	bool has_now;
@@ -79,6 +82,9 @@ struct report {
 	int allowance_rc;
 	struct ena_state allowance;
 
+	/* the kernel's own word: the agent's kernel-event log (checks/kevents.h), NULL without */
+	struct kevents *kev;
+
 	/* conditions */
 	size_t nchecks;
 	struct report_check checks[REPORT_CHECKS_MAX];
@@ -86,6 +92,22 @@ struct report {
 
 /* report_new - a zeroed report for @cfg at @now_ms. Returns NULL when out of memory. */
 struct report *report_new(const struct cz_config *cfg, uint64_t now_ms);
+
+/*
+ * report_load_kevents - read the run dir's kernel-event log into r->kev (no lock, nothing
+ * written). No log (no agent, agent.kmsg off, unreadable): r->kev stays NULL. Returns 0 or
+ * -ENOMEM.
+ */
+int report_load_kevents(struct report *r, const char *run_dir);
+
+/*
+ * report_print_kernel - the "Kernel log" section: the events of the history window, oldest
+ * first, each "HH:MM:SS what" (report_kernel.c). Prints nothing without a log.
+ */
+void report_print_kernel(const struct report *r, FILE *out);
+
+/* report_kernel_json - the same as a JSON object (counts, lost, events), or NULL. */
+json_object *report_kernel_json(const struct report *r);
 
 /* report_free - free everything the report owns and itself. NULL-safe. */
 void report_free(struct report *r);

@@ -4,6 +4,7 @@
 
 #include "report/advice.h"
 #include "report/report.h"
+#include "report/report_profile.h"
 #include "base/util.h"
 
 static void add(json_object *o, const char *k, json_object *v)
@@ -19,6 +20,31 @@ static json_object *jstr(const char *s)
 static json_object *ju64(uint64_t v)
 {
 	return json_object_new_uint64(v);
+}
+
+/* The agent's recorded profile of @ev (report_profile.h) into @p; "why" when it has none. */
+static void recorded(const struct report *r, const struct burst_event *ev, json_object *p)
+{
+	static struct report_profile rp;
+	json_object *top = json_object_new_array();
+
+	add(p, "file", NULL);
+	add(p, "hot_frame", ev->hot[0] ? jstr(ev->hot) : NULL);
+	add(p, "hot_pct", ev->hot[0] ? json_object_new_int((int)ev->hot_pct) : NULL);
+	add(p, "why", ev->why[0] ? jstr(ev->why) : NULL);
+	if (report_profile_load(r->cfg->paths.run, ev, (size_t)r->cfg->cpu.profile_bytes + 1,
+				&rp) == 0) {
+		add(p, "file", jstr(rp.path));
+		add(p, "samples", ju64(rp.total));
+		for (size_t i = 0; i < rp.n; i++) {
+			json_object *s = json_object_new_object();
+
+			add(s, "stack", jstr(rp.top[i].stack));
+			add(s, "count", ju64(rp.top[i].count));
+			json_object_array_add(top, s);
+		}
+	}
+	add(p, "top", top);
 }
 
 static json_object *profile(const struct report *r, unsigned cpu, uint64_t start, uint64_t end,
@@ -124,7 +150,7 @@ static json_object *memcg(const struct report *r)
 static json_object *burst(const struct report *r, const struct burst_event *ev, bool ongoing)
 {
 	json_object *o = json_object_new_object(), *t = json_object_new_array();
-	json_object *irqs = json_object_new_array(), *stack = json_object_new_array();
+	json_object *irqs = json_object_new_array(), *stack = json_object_new_array(), *prof;
 	uint64_t dur = ev->end_ms > ev->start_ms ? ev->end_ms - ev->start_ms : 0;
 	const char *p;
 
@@ -159,7 +185,9 @@ static json_object *burst(const struct report *r, const struct burst_event *ev, 
 		p += n + (p[n] == '<');
 	}
 	add(o, "kernel_stack", stack);
-	add(o, "profile", profile(r, ev->cpu, ev->start_ms, ev->end_ms, dur));
+	prof = profile(r, ev->cpu, ev->start_ms, ev->end_ms, dur);
+	recorded(r, ev, prof);
+	add(o, "profile", prof);
 	return o;
 }
 
@@ -298,5 +326,7 @@ json_object *report_json(const struct report *r)
 	add(o, "memcg", memcg(r));
 	add(o, "cores", cores(r));
 	add(o, "nics", nics(r));
+	if (r->kev) /* only with the agent's kernel-event log */
+		add(o, "kernel", report_kernel_json(r));
 	return o;
 }

@@ -7,6 +7,8 @@
 #include <errno.h>
 #include <time.h>
 
+#include "checks/kevents.h"
+#include "checks/klog_incident.h"
 #include "report/report.h"
 #include "report/svg.h"
 #include "base/util.h"
@@ -55,6 +57,8 @@ static void xml(FILE *out, const char *s)
 
 static uint64_t interval_of(const struct report *r)
 {
+	if (r->hist_interval_ms) /* a coarser history tier (report --since) */
+		return r->hist_interval_ms;
 	return r->cfg->cpu.interval_ms ? r->cfg->cpu.interval_ms : 250;
 }
 
@@ -176,6 +180,11 @@ static void bursts(FILE *out, const struct report *r, const struct plot *g)
 			fputs(" top ", out);
 			xml(out, ev->task[0].comm);
 		}
+		if (ev->hot[0]) { /* the burst's recorded profile: its hottest kernel function */
+			fputs(" in ", out);
+			xml(out, ev->hot);
+			fprintf(out, " %u%%", ev->hot_pct);
+		}
 		if (ev->irqs[0]) {
 			fputs("; serves ", out);
 			xml(out, ev->irqs);
@@ -214,6 +223,38 @@ static void resets(FILE *out, const struct report *r, const struct plot *g)
 				     "d=\"M%.2f %.2f l-6 -10 h12 z\"/></g>\n", x, g->top - 4, x,
 				bottom + 2, x, g->top - 4);
 		}
+	}
+}
+
+/* What the kernel logged (the agent's kernel-event log): a diamond on the row of the CPU a
+ * lockup or stall names, a purple tick above the cores for an ENA reset line. */
+static void kernel(FILE *out, const struct report *r, const struct plot *g)
+{
+	const struct kevents *k = r->kev;
+	unsigned n = 0;
+
+	for (size_t i = 0; k && i < k->n; i++) {
+		struct klog_event e;
+		uint64_t t = k->ev[i].t_ms;
+		char a[16], d[256];
+		double x = x_of(g, t);
+
+		if (t < g->t0 || t > g->t1 || kevents_event(k, i, &e) != 1 || e.cont ||
+		    !(klog_is_lockup(&e) || klog_kind_is_reset(e.kind)))
+			continue;
+		fprintf(out, "<g class=\"marker kernel %s\" id=\"kernel-%u\"><title>%s UTC ",
+			klog_kind_name(e.kind), n++, utc_hms(t, a, sizeof(a)));
+		xml(out, klog_event_describe(&e, d, sizeof(d)));
+		fputs(" (kernel log)</title>", out);
+		if (e.cpu >= 0 && (unsigned)e.cpu >= g->c0 && (unsigned)e.cpu < g->c0 + g->nrows &&
+		    !klog_kind_is_ena(e.kind))
+			fprintf(out, "<path class=\"kernel-cpu\" fill=\"#8000c0\" stroke=\"#fff\" "
+				     "d=\"M%.2f %.2f l6 %.2f l-6 %.2f l-6 %.2f z\"/>", x,
+				g->top + (e.cpu - g->c0) * g->rh, g->rh / 2, g->rh / 2, -g->rh / 2);
+		else
+			fprintf(out, "<path class=\"kernel-tick\" fill=\"#8000c0\" d=\"M%.2f %.2f l-5 "
+				     "-9 h10 z\"/>", x, g->top - 14);
+		fputs("</g>\n", out);
 	}
 }
 
@@ -319,9 +360,9 @@ static void head(FILE *out, const struct report *r, const struct plot *g)
 	fprintf(out, "<text x=\"%d\" y=\"22\" style=\"font-size:15px\">cpuzombie: ", LEFT);
 	xml(out, r->node[0] ? r->node : "-");
 	fprintf(out, " per-core %s share %s..%s UTC, %u cores; blue: bursts >= %g%%, green: ENA "
-		     "resets</text>\n", config_metric_name(r->cfg->cpu.metric),
+		     "resets%s</text>\n", config_metric_name(r->cfg->cpu.metric),
 		utc_hms(g->t0, a, sizeof(a)), utc_hms(g->t1, b, sizeof(b)), g->nrows,
-		r->cfg->cpu.threshold_pct);
+		r->cfg->cpu.threshold_pct, r->kev ? ", purple: kernel log" : "");
 	if (r->memcg_rc == NPD_OK)
 		fprintf(out, "<text class=\"memcg\" x=\"%d\" y=\"40\">memcg: %llu dying vs %llu live "
 			     "(%s; problem at &gt;= %llu dying and &gt;= x%g)</text>\n", LEFT,
@@ -347,6 +388,7 @@ static int overview(FILE *out, const struct report *r, const struct plot *g, dou
 	fputs("</g>\n<g id=\"markers\">\n", out);
 	bursts(out, r, g);
 	resets(out, r, g);
+	kernel(out, r, g);
 	fputs("</g>\n", out);
 	axis(out, g, y, "axis");
 	legend(out, r, y + 40);
@@ -432,6 +474,15 @@ static void zoom_labels(FILE *out, const struct report *r, const struct burst_ev
 	fputs("; NIC queues on this core: ", out);
 	xml(out, ev->irqs[0] ? ev->irqs : "none");
 	fprintf(out, "</text>\n<text x=\"%d\" y=\"46\">", LEFT);
+	if (ev->hot[0]) { /* the recorded profile: where the kernel spent the burst */
+		fputs("hot kernel function: ", out);
+		xml(out, ev->hot);
+		fprintf(out, " (%u%% of the profile); ", ev->hot_pct);
+	} else if (ev->why[0]) {
+		fputs("no profile: ", out);
+		xml(out, ev->why);
+		fputs("; ", out);
+	}
 	if (ev->stack[0]) {
 		fputs("kernel stack of the top task: ", out);
 		xml(out, ev->stack);

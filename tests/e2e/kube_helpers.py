@@ -10,6 +10,7 @@ import shutil
 import signal
 import ssl
 import subprocess
+import threading
 import time
 import urllib.request
 
@@ -250,3 +251,44 @@ def pdb_obj(name, labels, min_available, ns="default"):
     return {"kind": "PodDisruptionBudget", "apiVersion": "policy/v1",
             "metadata": {"name": name, "namespace": ns},
             "spec": {"minAvailable": min_available, "selector": {"matchLabels": labels}}}
+
+
+# -- driving the agent: `cpuzombie agent --once` on a fixture node ----------------------------
+
+# One second of sampling; no core can stay saturated for an hour within it, so the cpu check is
+# False (NoCoreSaturation) on this shared machine whatever the other tests burn.
+AGENT_CPU = "cpu:\n  inline_window: 1s\n  min_burst: 1h\n"
+
+
+def agent_tree(tmp, case="v1-zombies"):
+    """A fixture node: the memcg capture @case (v1-zombies: 12840 dying memcgs; v1-healthy) with
+    the real /proc/stat linked in for the sampler, and no network interface of its own."""
+    dst = os.path.join(str(tmp), "tree-" + case)
+    if not os.path.isdir(dst):    # built aside and renamed: callers may race (threads)
+        part = "%s.part-%d-%d" % (dst, os.getpid(), threading.get_ident())
+        shutil.copytree(os.path.join(ROOT, "tests", "fixtures", "memcg", case), part,
+                        symlinks=True)
+        os.symlink("/proc/stat", os.path.join(part, "proc", "stat"))
+        try:
+            os.rename(part, dst)
+        except OSError:
+            shutil.rmtree(part)   # another caller was first
+    return dst
+
+
+def unusable_state_dir(tmp):
+    """A state dir under a regular file: the ena check cannot read its state (Unknown, as on a
+    node whose state mount is broken); the memcg and cpu checks do not need one."""
+    blocker = os.path.join(str(tmp), "state-blocked")
+    if not os.path.exists(blocker):
+        open(blocker, "w").close()
+    return os.path.join(blocker, "state")
+
+
+def agent_once_args(binary, cfg, tree, tmp, name="n1", state=None):
+    """`agent --once` on fixture node @tree with run and state dirs of its own under @tmp: one
+    sampling window, the checks, then one Kubernetes cycle whose summary line is stdout."""
+    return [binary, "--config", cfg, "--proc-root", os.path.join(tree, "proc"),
+            "--sys-root", os.path.join(tree, "sys"),
+            "--state-dir", state or os.path.join(str(tmp), "state-" + name),
+            "--run-dir", os.path.join(str(tmp), "run-" + name), "agent", "--once"]

@@ -10,6 +10,7 @@ directories holding the rendered ConfigMaps' keys; NODE_NAME is the test's node 
 
 import os
 import subprocess
+import time
 
 import yaml
 
@@ -161,3 +162,55 @@ def render_chart(helm, chart, *args):
                        capture_output=True, text=True, timeout=120)
     assert p.returncode == 0, p.stderr
     return [d for d in yaml.safe_load_all(p.stdout) if d]
+
+
+
+def bus_manager(workdir):
+    """A crash-looping unit's systemd --user manager (report_helpers.UserManager, same unit and
+    private mount namespace) registered on a D-Bus daemon of the test's own: dbus-daemon with
+    the session policy (only uid 0, the daemon's, may connect) at $XDG_RUNTIME_DIR/bus, where
+    the manager looks for its bus. A container mounting that socket at
+    /run/dbus/system_bus_socket reaches "the host's systemd" exactly as the chart's agent does
+    through the real system bus. Returns a context manager; .bus is the socket's path."""
+    import report_helpers as rh
+
+    class BusManager(rh.UserManager):
+        def __enter__(self):
+            units = os.path.join(self.cfg, "systemd", "user")
+            os.makedirs(os.path.join(units, "default.target.wants"))
+            os.makedirs(self.rt, mode=0o700)
+            with open(os.path.join(units, self.unit), "w") as f:
+                f.write("[Unit]\nDescription=cpuzombie test: crash loop\n"
+                        "StartLimitIntervalSec=0\n[Service]\nExecStart=/bin/false\n"
+                        "Restart=always\nRestartSec=100ms\n")
+            os.symlink("../" + self.unit, os.path.join(units, "default.target.wants", self.unit))
+            self.bus = os.path.join(self.rt, "bus")
+            self.dbus_log = open(os.path.join(self.dir, "dbus.log"), "w")
+            self.dbus = subprocess.Popen(
+                ["dbus-daemon", "--config-file=/usr/share/dbus-1/session.conf",
+                 "--address=unix:path=" + self.bus, "--nofork", "--nopidfile"],
+                stdout=subprocess.DEVNULL, stderr=self.dbus_log)
+            self.log = open(os.path.join(self.dir, "manager.log"), "w")
+            self.proc = subprocess.Popen(["unshare", "-m", "--propagation", "private", "sh", "-c",
+                                          rh.START, "sh", self.rt, self.cfg, self.dir, rh.SYSTEMD],
+                                         stdout=self.log, stderr=subprocess.STDOUT)
+            deadline = time.time() + 20
+            while not (os.path.exists(self.bus) and
+                       os.path.exists(os.path.join(self.rt, "systemd", "private"))):
+                if self.proc.poll() is not None or self.dbus.poll() is not None or \
+                        time.time() > deadline:
+                    self.__exit__()
+                    raise RuntimeError("systemd --user or dbus-daemon did not start")
+                time.sleep(0.05)
+            return self
+
+        def __exit__(self, *exc):
+            super().__exit__(*exc)
+            if getattr(self, "dbus", None) and self.dbus.poll() is None:
+                self.dbus.terminate()
+                self.dbus.wait(timeout=10)
+            if getattr(self, "dbus_log", None):
+                self.dbus_log.close()
+            return False
+
+    return BusManager(workdir)

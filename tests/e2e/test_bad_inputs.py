@@ -26,6 +26,7 @@ import zlib
 import pytest
 
 import hardening_helpers as hh
+import kube_helpers as kh
 
 MEMCG = os.path.join(hh.FIXTURES, "memcg", "this-vm-hybrid")
 ENA = os.path.join(hh.FIXTURES, "ena")
@@ -419,7 +420,7 @@ def test_check_usage_line_names_the_option():
     assert q.returncode == 2 and "--node-name" in q.stderr and "--node-name" in q.stdout
 
 
-# -- Kubernetes API answers: kube-cycle --once against a raw TLS server -----------------------
+# -- Kubernetes API answers: agent --once against a raw TLS server ----------------------------
 
 NODE = "n1"
 OLD = "2024-01-01T00:00:00Z"
@@ -522,14 +523,12 @@ def kube_cycle_config(tmp, url, ca, mode="cordon", extra=""):
     kc = hh.kubeconfig(os.path.join(tmp, "kc"), url, ca)
     p = os.path.join(tmp, "cz.yaml")
     with open(p, "w") as f:
+        f.write(kh.AGENT_CPU)
         f.write("kubernetes:\n  node_name: %s\n  kubeconfig: %s\n  timeout: 2s\n"
                 "agent:\n  set_conditions: true\n"
                 "remediation:\n  mode: %s\n  for: 1s\n  drain_timeout: 3s\n%s"
                 % (NODE, kc, mode, extra))
-    force = os.path.join(tmp, "force")
-    with open(force, "w") as f:
-        f.write("memcg 1 12840 dying memcgs\ncpu 0 ok\n")
-    return p, force
+    return p, kh.agent_tree(tmp, "v1-zombies")     # memcg: 12840 dying memcgs
 
 
 @pytest.mark.parametrize("case", API_CASES, ids=[c[0] for c in API_CASES])
@@ -538,10 +537,9 @@ def test_bad_api_answer(case, certs, tmp_path):
     mode = case[3] if len(case) > 3 else "cordon"
     srv = hh.RawApi(certs, good_api(overrides))
     try:
-        cfg, force = kube_cycle_config(str(tmp_path), srv.url, certs.ca, mode,
-                                       case[4] if len(case) > 4 else "")
-        p = hh.run(["--config", cfg, "kube-cycle", "--once"], timeout=DEADLINE + 40,
-                   env={"CZ_TEST_FORCE_RESULTS": force})
+        cfg, tree = kube_cycle_config(str(tmp_path), srv.url, certs.ca, mode,
+                                      case[4] if len(case) > 4 else "")
+        p = hh.run(kh.agent_once_args("", cfg, tree, tmp_path)[1:], timeout=DEADLINE + 40)
     finally:
         srv.stop()
     hh.assert_no_sanitizer(p.stderr)

@@ -162,7 +162,13 @@ def test_pod_host_access_and_privileges(rendered):
         assert spec["priorityClassName"] == "system-node-critical"
         assert {"operator": "Exists"} in spec["tolerations"]
         hostpaths = {x["name"]: x["hostPath"]["path"] for x in spec["volumes"] if "hostPath" in x}
-        assert hostpaths == {"host-proc": "/proc", "host-sys": "/sys", "state": "/var/lib/cpuzombie"}
+        assert hostpaths == {"host-proc": "/proc", "host-sys": "/sys", "state": "/var/lib/cpuzombie",
+                             "systemd-bus": "/run/dbus/system_bus_socket"}
+        # the bus socket: read-only, and only the agent (which asks systemd) mounts it
+        for c in spec["containers"] + spec.get("initContainers", []):
+            bus = [m for m in c["volumeMounts"] if m["name"] == "systemd-bus"]
+            assert bus == ([{"name": "systemd-bus", "mountPath": "/run/dbus/system_bus_socket",
+                             "readOnly": True}] if c["name"] == "agent" else []), (v, c["name"])
         run = [x for x in spec["volumes"] if x["name"] == "run"][0]
         assert "emptyDir" in run
         for c in spec["containers"] + spec.get("initContainers", []):
@@ -170,7 +176,10 @@ def test_pod_host_access_and_privileges(rendered):
             assert sc["privileged"] is False and sc["allowPrivilegeEscalation"] is False
             assert sc["readOnlyRootFilesystem"] is True
             assert sc["capabilities"]["drop"] == ["ALL"]
-            assert "add" not in sc["capabilities"], (v, c["name"])   # no capability by default
+            # no capability by default, but the two the agent's burst profiles need (issue 14:
+            # agent.profileBursts, default true): exactly those, to the agent only
+            want = ["PERFMON", "SYSLOG"] if c["name"] == "agent" else None
+            assert sc["capabilities"].get("add") == want, (v, c["name"])
             mounts = {m["mountPath"]: m for m in c["volumeMounts"]}
             for root in ("/host/proc", "/host/sys"):
                 if root in mounts:
@@ -178,12 +187,22 @@ def test_pod_host_access_and_privileges(rendered):
         for c in spec["containers"]:
             env = {e["name"]: e for e in c["env"]}
             assert env["NODE_NAME"]["valueFrom"]["fieldRef"]["fieldPath"] == "spec.nodeName"
+    # a value turns the bus socket off
+    _, objs = render("default", ["--set", "agent.systemdBus=false"])
+    assert not [x for x in pod_spec(objs)["volumes"] if x["name"] == "systemd-bus"]
     # the kernel-stack option adds exactly the two capabilities it needs, to the agent only
-    _, objs = render("default", ["--set", "agent.readKernelStacks=true"])
+    _, objs = render("default", ["--set", "agent.readKernelStacks=true",
+                                 "--set", "agent.profileBursts=false"])
     spec = pod_spec(objs)
     assert container(spec, "agent")["securityContext"]["capabilities"]["add"] == \
         ["SYS_ADMIN", "SYS_PTRACE"]
     assert "add" not in container(spec, "node-problem-detector")["securityContext"]["capabilities"]
+    # profiles off: no capability at all, and the agent's config says so (it would only record
+    # "no CAP_PERFMON" on every burst otherwise)
+    _, objs = render("default", ["--set", "agent.profileBursts=false"])
+    spec = pod_spec(objs)
+    assert "add" not in container(spec, "agent")["securityContext"]["capabilities"]
+    assert yaml.safe_load(rendered_config(objs))["cpu"]["profile"] is False
 
 
 @needs_root

@@ -130,3 +130,22 @@ def test_garbage_and_huge_input_bounded(cz, tmp_path):
     assert j["dropped_events"] == 60000 - 45000
     assert j["lines"] == 60002 and j["resets"][0]["missed_tx"] == 45000
     assert j["resets"][0]["reset"] and j["resets"][0]["reason"] == "keep_alive_to"
+
+
+def test_dump_only_paste_through_the_ethtool_verdict(cz):
+    """Only the statistics dump was pasted, behind journal prefixes and without the driver's
+    bus id (`eth0: queue_2_tx_missed_tx: 248`): the driver prints it only at a reset, and its
+    counters go through the same verdict as `ethtool -S` (names from ena_ethtool.c)."""
+    pre = "Jul 14 14:17:15 ip-10-0-1-23 kernel: "
+    text = "".join(pre + l + "\n" for l in (
+        "eth0: total_resets: 1", "eth0: tx_timeout: 0", "eth0: suspend: 0",
+        "eth0: missing_tx_cmpl: 1", "eth0: interface_up: 1", "eth0: queue_2_tx_cnt: 1201133",
+        "eth0: queue_2_tx_missed_tx: 248"))
+    j = json.loads(cz("explain", "-", "--json", input=text, check=1).out)
+    (x,) = j["resets"]
+    assert x["reset"] and x["interface"] == "eth0" and x["statistics"]["counters"] == 7
+    moved = {m["name"]: m["delta"] for m in x["statistics"]["moved"]}
+    assert moved == {"total_resets": 1, "missing_tx_cmpl": 1, "queue_2_tx_missed_tx": 248,
+                     "interface_up": 1}
+    assert x["chain"] == ("eth0 -> statistics: missing Tx completions q2; tx_missed_tx q2 +248 "
+                          "-> reset (outcome not logged)")

@@ -18,6 +18,7 @@ directory) are the test's directories, not the node's; NPD gets --apiserver-over
 kubeconfig (no in-cluster service account here) and its Prometheus exporter on 127.0.0.1 and a
 free port (the chart's 0.0.0.0:20257 would collide on a shared host)."""
 
+import contextlib
 import os
 import re
 import shutil
@@ -31,6 +32,7 @@ import npd_helpers as nh
 import pod_helpers as ph
 from conftest import ROOT, is_root
 from memcg_helpers import DyingMemcgs
+from report_helpers import can_run_manager
 
 pytestmark = [
     pytest.mark.skipif(not is_root(), reason="needs root: runs rootful podman and hostPath "
@@ -49,6 +51,7 @@ NPD_IMAGE = "localhost/cpuzombie-test/node-problem-detector"
 NODE = "image-node-%d" % os.getpid()
 TEXTFILE_DIR = "/var/lib/node_exporter/textfile_collector"
 MEMCG_MSG = re.compile(r"^(\d+) dying memcgs vs (\d+) live")
+SYSTEM_BUS = "/run/dbus/system_bus_socket"
 
 
 @pytest.fixture(scope="module")
@@ -80,9 +83,13 @@ def helm():
     return os.path.join(ROOT, "build", "tools", "bin", "helm")
 
 
-def chart(helm, *sets):
+def chart(helm, *sets, bus=False):
     args = ["--set", "image.repository=" + IMAGE_REPO, "--set", "image.tag=" + VERSION,
             "--set", "image.pullPolicy=Never"]
+    if not bus and not os.path.exists(SYSTEM_BUS):
+        # a kubelet refuses a hostPath of type Socket that is not there: without a system bus
+        # on this host the chart's own switch leaves the mount out
+        args += ["--set", "agent.systemdBus=false"]
     for s in sets:
         args += ["--set", s]
     return ph.render_chart(helm, os.path.join(ROOT, "charts", "cpuzombie"), *args)
@@ -99,6 +106,7 @@ def wait_for(pred, what, timeout=60, diag=lambda: ""):
 
 
 def test_agent_container_as_the_daemonset_runs_it(image, helm, tmp_path):
+    has_bus = os.path.exists(SYSTEM_BUS)
     objs = chart(helm, "config.agent.metrics_textfile=%s/cpuzombie.prom" % TEXTFILE_DIR)
     state, textfile = tmp_path / "state", tmp_path / "textfile"
     pod = ph.Pod(objs, tmp_path, NODE, {"/var/lib/cpuzombie": str(state),
@@ -130,7 +138,15 @@ def test_agent_container_as_the_daemonset_runs_it(image, helm, tmp_path):
         status = open("/proc/%s/status" % ph.podman(
             "inspect", "--format", "{{.State.Pid}}", c).stdout.strip()).read()
         assert re.search(r"^CapEff:\s+0+$", status, re.M), status
-        assert not [l for l in pod.logs(c).splitlines() if "rror" in l], pod.logs(c)
+        # the agent published the systemd units for the checks (or why it could not ask)
+        units = wait_for(lambda: os.path.exists(os.path.join(run, "systemd-units")) and
+                         open(os.path.join(run, "systemd-units")).read(), "published units",
+                         diag=lambda: pod.logs(c))
+        assert units.startswith("cpuzombie-units 1\nt "), units
+        if not has_bus:
+            assert "\ne cannot connect to bus" in units, units
+        assert not [l for l in pod.logs(c).splitlines() if "rror" in l and "systemd" not in l], \
+            pod.logs(c)
     finally:
         pod.stop()
 
@@ -138,10 +154,23 @@ def test_agent_container_as_the_daemonset_runs_it(image, helm, tmp_path):
 @pytest.mark.skipif(not os.path.isdir("/sys/fs/cgroup"), reason="no cgroup filesystem")
 def test_init_then_npd_container_sets_conditions_seen_by_kubectl(image, npd_image, helm,
                                                                  emu, tmp_path):
+    """With a systemd manager to ask (a crash-looping unit's, on a bus of the test's own mounted
+    where the chart mounts the host's system bus), the condition's message names the unit:
+    the agent container published it, the check in NPD's container read it."""
     emu.add(kh.node_obj(NODE))
     kc = emu.kubeconfig(str(tmp_path / "kubeconfig"))
-    objs = chart(helm, "npd.image.repository=" + npd_image, "npd.image.pullPolicy=Never")
-    pod = ph.Pod(objs, tmp_path, NODE, {"/var/lib/cpuzombie": str(tmp_path / "state")})
+    with (ph.bus_manager(tmp_path) if can_run_manager() else contextlib.nullcontext()) as mgr:
+        run_pod(helm, npd_image, emu, kc, tmp_path, mgr)
+
+
+def run_pod(helm, npd_image, emu, kc, tmp_path, mgr):
+    overrides = {"/var/lib/cpuzombie": str(tmp_path / "state")}
+    if mgr:
+        overrides[SYSTEM_BUS] = mgr.bus
+        mgr.wait_restarts(3)
+    objs = chart(helm, "npd.image.repository=" + npd_image, "npd.image.pullPolicy=Never",
+                 bus=mgr is not None)
+    pod = ph.Pod(objs, tmp_path, NODE, overrides)
     port = nh.free_port()
     try:
         init = pod.run("install-plugin")
@@ -153,6 +182,10 @@ def test_init_then_npd_container_sets_conditions_seen_by_kubectl(image, npd_imag
                     open(os.path.join(ROOT, "config", "npd", f + ".json")) as want:
                 assert got.read() == want.read(), f
         agent = pod.start("agent")
+        if mgr:
+            units = os.path.join(pod.vols["run"], "systemd-units")
+            wait_for(lambda: os.path.exists(units) and mgr.unit in open(units).read(),
+                     "the agent's published units", diag=lambda: pod.logs(agent))
         with DyingMemcgs(2000, tmp_path):
             npd = pod.start("node-problem-detector", extra_args=[
                 "--apiserver-override=%s?inClusterConfig=false&auth=%s" % (emu.url, kc),
@@ -164,6 +197,10 @@ def test_init_then_npd_container_sets_conditions_seen_by_kubectl(image, npd_imag
             m = MEMCG_MSG.match(c["message"])
             assert m and int(m.group(1)) >= 2000, c
             assert c["reason"] == "ZombieMemcgsHigh"
+            if mgr:     # the leaker, named inside the cluster
+                assert re.search(r"; top restarts: %s=\d+" % re.escape(mgr.unit), c["message"]), c
+            else:
+                assert "agent cannot ask systemd" in c["message"], c
             for t in ("CPUCoreSaturation", "ENADeviceReset"):
                 nh.wait_condition(emu, NODE, t, lambda c: c["status"] in ("False", "True"))
             out = kh.kubectl(kc, "describe", "node", NODE).stdout

@@ -12,7 +12,10 @@ results:
                    (+ CAP_DAC_READ_SEARCH when not uid 0), else they are left out ("-")
   check ena(-allowance), ena-diff -   no capability (ETHTOOL_GDRVINFO/GSSET_INFO/GSTRINGS/GSTATS
                    are unprivileged ioctls); the host network namespace; state dir writable
-  agent            no capability; run dir writable; stacks as check cpu
+  agent            no capability; run dir writable; stacks as check cpu; burst profiles need
+                   CAP_PERFMON (a CPU-wide perf event) and, for real addresses in kallsyms,
+                   CAP_SYSLOG unless kptr_restrict=0 and perf_event_paranoid <= 1; without them
+                   the burst is recorded with "why=" and no profile
   report           no capability; reads what the checks read; writes only the --svg file
 """
 import os
@@ -125,6 +128,34 @@ def test_agent_and_check_cpu_need_no_capability(burn, tmp_path):
     assert "/dd/" in bursts, bursts
     p = cz(as_user(), "--config", cfg, "--run-dir", run, "check", "cpu")
     assert p.returncode == 1 and "cpu%d" % burn in p.stdout, p  # (another core may lead)
+
+
+def _sysctl(name):
+    return int(open("/proc/sys/kernel/" + name).read())
+
+
+@pytest.mark.parametrize("caps", [(), ("perfmon",), ("perfmon", "syslog")])
+def test_burst_profiles_need_perfmon_and_syslog(burn, tmp_path, caps):
+    """The minimum for a burst profile, measured: the agent as nobody with exactly @caps."""
+    world_readable(tmp_path)
+    cfg = cpu_config(tmp_path)
+    run = owned_dir(tmp_path / "run")
+    p = cz(as_user(*caps), "--config", cfg, "--run-dir", run, "agent", "--once")
+    assert p.returncode == 0, p
+    line = [l for l in open(os.path.join(run, "cpu-bursts")).read().splitlines()
+            if l.startswith("burst %d " % burn)]
+    assert line, open(os.path.join(run, "cpu-bursts")).read()
+    # kallsyms shows addresses to anyone only with kptr_restrict=0 and perf_event_paranoid <= 1
+    # (kernel/kallsyms.c kallsyms_show_value()); otherwise it takes CAP_SYSLOG
+    open_syms = _sysctl("kptr_restrict") == 0 and _sysctl("perf_event_paranoid") <= 1
+    if "perfmon" not in caps and _sysctl("perf_event_paranoid") > 0:
+        assert "profile=- " in line[0] and "why=no%20CAP_PERFMON" in line[0], line
+    elif "syslog" not in caps and not open_syms:
+        assert "profile=- " in line[0] and "why=kallsyms%20hidden" in line[0], line
+    else:
+        assert "profile=cpu-profile-%d-" % burn in line[0] and " hot=-" not in line[0], line
+        prof = line[0].split(" profile=")[1].split()[0]
+        assert os.stat(os.path.join(run, prof)).st_uid == NOBODY
 
 
 def test_check_cpu_with_less(tmp_path):

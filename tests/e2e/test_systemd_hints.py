@@ -1,7 +1,9 @@
 """`check memcg`'s restart hint against a real systemd: a `systemd --user` manager this test
 starts in its own mount namespace (report_helpers.UserManager), with a crash-looping unit. The
-hint names the unit with a rising count; an unavailable bus leaves the hint out (the check still
-answers); an OK check never loads libsystemd."""
+agent asks systemd and publishes the units in the run dir (agent --once: one period); the check
+and the report read them from there and never talk to systemd. The hint names the unit with a
+rising count; an unavailable bus leaves the hint out (the check still answers and says why);
+an OK check never loads libsystemd."""
 import os
 import re
 import subprocess
@@ -23,17 +25,26 @@ def cz(cz_bin, tmp_path, config, *args):
                           capture_output=True, text=True, timeout=60)
 
 
+def publish(cz_bin, tmp_path, config):
+    """One agent period: it asks systemd over the bus and publishes the units in the run dir."""
+    p = cz(cz_bin, tmp_path, config + "cpu:\n  inline_window: 1s\n", "agent", "--once")
+    assert p.returncode == 0, p
+    return p
+
+
 def test_hint_names_crash_looping_unit_with_rising_count(cz_bin, tmp_path):
     with UserManager(tmp_path) as mgr, DyingMemcgs(300, tmp_path):
         mgr.wait_restarts(3)
         conf = ("memcg:\n  min_dying: 200\n  max_ratio: 2\nsystemd:\n  bus: %s\n"
                 % mgr.address)
+        publish(cz_bin, tmp_path, conf)
         p1 = cz(cz_bin, tmp_path, conf, "check", "memcg")
         assert p1.returncode == 1, p1
         m1 = re.search(r"top restarts: %s=(\d+)" % re.escape(mgr.unit), p1.stdout)
         assert m1, p1.stdout
         before = mgr.nrestarts()
         mgr.wait_restarts(before + 5)
+        publish(cz_bin, tmp_path, conf)
         p2 = cz(cz_bin, tmp_path, conf, "check", "memcg")
         m2 = re.search(r"top restarts: %s=(\d+)" % re.escape(mgr.unit), p2.stdout)
         assert m2, p2.stdout
@@ -50,18 +61,25 @@ def test_unavailable_bus_leaves_hint_out_and_check_works(cz_bin, tmp_path):
     with DyingMemcgs(300, tmp_path):
         conf = ("memcg:\n  min_dying: 200\n  max_ratio: 2\nsystemd:\n  bus: "
                 "unix:path=%s/nothing/systemd/private\n" % tmp_path)
+        publish(cz_bin, tmp_path, conf)
         p = cz(cz_bin, tmp_path, conf, "check", "memcg")
         assert p.returncode == 1, p
         assert "dying memcgs" in p.stdout and "top restarts" not in p.stdout, p.stdout
         assert "no restart hint: cannot connect to bus" in p.stderr, p.stderr
+        assert "; agent cannot ask systemd" in p.stdout, p.stdout
+        # with nothing published at all, the check says so in a few words
+        os.unlink(tmp_path / "run" / "systemd-units")
+        p = cz(cz_bin, tmp_path, conf, "check", "memcg")
+        assert p.returncode == 1 and "; no unit data from the agent" in p.stdout, p
 
 
 def test_ok_check_never_loads_libsystemd(cz_bin, tmp_path):
-    # a healthy verdict must not pay for libsystemd. NPD execs the check binary (issue 12: the
-    # full binary links libsystemd directly for the agent): ltrace-free proof via /proc/PID/maps
-    # is racy, so ask the dynamic loader to report every object it opens (a static-pie binary
-    # has no loader and opens nothing), and read the ELF for good measure
-    check_bin = os.path.join(os.path.dirname(cz_bin), "cpuzombie-check")
+    # a healthy verdict must not pay for libsystemd: ltrace-free proof via /proc/PID/maps is
+    # racy, so ask the dynamic loader to report every object it opens. NPD runs the check
+    # binary (the full one links libsystemd for the agent); built static, it has no loader to
+    # ask, and test_hardening proves it has no shared object at all.
+    check_bin = os.path.join(os.environ.get("CZ_BUILD") or os.path.dirname(cz_bin),
+                             "cpuzombie-check")
     conf = "memcg:\n  min_dying: 100000000\n"
     env = dict(os.environ, LD_DEBUG="files")
     cfg = tmp_path / "cz.yaml"

@@ -97,7 +97,7 @@ def test_config_check_and_ena_diff(tmp_path):
     vg(tmp_path, "frobnicate", rcs=(2,))
 
 
-def test_kube_cycle_against_emulator(certs, tmp_path):
+def test_agent_once_kube_against_emulator(certs, tmp_path):
     emu = kh.Emulator(certs, str(tmp_path)).start()
     try:
         emu.add(kh.node_obj("n1", conditions=[
@@ -107,33 +107,31 @@ def test_kube_cycle_against_emulator(certs, tmp_path):
         emu.add(kh.pod_obj("web", "n1", owner=("ReplicaSet", "rs")))
         kc = emu.kubeconfig(str(tmp_path / "kc"))
         cfg = tmp_path / "cz.yaml"
-        cfg.write_text("kubernetes:\n  node_name: n1\n  kubeconfig: %s\n  timeout: 10s\n"
+        cfg.write_text(kh.AGENT_CPU +
+                       "kubernetes:\n  node_name: n1\n  kubeconfig: %s\n  timeout: 10s\n"
                        "agent:\n  set_conditions: true\nremediation:\n  mode: drain\n"
                        "  for: 1s\n  drain_timeout: 20s\n" % kc)
-        force = tmp_path / "force"
-        force.write_text("memcg 1 12840 dying memcgs\ncpu 0 ok\nena 0 no resets\n")
-        env = {"CZ_TEST_FORCE_RESULTS": str(force)}
-        p = vg(tmp_path, "--config", str(cfg), "kube-cycle", "--once", env=env, timeout=240)
+        node = tree(kh.agent_tree(tmp_path, "v1-zombies"))
+        p = vg(tmp_path, "--config", str(cfg), *node, "agent", "--once", timeout=240)
         assert "drained" in p.stdout, p.stdout
         # error paths: the API refuses, then is gone
         emu.rbac_deny("patch nodes/status", "get nodes")
-        vg(tmp_path, "--config", str(cfg), "kube-cycle", "--once", env=env, rcs=(2,), timeout=240)
+        vg(tmp_path, "--config", str(cfg), *node, "agent", "--once", rcs=(2,), timeout=240)
     finally:
         emu.stop()
-    vg(tmp_path, "--config", str(cfg), "kube-cycle", "--once", env=env, rcs=(2,), timeout=240)
+    vg(tmp_path, "--config", str(cfg), *node, "agent", "--once", rcs=(2,), timeout=240)
 
 
-def test_kube_cycle_on_garbage_answers(certs, tmp_path):
+def test_agent_once_kube_on_garbage_answers(certs, tmp_path):
     srv = hh.RawApi(certs, lambda m, p, b: hh.Reply(body=b'{"items": 5, "kind": "Node", "status"'))
     try:
         kc = hh.kubeconfig(str(tmp_path / "kc"), srv.url, certs.ca)
         cfg = tmp_path / "cz.yaml"
-        cfg.write_text("kubernetes:\n  node_name: n1\n  kubeconfig: %s\n  timeout: 2s\n"
+        cfg.write_text(kh.AGENT_CPU +
+                       "kubernetes:\n  node_name: n1\n  kubeconfig: %s\n  timeout: 2s\n"
                        "agent:\n  set_conditions: true\nremediation:\n  mode: cordon\n" % kc)
-        force = tmp_path / "force"
-        force.write_text("memcg 1 x\n")
-        vg(tmp_path, "--config", str(cfg), "kube-cycle", "--once",
-           env={"CZ_TEST_FORCE_RESULTS": str(force)}, rcs=(2,), timeout=240)
+        vg(tmp_path, "--config", str(cfg), *tree(kh.agent_tree(tmp_path, "v1-zombies")),
+           "agent", "--once", rcs=(2,), timeout=240)
     finally:
         srv.stop()
 
@@ -153,3 +151,23 @@ def test_report(tmp_path):
     vg(tmp_path, "report", "--svg", str(tmp_path / "h2.svg"), rcs=(0, 1))
     vg(tmp_path, "report", "--svg", "/nonexistent/h.svg", rcs=(2,))
     vg(tmp_path, "report", "--bogus", rcs=(2,))
+
+
+def test_fleet_against_emulator(certs, tmp_path):
+    """`fleet` over pages, cut messages, a 410 restart, denied Leases and a bad kubeconfig."""
+    emu = kh.Emulator(certs, str(tmp_path)).start()
+    try:
+        emu.side("POST", "seed-nodes", {"count": 120, "zombies": 20, "cpu": 3, "ena": 2,
+                                        "held": 1, "bare": 0.1, "cut": [80, 256]})
+        kc = emu.kubeconfig(str(tmp_path / "kc"))
+        env = {"HOME": str(tmp_path)}
+        vg(tmp_path, "fleet", "--kubeconfig", kc, "--chunk-size", "25", "--nodes",
+           "--group-by", "eks.amazonaws.com/nodegroup", rcs=(1,), env=env)
+        emu.side("POST", "page-hooks", {"hooks": [{"after_page": 2, "expire": True}]})
+        emu.rbac_deny("list leases")
+        p = vg(tmp_path, "fleet", "--kubeconfig", kc, "--chunk-size", "25", "--json",
+               rcs=(1,), env=env)
+        assert json.loads(p.stdout)["nodes"] == 120
+        vg(tmp_path, "fleet", "--kubeconfig", str(tmp_path / "none"), rcs=(2,), env=env)
+    finally:
+        emu.stop()

@@ -3,6 +3,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "base/log.h"
 #include "cluster/kubeconfig.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -10,9 +11,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	struct kube_auth a = { 0 };
-	char err[256];
-
-	if (kubeconfig_parse((const char *)data, size, "/d", &a, err, sizeof(err)) == 0)
+	log_set_max_level((enum log_prio)0);	/* every refusal is logged: keep the fuzzer quiet */
+	if (kubeconfig_parse((const char *)data, size, "/d", &a) == 0)
 		kubeconfig_free(&a);
 	return 0;
 }

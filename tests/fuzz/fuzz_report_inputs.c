@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "checks/canary.h"
+#include "checks/condmsg.h"
 #include "base/log.h"
 #include "report/report.h"
 #include "host/systemd.h"
@@ -33,7 +34,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			abort(); /* what we write we must read back */
 		b.t_ms = a.t_ms + 3600000;
 		(void)systemd_restarts_growth(&a, &b);
-		if (systemd_hint_format(&b, hint, sizeof(hint)) >= sizeof(hint))
+		if (condmsg_restarts_hint(&b, hint, sizeof(hint)) >= sizeof(hint))
 			abort();
 	}
 	if (canary_parse(s, &c) == 0) {

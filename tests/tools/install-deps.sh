@@ -12,7 +12,7 @@
 set -euo pipefail
 
 # Building the binary and the agent: the product card's libraries.
-build=(gcc make pkg-config libcurl4-openssl-dev libjson-c-dev libsystemd-dev libyaml-dev)
+build=(gcc libc6-dev make pkg-config libcurl4-openssl-dev libjson-c-dev libsystemd-dev libyaml-dev)
 # Running the report (make run): nothing beyond the build; ethtool data comes from the ioctl.
 run=()
 # The tests: unit, end-to-end, fuzz smoke, and the extras some tests use.

@@ -18,6 +18,9 @@ matter for correctness tests:
   * PATCH: strategic merge (lists merged by key: conditions by type, taints by key, ...), JSON merge
     patch, JSON patch; plain application/json is 415. PUT with a stale resourceVersion is 409.
   * watch (chunked JSON lines, resourceVersion, timeoutSeconds) and server-side Table output.
+  * lists in pages (limit/continue from a snapshot, 410 Expired when it is gone) and seeded
+    fleets: /_emu/seed-nodes {"count": 10000, "zombies": 300, ...}, /_emu/page-hooks (change a
+    node between two pages), /_emu/expire-continue. See kubeemu_fleet.py.
   * fault injection: /_emu/faults {"rules": [{"method": "PATCH", "path": "regex", "status": 503,
     "count": 2, "delay_ms": 0, "drop": false, "when": "before"|"after"}]}. "after" runs the request
     and then loses the response (the hardest case for "nothing done twice").
@@ -48,6 +51,8 @@ import kubeproto  # beside this script: protobuf request bodies (client-go's eve
 import time
 import urllib.parse
 import uuid
+
+import kubeemu_fleet   # lists in pages (limit/continue) and seeded fleets
 
 # ---------------------------------------------------------------------------------------------
 # The resources we serve: (group, version, plural) -> definition.
@@ -466,6 +471,7 @@ class Emulator:
         self.seq = 0
         self.t0 = time.monotonic()
         self.loglock = threading.Lock()
+        self.pager = kubeemu_fleet.Pager(ApiError)
         for ns in ("default", "kube-system", "kube-node-lease"):
             with self.store.lock:
                 self.store.create(("", "v1", "namespaces"), None,
@@ -723,6 +729,21 @@ class Handler(http.server.BaseHTTPRequestHandler):
                     self.send_json(400, {"error": str(e)})
                     return
             self.send_json(200, {"objects": created})
+        elif path == "/_emu/seed-nodes" and method == "POST":
+            nodes = kubeemu_fleet.seed_nodes(body)
+            with st.lock:
+                for o in nodes:
+                    key = (("", "v1", "nodes"), None, o["metadata"]["name"])
+                    o["metadata"]["uid"] = str(uuid.uuid4())
+                    o["metadata"]["resourceVersion"] = st.next_rv()
+                    st.objs[key] = o          # no watch events for a seeded fleet
+            self.send_json(200, {"created": len(nodes)})
+        elif path == "/_emu/page-hooks" and method == "POST":
+            EMU.pager.set_hooks(body.get("hooks", []))
+            self.send_json(200, {})
+        elif path == "/_emu/expire-continue" and method == "POST":
+            EMU.pager.expire_all()
+            self.send_json(200, {})
         else:
             self.send_json(404, {"error": "no such side API %s %s" % (method, path)})
 
@@ -932,15 +953,36 @@ class Handler(http.server.BaseHTTPRequestHandler):
             self.watch(rk, ns, ok)
             return None
         with st.lock:
-            items = [copy.deepcopy(o) for o in st.list(rk, ns) if ok(o)]
-            rv = str(st.rv)
+            items, cont, left, rv = EMU.pager.page([o for o in st.list(rk, ns) if ok(o)],
+                                                   self.q, str(st.rv))
+            items = [copy.deepcopy(o) for o in items]
+            if cont is not None or self.q.get("continue"):
+                self.page_hooks()
+        md = {"resourceVersion": rv}
+        if cont:
+            md["continue"], md["remainingItemCount"] = cont, left
         kind = RESOURCES[rk]["kind"]
         if "as=Table" in (self.headers.get("Accept") or ""):
-            return 200, to_table(kind, items, rv, self.q.get("includeObject")), \
-                "application/json;as=Table;v=v1;g=meta.k8s.io"
+            table = to_table(kind, items, rv, self.q.get("includeObject"))
+            table["metadata"] = md
+            return 200, table, "application/json;as=Table;v=v1;g=meta.k8s.io"
         g, v, _ = rk
         return 200, {"kind": kind + "List", "apiVersion": "%s/%s" % (g, v) if g else v,
-                     "metadata": {"resourceVersion": rv}, "items": items}, "application/json"
+                     "metadata": md, "items": items}, "application/json"
+
+    def page_hooks(self):
+        """Changes a test asked for between two pages (called with the store locked)."""
+        st = EMU.store
+        for h in EMU.pager.take_hooks():
+            nk = ("", "v1", "nodes")
+            if h.get("expire"):
+                EMU.pager.expire_all()   # as if etcd compacted: the next page is 410
+            if h.get("delete_node") and (nk, None, h["delete_node"]) in st.objs:
+                st.delete(nk, None, h["delete_node"])
+            elif h.get("patch_node") and (nk, None, h["patch_node"]) in st.objs:
+                cur = st.get(nk, None, h["patch_node"])
+                st.replace(nk, None, h["patch_node"], strategic_merge(cur, h.get("merge", {})),
+                           check_rv=False)
 
     def watch(self, rk, ns, ok):
         st = EMU.store

@@ -6,7 +6,7 @@
 #include "checks/history.h"
 #include "base/util.h"
 
-static const struct burst_params P = { 90.0, 2000, 250 };
+static const struct burst_params P = { .threshold_pct = 90.0, .min_burst_ms = 2000, .interval_ms = 250 };
 
 /* A series at 250 ms: @n0 cold, @hot samples at @pct, then cold to @len. */
 static size_t series(uint64_t *t, double *v, size_t len, size_t n0, size_t hot, double pct)
@@ -81,6 +81,60 @@ static void test_gaps_and_jitter(void **state)
 	assert_int_equal(burst_detect(t, v, 30, NULL, r, 2), -EINVAL);
 }
 
+/* Hysteresis: a 6 s burst at ~96% with single samples dipping (a neighbour stealing slices). */
+static void test_dips(void **state)
+{
+	const struct burst_params H = { .threshold_pct = 90.0, .min_burst_ms = 2000,
+					.interval_ms = 250, .hysteresis_pct = 10.0,
+					.max_dip_ms = 250 };
+	uint64_t t[40];
+	double v[40];
+	struct burst_run r[4];
+	size_t n = series(t, v, 40, 4, 24, 96.0); /* samples 4..27 hot: 6 s */
+
+	/* one-sample dips to 85% every 1 s of the first 4 s (the measured case) */
+	v[7] = v[11] = v[15] = 85.0;
+	assert_int_equal(burst_detect(t, v, n, &P, r, 4), 1); /* without hysteresis: only the end */
+	assert_true(r[0].end_ms - r[0].start_ms < 4000);
+	assert_int_equal(burst_detect(t, v, n, &H, r, 4), 1); /* with it: one 6 s burst */
+	assert_true(r[0].start_ms == t[3] && r[0].end_ms == t[27]);
+	assert_int_equal(r[0].samples, 24);
+	assert_true(burst_mean(&r[0]) > 94.0 && burst_mean(&r[0]) < 96.0); /* dips in the mean */
+	/* a dip below threshold - hysteresis ends it */
+	v[11] = 96.0;
+	v[13] = 79.0;
+	assert_int_equal(burst_detect(t, v, n, &H, r, 4), 2);
+	assert_true(r[0].start_ms == t[3] && r[0].end_ms == t[12] && r[1].start_ms == t[13]);
+	assert_int_equal(r[0].samples, 9); /* the absorbed dip at 7 counts */
+	/* two dips in a row are longer than max_dip (one sample): it ends with its last hot sample;
+	 * a dip never starts the next run */
+	v[13] = 85.0;
+	v[14] = 85.0;
+	v[15] = 96.0;
+	assert_int_equal(burst_detect(t, v, n, &H, r, 4), 2);
+	assert_true(r[0].end_ms == t[12] && r[0].samples == 9);
+	assert_true(r[1].start_ms == t[14] && r[1].end_ms == t[27]);
+	/* ...unless max_dip allows two samples */
+	{
+		struct burst_params H2 = H;
+
+		H2.max_dip_ms = 500;
+		assert_int_equal(burst_detect(t, v, n, &H2, r, 4), 1);
+		assert_true(r[0].start_ms == t[3] && r[0].end_ms == t[27]);
+	}
+	/* trailing dips are not part of the burst: it ends at the last hot sample */
+	series(t, v, 40, 4, 24, 96.0);
+	v[28] = 85.0;
+	assert_int_equal(burst_detect(t, v, n, &H, r, 4), 1);
+	assert_true(r[0].end_ms == t[27] && r[0].samples == 24);
+	/* a dip never starts a run, and an unusable sample ends one even inside the band */
+	series(t, v, 40, 4, 24, 96.0);
+	v[3] = 85.0;
+	v[15] = -1.0;
+	assert_int_equal(burst_detect(t, v, n, &H, r, 4), 2);
+	assert_true(r[0].start_ms == t[3] && r[0].end_ms == t[14]);
+}
+
 static void test_log_roundtrip_and_verdict(void **state)
 {
 	struct burst_event ev = { .cpu = 39, .start_ms = 1000, .end_ms = 7200, .peak_pct = 100,
@@ -110,9 +164,69 @@ static void test_log_roundtrip_and_verdict(void **state)
 	assert_int_equal(cpu_verdict(&ev, 1, &cfg, NULL, &res), NPD_PROBLEM);
 	assert_string_equal(res.msg, "cpu39 100% sys 6.2s x1/10m; serves eth0-Tx-Rx-5 +more; "
 				     "top kube let (x) 5.9s");
+	/* with a profile: the hot kernel function after the top task; the log keeps it */
+	snprintf(ev.profile, sizeof(ev.profile), "cpu-profile-39-1000.folded");
+	snprintf(ev.hot, sizeof(ev.hot), "memcg_numa_stat_show");
+	ev.hot_pct = 74;
+	assert_int_equal(cpu_verdict(&ev, 1, &cfg, NULL, &res), NPD_PROBLEM);
+	assert_string_equal(res.msg, "cpu39 100% sys 6.2s x1/10m; serves eth0-Tx-Rx-5 +more; "
+				     "top kube let (x) 5.9s in memcg_numa_stat_show 74%");
+	n = burst_log_format(&ev, line, sizeof(line));
+	assert_true(n > 0);
+	assert_int_equal(burst_log_parse(line, 0, out, 4), 1);
+	assert_string_equal(out[0].profile, ev.profile);
+	assert_string_equal(out[0].hot, "memcg_numa_stat_show");
+	assert_int_equal(out[0].hot_pct, 74);
+	assert_string_equal(out[0].why, "");
+	/* no profile, and why: an escaped reason */
+	ev.profile[0] = ev.hot[0] = '\0';
+	snprintf(ev.why, sizeof(ev.why), "no CAP_PERFMON (CAP_SYS_ADMIN before 5.8)");
+	n = burst_log_format(&ev, line, sizeof(line));
+	assert_non_null(strstr(line, " profile=- hot=- why=no%20CAP_PERFMON%20"));
+	assert_int_equal(burst_log_parse(line, 0, out, 4), 1);
+	assert_string_equal(out[0].why, ev.why);
+	/* a profile that is a path, not a run-dir file name, is refused; so is a bad share */
+	static const char *const bad[] = {
+		"burst 1 2 3 9.0 9.0 system irqs=- tasks=- stack=- profile=..%2Fetc%2Fshadow hot=- why=-\n",
+		"burst 1 2 3 9.0 9.0 system irqs=- tasks=- stack=- profile=x hot=- why=-\n",
+		"burst 1 2 3 9.0 9.0 system irqs=- tasks=- stack=- profile=- hot=f/101 why=-\n",
+		"burst 1 2 3 9.0 9.0 system irqs=- tasks=- stack=- profile=- hot=f why=-\n",
+		"burst 1 2 3 9.0 9.0 system irqs=- tasks=- stack=- profile=- why=- hot=-\n",
+		"burst 1 2 3 9.0 9.0 system irqs=- tasks=- stack=- profile=-\n",
+	};
+	for (size_t i = 0; i < ARRAY_SIZE(bad); i++)
+		assert_int_equal(burst_log_parse(bad[i], 0, out, 4), -EINVAL);
+	ev.why[0] = '\0';
 	ev.end_ms = ev.start_ms + 1700; /* 7 samples: not a burst */
 	assert_int_equal(cpu_verdict(&ev, 1, &cfg, "inline 3s: no sampler", &res), NPD_OK);
 	assert_string_equal(res.msg, "no core >= 90% sys for >= 2.0s in 10m; inline 3s: no sampler");
+}
+
+/* The heartbeat's active bursts carry the tasks seen so far (report during a burst names them). */
+static void test_heartbeat_active_tasks(void **state)
+{
+	static struct heartbeat hb, out;
+	char buf[8192];
+	int n;
+
+	hb = (struct heartbeat){ .pid = 7, .time_ms = 5000, .interval_ms = 250,
+				 .metric = CZ_METRIC_SYSTEM, .ncpu = 2, .nactive = 2 };
+	hb.active[0] = (struct burst_event){ .cpu = 1, .start_ms = 1000, .end_ms = 4000,
+					     .peak_pct = 100, .mean_pct = 97, .ntasks = 1 };
+	hb.active[0].task[0] = (struct burst_task){ 42, 43, "dd x", 2900 };
+	hb.active[1] = (struct burst_event){ .cpu = 0, .start_ms = 2000, .end_ms = 4500,
+					     .peak_pct = 95, .mean_pct = 92 };
+	n = heartbeat_format(&hb, buf, sizeof(buf));
+	assert_true(n > 0);
+	assert_non_null(strstr(buf, "active 1 1000 4000 100.0 97.0 tasks=42/43/dd%20x/2900\n"));
+	assert_non_null(strstr(buf, "active 0 2000 4500 95.0 92.0\n"));
+	assert_int_equal(heartbeat_parse(buf, &out), 0);
+	assert_int_equal(out.nactive, 2);
+	assert_int_equal(out.active[0].ntasks, 1);
+	assert_string_equal(out.active[0].task[0].comm, "dd x");
+	assert_int_equal(out.active[1].ntasks, 0);
+	assert_int_equal(heartbeat_parse("pid 1\ntime_ms 2\ninterval_ms 3\nmetric system\nncpu 1\n"
+					 "stopped 0\nactive 0 1 2 3.0 3.0 stack=x\n", &out), -EINVAL);
 }
 
 int main(void)
@@ -120,7 +234,8 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_exact_boundaries),
 		cmocka_unit_test(test_gaps_and_jitter),
-		cmocka_unit_test(test_log_roundtrip_and_verdict),
+		cmocka_unit_test(test_dips), cmocka_unit_test(test_log_roundtrip_and_verdict),
+		cmocka_unit_test(test_heartbeat_active_tasks),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -2,8 +2,8 @@
 #include "testutil.h"
 
 #include "cluster/conditions.h"
-#include "cluster/kube.h"
-#include "cluster/remediate.h"
+#include "cluster/kjson.h"
+#include "cluster/remediate_plan.h"
 
 static const char node_json[] =
 	"{\"metadata\":{\"labels\":{\"node-role.kubernetes.io/control-plane\":\"\"}},"

@@ -66,11 +66,11 @@ static void test_config_fifo(void **state)
 static void test_kubeconfig_fifo(void **state)
 {
 	struct kube_auth a = { 0 };
-	char path[128], err[256] = "";
+	char path[128];
 
 	(void)state;
 	snprintf(path, sizeof(path), "%s/fifo", dir);
-	assert_true(kubeconfig_load(path, &a, err, sizeof(err)) < 0);
+	assert_true(kubeconfig_load(path, &a) < 0);
 }
 
 static void test_hostfs_fifo(void **state)

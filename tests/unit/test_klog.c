@@ -138,6 +138,12 @@ static const struct msg_case msgs[] = {
 	  "eth0: TX q 1 is paused for too long (threshold 5000000). Time since last napi 5100000 "
 	  "usec. napi scheduled: 0",
 	  KLOG_ENA_TX_TIMEOUT, 1, -1, -1, 5100000, 5000000, "eth0", "", "", "", false },
+	{ "a bare dump line whose name only ENA prints (ena_ethtool.c queue strings)",
+	  "eth0: queue_2_tx_missed_tx: 248",
+	  KLOG_ENA_STAT, -1, -1, -1, 248, 0, "eth0", "", "", "queue_2_tx_missed_tx", false },
+	{ "ena_close() with the reset flag set: [up], 2.11, 2.17",
+	  "ena 0000:00:05.0 eth0: Destroy failure, restarting device",
+	  KLOG_ENA_TRIGGER, -1, -1, -1, 0, 0, "eth0", "0000:00:05.0", "", "", false },
 	{ "a paste of the bare text", "Keep alive watchdog timeout.",
 	  KLOG_ENA_KEEPALIVE, -1, -1, -1, 0, 0, "", "", "", "", false },
 };
@@ -173,7 +179,7 @@ static void test_not_events(void **state)
 		"ena 0000:00:05.0 eth0: Link is up",
 		"ixgbe 0000:03:00.0 eth2: Trigger reset is on", /* not the ENA driver */
 		"ixgbe 0000:03:00.0 eth2: tx_timeout: 1",
-		"eth0: queue_2_tx_missed_tx: 248", /* no ENA prefix and eth0 not known as ENA */
+		"eth0: rx_packets: 248", /* no ENA prefix, eth0 not known as ENA, a generic name */
 		"ena 0000:00:05.0 eth0: queue_2_tx_missed_tx: 248x",
 		"ena 0000:00:05.0 eth0: a_name_that_is_far_too_long_for_ethtool_stats: 1",
 		"watchdog: BUG: soft lockup - CPU#x stuck for 23s! [kubelet:2212]",
@@ -489,6 +495,39 @@ static void test_two_dumps(void **state)
 	klog_log_free(&l);
 }
 
+/* A paste of only the dump ("eth0: name: value"): a reset (the driver dumps only at one),
+ * its cause from the counters through the ethtool -S verdict. */
+static void test_bare_dump(void **state)
+{
+	static const char *const lines[] = {
+		"eth0: total_resets: 3",
+		"eth0: suspend: 0", /* generic name, accepted: eth0 is now known as ENA */
+		"eth0: suspected_poll_starvation: 2",
+		"eth0: queue_5_tx_missed_tx: 248",
+		"eth7: suspend: 0", /* another interface with a generic name: not ENA's */
+	};
+	struct ena_lists def = { NULL, NULL, NULL };
+	struct klog_reader rd;
+	struct klog_log l = { 0 };
+	struct klog_event e;
+	char chain[512];
+
+	klog_reader_init(&rd);
+	for (size_t i = 0; i < ARRAY_SIZE(lines); i++)
+		if (klog_reader_line(&rd, lines[i], strlen(lines[i]), &e) == 1)
+			assert_int_equal(klog_log_add(&l, &e), 0);
+	assert_int_equal(l.n, 4);
+	assert_int_equal(klog_analyze(&l, &def, &inc), 0);
+	assert_int_equal(inc.n_resets, 1);
+	assert_true(inc.resets[0].is_reset);
+	assert_int_equal(inc.resets[0].n_stats, 4);
+	assert_int_equal(inc.resets[0].verdict.resets, 3);
+	assert_string_equal(klog_reset_chain(&l, &inc.resets[0], chain, sizeof(chain)),
+			    "eth0 -> statistics: poll starvation x2 q5; tx_missed_tx q5 +248 -> reset "
+			    "(outcome not logged)");
+	klog_log_free(&l);
+}
+
 static void test_log_bounded(void **state)
 {
 	struct klog_log l = { 0 };
@@ -528,6 +567,7 @@ int main(void)
 		cmocka_unit_test(test_lockup_linked),
 		cmocka_unit_test(test_failed_and_quiet),
 		cmocka_unit_test(test_two_dumps),
+		cmocka_unit_test(test_bare_dump),
 		cmocka_unit_test(test_log_bounded),
 		cmocka_unit_test(test_kind_names),
 	};

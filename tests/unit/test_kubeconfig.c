@@ -3,7 +3,19 @@
 
 #include <stdlib.h>
 
+#include "base/log.h"
 #include "cluster/kubeconfig.h"
+
+/* The last line logged (kubeconfig errors go to the one logging channel). */
+static char logged[512];
+
+static int capture(enum log_prio prio, const struct log_fields *f, const char *msg)
+{
+	(void)prio;
+	(void)f;
+	snprintf(logged, sizeof(logged), "%s", msg);
+	return 0;
+}
 
 #define KC(user) \
 	"apiVersion: v1\nkind: Config\ncurrent-context: b\n" \
@@ -18,7 +30,7 @@ static void test_token_and_ca_data(void **s)
 	const char *t = KC("    token: abc\n");
 	struct kube_auth a = { 0 };
 
-	assert_int_equal(kubeconfig_parse(t, strlen(t), "/etc", &a, NULL, 0), 0);
+	assert_int_equal(kubeconfig_parse(t, strlen(t), "/etc", &a), 0);
 	assert_string_equal(a.server, "https://10.0.0.1:6443");
 	assert_string_equal(a.token, "abc");
 	assert_int_equal(a.ca_data_len, 5);
@@ -35,7 +47,7 @@ static void test_files_relative_and_exec(void **s)
 			   "      env: [{name: A, value: b}]\n");
 	struct kube_auth a = { 0 };
 
-	assert_int_equal(kubeconfig_parse(t, strlen(t), "/etc/kube", &a, NULL, 0), 0);
+	assert_int_equal(kubeconfig_parse(t, strlen(t), "/etc/kube", &a), 0);
 	assert_string_equal(a.cert_file, "/etc/kube/c.pem");
 	assert_string_equal(a.key_file, "/abs/k.pem");
 	assert_true(a.has_exec);
@@ -59,16 +71,40 @@ static void test_bad_inputs_leave_output_untouched(void **s)
 		"a: [[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[]]]]]]]]]]]]]]]]]]]"
 		"]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]\n",
 	};
-	char err[256];
 
+	log_set_sink(capture);
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		struct kube_auth a = { .server = (char *)"sentinel" };
 
-		err[0] = '\0';
-		assert_true(kubeconfig_parse(bad[i], strlen(bad[i]), NULL, &a, err, sizeof(err)) < 0);
+		logged[0] = '\0';
+		assert_true(kubeconfig_parse(bad[i], strlen(bad[i]), NULL, &a) < 0);
 		assert_string_equal(a.server, "sentinel");
-		assert_true(err[0] != '\0');
+		assert_true(logged[0] != '\0');
 	}
+	log_set_sink(NULL);
+}
+
+/* A CR or LF in a token would start a header of its own: refused, with the reason logged. */
+static void test_token_with_control_characters_refused(void **s)
+{
+	static const char *const bad[] = {
+		KC("    token: \"t\\r\\nX-Evil: kubeconfig\"\n"),
+		KC("    token: \"t\\nX\"\n"),
+		KC("    token: \"t\\x01\"\n"),
+		KC("    token: \"t\\x7f\"\n"),
+		KC("    token: \"t\\0rest\"\n"),	/* a NUL must not cut it to "t" */
+	};
+
+	log_set_sink(capture);
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		struct kube_auth a = { .server = (char *)"sentinel" };
+
+		logged[0] = '\0';
+		assert_int_equal(kubeconfig_parse(bad[i], strlen(bad[i]), NULL, &a), -EINVAL);
+		assert_string_equal(a.server, "sentinel");
+		assert_non_null(strstr(logged, "control characters"));
+	}
+	log_set_sink(NULL);
 }
 
 static void test_incluster_ipv6(void **s)
@@ -77,13 +113,13 @@ static void test_incluster_ipv6(void **s)
 
 	setenv("KUBERNETES_SERVICE_HOST", "fd00::1", 1);
 	setenv("KUBERNETES_SERVICE_PORT", "443", 1);
-	assert_int_equal(kubeconfig_incluster("/sa", &a, NULL, 0), 0);
+	assert_int_equal(kubeconfig_incluster("/sa", &a), 0);
 	assert_string_equal(a.server, "https://[fd00::1]:443");
 	assert_string_equal(a.token_file, "/sa/token");
 	assert_string_equal(a.ca_file, "/sa/ca.crt");
 	kubeconfig_free(&a);
 	unsetenv("KUBERNETES_SERVICE_HOST");
-	assert_int_equal(kubeconfig_incluster("/sa", &a, NULL, 0), -ENOENT);
+	assert_int_equal(kubeconfig_incluster("/sa", &a), -ENOENT);
 }
 
 static void test_base64(void **s)
@@ -105,6 +141,7 @@ int main(void)
 		cmocka_unit_test(test_token_and_ca_data),
 		cmocka_unit_test(test_files_relative_and_exec),
 		cmocka_unit_test(test_bad_inputs_leave_output_untouched),
+		cmocka_unit_test(test_token_with_control_characters_refused),
 		cmocka_unit_test(test_incluster_ipv6),
 		cmocka_unit_test(test_base64),
 	};

@@ -26,6 +26,8 @@ static void test_golden_and_values(void **state)
 	assert_non_null(strstr(t, "cpuzombie_ena_allowance_exceeded_total{interface=\"eth0\",counter=\"bw_in_allowance_exceeded\"} 314\n"));
 	assert_non_null(strstr(t, "cpuzombie_check_status{check=\"cpu\",condition=\"CPUCoreSaturation\"} 1\n"));
 	assert_non_null(strstr(t, "cpuzombie_condition_true{check=\"ena\",condition=\"ENADeviceReset\"} 1\n"));
+	assert_non_null(strstr(t, "\ncpuzombie_systemd_unit_restarts{unit=\"ecs.service\"} 4211\n"));
+	assert_non_null(strstr(t, "\ncpuzombie_systemd_unit_restarts{unit=\"fluent-bit.service\"} 3\n"));
 	free(t);
 	report_free(r);
 }

@@ -5,6 +5,7 @@
 #include "testutil.h"
 
 #include "checks/canary.h"
+#include "checks/condmsg.h"
 #include "base/log.h"
 #include "report_fixture.h"
 #include "report/advice.h"
@@ -103,13 +104,13 @@ static void test_unknown_memcg_and_no_sampler(void **state)
 static void test_unavailable_says_what_to_do(void **state)
 {
 	static const int rcs[] = { -ENOSYS, -ENOENT, -ECONNREFUSED, -EACCES, -ETIMEDOUT, -EINVAL,
-				   -EIO, -ENODATA, -EBADMSG, 0 };
+				   -EIO, -ENODATA, -EBADMSG, -ESTALE, 0 };
 	struct report *r = fx_report();
 	json_object *j, *o;
 	char *t;
 
 	r->memcg_rc = NPD_OK;
-	r->restarts_rc = -ENOENT;
+	r->restarts_rc = -EIO;	/* units_load: the agent published why it could not ask */
 	snprintf(r->restarts_err, sizeof(r->restarts_err),
 		 "cannot connect to bus 'system': No such file or directory");
 	r->canary_rc = -EACCES;
@@ -129,10 +130,10 @@ static void test_unavailable_says_what_to_do(void **state)
 	assert_non_null(strstr(t, "sampler: stopped, last heartbeat 11:59:00: (re)start `cpuzombie "
 				  "agent` for bursts after it\n"));
 	assert_non_null(strstr(t, "restarts   unavailable: cannot connect to bus 'system': No such "
-				  "file or directory; no systemd bus here: on a host without systemd "
-				  "there are no unit restarts to read; in a container mount the host's "
-				  "/run/dbus/system_bus_socket and point systemd.bus at it, or read what "
-				  "the agent published"));
+				  "file or directory; the agent cannot ask systemd: on a host without "
+				  "systemd there are no unit restarts to read; in a container mount the "
+				  "host's /run/dbus/system_bus_socket (chart: agent.systemdBus) and point "
+				  "systemd.bus at it"));
 	assert_non_null(strstr(t, "canary     unavailable: Permission denied; run it as root"));
 	assert_non_null(strstr(t, "IRQ map unavailable: "));
 	assert_non_null(strstr(t, "; mount the host's /sys and /proc and pass --sys-root/--proc-root\n"));
@@ -145,7 +146,7 @@ static void test_unavailable_says_what_to_do(void **state)
 	assert_true(json_object_object_get_ex(j, "memcg", &o) &&
 		    json_object_object_get_ex(o, "restarts", &o) &&
 		    json_object_object_get_ex(o, "advice", &o));
-	assert_string_equal(json_object_get_string(o), advice_restarts(-ENOENT));
+	assert_string_equal(json_object_get_string(o), advice_restarts(-EIO));
 	json_object_put(j);
 	report_free(r);
 	/* every errno gets a sentence, ASCII, without a trailing period */
@@ -216,7 +217,7 @@ static void test_restarts_state(void **state)
 	assert_true(b.u[0].has_growth);
 	assert_true(b.u[0].per_hour > 309.9 && b.u[0].per_hour < 310.1);
 	assert_false(b.u[1].has_growth);
-	systemd_hint_format(&b, hint, sizeof(hint));
+	condmsg_restarts_hint(&b, hint, sizeof(hint));
 	assert_string_equal(hint, "top restarts: ecs.service=255 (+310/h), x@1.service=1");
 	/* too soon: no growth, keep the base */
 	b.t_ms = 1000 + 2000;
@@ -227,10 +228,10 @@ static void test_restarts_state(void **state)
 	assert_true(systemd_restarts_growth(&a, &b));
 	assert_true(systemd_restarts_growth(NULL, &b));
 	/* only the first unit fits: it is cut rather than dropped */
-	systemd_hint_format(&a, hint, 20);
+	condmsg_restarts_hint(&a, hint, 20);
 	assert_string_equal(hint, "top restarts: ecs.s");
 	b.n = 0;
-	assert_int_equal(systemd_hint_format(&b, hint, sizeof(hint)), 0);
+	assert_int_equal(condmsg_restarts_hint(&b, hint, sizeof(hint)), 0);
 	assert_string_equal(hint, "");
 }
 

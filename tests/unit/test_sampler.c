@@ -5,7 +5,10 @@
 
 #include "checks/sampler.h"
 
-static const struct sampler_params P = { CZ_METRIC_SYSTEM, { 90.0, 2000, 250 } };
+static const struct sampler_params P = {
+	.metric = CZ_METRIC_SYSTEM,
+	.burst = { .threshold_pct = 90.0, .min_burst_ms = 2000, .interval_ms = 250 },
+};
 
 /* Cumulative ticks of up to 4 CPUs; a CPU with online[c] false has no row (offline). */
 struct ticks {

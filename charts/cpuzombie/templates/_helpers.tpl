@@ -53,6 +53,8 @@ kubernetes:
 {{- $cfg := deepCopy .Values.config }}
 {{- $agent := merge (dict "set_conditions" (eq .Values.mode "standalone")) (index $cfg "agent" | default dict) }}
 {{- $_ := set $cfg "agent" $agent }}
+{{- $cpu := merge (dict "profile" .Values.agent.profileBursts) (index $cfg "cpu" | default dict) }}
+{{- $_ := set $cfg "cpu" $cpu }}
 {{- range $section, $body := $cfg }}
 {{ $section }}:
 {{- toYaml $body | nindent 2 }}

@@ -1,0 +1,175 @@
+/* SPDX-License-Identifier: MIT */
+#include <dirent.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <sys/uio.h>
+
+#include "agent/burst_profiles.h"
+#include "agent/profiler.h"
+#include "checks/folded.h"
+#include "checks/sampler.h"
+#include "base/fileio.h"
+#include "base/log.h"
+#include "base/util.h"
+
+struct burst_profiles {
+	struct profiler *p;
+	const char *run_dir;
+	unsigned ncpu;
+	size_t bytes;
+	char *buf;		/* cpu.profile_bytes + 1 */
+	char (*why)[64];	/* per CPU: why its last start failed, "" when it did not */
+	bool warned;		/* the first failure is logged, later ones are in the burst log */
+};
+
+int burst_profiles_new(const struct cz_ctx *ctx, unsigned ncpu, struct burst_profiles **ret)
+{
+	const struct cz_config *cfg = &ctx->cfg;
+	struct profiler_opts o = { .hz = (unsigned)cfg->cpu.profile_hz,
+				   .max_ms = cfg->cpu.profile_max_ms };
+	struct burst_profiles *bp;
+	int r;
+
+	*ret = NULL;
+	if (!cfg->cpu.profile)
+		return 0;
+	bp = calloc(1, sizeof(*bp));
+	if (!bp)
+		return -ENOMEM;
+	bp->run_dir = cfg->paths.run;
+	bp->ncpu = ncpu;
+	bp->bytes = (size_t)cfg->cpu.profile_bytes;
+	bp->buf = malloc(bp->bytes + 1);
+	bp->why = calloc(ncpu, sizeof(*bp->why));
+	r = bp->buf && bp->why ? profiler_new(&ctx->hf, ncpu, &o, &bp->p) : -ENOMEM;
+	if (r < 0) {
+		burst_profiles_free(bp);
+		return r;
+	}
+	*ret = bp;
+	return 0;
+}
+
+void burst_profiles_free(struct burst_profiles *bp)
+{
+	if (!bp)
+		return;
+	profiler_free(bp->p);
+	free(bp->buf);
+	free(bp->why);
+	free(bp);
+}
+
+/* Keeps the newest HISTORY_PROFILES_MAX profile files: their bursts rolled off the log too. */
+static void roll_off(const char *run_dir)
+{
+	uint64_t start[HISTORY_PROFILES_MAX + 8], oldest;
+	DIR *d = opendir(run_dir);
+	struct dirent *e;
+	size_t n = 0;
+	char name[64];
+
+	if (!d)
+		return;
+	for (;;) {
+		n = 0;
+		oldest = UINT64_MAX;
+		rewinddir(d);
+		while ((e = readdir(d)) != NULL) {
+			const char *rest = startswith(e->d_name, HISTORY_PROFILE_PREFIX);
+			const char *dash = rest ? strchr(rest, '-') : NULL;
+			uint64_t t;
+
+			if (!dash || sscanf(dash + 1, "%" SCNu64 ".folded", &t) != 1)
+				continue;
+			if (n < ARRAY_SIZE(start))
+				start[n] = t;
+			n++;
+			if (t < oldest) {
+				oldest = t;
+				snprintf(name, sizeof(name), "%.63s", e->d_name);
+			}
+		}
+		if (n <= HISTORY_PROFILES_MAX || oldest == UINT64_MAX)
+			break;
+		if (unlinkat(dirfd(d), name, 0) < 0)
+			break;
+	}
+	closedir(d);
+}
+
+/* Writes @len bytes of folded stacks as @ev's profile and names its hottest function. */
+static void keep(struct burst_profiles *bp, struct burst_event *ev, size_t len)
+{
+	struct iovec iov = { bp->buf, len };
+	struct hot_frame h;
+	char name[sizeof(ev->profile)];
+	int r;
+
+	snprintf(name, sizeof(name), HISTORY_PROFILE_PREFIX "%u-%" PRIu64 ".folded", ev->cpu,
+		 ev->start_ms);
+	r = fileio_write_atomic(bp->run_dir, name, &iov, 1, 0600, 0);
+	if (r < 0) {
+		log_warning_errno(r, "Failed to write burst profile '%s/%s': %m, ignoring",
+				  bp->run_dir, name);
+		snprintf(ev->why, sizeof(ev->why), "profile not written");
+		return;
+	}
+	snprintf(ev->profile, sizeof(ev->profile), "%s", name);
+	if (folded_hot_frame(bp->buf, len, &h) == 0 && h.total > 0) {
+		snprintf(ev->hot, sizeof(ev->hot), "%s", h.frame);
+		ev->hot_pct = (unsigned)(h.samples * 100 / h.total);
+	}
+	roll_off(bp->run_dir);
+}
+
+static void finish_burst(struct burst_profiles *bp, struct burst_event *ev)
+{
+	ssize_t len;
+
+	if (ev->cpu >= bp->ncpu)
+		return;
+	if (!profiler_running(bp->p, ev->cpu)) {
+		snprintf(ev->why, sizeof(ev->why), "%s", bp->why[ev->cpu]);
+		return;
+	}
+	len = profiler_stop(bp->p, ev->cpu, true, bp->buf, bp->bytes + 1);
+	if (len > 0)
+		keep(bp, ev, (size_t)len);
+	else
+		snprintf(ev->why, sizeof(ev->why), "%s", len == 0 ? "no samples" : "profile too big");
+}
+
+void burst_profiles_step(struct burst_profiles *bp, const struct cpu_sampler *s,
+			 struct burst_event *ev, size_t n)
+{
+	const struct sampler *core;
+	uint64_t now = now_monotonic_ms();
+
+	if (!bp)
+		return;
+	core = cpu_sampler_core(s);
+	for (unsigned c = 0; c < bp->ncpu && c < core->ncpu; c++) {
+		int r;
+
+		if (!core->started[c])
+			continue;
+		r = profiler_start(bp->p, c, now);
+		if (r >= 0) {
+			bp->why[c][0] = '\0';
+			continue;
+		}
+		snprintf(bp->why[c], sizeof(bp->why[c]), "%s", profiler_strerror(r));
+		if (!bp->warned && r != -EBUSY) {
+			log_warning_errno(r, "Burst profiles unavailable: %s (%m)", bp->why[c]);
+			bp->warned = true;
+		}
+	}
+	profiler_tick(bp->p, now);
+	for (size_t i = 0; i < n; i++)
+		finish_burst(bp, &ev[i]);
+	/* runs that ended without becoming a burst: their profiles are not wanted */
+	for (unsigned c = 0; c < bp->ncpu && c < core->ncpu; c++)
+		if (!core->trk[c].active && profiler_running(bp->p, c))
+			(void)profiler_stop(bp->p, c, false, NULL, 0);
+}

@@ -1,0 +1,40 @@
+/* SPDX-License-Identifier: MIT */
+#ifndef CZ_BURST_PROFILES_H
+#define CZ_BURST_PROFILES_H
+
+/*
+ * The agent's glue between the live sampler (checks/check_cpu.h) and the profiler
+ * (agent/profiler.h): a profile starts on a core when a run of hot samples starts there, ends
+ * with the run, and is kept only when the run became a burst. A kept profile is written to the
+ * run dir as "cpu-profile-<cpu>-<start_ms>.folded" (checks/history.h), at most cpu.profile_bytes,
+ * and the burst's log entry names it with its hottest kernel function; without one the entry
+ * says why (no privilege, too many cores at once, no samples). The newest HISTORY_PROFILES_MAX
+ * files are kept.
+ */
+
+#include <stddef.h>
+
+#include "checks/check_cpu.h"
+#include "checks/cz.h"
+#include "checks/history.h"
+
+struct burst_profiles;
+
+/*
+ * burst_profiles_new - for @ncpu CPUs under @ctx's config (cpu.profile*) and run dir; *@ret is
+ * NULL when cpu.profile is off. Returns 0 or -ENOMEM. Nothing is opened until a core gets hot.
+ */
+int burst_profiles_new(const struct cz_ctx *ctx, unsigned ncpu, struct burst_profiles **ret);
+
+/* burst_profiles_free - stop every profile; safe on NULL. */
+void burst_profiles_free(struct burst_profiles *bp);
+
+/*
+ * burst_profiles_step - after each sampler step: start profiles on cores whose run just started,
+ * drain the running ones, and for the @n bursts that just ended (@ev) write their profile and
+ * fill profile/hot/hot_pct or why; drop the profiles of runs that ended short. Safe on NULL.
+ */
+void burst_profiles_step(struct burst_profiles *bp, const struct cpu_sampler *s,
+			 struct burst_event *ev, size_t n);
+
+#endif

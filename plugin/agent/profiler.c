@@ -1,0 +1,243 @@
+/* SPDX-License-Identifier: MIT */
+#include <errno.h>
+
+#include "agent/profiler.h"
+#include "checks/folded.h"
+#include "host/kallsyms.h"
+#include "host/perf.h"
+#include "base/util.h"
+
+/* 16 data pages (64 KiB) hold ~2 s of 99 Hz samples with 30-frame stacks: drained every 250 ms */
+#define RING_PAGES 16
+#define COMM_CACHE 256
+
+struct core_profile {
+	struct perf_cpu *pc;  /* NULL once stopped at the cap */
+	struct fold *fold;
+	uint64_t start_ms;
+	bool on;
+};
+
+struct comm_entry {
+	uint32_t tid;
+	char comm[17];
+};
+
+struct profiler {
+	const struct hostfs *hf;
+	struct profiler_opts o;
+	unsigned ncpu, active;
+	struct core_profile *core;
+	struct kallsyms ks;
+	int ks_err;	/* 0 not loaded yet, 1 loaded, < 0 why it cannot be */
+	uint64_t lost;
+	struct comm_entry comm[COMM_CACHE];
+};
+
+int profiler_new(const struct hostfs *hf, unsigned ncpu, const struct profiler_opts *o,
+		 struct profiler **ret)
+{
+	_cleanup_free_ struct profiler *p = NULL;
+
+	if (!hf || ncpu == 0 || !o || o->hz == 0)
+		return -EINVAL;
+	p = calloc(1, sizeof(*p));
+	if (!p)
+		return -ENOMEM;
+	p->core = calloc(ncpu, sizeof(*p->core));
+	if (!p->core)
+		return -ENOMEM;
+	p->hf = hf;
+	p->o = *o;
+	if (p->o.max_active == 0 || p->o.max_active > PROFILER_ACTIVE_MAX)
+		p->o.max_active = PROFILER_ACTIVE_MAX;
+	p->ncpu = ncpu;
+	*ret = TAKE_PTR(p);
+	return 0;
+}
+
+static void core_close(struct profiler *p, struct core_profile *c)
+{
+	if (c->pc) {
+		p->lost += perf_cpu_lost(c->pc);
+		perf_cpu_close(c->pc);
+	}
+	fold_free(c->fold);
+	if (c->on)
+		p->active--;
+	*c = (struct core_profile){ 0 };
+}
+
+void profiler_free(struct profiler *p)
+{
+	if (!p)
+		return;
+	for (unsigned i = 0; i < p->ncpu; i++)
+		core_close(p, &p->core[i]);
+	kallsyms_free(&p->ks);
+	free(p->core);
+	free(p);
+}
+
+static int load_symbols(struct profiler *p)
+{
+	ssize_t r;
+
+	if (p->ks_err != 0)
+		return p->ks_err;
+	r = kallsyms_load(p->hf, &p->ks);
+	/* all-zero addresses are a privilege problem, not a missing file */
+	p->ks_err = r == -EPERM ? -EADDRNOTAVAIL : r < 0 ? (int)r : 1;
+	return p->ks_err;
+}
+
+int profiler_start(struct profiler *p, unsigned cpu, uint64_t now_ms)
+{
+	struct core_profile *c;
+	int r;
+
+	if (cpu >= p->ncpu)
+		return -ENODEV;
+	c = &p->core[cpu];
+	if (c->on)
+		return 0;
+	if (p->active >= p->o.max_active)
+		return -EBUSY;
+	/* the event first: without CAP_PERFMON there is nothing to symbolize, and that is the
+	 * reason to report */
+	r = perf_cpu_open((int)cpu, p->o.hz, RING_PAGES, &c->pc);
+	if (r >= 0)
+		r = load_symbols(p);
+	if (r >= 0)
+		r = fold_new(FOLD_STACKS_MAX, &c->fold);
+	if (r < 0) {
+		perf_cpu_close(c->pc);
+		c->pc = NULL;
+		return r;
+	}
+	c->start_ms = now_ms;
+	c->on = true;
+	if (p->active++ == 0) /* TIDs are reused: names are cached only while profiles run */
+		memset(p->comm, 0, sizeof(p->comm));
+	return 1;
+}
+
+/* The task's name: a small cache keyed by TID, filled from the host's /proc. */
+static const char *comm_of(struct profiler *p, uint32_t pid, uint32_t tid)
+{
+	struct comm_entry *e = &p->comm[tid % COMM_CACHE];
+	char rel[64], buf[64];
+	ssize_t n;
+
+	if (tid == 0)
+		return pid == 0 ? "[host task]" : "[unknown]";
+	if (e->tid == tid && e->comm[0])
+		return e->comm;
+	snprintf(rel, sizeof(rel), "%u/task/%u/comm", pid, tid);
+	n = hostfs_read(p->hf, HOSTFS_PROC, rel, buf, sizeof(buf));
+	if (n <= 0)
+		return "[exited]";
+	buf[strcspn(buf, "\n")] = '\0';
+	buf[sizeof(e->comm) - 1] = '\0'; /* TASK_COMM_LEN: the kernel never writes more */
+	e->tid = tid;
+	memcpy(e->comm, buf, sizeof(e->comm));
+	return e->comm;
+}
+
+struct drain_ctx {
+	struct profiler *p;
+	struct fold *fold;
+};
+
+static void on_sample(const struct perf_sample *s, void *userdata)
+{
+	struct drain_ctx *d = userdata;
+	const char *frames[PERF_STACK_MAX + 1];
+	size_t n = 0;
+
+	for (size_t i = s->nips; i-- > 0;) { /* perf gives the leaf first; folded is root first */
+		const char *name = kallsyms_lookup(&d->p->ks, s->ips[i], NULL);
+
+		frames[n++] = name ? name : "[unknown]";
+	}
+	if (n == 0)
+		frames[n++] = s->user ? "[user]" : "[unknown]";
+	(void)fold_add(d->fold, comm_of(d->p, s->pid, s->tid), frames, n, 1); /* -ENOMEM: dropped */
+}
+
+void profiler_tick(struct profiler *p, uint64_t now_ms)
+{
+	for (unsigned i = 0; i < p->ncpu; i++) {
+		struct core_profile *c = &p->core[i];
+		struct drain_ctx d = { p, c->fold };
+
+		if (!c->on || !c->pc)
+			continue;
+		(void)perf_cpu_drain(c->pc, on_sample, &d); /* -EBADMSG: the ring was reset */
+		if (now_ms - c->start_ms >= p->o.max_ms) {
+			/* keep what it has; the burst may go on but we stop paying for it */
+			p->lost += perf_cpu_lost(c->pc);
+			perf_cpu_close(c->pc);
+			c->pc = NULL;
+		}
+	}
+}
+
+bool profiler_running(const struct profiler *p, unsigned cpu)
+{
+	return cpu < p->ncpu && p->core[cpu].on;
+}
+
+ssize_t profiler_stop(struct profiler *p, unsigned cpu, bool keep, char *buf, size_t size)
+{
+	struct core_profile *c;
+	ssize_t r = 0;
+
+	if (cpu >= p->ncpu || !p->core[cpu].on)
+		return -ENOENT;
+	c = &p->core[cpu];
+	if (keep && c->pc) {
+		struct drain_ctx d = { p, c->fold };
+
+		(void)perf_cpu_drain(c->pc, on_sample, &d);
+	}
+	if (keep && fold_samples(c->fold) > 0)
+		r = fold_format(c->fold, buf, size);
+	core_close(p, c);
+	return r;
+}
+
+uint64_t profiler_lost(const struct profiler *p)
+{
+	uint64_t lost = p->lost;
+
+	for (unsigned i = 0; i < p->ncpu; i++)
+		lost += perf_cpu_lost(p->core[i].pc);
+	return lost;
+}
+
+const char *profiler_strerror(int err)
+{
+	switch (err) {
+	case -EACCES:
+	case -EPERM:
+		return "no CAP_PERFMON (CAP_SYS_ADMIN before 5.8)";
+	case -EADDRNOTAVAIL:
+		return "kallsyms hidden: needs CAP_SYSLOG or kernel.kptr_restrict=0";
+	case -EBUSY:
+		return "other cores already profiled";
+	case -ENOENT:
+	case -ENOSYS:
+	case -EOPNOTSUPP:
+		return "no perf events or kallsyms on this kernel";
+	case -ENODEV:
+	case -EINVAL:
+		return "CPU not available to perf";
+	case -EMFILE:
+	case -ENFILE:
+	case -ENOMEM:
+		return "out of resources";
+	default:
+		return "profiling failed";
+	}
+}

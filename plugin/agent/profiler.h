@@ -1,0 +1,81 @@
+/* SPDX-License-Identifier: MIT */
+#ifndef CZ_PROFILER_H
+#define CZ_PROFILER_H
+
+/*
+ * Burst profiles: what the kernel was doing on a saturated core. The agent starts a profile when
+ * a core's share first crosses cpu.threshold_pct (profiler_start), drains it on every sample
+ * (profiler_tick), and ends it with the burst (profiler_stop: the folded stacks, or nothing when
+ * the run never became a burst). A profile also stops sampling at cpu.profile_max, keeping what
+ * it has. At most PROFILER_ACTIVE_MAX cores are profiled at once.
+ *
+ * Each sample's kernel callchain is symbolized with /proc/kallsyms (host/kallsyms.h, loaded on
+ * the first start) and counted under the task's name (/proc/PID/task/TID/comm through the host
+ * roots; "[user]" when the core was in user mode). Privileges: CAP_PERFMON (CAP_SYS_ADMIN before
+ * 5.8) for the CPU-wide event, CAP_SYSLOG or kernel.kptr_restrict=0 for real addresses. Without
+ * them profiler_start() says why (profiler_strerror) and the burst is recorded without a profile.
+ *
+ * perf reports task IDs in the agent's PID namespace: in a container without hostPID, tasks of
+ * the host show as PID 0 and are named "[host task]" (their kernel frames are still right).
+ */
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "host/hostfs.h"
+
+#define PROFILER_ACTIVE_MAX 4
+
+struct profiler_opts {
+	unsigned hz;	   /* cpu.profile_hz */
+	uint64_t max_ms;   /* cpu.profile_max */
+	unsigned max_active; /* cores profiled at once; 0: PROFILER_ACTIVE_MAX */
+};
+
+struct profiler;
+
+/*
+ * profiler_new - a profiler for @ncpu CPUs reading task names and kallsyms through @hf (which
+ * must outlive it). Opens nothing yet. Returns 0 or -ENOMEM / -EINVAL.
+ */
+int profiler_new(const struct hostfs *hf, unsigned ncpu, const struct profiler_opts *o,
+		 struct profiler **ret);
+
+/* profiler_free - stop everything; safe on NULL. */
+void profiler_free(struct profiler *p);
+
+/*
+ * profiler_start - start profiling @cpu at @now_ms. Returns 1 when it started, 0 when it was
+ * already running, or -errno: -EBUSY (max_active cores already profiled), -EACCES /
+ * -EPERM (no CAP_PERFMON), -ENOENT (kallsyms unreadable) or -EADDRNOTAVAIL (kallsyms addresses
+ * hidden: kptr_restrict without CAP_SYSLOG), -ENODEV (no such CPU), -ENOSYS (no perf events).
+ * A failure to load kallsyms is remembered: later starts fail at once with the same error.
+ */
+int profiler_start(struct profiler *p, unsigned cpu, uint64_t now_ms);
+
+/* profiler_tick - drain every running profile; stop sampling those running for max_ms. */
+void profiler_tick(struct profiler *p, uint64_t now_ms);
+
+/* profiler_running - true while @cpu has a profile (sampling or stopped at the cap). */
+bool profiler_running(const struct profiler *p, unsigned cpu);
+
+/*
+ * profiler_stop - end @cpu's profile. With @keep, its folded stacks (checks/folded.h), within
+ * @size bytes, go to @buf and their length is returned (0 when it got no sample); without, the
+ * profile is thrown away and 0 returned. -ENOENT when @cpu had no profile; -ENOBUFS when @size is
+ * too small for even a truncation line.
+ */
+ssize_t profiler_stop(struct profiler *p, unsigned cpu, bool keep, char *buf, size_t size);
+
+/* profiler_lost - samples the kernel dropped across all profiles so far. */
+uint64_t profiler_lost(const struct profiler *p);
+
+/*
+ * profiler_strerror - a few words for a profiler_start() error, for the burst's "profile: -"
+ * reason ("no CAP_PERFMON", "kallsyms hidden: needs CAP_SYSLOG or kptr_restrict=0", ...).
+ */
+const char *profiler_strerror(int err);
+
+#endif

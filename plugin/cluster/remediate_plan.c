@@ -1,0 +1,399 @@
+/* SPDX-License-Identifier: MIT */
+/* Remediation as a pure plan: see remediate_plan.h. */
+#include <errno.h>
+#include <stdarg.h>
+
+#include "base/util.h"
+#include "cluster/kjson.h"
+#include "cluster/lease.h"
+#include "cluster/remediate_plan.h"
+
+const char *remediate_action_name(enum remediate_action a)
+{
+	static const char *const names[] = { "none", "waiting", "skipped", "dry-run", "cordoned",
+					     "drained", "drain-incomplete", "uncordoned" };
+
+	return a < ARRAY_SIZE(names) ? names[a] : "?";
+}
+
+/* ---- pure facts about the node ------------------------------------------------------------- */
+
+bool remediate_problem(json_object *node, const struct cz_strlist *types, uint64_t for_ms,
+		       uint64_t now_ms, const char **ret_type, bool *ret_any_true)
+{
+	json_object *list = kube_get_array(node, "status.conditions");
+	size_t n = list ? json_object_array_length(list) : 0;
+	bool any = false, ok = false;
+
+	for (size_t i = 0; i < n; i++) {
+		json_object *c = json_object_array_get_idx(list, i);
+		const char *type = kube_get_str(c, "type", "");
+		uint64_t t;
+
+		if (!config_strlist_has(types, type) || !streq(kube_get_str(c, "status", ""), "True"))
+			continue;
+		any = true;
+		/* no or bad transition time: we cannot tell how long, so not long enough */
+		if (kube_parse_time(kube_get_str(c, "lastTransitionTime", NULL), &t) < 0 ||
+		    t > now_ms || now_ms - t < for_ms)
+			continue;
+		if (!ok && ret_type)
+			*ret_type = type;
+		ok = true;
+	}
+	if (ret_any_true)
+		*ret_any_true = any;
+	return ok;
+}
+
+bool remediate_recovered(json_object *node, const struct cz_strlist *types, uint64_t after_ms,
+			 uint64_t now_ms)
+{
+	json_object *list = kube_get_array(node, "status.conditions");
+	size_t n = list ? json_object_array_length(list) : 0;
+	uint64_t last = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		json_object *c = json_object_array_get_idx(list, i);
+		uint64_t t;
+
+		if (!config_strlist_has(types, kube_get_str(c, "type", "")))
+			continue;
+		if (!streq(kube_get_str(c, "status", ""), "False"))
+			return false;
+		if (kube_parse_time(kube_get_str(c, "lastTransitionTime", NULL), &t) < 0)
+			return false;
+		if (t > last)
+			last = t;
+	}
+	return last <= now_ms && now_ms - last >= after_ms;
+}
+
+int remediate_budget(const char *max_unavailable, size_t total_nodes)
+{
+	char num[16];
+	size_t len = strlen(max_unavailable);
+	uint64_t v;
+
+	if (len == 0 || len >= sizeof(num))
+		return -EINVAL;
+	memcpy(num, max_unavailable, len + 1);
+	if (num[len - 1] == '%') {
+		num[len - 1] = '\0';
+		if (parse_u64(num, &v) < 0 || v == 0 || v > 100)
+			return -EINVAL;
+		v = (uint64_t)total_nodes * v / 100;
+		return v < 1 ? 1 : (int)(v > 100000 ? 100000 : v);
+	}
+	if (parse_u64(num, &v) < 0 || v == 0 || v > 100000)
+		return -EINVAL;
+	return (int)v;
+}
+
+bool remediate_is_control_plane(json_object *node)
+{
+	return kube_has_label(node, "node-role.kubernetes.io/control-plane") ||
+	       kube_has_label(node, "node-role.kubernetes.io/master");
+}
+
+char *remediate_cordon_reason(uint64_t now_ms, const char *type, uint64_t for_ms, int slot,
+			      char *buf, size_t size)
+{
+	char ts[40];
+
+	snprintf(buf, size, "%s %s True for over %llus (slot %d)",
+		 kube_time(now_ms, false, ts, sizeof(ts)), type,
+		 (unsigned long long)(for_ms / 1000), slot);
+	return buf;
+}
+
+json_object *remediate_node_patch(const char *const kv[], size_t n, int unschedulable,
+				  const char *rv)
+{
+	json_object *p = json_object_new_object(), *md = json_object_new_object();
+	json_object *ann = json_object_new_object();
+
+	for (size_t i = 0; i + 1 < n; i += 2)
+		json_object_object_add(ann, kv[i], kv[i + 1] ? json_object_new_string(kv[i + 1]) :
+							      NULL);
+	json_object_object_add(md, "annotations", ann);
+	if (rv)
+		json_object_object_add(md, "resourceVersion", json_object_new_string(rv));
+	json_object_object_add(p, "metadata", md);
+	if (unschedulable >= 0) {
+		json_object *spec = json_object_new_object();
+
+		json_object_object_add(spec, "unschedulable",
+				       unschedulable ? json_object_new_boolean(1) : NULL);
+		json_object_object_add(p, "spec", spec);
+	}
+	return p;
+}
+
+/* ---- the plan ------------------------------------------------------------------------------ */
+
+_printf_(2, 3) static void say(struct rem_plan *p, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(p->msg, sizeof(p->msg), fmt, ap);
+	va_end(ap);
+}
+
+static void step(struct rem_plan *p, enum rem_op op, int slot)
+{
+	if (p->n < REMEDIATE_PLAN_MAX)
+		p->steps[p->n++] = (struct rem_step){ .op = op, .slot = slot };
+}
+
+static void event(struct rem_plan *p, const char *type, const char *reason, uint64_t when)
+{
+	if (p->n < REMEDIATE_PLAN_MAX)
+		p->steps[p->n++] = (struct rem_step){ .op = REM_OP_EVENT, .slot = -1,
+						      .event_type = type, .reason = reason,
+						      .when_ms = when };
+}
+
+static void again(struct rem_plan *p)
+{
+	p->again = true;
+}
+
+static void final(struct rem_plan *p, enum remediate_action a, int ret)
+{
+	p->action = a;
+	p->again = false;
+	p->ret = ret;
+	/* waiting while held, nothing to do, not ours: the same every cycle, not news */
+	p->notable = ret < 0 || (a != REM_NONE && a != REM_SKIPPED && a != REM_WAITING);
+}
+
+static void notable(struct rem_plan *p)
+{
+	p->notable = true;
+}
+
+static const struct cz_config *cfg_of(const struct rem_input *in)
+{
+	return in->cfg;
+}
+
+/*
+ * The slot for this node: returns true when the plan may go on (we hold a slot), false when
+ * steps were planned to learn more or the budget is full (then the plan is final or again).
+ */
+static bool slot_ready(const struct rem_input *in, struct rem_plan *p)
+{
+	const struct cz_config *cfg = cfg_of(in);
+	struct lease_pick pick;
+	int budget;
+
+	if (in->slot_held >= 0)
+		return true;
+	if (!in->leases_read) {
+		step(p, REM_OP_LIST_LEASES, -1);
+		again(p);
+		return false;
+	}
+	if (!in->leases) {
+		say(p, "cannot list cpuzombie leases");
+		final(p, REM_WAITING, in->leases_err ? in->leases_err : -EREMOTEIO);
+		return false;
+	}
+	budget = remediate_budget(cfg->remediation.max_unavailable, in->nodes_total);
+	if (budget < 0) {
+		say(p, "bad remediation.max_unavailable '%s'", cfg->remediation.max_unavailable);
+		final(p, REM_WAITING, budget);
+		return false;
+	}
+	pick = lease_pick(in->leases, budget, in->node_name, in->now_ms, in->slots, in->nslots);
+	switch (pick.kind) {
+	case LEASE_OURS:
+		step(p, REM_OP_RENEW_SLOT, pick.slot);
+		break;
+	case LEASE_TAKE:
+		step(p, REM_OP_TAKE_SLOT, pick.slot);
+		break;
+	case LEASE_CHECK_HOLDER:
+		step(p, REM_OP_READ_HOLDER, pick.slot);
+		break;
+	case LEASE_FULL:
+		say(p, "remediation budget full: all %d cpuzombie slots (max_unavailable %s) are held",
+		    budget, cfg->remediation.max_unavailable);
+		final(p, REM_WAITING, in->err);
+		notable(p);
+		return false;
+	}
+	again(p);
+	return false;
+}
+
+/* Drain, after the cordon (this cycle or an earlier one). */
+static void plan_drain(const struct rem_input *in, struct rem_plan *p)
+{
+	switch (in->drain) {
+	case REM_NOT_TRIED:
+		step(p, REM_OP_DRAIN, -1);
+		again(p);
+		return;
+	case REM_TIMED_OUT:
+	case REM_BLOCKED:
+		if (in->drain == REM_BLOCKED)
+			say(p, "drain blocked: %d pod(s) use emptyDir and "
+			    "remediation.delete_emptydir_data is false", in->drain_left);
+		else
+			say(p, "drain timed out: %d pod(s) still on the node (PodDisruptionBudget?)",
+			    in->drain_left);
+		event(p, "Warning", "CpuzombieDrainIncomplete", in->now_ms);
+		final(p, REM_DRAIN_INCOMPLETE, 0);
+		return;
+	case REM_FAILED:
+		say(p, "drain failed: cannot list or evict the node's pods");
+		final(p, REM_DRAIN_INCOMPLETE, in->err ? in->err : -EREMOTEIO);
+		return;
+	case REM_DONE:
+		break;
+	}
+	if (in->mark_drained == REM_NOT_TRIED) {
+		step(p, REM_OP_MARK_DRAINED, -1);
+		again(p);
+		return;
+	}
+	if (in->mark_drained == REM_FAILED) {
+		say(p, "drained, but cannot annotate the node");
+		final(p, REM_DRAIN_INCOMPLETE, in->err ? in->err : -EREMOTEIO);
+		return;
+	}
+	say(p, "drained by cpuzombie (policy/v1 evictions)%s",
+	    *cfg_of(in)->remediation.reboot_sentinel ? "; reboot sentinel written for kured" : "");
+	event(p, "Warning", "CpuzombieDrain", in->now_ms);
+	if (*cfg_of(in)->remediation.reboot_sentinel)
+		step(p, REM_OP_SENTINEL, -1);	/* only now: kured reboots a drained node */
+	final(p, REM_DRAINED, 0);
+}
+
+/* A node we cordoned earlier. */
+static void plan_ours(const struct rem_input *in, struct rem_plan *p)
+{
+	const struct cz_config *cfg = cfg_of(in);
+
+	if (!kube_get_bool(in->node, "spec.unschedulable")) {
+		say(p, "someone else uncordoned the node: cpuzombie forgets it and frees its slot");
+		step(p, REM_OP_FORGET, -1);
+		step(p, REM_OP_RELEASE_SLOTS, -1);
+		final(p, REM_NONE, 0);
+		notable(p);
+		return;
+	}
+	if (remediate_recovered(in->node, &cfg->remediation.conditions,
+				cfg->remediation.uncordon_after_ms, in->now_ms)) {
+		say(p, "uncordoned by cpuzombie: conditions False for %llus",
+		    (unsigned long long)(cfg->remediation.uncordon_after_ms / 1000));
+		step(p, REM_OP_UNCORDON, -1);
+		step(p, REM_OP_RELEASE_SLOTS, -1);
+		event(p, "Normal", "CpuzombieUncordon", in->now_ms);
+		final(p, REM_UNCORDONED, 0);
+		return;
+	}
+	/* renew (or re-take) the slot while we hold the node; failing that is only logged */
+	if (!in->slot_tried && in->leases_err == 0 && !slot_ready(in, p)) {
+		if (p->again)
+			return;
+		p->n = 0;	/* budget full or leases unreadable: we hold the node regardless */
+	}
+	if (cfg->remediation.mode == CZ_REMEDIATE_DRAIN &&
+	    !kube_annotation(in->node, REMEDIATE_ANN_DRAINED)) {
+		plan_drain(in, p);
+		return;
+	}
+	say(p, "held by cpuzombie, waiting for recovery");
+	final(p, REM_WAITING, 0);
+}
+
+/* Since when @type has been True on @node (0 when unknown). */
+static uint64_t problem_since(json_object *node, const char *type)
+{
+	uint64_t t = 0;
+
+	(void)kube_parse_time(kube_get_str(kube_condition(node, type), "lastTransitionTime", NULL),
+			      &t);
+	return t;
+}
+
+/* A node with a problem that nobody holds: take a slot, then cordon (and drain). */
+static void plan_cordon(const struct rem_input *in, struct rem_plan *p, const char *type)
+{
+	const struct cz_config *cfg = cfg_of(in);
+	char why[200], t[40];
+
+	if (cfg->remediation.mode == CZ_REMEDIATE_DRY_RUN) {
+		say(p, "dry-run: would %s: %s has been True for at least %s",
+		    cfg->remediation.mode == CZ_REMEDIATE_DRAIN ? "drain" : "cordon", type,
+		    format_duration(cfg->remediation.for_ms, t, sizeof(t)));
+		event(p, "Normal", "CpuzombieDryRun", problem_since(in->node, type)); /* per episode */
+		final(p, REM_DRY_RUN, 0);
+		return;
+	}
+	if (in->cordon == REM_FAILED) {
+		say(p, "cannot cordon the node: it changed under us or the API refused; slot freed");
+		step(p, REM_OP_RELEASE_SLOTS, -1);
+		final(p, REM_WAITING, in->err ? in->err : -EREMOTEIO);
+		return;
+	}
+	if (in->cordon == REM_DONE) {
+		if (in->drain == REM_NOT_TRIED) {
+			say(p, "cordoned by cpuzombie: %s", remediate_cordon_reason(
+			    in->now_ms, type, cfg->remediation.for_ms, in->slot_held, why,
+			    sizeof(why)));
+			event(p, "Warning", "CpuzombieCordon", in->now_ms);
+		}
+		if (cfg->remediation.mode == CZ_REMEDIATE_DRAIN) {
+			plan_drain(in, p);
+			return;
+		}
+		final(p, REM_CORDONED, 0);
+		return;
+	}
+	if (!slot_ready(in, p))
+		return;
+	step(p, REM_OP_CORDON, in->slot_held);
+	p->steps[p->n - 1].cond_type = type;
+	again(p);
+}
+
+void remediate_plan(const struct rem_input *in, struct rem_plan *p)
+{
+	const struct cz_config *cfg = cfg_of(in);
+	const char *type = NULL;
+
+	*p = (struct rem_plan){ .action = REM_NONE };
+	if (cfg->remediation.mode == CZ_REMEDIATE_OFF) {
+		say(p, "remediation off");
+		return;
+	}
+	if (kube_annotation(in->node, REMEDIATE_ANN_CORDONED) &&
+	    cfg->remediation.mode != CZ_REMEDIATE_DRY_RUN && in->cordon == REM_NOT_TRIED) {
+		plan_ours(in, p);
+		return;
+	}
+	if (!remediate_problem(in->node, &cfg->remediation.conditions, cfg->remediation.for_ms,
+			       in->now_ms, &type, NULL)) {
+		say(p, "no listed condition True for %llus",
+		    (unsigned long long)(cfg->remediation.for_ms / 1000));
+		return;
+	}
+	if (in->cordon == REM_NOT_TRIED && kube_get_bool(in->node, "spec.unschedulable")) {
+		say(p, "%s True, but the node is already unschedulable by someone else: not touching "
+		    "it", type);
+		final(p, REM_SKIPPED, 0);
+		return;
+	}
+	if (remediate_is_control_plane(in->node) && !cfg->remediation.allow_control_plane) {
+		say(p, "%s True, but this is a control-plane node (remediation.allow_control_plane "
+		    "is false)", type);
+		final(p, REM_SKIPPED, 0);
+		return;
+	}
+	plan_cordon(in, p, type);
+}

@@ -1,0 +1,168 @@
+/* SPDX-License-Identifier: MIT */
+#ifndef CZ_REMEDIATE_PLAN_H
+#define CZ_REMEDIATE_PLAN_H
+
+/*
+ * Remediation as a pure plan: (this node, its conditions, our slot Leases, the config, now, and
+ * what earlier steps of this cycle found) -> the next steps. No I/O: remediate.c carries the
+ * steps out, feeds what they found back into the input, and plans again until the plan is final.
+ * Every guard of DESIGN.md lives here, so each is table-tested (tests/unit/test_remediate_plan.c):
+ *   - a listed condition (remediation.conditions, whoever set it) True for remediation.for;
+ *   - the node is not already unschedulable by someone else (then it is never touched, and
+ *     never uncordoned: we uncordon only what we cordoned, after uncordon_after of recovery);
+ *   - at most remediation.max_unavailable nodes (a number, or a percentage of all nodes, rounded
+ *     down but at least 1) are held by cpuzombie at once, across the cluster: a node holds one of
+ *     the Leases "cpuzombie-slot-0".."cpuzombie-slot-<N-1>" (lease.h), taken by create (409 =
+ *     someone else has it) or by a resourceVersion-checked update of an expired slot whose holder
+ *     is no longer cordoned by us, so two nodes can never take the last slot;
+ *   - control-plane nodes are skipped unless remediation.allow_control_plane;
+ *   - a drain that times out or is blocked leaves the node cordoned and is retried next cycle;
+ *     the kured reboot sentinel is written only after a complete drain.
+ * dry-run emits one Event per episode ("would ...") and changes nothing else.
+ */
+
+#include <json-c/json.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "base/config.h"
+
+#define REMEDIATE_ANN_CORDONED "cpuzombie.io/cordoned"	/* present = cpuzombie cordoned it */
+#define REMEDIATE_ANN_DRAINED "cpuzombie.io/drained"
+#define REMEDIATE_ANN_ACTION "cpuzombie.io/last-action"
+#define REMEDIATE_PLAN_MAX 6				/* steps in one plan */
+
+/* What a cycle amounted to. */
+enum remediate_action {
+	REM_NONE,		/* nothing to do */
+	REM_WAITING,		/* problem, but a guard holds (budget full, for not reached...) */
+	REM_SKIPPED,		/* problem, but this node is not ours to touch */
+	REM_DRY_RUN,		/* would have acted */
+	REM_CORDONED,
+	REM_DRAINED,
+	REM_DRAIN_INCOMPLETE,	/* cordoned, drain timed out or blocked: retried next cycle */
+	REM_UNCORDONED,
+};
+
+/* remediate_action_name - "none", "waiting", ... */
+const char *remediate_action_name(enum remediate_action a);
+
+/* One step for the executor. */
+enum rem_op {
+	REM_OP_LIST_LEASES,	/* fetch our slot Leases (+ the node count for a percentage) */
+	REM_OP_READ_HOLDER,	/* fetch the node holding expired slot .slot: is it still ours? */
+	REM_OP_TAKE_SLOT,	/* create slot .slot, or update it at the resourceVersion read */
+	REM_OP_RENEW_SLOT,	/* renew our slot .slot (a failure only means a stale renewTime) */
+	REM_OP_CORDON,		/* PATCH unschedulable + our annotations at the node's resourceVersion */
+	REM_OP_UNCORDON,	/* PATCH: unschedulable and our annotations removed */
+	REM_OP_FORGET,		/* PATCH: our annotations removed, unschedulable left as it is */
+	REM_OP_RELEASE_SLOTS,	/* DELETE every slot we hold */
+	REM_OP_DRAIN,		/* evict the node's pods until done or drain_timeout (drain.h) */
+	REM_OP_MARK_DRAINED,	/* PATCH: the drained annotation */
+	REM_OP_SENTINEL,	/* create remediation.reboot_sentinel for kured */
+	REM_OP_EVENT,		/* post Event .event_type/.reason with the plan's message at .when_ms */
+};
+
+struct rem_step {
+	enum rem_op op;
+	int slot;			/* TAKE/RENEW/READ_HOLDER/CORDON */
+	const char *event_type;		/* EVENT: "Normal" or "Warning" */
+	const char *reason;		/* EVENT */
+	uint64_t when_ms;		/* EVENT */
+	const char *cond_type;		/* CORDON: the condition that was True (borrowed) */
+};
+
+/* What the executor learned about slot i this cycle (rem_input.slots). */
+enum rem_slot_fact {
+	REM_SLOT_UNKNOWN = 0,
+	REM_SLOT_HOLDER_HELD,	/* its expired holder is still cordoned by cpuzombie (or unreadable) */
+	REM_SLOT_HOLDER_GONE,	/* its expired holder is not held any more: the slot may be taken */
+	REM_SLOT_LOST,		/* our write answered 409 (another node was first) or failed */
+};
+
+/* Outcome of a step whose result the plan needs. */
+enum rem_outcome {
+	REM_NOT_TRIED = 0,
+	REM_DONE,
+	REM_FAILED,
+	REM_TIMED_OUT,		/* DRAIN: pods still there at drain_timeout (PDBs) */
+	REM_BLOCKED,		/* DRAIN: pods with emptyDir and delete_emptydir_data false */
+};
+
+struct rem_input {
+	const struct cz_config *cfg;
+	const char *node_name;
+	json_object *node;		/* the Node as read this cycle; required */
+	uint64_t now_ms;
+	/* filled by the executor as the plan asks */
+	bool leases_read;
+	json_object *leases;		/* items of the slot Lease list (NULL when that failed) */
+	int leases_err;			/* -errno when listing (or counting nodes) failed */
+	size_t nodes_total;		/* for a percentage max_unavailable */
+	uint8_t *slots;			/* enum rem_slot_fact per slot, nslots of them */
+	size_t nslots;
+	int slot_held;			/* the slot we took or renewed this cycle, -1 none */
+	bool slot_tried;		/* a renewal or take was attempted this cycle */
+	enum rem_outcome cordon, drain, mark_drained;
+	int drain_left;			/* pods left (TIMED_OUT) or blocked (BLOCKED) */
+	int err;			/* -errno of the failed step, for the plan's return */
+};
+
+struct rem_plan {
+	enum remediate_action action;
+	struct rem_step steps[REMEDIATE_PLAN_MAX];
+	size_t n;
+	bool again;			/* carry the steps out, update the input, plan again */
+	int ret;			/* when final: what the cycle returns (0 or -errno) */
+	bool notable;			/* worth a log line: an action, a refusal, a full budget */
+	char msg[320];			/* one line: what is happening and why */
+};
+
+/*
+ * remediate_plan - pure: the next steps for @in. Always fills *@out (n may be 0). Final when
+ * @out->again is false.
+ */
+void remediate_plan(const struct rem_input *in, struct rem_plan *out);
+
+/*
+ * remediate_problem - pure: is a condition of @types True on @node for at least @for_ms at
+ * @now_ms? Returns true and the first such type in *@ret_type (borrowed from @node);
+ * *@ret_any_true tells whether any listed condition is True at all (may be NULL).
+ */
+bool remediate_problem(json_object *node, const struct cz_strlist *types, uint64_t for_ms,
+		       uint64_t now_ms, const char **ret_type, bool *ret_any_true);
+
+/*
+ * remediate_recovered - pure: no listed condition is True or Unknown, and the last of their
+ * transitions is at least @after_ms before @now_ms.
+ */
+bool remediate_recovered(json_object *node, const struct cz_strlist *types, uint64_t after_ms,
+			 uint64_t now_ms);
+
+/*
+ * remediate_budget - pure: slots for @max_unavailable ("2" or "10%") among @total_nodes.
+ * Returns the count (>= 1), or -EINVAL for a bad value.
+ */
+int remediate_budget(const char *max_unavailable, size_t total_nodes);
+
+/* remediate_is_control_plane - pure: the node carries a control-plane or master role label. */
+bool remediate_is_control_plane(json_object *node);
+
+/*
+ * remediate_cordon_reason - pure: the value of our cordoned annotation for a cordon at @now_ms
+ * because @type was True for @for_ms, holding @slot. Returns @buf.
+ */
+char *remediate_cordon_reason(uint64_t now_ms, const char *type, uint64_t for_ms, int slot,
+			      char *buf, size_t size);
+
+/*
+ * remediate_node_patch - pure: a strategic-merge patch of the node setting the annotations
+ * @kv[0]=@kv[1], ... (@n strings; a NULL value deletes the key), and spec.unschedulable true
+ * (@unschedulable 1), deleted (0) or untouched (-1); with @rv non-NULL, metadata.resourceVersion
+ * (the PATCH then fails with 409 when the node changed). Returns a new object or NULL.
+ */
+json_object *remediate_node_patch(const char *const kv[], size_t n, int unschedulable,
+				  const char *rv);
+
+#endif

@@ -1,0 +1,176 @@
+/* SPDX-License-Identifier: MIT */
+#include <errno.h>
+#include <linux/perf_event.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+
+#include "host/perf.h"
+#include "base/util.h"
+
+#define SAMPLE_TYPE (PERF_SAMPLE_IP | PERF_SAMPLE_TID | PERF_SAMPLE_CALLCHAIN)
+
+struct perf_cpu {
+	int fd;
+	void *base;
+	size_t map_len, data_off, data_size;
+	uint64_t lost;
+	_Alignas(8) unsigned char wrap[65536]; /* a record that wraps the ring (header.size is u16) */
+};
+
+static uint64_t get_u64(const unsigned char *p)
+{
+	uint64_t v;
+
+	memcpy(&v, p, sizeof(v));
+	return v;
+}
+
+int perf_sample_parse(const void *rec, size_t len, struct perf_sample *ret)
+{
+	const unsigned char *p = rec;
+	struct perf_event_header h;
+	uint32_t pt[2];
+	uint64_t nr;
+	size_t off = sizeof(h);
+
+	if (len < sizeof(h))
+		return -EINVAL;
+	memcpy(&h, p, sizeof(h));
+	if (h.type != PERF_RECORD_SAMPLE || h.size > len || h.size < sizeof(h) + 8 + 8 + 8)
+		return -EINVAL;
+	ret->ip = get_u64(p + off);
+	off += 8;
+	memcpy(pt, p + off, sizeof(pt));
+	off += 8;
+	nr = get_u64(p + off);
+	off += 8;
+	if (nr > (h.size - off) / 8)
+		return -EINVAL;
+	ret->pid = pt[0];
+	ret->tid = pt[1];
+	ret->user = (h.misc & PERF_RECORD_MISC_CPUMODE_MASK) == PERF_RECORD_MISC_USER;
+	ret->nips = 0;
+	for (uint64_t i = 0; i < nr; i++, off += 8) {
+		uint64_t ip = get_u64(p + off);
+
+		if (ip >= (uint64_t)PERF_CONTEXT_MAX) { /* a context marker, not a frame */
+			ret->user |= ip == (uint64_t)PERF_CONTEXT_USER;
+			continue;
+		}
+		if (ret->nips < PERF_STACK_MAX)
+			ret->ips[ret->nips++] = ip;
+	}
+	return 0;
+}
+
+int perf_cpu_open(int cpu, unsigned hz, unsigned pages, struct perf_cpu **ret)
+{
+	struct perf_event_attr attr = {
+		.size = sizeof(attr),
+		.type = PERF_TYPE_SOFTWARE,
+		.config = PERF_COUNT_SW_CPU_CLOCK,
+		.sample_freq = hz,
+		.freq = 1,
+		.sample_type = SAMPLE_TYPE,
+		/* kernel frames are what we name; user stacks would need the task's own maps */
+		.exclude_callchain_user = 1,
+	};
+	_cleanup_free_ struct perf_cpu *p = NULL;
+	long page = sysconf(_SC_PAGESIZE);
+	int fd;
+
+	if (hz == 0 || pages == 0 || (pages & (pages - 1)) != 0 || cpu < 0 || page <= 0)
+		return -EINVAL;
+	p = calloc(1, sizeof(*p));
+	if (!p)
+		return -ENOMEM;
+	fd = (int)syscall(SYS_perf_event_open, &attr, -1, cpu, -1, PERF_FLAG_FD_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	p->fd = fd;
+	p->map_len = (size_t)page * (1 + pages);
+	p->base = mmap(NULL, p->map_len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (p->base == MAP_FAILED) {
+		int e = -errno;
+
+		close(fd);
+		return e;
+	}
+	{
+		struct perf_event_mmap_page *meta = p->base;
+
+		/* data_offset/data_size exist since 4.1; before, data follows the first page */
+		p->data_off = meta->data_offset ? (size_t)meta->data_offset : (size_t)page;
+		p->data_size = meta->data_size ? (size_t)meta->data_size : (size_t)page * pages;
+	}
+	*ret = TAKE_PTR(p);
+	return 0;
+}
+
+int perf_cpu_drain(struct perf_cpu *p, perf_sample_fn fn, void *userdata)
+{
+	struct perf_event_mmap_page *meta = p->base;
+	const unsigned char *data = (const unsigned char *)p->base + p->data_off;
+	uint64_t head = __atomic_load_n(&meta->data_head, __ATOMIC_ACQUIRE);
+	uint64_t tail = meta->data_tail;
+	struct perf_sample s;
+	int n = 0;
+
+	if (head - tail > p->data_size) { /* cannot happen with a writable ring: start over */
+		__atomic_store_n(&meta->data_tail, head, __ATOMIC_RELEASE);
+		return -EBADMSG;
+	}
+	while (tail < head) {
+		size_t at = (size_t)(tail % p->data_size);
+		struct perf_event_header h;
+		const unsigned char *rec;
+
+		if (at + sizeof(h) <= p->data_size) {
+			memcpy(&h, data + at, sizeof(h));
+		} else {
+			size_t first = p->data_size - at;
+
+			memcpy(&h, data + at, first);
+			memcpy((unsigned char *)&h + first, data, sizeof(h) - first);
+		}
+		if (h.size < sizeof(h) || h.size > head - tail) {
+			__atomic_store_n(&meta->data_tail, head, __ATOMIC_RELEASE);
+			return -EBADMSG;
+		}
+		if (at + h.size <= p->data_size) {
+			rec = data + at;
+		} else { /* the only copy: a record split by the ring's end */
+			size_t first = p->data_size - at;
+
+			memcpy(p->wrap, data + at, first);
+			memcpy(p->wrap + first, data, h.size - first);
+			rec = p->wrap;
+		}
+		if (h.type == PERF_RECORD_SAMPLE && perf_sample_parse(rec, h.size, &s) == 0) {
+			fn(&s, userdata);
+			n++;
+		} else if (h.type == PERF_RECORD_LOST && h.size >= sizeof(h) + 16) {
+			p->lost += get_u64(rec + sizeof(h) + 8); /* { header; u64 id; u64 lost; } */
+		}
+		tail += h.size;
+	}
+	__atomic_store_n(&meta->data_tail, tail, __ATOMIC_RELEASE);
+	return n;
+}
+
+uint64_t perf_cpu_lost(const struct perf_cpu *p)
+{
+	return p ? p->lost : 0;
+}
+
+void perf_cpu_close(struct perf_cpu *p)
+{
+	if (!p)
+		return;
+	if (p->base && p->base != MAP_FAILED)
+		munmap(p->base, p->map_len);
+	if (p->fd >= 0)
+		close(p->fd);
+	free(p);
+}

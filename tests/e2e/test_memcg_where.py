@@ -1,0 +1,52 @@
+# SPDX-License-Identifier: MIT
+"""check memcg names the cgroup v2 subtree holding the dying memcgs, from fixture trees in the
+shape a 6.12+ kernel writes cgroup.stat (nr_dying_subsys_memory; tests/fixtures/memcg/
+make-where.py) and the older two-counter shape: a pod's cgroup, a crash-looping unit's slice,
+nothing when the zombies are spread, nothing on a healthy verdict."""
+import os
+import re
+
+import pytest
+
+from conftest import FIXTURES
+
+POD = "kubepods-burstable-pod6b1c2d3e_4f5a_6b7c_8d9e_0f1a2b3c4d5e.slice"
+
+
+def check(cz, tree, *extra):
+    root = os.path.join(FIXTURES, "memcg", tree)
+    return cz("--proc-root", root + "/proc", "--sys-root", root + "/sys", *extra,
+              "check", "memcg")
+
+
+@pytest.mark.parametrize("tree,count", [("v2-where-pod", 12300),
+                                         ("v2-where-pod-descendants", 13530)])
+def test_names_the_pod_cgroup(cz, tree, count):
+    r = check(cz, tree)
+    assert r.rc == 1, r
+    m = re.search(r"; most under (\S+) \((\d+)\)", r.line)
+    assert m, r.line
+    # the front is cut to fit: the end names the pod
+    assert m.group(1).endswith(POD) or POD.endswith(m.group(1).lstrip(".")), m.group(1)
+    assert int(m.group(2)) == count       # nr_dying_subsys_memory when there is one
+    assert len(r.line.encode()) <= 256
+
+
+def test_names_the_crash_looping_units_slice(cz):
+    r = check(cz, "v2-where-unit")
+    assert r.rc == 1, r
+    assert "; most under system.slice (5100);" in r.line, r.line
+
+
+def test_spread_zombies_name_no_subtree(cz):
+    r = check(cz, "v2-where-spread")
+    assert r.rc == 1, r
+    assert "most under" not in r.line, r.line
+
+
+def test_ok_verdict_names_no_subtree(cz, tmp_path):
+    """The subtree is named only on a problem (the walk runs only then)."""
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text("memcg:\n  min_dying: 100000000\n")
+    r = check(cz, "v2-where-pod", "--config", str(cfg))
+    assert r.rc == 0 and "most under" not in r.line, r

@@ -1,0 +1,439 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The remediation plan (remediate_plan.h), table-tested: every guard of DESIGN.md as a row of
+ * (node, its conditions, our slot Leases, config, now, what earlier steps found) -> (the steps,
+ * whether the plan is final, what the cycle amounts to, why). Plus the pure drain decisions
+ * (drain.h: PDB 429s, the drain timeout) and the slot choice (lease.h).
+ */
+#include "testutil.h"
+
+#include <stdlib.h>
+
+#include "base/config.h"
+#include "base/util.h"
+#include "cluster/drain.h"
+#include "cluster/kjson.h"
+#include "cluster/lease.h"
+#include "cluster/remediate_plan.h"
+
+/* rows name their leading fields by position and the rest by designator */
+#pragma GCC diagnostic ignored "-Wmissing-field-initializers"
+
+#define NOW 1704067200000ull	/* 2024-01-01T00:00:00Z */
+#define S 1000ull
+#define NO_OP (-1)
+
+/* A node: its MemcgZombieLeak condition, how long ago it last flipped, and our marks. */
+struct node_desc {
+	const char *status;	/* "True", "False", "Unknown" or NULL: no such condition */
+	uint64_t age_ms;	/* since lastTransitionTime */
+	bool unschedulable, ours, drained, control_plane;
+};
+
+/* The Leases as listed: up to 3 slots, holder "" = no Lease at all for that slot. */
+struct lease_desc {
+	const char *holder;
+	uint64_t age_ms;	/* since renewTime */
+};
+
+struct row {
+	const char *name;
+	struct node_desc node;
+	/* config */
+	enum cz_remediation_mode mode;
+	uint64_t for_ms, uncordon_after_ms;
+	const char *max_unavailable;
+	bool allow_cp;
+	const char *sentinel;
+	/* what earlier steps found (leases_read false: none listed yet) */
+	bool leases_read;
+	struct lease_desc leases[3];
+	size_t nodes_total;
+	uint8_t slots[3];
+	int slot_held;		/* 0 means none here; use held_plus1 */
+	int held_plus1;
+	bool slot_tried;
+	enum rem_outcome cordon, drain, mark_drained;
+	int drain_left;
+	/* expected */
+	bool again;
+	enum remediate_action action;	/* when final */
+	int ops[REMEDIATE_PLAN_MAX];	/* NO_OP-terminated when shorter */
+	int slot;			/* of the first slot step, when any */
+	const char *msg;		/* substring of the plan's message, or NULL */
+	const char *reasons;		/* the Event reasons, comma-separated, or NULL: none */
+	bool fails;			/* the cycle returns -errno */
+};
+
+static char *node_json(const struct node_desc *d)
+{
+	char cond[300] = "", ts[40], ann[300] = "", *out;
+
+	if (d->status)
+		snprintf(cond, sizeof(cond), ",{\"type\":\"MemcgZombieLeak\",\"status\":\"%s\","
+			 "\"lastTransitionTime\":\"%s\"}", d->status,
+			 kube_time(NOW - d->age_ms, false, ts, sizeof(ts)));
+	if (d->ours)
+		snprintf(ann, sizeof(ann), "\"" REMEDIATE_ANN_CORDONED "\":\"x\"%s",
+			 d->drained ? ",\"" REMEDIATE_ANN_DRAINED "\":\"y\"" : "");
+	assert_true(asprintf(&out, "{\"metadata\":{\"name\":\"n1\",\"uid\":\"u1\","
+		"\"resourceVersion\":\"7\",\"labels\":{%s},\"annotations\":{%s}},"
+		"\"spec\":{%s},\"status\":{\"conditions\":[{\"type\":\"Ready\",\"status\":\"True\"}%s]}}",
+		d->control_plane ? "\"node-role.kubernetes.io/control-plane\":\"\"" : "", ann,
+		d->unschedulable ? "\"unschedulable\":true" : "", cond) > 0);
+	return out;
+}
+
+static json_object *leases_json(const struct lease_desc l[3])
+{
+	json_object *items = json_object_new_array();
+
+	for (int i = 0; i < 3; i++) {
+		char *s, ts[40];
+
+		if (!l[i].holder || !*l[i].holder)
+			continue;
+		assert_true(asprintf(&s, "{\"metadata\":{\"name\":\"" LEASE_PREFIX "%d\","
+			"\"resourceVersion\":\"%d\"},\"spec\":{\"holderIdentity\":\"%s\","
+			"\"renewTime\":\"%s\"}}", i, 100 + i, l[i].holder,
+			kube_time(NOW - l[i].age_ms, true, ts, sizeof(ts))) > 0);
+		json_object_array_add(items, json_tokener_parse(s));
+		free(s);
+	}
+	return items;
+}
+
+#define MIN (60 * S)
+#define OLD_TRUE { "True", 20 * MIN, false, false, false, false }
+
+static const struct row rows[] = {
+	/* -- the problem and who owns the node ----------------------------------------------- */
+	{ "for not yet elapsed", { "True", 5 * S }, CZ_REMEDIATE_CORDON, 10 * MIN, 30 * MIN, "1",
+	  .action = REM_NONE, .ops = { NO_OP }, .msg = "no listed condition True for 600s" },
+	{ "for elapsed: list the slots first", OLD_TRUE, CZ_REMEDIATE_CORDON, 10 * MIN, 30 * MIN,
+	  "1", .again = true, .ops = { REM_OP_LIST_LEASES, NO_OP } },
+	{ "condition Unknown is no problem", { "Unknown", 20 * MIN }, CZ_REMEDIATE_CORDON, 10 * MIN,
+	  30 * MIN, "1", .action = REM_NONE, .ops = { NO_OP } },
+	{ "unschedulable by someone else: never touched",
+	  { "True", 20 * MIN, .unschedulable = true }, CZ_REMEDIATE_CORDON, 10 * MIN, 30 * MIN, "1",
+	  .action = REM_SKIPPED, .ops = { NO_OP }, .msg = "unschedulable by someone else" },
+	{ "someone else's cordon is never uncordoned, even long recovered",
+	  { "False", 120 * MIN, .unschedulable = true }, CZ_REMEDIATE_CORDON, 10 * MIN, 30 * MIN,
+	  "1", .action = REM_NONE, .ops = { NO_OP } },
+	{ "control plane skipped", { "True", 20 * MIN, .control_plane = true }, CZ_REMEDIATE_CORDON,
+	  10 * MIN, 30 * MIN, "1", .action = REM_SKIPPED, .ops = { NO_OP }, .msg = "control-plane" },
+	{ "control plane allowed", { "True", 20 * MIN, .control_plane = true }, CZ_REMEDIATE_CORDON,
+	  10 * MIN, 30 * MIN, "1", .allow_cp = true, .again = true,
+	  .ops = { REM_OP_LIST_LEASES, NO_OP } },
+	{ "dry-run: one Event, nothing else", OLD_TRUE, CZ_REMEDIATE_DRY_RUN, 10 * MIN, 30 * MIN,
+	  "1", .action = REM_DRY_RUN, .ops = { REM_OP_EVENT, NO_OP }, .msg = "dry-run: would",
+	  .reasons = "CpuzombieDryRun" },
+	{ "off: nothing", OLD_TRUE, CZ_REMEDIATE_OFF, 10 * MIN, 30 * MIN, "1",
+	  .action = REM_NONE, .ops = { NO_OP }, .msg = "remediation off" },
+
+	/* -- the budget ------------------------------------------------------------------------ */
+	{ "free slot 0: take it", OLD_TRUE, CZ_REMEDIATE_CORDON, 10 * MIN, 30 * MIN, "1",
+	  .leases_read = true, .again = true, .ops = { REM_OP_TAKE_SLOT, NO_OP }, .slot = 0 },
+	{ "budget full by count", OLD_TRUE, CZ_REMEDIATE_CORDON, 10 * MIN, 30 * MIN, "2",
+	  .leases_read = true, .leases = { { "a", 10 * S }, { "b", 10 * S } },
+	  .action = REM_WAITING, .ops = { NO_OP }, .msg = "budget full: all 2" },
+	{ "budget full by percentage (10% of 20 = 2)", OLD_TRUE, CZ_REMEDIATE_CORDON, 10 * MIN,
+	  30 * MIN, "10%", .leases_read = true, .leases = { { "a", 10 * S }, { "b", 10 * S } },
+	  .nodes_total = 20, .action = REM_WAITING, .ops = { NO_OP }, .msg = "budget full: all 2" },
+	{ "percentage rounds down but at least 1 (10% of 5)", OLD_TRUE, CZ_REMEDIATE_CORDON,
+	  10 * MIN, 30 * MIN, "10%", .leases_read = true, .leases = { { "a", 10 * S } },
+	  .nodes_total = 5, .action = REM_WAITING, .ops = { NO_OP }, .msg = "all 1 " },
+	{ "percentage with room (10% of 30 = 3): slot 2", OLD_TRUE, CZ_REMEDIATE_CORDON, 10 * MIN,
+	  30 * MIN, "10%", .leases_read = true, .leases = { { "a", 10 * S }, { "b", 10 * S } },
+	  .nodes_total = 30, .again = true, .ops = { REM_OP_TAKE_SLOT, NO_OP }, .slot = 2 },
+	{ "last slot: our create answered 409, another node was first", OLD_TRUE,
+	  CZ_REMEDIATE_CORDON, 10 * MIN, 30 * MIN, "2", .leases_read = true,
+	  .leases = { { "a", 10 * S } }, .slots = { 0, REM_SLOT_LOST }, .slot_tried = true,
+	  .action = REM_WAITING, .ops = { NO_OP }, .msg = "budget full" },
+	{ "last slot free: take it", OLD_TRUE, CZ_REMEDIATE_CORDON, 10 * MIN, 30 * MIN, "2",
+	  .leases_read = true, .leases = { { "a", 10 * S } }, .again = true,
+	  .ops = { REM_OP_TAKE_SLOT, NO_OP }, .slot = 1 },
+	{ "expired slot: ask whether its holder is still held", OLD_TRUE, CZ_REMEDIATE_CORDON,
+	  10 * MIN, 30 * MIN, "1", .leases_read = true, .leases = { { "n9", 20 * MIN } },
+	  .again = true, .ops = { REM_OP_READ_HOLDER, NO_OP }, .slot = 0 },
+	{ "expired slot, holder still cordoned by us: full", OLD_TRUE, CZ_REMEDIATE_CORDON,
+	  10 * MIN, 30 * MIN, "1", .leases_read = true, .leases = { { "n9", 20 * MIN } },
+	  .slots = { REM_SLOT_HOLDER_HELD }, .action = REM_WAITING, .ops = { NO_OP },
+	  .msg = "budget full" },
+	{ "expired slot, holder released: take it at its resourceVersion", OLD_TRUE,
+	  CZ_REMEDIATE_CORDON, 10 * MIN, 30 * MIN, "1", .leases_read = true,
+	  .leases = { { "n9", 20 * MIN } }, .slots = { REM_SLOT_HOLDER_GONE }, .again = true,
+	  .ops = { REM_OP_TAKE_SLOT, NO_OP }, .slot = 0 },
+	{ "a slot of ours from an earlier cycle: renew it", OLD_TRUE, CZ_REMEDIATE_CORDON,
+	  10 * MIN, 30 * MIN, "2", .leases_read = true, .leases = { { "a", 1 }, { "n1", 10 * S } },
+	  .again = true, .ops = { REM_OP_RENEW_SLOT, NO_OP }, .slot = 1 },
+	{ "leases unreadable: wait", OLD_TRUE, CZ_REMEDIATE_CORDON, 10 * MIN, 30 * MIN, "1",
+	  .leases_read = true, .nodes_total = (size_t)-1, .action = REM_WAITING, .ops = { NO_OP },
+	  .msg = "cannot list", .fails = true },
+
+	/* -- cordon ------------------------------------------------------------------------------ */
+	{ "slot held: cordon", OLD_TRUE, CZ_REMEDIATE_CORDON, 10 * MIN, 30 * MIN, "1",
+	  .leases_read = true, .held_plus1 = 1, .again = true, .ops = { REM_OP_CORDON, NO_OP },
+	  .slot = 0 },
+	{ "cordoned: one Event, no sentinel in cordon mode", OLD_TRUE, CZ_REMEDIATE_CORDON,
+	  10 * MIN, 30 * MIN, "1", .sentinel = "/run/reboot-required", .leases_read = true,
+	  .held_plus1 = 1, .cordon = REM_DONE, .action = REM_CORDONED,
+	  .ops = { REM_OP_EVENT, NO_OP }, .msg = "cordoned by cpuzombie", .reasons = "CpuzombieCordon" },
+	{ "cordon PATCH failed (changed under us): slot given back", OLD_TRUE, CZ_REMEDIATE_CORDON,
+	  10 * MIN, 30 * MIN, "1", .leases_read = true, .held_plus1 = 1, .cordon = REM_FAILED,
+	  .action = REM_WAITING, .ops = { REM_OP_RELEASE_SLOTS, NO_OP },
+	  .fails = true },
+
+	/* -- drain ------------------------------------------------------------------------------- */
+	{ "cordoned in drain mode: Event, then drain", OLD_TRUE, CZ_REMEDIATE_DRAIN, 10 * MIN,
+	  30 * MIN, "1", .leases_read = true, .held_plus1 = 1, .cordon = REM_DONE, .again = true,
+	  .ops = { REM_OP_EVENT, REM_OP_DRAIN, NO_OP }, .reasons = "CpuzombieCordon" },
+	{ "drain timed out (PDB): incomplete, no sentinel, no drained mark", OLD_TRUE,
+	  CZ_REMEDIATE_DRAIN, 10 * MIN, 30 * MIN, "1", .sentinel = "/run/reboot-required",
+	  .leases_read = true, .held_plus1 = 1, .cordon = REM_DONE, .drain = REM_TIMED_OUT,
+	  .drain_left = 2, .action = REM_DRAIN_INCOMPLETE, .ops = { REM_OP_EVENT, NO_OP },
+	  .msg = "drain timed out: 2 pod(s)", .reasons = "CpuzombieDrainIncomplete" },
+	{ "drain blocked by emptyDir: incomplete, no sentinel", OLD_TRUE, CZ_REMEDIATE_DRAIN,
+	  10 * MIN, 30 * MIN, "1", .sentinel = "/run/reboot-required", .leases_read = true,
+	  .held_plus1 = 1, .cordon = REM_DONE, .drain = REM_BLOCKED, .drain_left = 1,
+	  .action = REM_DRAIN_INCOMPLETE, .ops = { REM_OP_EVENT, NO_OP }, .msg = "emptyDir",
+	  .reasons = "CpuzombieDrainIncomplete" },
+	{ "drain failed (pods unreadable): no Event, no sentinel", OLD_TRUE, CZ_REMEDIATE_DRAIN,
+	  10 * MIN, 30 * MIN, "1", .sentinel = "/run/reboot-required", .leases_read = true,
+	  .held_plus1 = 1, .cordon = REM_DONE, .drain = REM_FAILED,
+	  .action = REM_DRAIN_INCOMPLETE, .ops = { NO_OP }, .fails = true },
+	{ "drained: mark it first, still no sentinel", OLD_TRUE, CZ_REMEDIATE_DRAIN, 10 * MIN,
+	  30 * MIN, "1", .sentinel = "/run/reboot-required", .leases_read = true, .held_plus1 = 1,
+	  .cordon = REM_DONE, .drain = REM_DONE, .again = true,
+	  .ops = { REM_OP_MARK_DRAINED, NO_OP } },
+	{ "drained and marked: Event and kured sentinel", OLD_TRUE, CZ_REMEDIATE_DRAIN, 10 * MIN,
+	  30 * MIN, "1", .sentinel = "/run/reboot-required", .leases_read = true, .held_plus1 = 1,
+	  .cordon = REM_DONE, .drain = REM_DONE, .mark_drained = REM_DONE, .action = REM_DRAINED,
+	  .ops = { REM_OP_EVENT, REM_OP_SENTINEL, NO_OP }, .msg = "reboot sentinel written",
+	  .reasons = "CpuzombieDrain" },
+	{ "drained without a sentinel configured: none written", OLD_TRUE, CZ_REMEDIATE_DRAIN,
+	  10 * MIN, 30 * MIN, "1", .leases_read = true, .held_plus1 = 1, .cordon = REM_DONE,
+	  .drain = REM_DONE, .mark_drained = REM_DONE, .action = REM_DRAINED,
+	  .ops = { REM_OP_EVENT, NO_OP }, .reasons = "CpuzombieDrain" },
+	{ "drained but the mark failed: incomplete, no sentinel", OLD_TRUE, CZ_REMEDIATE_DRAIN,
+	  10 * MIN, 30 * MIN, "1", .sentinel = "/run/reboot-required", .leases_read = true,
+	  .held_plus1 = 1, .cordon = REM_DONE, .drain = REM_DONE, .mark_drained = REM_FAILED,
+	  .action = REM_DRAIN_INCOMPLETE, .ops = { NO_OP }, .fails = true },
+	{ "ours from an earlier cycle, not drained yet: renew, then drain",
+	  { "True", 20 * MIN, .unschedulable = true, .ours = true }, CZ_REMEDIATE_DRAIN, 10 * MIN,
+	  30 * MIN, "1", .leases_read = true, .held_plus1 = 1, .slot_tried = true, .again = true,
+	  .ops = { REM_OP_DRAIN, NO_OP } },
+	{ "ours and drained: hold", { "True", 20 * MIN, .unschedulable = true, .ours = true,
+	  .drained = true }, CZ_REMEDIATE_DRAIN, 10 * MIN, 30 * MIN, "1", .leases_read = true,
+	  .held_plus1 = 1, .slot_tried = true, .action = REM_WAITING, .ops = { NO_OP },
+	  .msg = "waiting for recovery" },
+
+	/* -- recovery ---------------------------------------------------------------------------- */
+	{ "recovered for less than uncordon_after: renew our slot and hold",
+	  { "False", 10 * S, .unschedulable = true, .ours = true }, CZ_REMEDIATE_CORDON, 10 * MIN,
+	  30 * S, "1", .leases_read = true, .leases = { { "n1", 10 * S } }, .again = true,
+	  .ops = { REM_OP_RENEW_SLOT, NO_OP }, .slot = 0 },
+	{ "recovered for less than uncordon_after, slot renewed: hold",
+	  { "False", 10 * S, .unschedulable = true, .ours = true }, CZ_REMEDIATE_CORDON, 10 * MIN,
+	  30 * S, "1", .leases_read = true, .held_plus1 = 1, .slot_tried = true,
+	  .action = REM_WAITING, .ops = { NO_OP }, .msg = "held by cpuzombie" },
+	{ "still sick and the budget is full: hold the node anyway",
+	  { "True", 20 * MIN, .unschedulable = true, .ours = true }, CZ_REMEDIATE_CORDON, 10 * MIN,
+	  30 * S, "1", .leases_read = true, .leases = { { "x", 1 } }, .action = REM_WAITING,
+	  .ops = { NO_OP }, .msg = "held by cpuzombie" },
+	{ "recovered for longer than uncordon_after: uncordon what we cordoned",
+	  { "False", 60 * S, .unschedulable = true, .ours = true }, CZ_REMEDIATE_CORDON, 10 * MIN,
+	  30 * S, "1", .action = REM_UNCORDONED,
+	  .ops = { REM_OP_UNCORDON, REM_OP_RELEASE_SLOTS, REM_OP_EVENT, NO_OP },
+	  .msg = "uncordoned by cpuzombie", .reasons = "CpuzombieUncordon" },
+	{ "recovery needs False, not Unknown",
+	  { "Unknown", 60 * MIN, .unschedulable = true, .ours = true }, CZ_REMEDIATE_CORDON,
+	  10 * MIN, 30 * S, "1", .again = true, .ops = { REM_OP_LIST_LEASES, NO_OP } },
+	{ "someone else uncordoned our node: forget it, free the slot, no Event",
+	  { "True", 20 * MIN, .ours = true }, CZ_REMEDIATE_CORDON, 10 * MIN, 30 * S, "1",
+	  .action = REM_NONE, .ops = { REM_OP_FORGET, REM_OP_RELEASE_SLOTS, NO_OP },
+	  .msg = "someone else uncordoned" },
+};
+
+static void run_row(const struct row *t)
+{
+	struct cz_config cfg;
+	_cleanup_free_ char *text = node_json(&t->node);
+	json_object *node = json_tokener_parse(text), *leases = NULL;
+	uint8_t slots[3];
+	struct rem_input in;
+	struct rem_plan p;
+	char reasons[200] = "";
+	size_t k = 0;
+
+	config_defaults(&cfg);
+	cfg.remediation.mode = t->mode;
+	cfg.remediation.for_ms = t->for_ms;
+	cfg.remediation.uncordon_after_ms = t->uncordon_after_ms;
+	cfg.remediation.allow_control_plane = t->allow_cp;
+	snprintf(cfg.remediation.max_unavailable, sizeof(cfg.remediation.max_unavailable), "%s",
+		 t->max_unavailable);
+	snprintf(cfg.remediation.reboot_sentinel, sizeof(cfg.remediation.reboot_sentinel), "%s",
+		 t->sentinel ? t->sentinel : "");
+	memcpy(slots, t->slots, sizeof(slots));
+	if (t->leases_read && t->nodes_total != (size_t)-1)
+		leases = leases_json(t->leases);
+	in = (struct rem_input){ .cfg = &cfg, .node_name = "n1", .node = node, .now_ms = NOW,
+				 .leases_read = t->leases_read, .leases = leases,
+				 .leases_err = t->leases_read && !leases ? -EREMOTEIO : 0,
+				 .nodes_total = t->nodes_total == (size_t)-1 ? 0 : t->nodes_total,
+				 .slots = slots, .nslots = 3, .slot_held = t->held_plus1 - 1,
+				 .slot_tried = t->slot_tried, .cordon = t->cordon, .drain = t->drain,
+				 .mark_drained = t->mark_drained, .drain_left = t->drain_left };
+	remediate_plan(&in, &p);
+	print_message("row: %s -> %s again=%d n=%zu msg=%s\n", t->name,
+		      remediate_action_name(p.action), p.again, p.n, p.msg);
+	assert_int_equal(p.again, t->again);
+	if (!t->again) {
+		assert_int_equal(p.action, t->action);
+		assert_int_equal(p.ret < 0, t->fails);
+	}
+	for (k = 0; k < REMEDIATE_PLAN_MAX && t->ops[k] != NO_OP; k++) {
+		assert_true(k < p.n);
+		assert_int_equal(p.steps[k].op, t->ops[k]);
+		if (p.steps[k].op == REM_OP_EVENT) {
+			snprintf(reasons + strlen(reasons), sizeof(reasons) - strlen(reasons), "%s%s",
+				 *reasons ? "," : "", p.steps[k].reason);
+			assert_int_equal(p.steps[k].when_ms, t->mode == CZ_REMEDIATE_DRY_RUN ?
+					 NOW - t->node.age_ms : NOW);	/* dry-run: per episode */
+		}
+		if (p.steps[k].op == REM_OP_TAKE_SLOT || p.steps[k].op == REM_OP_RENEW_SLOT ||
+		    p.steps[k].op == REM_OP_READ_HOLDER || p.steps[k].op == REM_OP_CORDON)
+			assert_int_equal(p.steps[k].slot, t->slot);
+		if (p.steps[k].op == REM_OP_CORDON)
+			assert_string_equal(p.steps[k].cond_type, "MemcgZombieLeak");
+	}
+	assert_int_equal(p.n, k);
+	/* a log line for what changes something or is refused, not for the same wait each cycle */
+	if (!p.again)
+		assert_int_equal(p.notable, p.ret < 0 || (p.action != REM_NONE &&
+			p.action != REM_SKIPPED && p.action != REM_WAITING) ||
+			strstr(p.msg, "budget full") || strstr(p.msg, "someone else uncordoned"));
+	assert_string_equal(reasons, t->reasons ? t->reasons : "");
+	if (t->msg)
+		assert_non_null(strstr(p.msg, t->msg));
+	json_object_put(leases);
+	json_object_put(node);
+}
+
+static void test_plan_table(void **s)
+{
+	for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++)
+		run_row(&rows[i]);
+}
+
+/* The guards' inputs, alone: a problem, recovery, the budget, the control-plane labels. */
+static void test_guard_helpers(void **s)
+{
+	struct node_desc d = { "False", 30 * S, true, true };
+	_cleanup_free_ char *text = node_json(&d);
+	json_object *node = json_tokener_parse(text);
+	struct cz_strlist types = { .n = 1, .item = { "MemcgZombieLeak" } };
+
+	assert_true(remediate_recovered(node, &types, 30 * S, NOW));
+	assert_false(remediate_recovered(node, &types, 30 * S + 1, NOW));
+	assert_false(remediate_problem(node, &types, 0, NOW, NULL, NULL));
+	assert_false(remediate_is_control_plane(node));
+	assert_int_equal(remediate_budget("10%", 0), 1);
+	assert_int_equal(remediate_budget("100%", 7), 7);
+	assert_int_equal(remediate_budget("", 7), -EINVAL);
+	json_object_put(node);
+}
+
+/* A PodDisruptionBudget's 429 is "not now": retried next round, never a delete, even with
+ * allow_delete; other refusals are failures, or deletes only with allow_delete. */
+static void test_drain_pdb_429_and_timeout(void **s)
+{
+	struct cz_config cfg;
+
+	config_defaults(&cfg);
+	assert_int_equal(drain_eviction_outcome(429, &cfg), DRAIN_RETRY);
+	assert_int_equal(drain_eviction_outcome(201, &cfg), DRAIN_EVICTED);
+	assert_int_equal(drain_eviction_outcome(200, &cfg), DRAIN_EVICTED);
+	assert_int_equal(drain_eviction_outcome(404, &cfg), DRAIN_EVICTED);	/* already gone */
+	assert_int_equal(drain_eviction_outcome(403, &cfg), DRAIN_EVICT_FAILED);
+	assert_int_equal(drain_eviction_outcome(500, &cfg), DRAIN_EVICT_FAILED);
+	cfg.remediation.allow_delete = true;
+	assert_int_equal(drain_eviction_outcome(429, &cfg), DRAIN_RETRY);
+	assert_int_equal(drain_eviction_outcome(403, &cfg), DRAIN_DELETE);
+	/* the drain timeout: a round that would end past the deadline is not started */
+	assert_int_equal(drain_round_verdict(1, 0, 1000, 1000, 2000), DRAIN_ROUND_AGAIN);
+	assert_int_equal(drain_round_verdict(1, 0, 1001, 1000, 2000), DRAIN_ROUND_TIMED_OUT);
+	assert_int_equal(drain_round_verdict(0, 0, 9999, 1000, 2000), DRAIN_ROUND_DONE);
+	assert_int_equal(drain_round_verdict(3, 1, 0, 1000, 2000), DRAIN_ROUND_BLOCKED);
+	assert_int_equal(drain_next_backoff(1000), 2000);
+	assert_int_equal(drain_next_backoff(4000), 5000);
+	assert_true(drain_names_ok("default", "web-1"));
+	assert_false(drain_names_ok("default", "x/../../nodes/n1?\""));
+	assert_false(drain_names_ok("", "p"));
+}
+
+static void test_drain_pod_disposition(void **s)
+{
+	static const struct {
+		const char *json;
+		enum drain_pod plain, with_emptydir_ok;
+	} pods[] = {
+		{ "{\"metadata\":{\"name\":\"web\"}}", DRAIN_POD_EVICT, DRAIN_POD_EVICT },
+		{ "{\"metadata\":{\"ownerReferences\":[{\"kind\":\"DaemonSet\",\"controller\":true}]}}",
+		  DRAIN_POD_SKIP, DRAIN_POD_SKIP },
+		{ "{\"metadata\":{\"annotations\":{\"kubernetes.io/config.mirror\":\"x\"}}}",
+		  DRAIN_POD_SKIP, DRAIN_POD_SKIP },
+		{ "{\"status\":{\"phase\":\"Succeeded\"}}", DRAIN_POD_SKIP, DRAIN_POD_SKIP },
+		{ "{\"spec\":{\"volumes\":[{\"emptyDir\":{}}]}}", DRAIN_POD_BLOCKED, DRAIN_POD_EVICT },
+		{ "{\"metadata\":{\"deletionTimestamp\":\"2024-01-01T00:00:00Z\"}}", DRAIN_POD_LEAVING,
+		  DRAIN_POD_LEAVING },
+		/* wrong shapes count as absent */
+		{ "{\"metadata\":{\"ownerReferences\":\"DaemonSet\"}}", DRAIN_POD_EVICT,
+		  DRAIN_POD_EVICT },
+		{ "{\"spec\":{\"volumes\":{\"emptyDir\":{}}}}", DRAIN_POD_EVICT, DRAIN_POD_EVICT },
+	};
+	struct cz_config cfg;
+
+	config_defaults(&cfg);
+	for (size_t i = 0; i < sizeof(pods) / sizeof(pods[0]); i++) {
+		json_object *p = json_tokener_parse(pods[i].json);
+
+		cfg.remediation.delete_emptydir_data = false;
+		assert_int_equal(drain_pod_disposition(p, &cfg), pods[i].plain);
+		cfg.remediation.delete_emptydir_data = true;
+		assert_int_equal(drain_pod_disposition(p, &cfg), pods[i].with_emptydir_ok);
+		json_object_put(p);
+	}
+}
+
+/* The Lease body: a conditional update keeps metadata, acquireTime stays with the same holder. */
+static void test_lease_body(void **s)
+{
+	struct lease_desc l[3] = { { "n1", 10 * S } };
+	json_object *items = leases_json(l), *b;
+
+	b = lease_body(LEASE_PREFIX "0", "n1", json_object_array_get_idx(items, 0), NOW);
+	assert_string_equal(kube_get_str(b, "metadata.resourceVersion", ""), "100");
+	assert_string_equal(kube_get_str(b, "spec.renewTime", ""), "2024-01-01T00:00:00.000000Z");
+	json_object_put(b);
+	b = lease_body(LEASE_PREFIX "1", "n2", NULL, NOW + 1);
+	assert_string_equal(kube_get_str(b, "metadata.name", ""), LEASE_PREFIX "1");
+	assert_null(kube_get(b, "metadata.resourceVersion"));	/* a create */
+	assert_string_equal(kube_get_str(b, "spec.holderIdentity", ""), "n2");
+	assert_string_equal(kube_get_str(b, "spec.acquireTime", ""), "2024-01-01T00:00:00.001000Z");
+	json_object_put(b);
+	json_object_put(items);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_plan_table),
+		cmocka_unit_test(test_guard_helpers),
+		cmocka_unit_test(test_drain_pdb_429_and_timeout),
+		cmocka_unit_test(test_drain_pod_disposition),
+		cmocka_unit_test(test_lease_body),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
