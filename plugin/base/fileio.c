@@ -207,12 +207,13 @@ static int fill(int fd, const struct iovec *iov, size_t iovcnt, mode_t mode, uns
 }
 
 /*
- * Write into an unnamed O_TMPFILE in @dfd and give it the name @tmp only once it is whole.
- * Returns 0 with @tmp linked, -EOPNOTSUPP when the filesystem or a missing /proc rules O_TMPFILE
- * out (the caller writes @tmp by name instead), or another -errno.
+ * Write into an unnamed O_TMPFILE in @dfd and give it a name only once it is whole: @name itself
+ * when nothing has that name yet (returns 1: done, a kill can leave nothing behind), else @tmp
+ * (returns 0, the caller renames it over @name). -EOPNOTSUPP when the filesystem or a missing
+ * /proc rules O_TMPFILE out (the caller writes @tmp by name instead), or another -errno.
  */
-static int write_unnamed(int dfd, const char *tmp, const struct iovec *iov, size_t iovcnt,
-			 mode_t mode, unsigned flags)
+static int write_unnamed(int dfd, const char *name, const char *tmp, const struct iovec *iov,
+			 size_t iovcnt, mode_t mode, unsigned flags)
 {
 	_cleanup_close_ int fd = openat(dfd, ".", O_TMPFILE | O_WRONLY | O_CLOEXEC, 0600);
 	char fdpath[64];
@@ -225,6 +226,12 @@ static int write_unnamed(int dfd, const char *tmp, const struct iovec *iov, size
 	if (r < 0)
 		return r;
 	snprintf(fdpath, sizeof(fdpath), "/proc/self/fd/%d", fd);
+	/* a new file (a burst's profile): linked under its own name, no temporary name at all */
+	if (linkat(AT_FDCWD, fdpath, dfd, name, AT_SYMLINK_FOLLOW) == 0)
+		return 1;
+	if (errno != EEXIST)
+		return errno == ENOENT || errno == EPERM || errno == EOPNOTSUPP ? -EOPNOTSUPP
+										 : -errno;
 	for (int attempt = 0; attempt < 2; attempt++) {
 		if (linkat(AT_FDCWD, fdpath, dfd, tmp, AT_SYMLINK_FOLLOW) == 0)
 			return 0;
@@ -272,9 +279,15 @@ int fileio_write_atomic(const char *dir, const char *name, const struct iovec *i
 	dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (dfd < 0)
 		return -errno;
-	r = write_unnamed(dfd, tmp, iov, iovcnt, mode, flags);
+	r = write_unnamed(dfd, name, tmp, iov, iovcnt, mode, flags);
 	if (r == -EOPNOTSUPP)
 		r = write_named(dfd, tmp, iov, iovcnt, mode, flags);
+	if (r == 1) {
+		/* linked under its own name; a "<name>.tmp" of a writer killed before its rename
+		 * goes too (writers of a name serialise: it is nobody's) */
+		(void)unlinkat(dfd, tmp, 0);
+		return (flags & FILEIO_DURABLE) && fsync(dfd) < 0 ? -errno : 0;
+	}
 	if (r == 0 && renameat(dfd, tmp, dfd, name) < 0)
 		r = -errno;
 	if (r < 0) {
