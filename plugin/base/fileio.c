@@ -207,10 +207,22 @@ static int fill(int fd, const struct iovec *iov, size_t iovcnt, mode_t mode, uns
 }
 
 /*
+ * A linkat() of /proc/self/fd/N that failed: -EOPNOTSUPP when naming an O_TMPFILE that way is
+ * not possible here (no /proc mounted: ENOENT; /proc/self owned by root because the process is
+ * not dumpable, e.g. the agent as nobody with ambient capabilities: EACCES; a filesystem
+ * without links: EPERM, EOPNOTSUPP), so the caller writes by name instead; else -errno.
+ */
+static int link_error(int err)
+{
+	return err == ENOENT || err == EACCES || err == EPERM || err == EOPNOTSUPP ? -EOPNOTSUPP
+										   : -err;
+}
+
+/*
  * Write into an unnamed O_TMPFILE in @dfd and give it a name only once it is whole: @name itself
  * when nothing has that name yet (returns 1: done, a kill can leave nothing behind), else @tmp
- * (returns 0, the caller renames it over @name). -EOPNOTSUPP when the filesystem or a missing
- * /proc rules O_TMPFILE out (the caller writes @tmp by name instead), or another -errno.
+ * (returns 0, the caller renames it over @name). -EOPNOTSUPP when the filesystem or /proc rule
+ * O_TMPFILE out (the caller writes @tmp by name instead), or another -errno.
  */
 static int write_unnamed(int dfd, const char *name, const char *tmp, const struct iovec *iov,
 			 size_t iovcnt, mode_t mode, unsigned flags)
@@ -230,15 +242,12 @@ static int write_unnamed(int dfd, const char *name, const char *tmp, const struc
 	if (linkat(AT_FDCWD, fdpath, dfd, name, AT_SYMLINK_FOLLOW) == 0)
 		return 1;
 	if (errno != EEXIST)
-		return errno == ENOENT || errno == EPERM || errno == EOPNOTSUPP ? -EOPNOTSUPP
-										 : -errno;
+		return link_error(errno);
 	for (int attempt = 0; attempt < 2; attempt++) {
 		if (linkat(AT_FDCWD, fdpath, dfd, tmp, AT_SYMLINK_FOLLOW) == 0)
 			return 0;
 		if (errno != EEXIST)
-			/* no /proc mounted (ENOENT), or a filesystem without links */
-			return errno == ENOENT || errno == EPERM || errno == EOPNOTSUPP ? -EOPNOTSUPP
-											 : -errno;
+			return link_error(errno);
 		/* a stale <name>.tmp from a writer killed before its rename: writers serialise */
 		if (unlinkat(dfd, tmp, 0) < 0 && errno != ENOENT)
 			return -errno;
