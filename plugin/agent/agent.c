@@ -1,10 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 #include <errno.h>
 #include <fcntl.h>
-#include <signal.h>
 #include <time.h>
 
 #include "agent/agent.h"
+#include "agent/signals.h"
 #include "agent/agent_periodic.h"
 #include "agent/burst_profiles.h"
 #include "agent/tiers.h"
@@ -14,22 +14,6 @@
 #include "base/log.h"
 #include "host/systemd.h"
 #include "base/util.h"
-
-static volatile sig_atomic_t stop_signal;
-
-static void on_signal(int sig)
-{
-	stop_signal = sig;
-}
-
-static void install_signals(void)
-{
-	struct sigaction sa = { .sa_handler = on_signal }; /* no SA_RESTART: wake the sleep */
-
-	sigemptyset(&sa.sa_mask);
-	sigaction(SIGTERM, &sa, NULL);
-	sigaction(SIGINT, &sa, NULL);
-}
 
 struct agent {
 	struct cz_ctx *ctx;
@@ -41,6 +25,9 @@ struct agent {
 	uint64_t watchdog_ms;
 	unsigned bad_samples;	/* consecutive failed samples, for rate-limited logging */
 	struct kmsg_follow *kf;	/* the kernel log (agent.kmsg), NULL when off */
+	struct cz_config *next;	/* SIGHUP: the configuration loaded, to apply after this run */
+	struct hostfs next_hf;
+	bool reload;
 };
 
 static void log_events(struct agent *a, const struct burst_event *ev, int n)
@@ -124,7 +111,8 @@ static void sleep_until(uint64_t mono_ms)
 	struct timespec ts = { .tv_sec = (time_t)(mono_ms / 1000),
 			       .tv_nsec = (long)(mono_ms % 1000) * 1000000L };
 
-	while (!stop_signal && clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR)
+	while (!agent_signals_stop() &&
+	       clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR)
 		;
 }
 
@@ -137,11 +125,16 @@ static void agent_loop(struct agent *a, struct burst_event *evs)
 
 	if (a->watchdog_ms && a->watchdog_ms / 2 < hb_every)
 		hb_every = a->watchdog_ms / 2 ? a->watchdog_ms / 2 : 1;
-	while (!stop_signal) {
+	while (!agent_signals_stop()) {
 		deadline += cfg->cpu.interval_ms;
 		sleep_until(deadline);
-		if (stop_signal)
+		if (agent_signals_stop())
 			break;
+		if (agent_signals_take_reload() &&
+		    agent_reload_prepare(a->ctx, a->next, &a->next_hf) == 0) {
+			a->reload = true; /* run again with it, from agent_run() */
+			break;
+		}
 		if (agent_sample(a, evs) > 0)
 			next_hb = 0; /* a burst ended: drop it from the heartbeat's active list now */
 		nact = count_active(a->s);
@@ -168,12 +161,15 @@ static void agent_loop(struct agent *a, struct burst_event *evs)
 	}
 }
 
-int agent_run(struct cz_ctx *ctx)
+/* One run of the agent with ctx's configuration, until a signal ends it or asks for a reload. */
+static int agent_run_once(struct cz_ctx *ctx, struct cz_config *next, bool *ret_reload)
 {
 	_cleanup_free_ struct burst_event *evs = calloc(HISTORY_ACTIVE_MAX, sizeof(*evs));
-	struct agent a = { .ctx = ctx, .ring = { .fd = -1 } };
+	struct agent a = { .ctx = ctx, .ring = { .fd = -1 }, .next = next };
 	struct periodic *per = NULL;
 	int r, n, pr = 0;
+
+	*ret_reload = false;
 
 	if (!evs)
 		return CZ_EXIT_ERROR;
@@ -202,8 +198,6 @@ int agent_run(struct cz_ctx *ctx)
 		return CZ_EXIT_ERROR; /* without the run dir nobody can read what we find */
 	}
 	a.watchdog_ms = systemd_watchdog_usec() / 1000;
-	stop_signal = 0;
-	install_signals();
 	r = kmsg_follow_open(ctx, &a.kf);
 	if (r < 0)
 		log_warning_errno(r, "Failed to follow the kernel log '%s': %m, ignoring",
@@ -225,8 +219,26 @@ int agent_run(struct cz_ctx *ctx)
 	burst_profiles_free(a.prof);
 	agent_tiers_close(&a.tiers);
 	history_ring_close(&a.ring);
-	/* --once leaves a fresh heartbeat (its bursts are in the log); a stopped agent does not */
-	r = write_heartbeat(&a, !ctx->once);
+	/* --once leaves a fresh heartbeat (its bursts are in the log); a stopped agent does not,
+	 * and one that reloads is not stopped */
+	r = write_heartbeat(&a, !ctx->once && !a.reload);
 	cpu_sampler_free(a.s);
+	*ret_reload = a.reload;
+	if (a.reload)
+		agent_reload_apply(ctx, next, &a.next_hf);
 	return r < 0 || pr < 0 ? CZ_EXIT_ERROR : CZ_EXIT_OK; /* --once: its cycle's failure too */
+}
+
+int agent_run(struct cz_ctx *ctx)
+{
+	_cleanup_free_ struct cz_config *next = malloc(sizeof(*next));
+	bool reload = true;
+	int r = CZ_EXIT_ERROR;
+
+	if (!next)
+		return CZ_EXIT_ERROR;
+	agent_signals_install();
+	while (reload)
+		r = agent_run_once(ctx, next, &reload);
+	return r;
 }

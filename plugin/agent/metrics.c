@@ -7,19 +7,13 @@
 #include "checks/kevents.h"
 #include "base/fileio.h"
 #include "report/report.h"
+#include "base/textsafe.h"
 #include "base/util.h"
 
-/* A label value: backslash, double quote and newline escaped (exposition format). */
+/* A label value: valid UTF-8 with the exposition format's escapes (textsafe.h). */
 static void label(FILE *out, const char *s)
 {
-	for (; *s; s++) {
-		if (*s == '\\' || *s == '"')
-			fputc('\\', out);
-		if (*s == '\n')
-			fputs("\\n", out);
-		else
-			fputc(*s, out);
-	}
+	(void)textsafe_fputs(TEXTSAFE_PROM, s, out);
 }
 
 static void help(FILE *out, const char *name, const char *type, const char *text)

@@ -8,9 +8,23 @@
 #include "base/config.h"
 #include "base/ena_defaults.h"
 #include "base/fileio.h"
+#include "base/textsafe.h"
+#include "base/yamldoc.h"
 #include "base/util.h"
 
 #define CONFIG_FILE_MAX (1024 * 1024)
+
+/*
+ * What a configuration can need, with room to spare: sections, keys and lists nest 3 deep (the
+ * root mapping, a section, a list); the shipped file has about 60 keys and 250 events. Anything
+ * beyond is refused at the line that crosses the limit, before it can cost time (yamldoc.h).
+ */
+static const struct yamldoc_limits limits = {
+	.max_depth = 4,
+	.max_keys = 512,
+	.max_events = 8192,
+	.max_directives = 8,
+};
 
 enum key_type {
 	T_STR,	    /* char[] of .size bytes */
@@ -208,7 +222,7 @@ struct loader {
 
 static void _printf_(3, 4) add_err(struct loader *ld, const yaml_node_t *node, const char *fmt, ...)
 {
-	char line[512];
+	char raw[512], line[512];
 	va_list ap;
 	int w;
 
@@ -216,8 +230,9 @@ static void _printf_(3, 4) add_err(struct loader *ld, const yaml_node_t *node, c
 	if (!ld->errs || ld->errs_len + 1 >= ld->errs_size)
 		return;
 	va_start(ap, fmt);
-	vsnprintf(line, sizeof(line), fmt, ap);
+	vsnprintf(raw, sizeof(raw), fmt, ap);
 	va_end(ap);
+	textsafe(TEXTSAFE_TEXT, raw, line, sizeof(line)); /* keys and values are any bytes */
 	if (node)
 		w = snprintf(ld->errs + ld->errs_len, ld->errs_size - ld->errs_len, "%s:%zu: %s\n",
 			     ld->file, node->start_mark.line + 1, line);
@@ -263,6 +278,7 @@ static int set_list(struct loader *ld, const struct key_def *k, const yaml_node_
 	struct cz_strlist tmp = { 0 };
 	const bool counters = streq(k->section, "ena") && !streq(k->key, "drivers") &&
 			      !streq(k->key, "interfaces");
+	const bool ifnames = streq(k->section, "ena") && streq(k->key, "interfaces");
 
 	if (plain_null(val)) {
 		*(struct cz_strlist *)dst = tmp;
@@ -277,7 +293,9 @@ static int set_list(struct loader *ld, const struct key_def *k, const yaml_node_
 		yaml_node_t *item = yaml_document_get_node(doc, *it);
 		const char *s = scalar(item);
 
-		if (!s || (counters ? !valid_counter_name(s) : !valid_name(s, CZ_NAME_MAX - 1))) {
+		if (!s || (counters  ? !valid_counter_name(s)
+			   : ifnames ? !valid_ifname(s) /* any name the kernel takes */
+				     : !valid_name(s, CZ_NAME_MAX - 1))) {
 			add_err(ld, item ? item : val, "key '%s.%s': invalid entry '%s'", k->section,
 				k->key, s ? s : "(not a string)");
 			return -EINVAL;
@@ -395,20 +413,21 @@ static const struct key_def *find_key(const char *section, const char *key, bool
 	return NULL;
 }
 
-static bool dup_key(yaml_document_t *doc, const yaml_node_t *map, const yaml_node_pair_t *upto,
-		    const char *name)
+/* The first row of @section in keys[], or -1: stands for the section in the seen[] bitmap. */
+static int section_row(const char *section)
 {
-	for (yaml_node_pair_t *p = map->data.mapping.pairs.start; p < upto; p++) {
-		const char *s = scalar(yaml_document_get_node(doc, p->key));
-
-		if (s && streq(s, name))
-			return true;
-	}
-	return false;
+	for (size_t i = 0; i < ARRAY_SIZE(keys); i++)
+		if (streq(keys[i].section, section))
+			return (int)i;
+	return -1;
 }
 
+/*
+ * Duplicates are found with one flag per row of keys[] (@seen): known names are the only ones
+ * that can repeat without being errors already, so this is linear in the number of keys.
+ */
 static void load_section(struct loader *ld, yaml_document_t *doc, const char *section,
-			 const yaml_node_t *map)
+			 const yaml_node_t *map, bool *seen)
 {
 	for (yaml_node_pair_t *p = map->data.mapping.pairs.start; p < map->data.mapping.pairs.top;
 	     p++) {
@@ -422,15 +441,16 @@ static void load_section(struct loader *ld, yaml_document_t *doc, const char *se
 			add_err(ld, kn, "section '%s': keys must be plain names", section);
 			continue;
 		}
-		if (dup_key(doc, map, p, key)) {
-			add_err(ld, kn, "key '%s.%s': given twice", section, key);
-			continue;
-		}
 		k = find_key(section, key, &known);
 		if (!k) {
 			add_err(ld, kn, "unknown key '%s.%s'", section, key);
 			continue;
 		}
+		if (seen[k - keys]) {
+			add_err(ld, kn, "key '%s.%s': given twice", section, key);
+			continue;
+		}
+		seen[k - keys] = true;
 		if (k->type == T_LIST) {
 			set_list(ld, k, vn, doc, (char *)ld->cfg + k->off);
 			continue;
@@ -448,6 +468,7 @@ static void load_section(struct loader *ld, yaml_document_t *doc, const char *se
 static void load_root(struct loader *ld, yaml_document_t *doc)
 {
 	yaml_node_t *root = yaml_document_get_root_node(doc);
+	bool seen_key[ARRAY_SIZE(keys)] = { false }, seen_section[ARRAY_SIZE(keys)] = { false };
 
 	if (!root || plain_null(root))
 		return; /* an empty file: every default */
@@ -460,28 +481,29 @@ static void load_root(struct loader *ld, yaml_document_t *doc)
 		yaml_node_t *kn = yaml_document_get_node(doc, p->key);
 		yaml_node_t *vn = yaml_document_get_node(doc, p->value);
 		const char *sec = scalar(kn);
-		bool known;
+		int row;
 
 		if (!sec) {
 			add_err(ld, kn, "section names must be plain names");
 			continue;
 		}
-		if (dup_key(doc, root, p, sec)) {
-			add_err(ld, kn, "section '%s': given twice", sec);
-			continue;
-		}
-		find_key(sec, NULL, &known);
-		if (!known) {
+		row = section_row(sec);
+		if (row < 0) {
 			add_err(ld, kn, "unknown section '%s'", sec);
 			continue;
 		}
+		if (seen_section[row]) {
+			add_err(ld, kn, "section '%s': given twice", sec);
+			continue;
+		}
+		seen_section[row] = true;
 		if (plain_null(vn))
 			continue;
 		if (vn->type != YAML_MAPPING_NODE) {
 			add_err(ld, vn, "section '%s': expected a mapping of keys", sec);
 			continue;
 		}
-		load_section(ld, doc, sec, vn);
+		load_section(ld, doc, sec, vn, seen_key);
 	}
 }
 
@@ -518,9 +540,9 @@ int config_load_string(const char *name, const char *text, size_t len, struct cz
 {
 	struct cz_config tmp;
 	struct loader ld = { .file = name, .cfg = &tmp, .errs = errs, .errs_size = errs_size };
-	yaml_parser_t parser;
 	yaml_document_t doc;
-	int r = 0;
+	struct yamldoc_error yerr;
+	int r = 0, more = 0;
 
 	if (errs && errs_size)
 		errs[0] = '\0';
@@ -529,27 +551,23 @@ int config_load_string(const char *name, const char *text, size_t len, struct cz
 		return -EFBIG;
 	}
 	config_defaults(&tmp);
-	if (!yaml_parser_initialize(&parser))
-		return -ENOMEM;
-	yaml_parser_set_input_string(&parser, (const unsigned char *)text, len);
-	if (!yaml_parser_load(&parser, &doc)) {
+	r = yamldoc_load(text, len, &limits, &doc, &more, &yerr);
+	if (r < 0) {
+		if (r != -EINVAL)
+			return r;
 		ld.nerr++;
-		if (errs && errs_size)
-			snprintf(errs, errs_size, "%s:%zu: YAML syntax: %s\n", name,
-				 parser.problem_mark.line + 1,
-				 parser.problem ? parser.problem : "malformed");
-		yaml_parser_delete(&parser);
+		if (errs && errs_size && yerr.line)
+			snprintf(errs, errs_size, "%s:%zu: %s\n", name, yerr.line, yerr.what);
+		else if (errs && errs_size)
+			snprintf(errs, errs_size, "%s: %s\n", name, yerr.what);
 		return -EINVAL;
 	}
 	load_root(&ld, &doc);
 	yaml_document_delete(&doc);
 	/* A second document ("---") would be silently ignored: refuse it instead. */
-	if (ld.nerr == 0 && yaml_parser_load(&parser, &doc)) {
-		if (yaml_document_get_root_node(&doc))
-			add_err(&ld, NULL, "more than one YAML document");
-		yaml_document_delete(&doc);
-	}
-	yaml_parser_delete(&parser);
+	if (ld.nerr == 0 && more)
+		add_err(&ld, NULL, "more than one YAML document");
+	r = 0;
 	if (ld.nerr == 0)
 		r = check_consistency(&ld);
 	if (ld.nerr)

@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 
 #include "base/log.h"
+#include "base/textsafe.h"
 
 #define MSG_MAX 1184
 
@@ -62,7 +63,7 @@ bool log_to_journal(void)
 
 int log_full_errno(enum log_prio prio, int err, const struct log_fields *f, const char *fmt, ...)
 {
-	char line[MSG_MAX + 16];
+	char line[MSG_MAX + 16], raw[MSG_MAX];
 	int saved = errno, len;
 	va_list ap;
 
@@ -72,8 +73,11 @@ int log_full_errno(enum log_prio prio, int err, const struct log_fields *f, cons
 	/* %m formats @err, as in systemd's log_*_errno() */
 	errno = err;
 	va_start(ap, fmt);
-	vsnprintf(line + 11, MSG_MAX, fmt, ap);
+	vsnprintf(raw, sizeof(raw), fmt, ap);
 	va_end(ap);
+	/* task, interface and unit names are any bytes: no raw escape sequence reaches a terminal
+	 * or the journal, and a name's newline cannot forge a second line */
+	textsafe(TEXTSAFE_TEXT, raw, line + 11, MSG_MAX);
 	if (sink && sink(prio, f, line + 11) >= 0) {
 		errno = saved;
 		return -err;

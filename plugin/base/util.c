@@ -269,3 +269,19 @@ bool valid_name(const char *s, size_t max)
 	}
 	return true;
 }
+
+bool valid_ifname(const char *s)
+{
+	size_t n;
+
+	/* the kernel's dev_valid_name(): any bytes but '/', ':' and whitespace, < IFNAMSIZ */
+	if (!s)
+		return false;
+	n = strlen(s);
+	if (n == 0 || n > 15 || streq(s, ".") || streq(s, ".."))
+		return false;
+	for (size_t i = 0; i < n; i++)
+		if (s[i] == '/' || s[i] == ':' || s[i] == ' ' || (s[i] >= '\t' && s[i] <= '\r'))
+			return false;
+	return true;
+}

@@ -142,6 +142,14 @@ bool next_line(const char **pos, const char **ret_line, size_t *ret_len);
  */
 bool valid_name(const char *s, size_t max);
 
+/*
+ * valid_ifname - true when @s is a name the kernel accepts for a network interface
+ * (dev_valid_name(): 1..15 bytes, not "." or "..", no '/', ':' or whitespace). Any other byte is
+ * allowed - control characters and invalid UTF-8 included - so a name is a safe path component
+ * and ifreq name but must pass through textsafe.h before it is printed.
+ */
+bool valid_ifname(const char *s);
+
 #include "base/banned.h"
 
 #endif

@@ -68,7 +68,7 @@ int ena_read_devices(const struct cz_config *cfg, const struct ethtool_ops *ops,
 		struct ethtool_devdump d = { 0 };
 		int r;
 
-		if (!valid_name(names[i], ETHTOOL_IFNAME_MAX) || !wanted(cfg, only, n_only, names[i]))
+		if (!valid_ifname(names[i]) || !wanted(cfg, only, n_only, names[i]))
 			continue;
 		r = ethtool_read_drvinfo(ops, names[i], &d);
 		if (r == -EOPNOTSUPP && n_only == 0)

@@ -43,6 +43,9 @@ struct cz_ctx {
 	uint64_t chunk_size;	 /* fleet --chunk-size: nodes per page (0 = 500) */
 	int argc;		 /* positional arguments after the subcommand words */
 	char **argv;
+	/* Load the configuration file and the command-line overrides again into *ret (the agent's
+	 * SIGHUP); 0, or -errno after printing what was wrong. Set by main.c; NULL in tests. */
+	int (*config_reload)(const struct cz_ctx *ctx, struct cz_config *ret);
 };
 
 /*

@@ -635,8 +635,7 @@ int history_ring_open_file(const char *run_dir, const char *name, unsigned ncpu,
 		return -EFBIG;
 	if (snprintf(path, sizeof(path), "%s/%s", run_dir, name) >= (int)sizeof(path))
 		return -ENAMETOOLONG;
-	/* 0700 like the state store's directories: the run dir is ours alone */
-	if (mkdir(run_dir, 0700) < 0 && errno != EEXIST)
+	if (mkdir(run_dir, 0700) < 0 && errno != EEXIST) /* as state.c makes it */
 		return -errno;
 	fd = ring_open_fd(run_dir, name, path);
 	if (fd < 0)

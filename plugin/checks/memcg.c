@@ -350,10 +350,14 @@ bool memcg_history_growth(const struct memcg_history *h, uint64_t now_ms, uint64
 {
 	const uint64_t window = 6 * 3600 * 1000ull, min_age = 10 * 60 * 1000ull;
 
+	/* the kernel counts cgroups in an int: a larger stored count is damage, not history (2^64-1
+	 * printed as -18445780794045861888/h) */
+	if (dying > INT32_MAX)
+		return false;
 	for (size_t i = 0; i < h->n; i++) {
 		uint64_t t = h->s[i].t_ms;
 
-		if (t > now_ms || now_ms - t > window)
+		if (t > now_ms || now_ms - t > window || h->s[i].dying > INT32_MAX)
 			continue;
 		if (now_ms - t < min_age)
 			return false;

@@ -140,8 +140,9 @@ bool memcg_history_add(struct memcg_history *h, uint64_t now_ms, uint64_t dying)
 
 /*
  * memcg_history_growth - dying memcgs per hour between the oldest sample of the last 6 hours
- * (at least 10 minutes old) and now. Returns true and writes *@ret, or false when there is not
- * enough history.
+ * (at least 10 minutes old) and now, ignoring counts above INT32_MAX (the kernel keeps them in
+ * an int: a larger one is a damaged state file). Returns true and writes *@ret, or false when
+ * there is not enough history.
  */
 bool memcg_history_growth(const struct memcg_history *h, uint64_t now_ms, uint64_t dying,
 			  double *ret);

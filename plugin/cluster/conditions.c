@@ -4,6 +4,7 @@
 
 #include "cluster/conditions.h"
 #include "cluster/kjson.h"
+#include "base/textsafe.h"
 #include "base/util.h"
 
 static const struct cond_def defs[] = {
@@ -37,7 +38,7 @@ int conditions_build_patch(json_object *node, const struct cond_input in[], size
 {
 	_cleanup_(json_object_putp) json_object *patch = json_object_new_object();
 	json_object *status, *list;
-	char now[40];
+	char now[40], msg[2048];
 	size_t nch = 0;
 
 	if (!patch)
@@ -64,8 +65,8 @@ int conditions_build_patch(json_object *node, const struct cond_input in[], size
 		json_object_object_add(c, "status", json_object_new_string(st));
 		json_object_object_add(c, "reason", json_object_new_string(
 			in[i].status == NPD_PROBLEM ? d->reason_true : d->reason_false));
-		json_object_object_add(c, "message", json_object_new_string(
-			in[i].message ? in[i].message : ""));
+		json_object_object_add(c, "message", json_object_new_string(textsafe(
+			TEXTSAFE_TEXT, in[i].message, msg, sizeof(msg)))); /* kubectl prints it */
 		json_object_object_add(c, "lastHeartbeatTime", json_object_new_string(now));
 		json_object_object_add(c, "lastTransitionTime", json_object_new_string(
 			streq(old_st, st) && old_tt ? old_tt : now));

@@ -3,6 +3,7 @@
 #include <errno.h>
 
 #include "base/log.h"
+#include "base/textsafe.h"
 #include "base/util.h"
 #include "cluster/event.h"
 #include "cluster/kube.h"
@@ -16,7 +17,7 @@ json_object *event_body(const struct event_desc *d)
 {
 	json_object *ev = json_object_new_object(), *md = json_object_new_object();
 	json_object *inv = json_object_new_object(), *src = json_object_new_object();
-	char name[320], ts[40];
+	char name[320], ts[40], msg[2048];
 
 	if (!ev || !md || !inv || !src) {
 		json_object_put(ev);
@@ -41,7 +42,7 @@ json_object *event_body(const struct event_desc *d)
 		add_str(inv, "uid", d->node_uid);
 	json_object_object_add(ev, "involvedObject", inv);
 	add_str(ev, "reason", d->reason);
-	add_str(ev, "message", d->message);
+	add_str(ev, "message", textsafe(TEXTSAFE_TEXT, d->message, msg, sizeof(msg))); /* kubectl prints it */
 	add_str(ev, "type", d->type);
 	add_str(src, "component", "cpuzombie");
 	add_str(src, "host", d->node);

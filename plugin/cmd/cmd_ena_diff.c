@@ -19,6 +19,7 @@
 #include "checks/ena.h"
 #include "base/fileio.h"
 #include "base/log.h"
+#include "base/textsafe.h"
 #include "base/util.h"
 
 #define TEXT_MAX (8u << 20)
@@ -171,8 +172,11 @@ static int dump_live(struct cz_ctx *ctx, char **names, size_t n)
 	int r;
 
 	for (size_t i = 0; i < n; i++)
-		if (!valid_name(names[i], ETHTOOL_IFNAME_MAX)) {
-			log_error("'%.32s' is not an interface name", names[i]);
+		if (!valid_ifname(names[i])) {
+			char shown[4 * ETHTOOL_IFNAME_MAX + 1];
+
+			log_error("'%s' is not an interface name",
+				  textsafe(TEXTSAFE_TEXT, names[i], shown, sizeof(shown)));
 			return CZ_EXIT_ERROR;
 		}
 	r = read_live(ctx, names, n, &d, &nd);
@@ -205,7 +209,7 @@ int cmd_ena_diff(struct cz_ctx *ctx)
 		size_t n = 0;
 
 		for (size_t i = 0; i < nb; i++)
-			if (b[i].ifname[0] && valid_name(b[i].ifname, ETHTOOL_IFNAME_MAX))
+			if (b[i].ifname[0] && valid_ifname(b[i].ifname))
 				names[n++] = b[i].ifname;
 		r = read_live(ctx, names, n, &a, &na);
 	} else

@@ -4,7 +4,9 @@
  * roots, run the subcommand and return its exit code. Errors are reported here, once.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <sys/stat.h>
 
@@ -254,6 +256,24 @@ static int load_config(struct cz_ctx *ctx, const struct opts *o, char *errs, siz
 	return r;
 }
 
+/* The options main() parsed, for the agent's reload on SIGHUP. */
+static const struct opts *parsed_opts;
+
+static int reload_config(const struct cz_ctx *ctx, struct cz_config *ret)
+{
+	static struct cz_ctx tmp; /* static: the config is large */
+	static char errs[8192];
+	int r;
+
+	tmp = *ctx;
+	cmdline_err[0] = '\0';
+	r = load_config(&tmp, parsed_opts, errs, sizeof(errs));
+	if (r < 0)
+		return r;
+	*ret = tmp.cfg;
+	return 0;
+}
+
 static const struct cmd *find_cmd(const char *name)
 {
 	for (const struct cmd *c = cmds; c->name; c++)
@@ -272,6 +292,54 @@ static int fail(const struct cmd *c, const char *msg)
 		return npd_emit(&res, NPD_DEFAULT_MAX_OUTPUT, stdout);
 	}
 	return CZ_EXIT_ERROR;
+}
+
+/*
+ * fds 0-2 closed by whoever started us: hold them with /dev/null opened read-only, so that no
+ * file we open becomes "stdout" and a write to a closed stdout still fails (EBADF) - and is
+ * reported by finish_stdout() - instead of landing in that file.
+ */
+static void hold_std_fds(void)
+{
+	for (int fd = 0; fd <= 2; fd++) {
+		int n;
+
+		if (fcntl(fd, F_GETFD) >= 0 || errno != EBADF)
+			continue;
+		n = open("/dev/null", O_RDONLY | O_NOCTTY);
+		if (n >= 0 && n != fd) {
+			dup2(n, fd);
+			close(n);
+		}
+	}
+}
+
+/*
+ * Every command's output is its answer: a write that failed (stdout closed, /dev/full, a pipe
+ * whose reader left - SIGPIPE is ignored) turns any exit code into 2, said on stderr.
+ */
+static int finish_stdout(int r)
+{
+	int err = 0;
+
+	errno = 0;
+	if (fflush(stdout) != 0 || ferror(stdout))
+		err = errno ? errno : EIO;
+	if (fclose(stdout) != 0 && !err)
+		err = errno ? errno : EIO;
+	if (!err)
+		return r;
+	log_error_errno(err, "Failed to write to standard output: %m");
+	return CZ_EXIT_ERROR;
+}
+
+static int run(int argc, char **argv);
+
+int main(int argc, char **argv)
+{
+	hold_std_fds();
+	signal(SIGPIPE, SIG_IGN);
+	return finish_stdout(run(argc, argv));
 }
 
 /*
@@ -294,7 +362,7 @@ static char **plugin_argv(int *argc, char **argv)
 	return av;
 }
 
-int main(int argc, char **argv)
+static int run(int argc, char **argv)
 {
 	static struct cz_ctx ctx; /* static: ~160 KiB (the config), not zeroed on the stack per exec */
 	struct opts o = { 0 };
@@ -347,6 +415,8 @@ int main(int argc, char **argv)
 	ctx.chunk_size = o.chunk_size;
 	ctx.argc = argc - first - r;
 	ctx.argv = argv + first + r;
+	ctx.config_reload = reload_config;
+	parsed_opts = &o;
 	if (load_config(&ctx, &o, errs, sizeof(errs)) < 0) {
 		/* NPD shows only stdout: lead with the first error, which names file, line and key */
 		char msg[NPD_MSG_MAX];

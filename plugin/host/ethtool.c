@@ -16,6 +16,7 @@
 #include <linux/sockios.h>
 
 #include "host/ethtool.h"
+#include "base/textsafe.h"
 #include "base/util.h"
 
 void ethtool_dump_free(struct ethtool_devdump *d)
@@ -140,7 +141,7 @@ int ethtool_read_drvinfo(const struct ethtool_ops *ops, const char *ifname, stru
 	struct ethtool_drvinfo di = { .cmd = ETHTOOL_GDRVINFO };
 	int r;
 
-	if (!valid_name(ifname, ETHTOOL_IFNAME_MAX))
+	if (!valid_ifname(ifname))
 		return -EINVAL;
 	r = ops->ioctl(ops->userdata, ifname, &di);
 	if (r < 0)
@@ -222,7 +223,7 @@ static int read_once(const struct ethtool_ops *ops, const char *ifname, size_t n
 
 int ethtool_read_stats(const struct ethtool_ops *ops, const char *ifname, struct ethtool_devdump *d)
 {
-	if (!valid_name(ifname, ETHTOOL_IFNAME_MAX))
+	if (!valid_ifname(ifname))
 		return -EINVAL;
 	for (int attempt = 0; attempt < ETHTOOL_READ_RETRIES; attempt++) {
 		_cleanup_free_ struct ethtool_stat *stats = NULL;
@@ -269,14 +270,26 @@ int ethtool_read(const struct ethtool_ops *ops, const char *ifname, struct ethto
 	return 0;
 }
 
+static const char *shown(const char *s, char *buf, size_t size)
+{
+	return textsafe_is_plain(s) ? s : textsafe(TEXTSAFE_TEXT, s, buf, size);
+}
+
 int ethtool_format_text(const struct ethtool_devdump *d, FILE *out)
 {
+	char ifname[4 * ETHTOOL_IFNAME_MAX + 1], a[4 * ETHTOOL_INFO_MAX + 1];
+	char b[4 * ETHTOOL_INFO_MAX + 1], c[4 * ETHTOOL_INFO_MAX + 1], name[4 * ETHTOOL_NAME_MAX + 1];
+
+	/* names from a driver or an interface name (any bytes but '/', ':' and spaces): printed as
+	 * they are when plain, so the dump reads back the same, else escaped */
 	if (d->has_drvinfo)
-		fprintf(out, "# ethtool -i %s\ndriver: %s\nversion: %s\nbus-info: %s\n", d->ifname,
-			d->driver, d->version, d->bus_info);
-	fprintf(out, "# ethtool -S %s\nNIC statistics:\n", d->ifname);
+		fprintf(out, "# ethtool -i %s\ndriver: %s\nversion: %s\nbus-info: %s\n",
+			shown(d->ifname, ifname, sizeof(ifname)), shown(d->driver, a, sizeof(a)),
+			shown(d->version, b, sizeof(b)), shown(d->bus_info, c, sizeof(c)));
+	fprintf(out, "# ethtool -S %s\nNIC statistics:\n", shown(d->ifname, ifname, sizeof(ifname)));
 	for (size_t i = 0; i < d->n; i++)
-		fprintf(out, "     %s: %" PRIu64 "\n", d->stats[i].name, d->stats[i].value);
+		fprintf(out, "     %s: %" PRIu64 "\n", shown(d->stats[i].name, name, sizeof(name)),
+			d->stats[i].value);
 	return ferror(out) ? -EIO : 0;
 }
 

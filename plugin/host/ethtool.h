@@ -100,7 +100,7 @@ void ethtool_ops_kernel_close(struct ethtool_ops *ops);
 
 /*
  * ethtool_read_drvinfo - ETHTOOL_GDRVINFO into @d's ifname/driver/version/bus_info (sets
- * has_drvinfo). @ifname must pass valid_name(). Returns 0 or -errno (-ENODEV: gone); @d is
+ * has_drvinfo). @ifname must pass valid_ifname(). Returns 0 or -errno (-ENODEV: gone); @d is
  * untouched on failure.
  */
 int ethtool_read_drvinfo(const struct ethtool_ops *ops, const char *ifname, struct ethtool_devdump *d);

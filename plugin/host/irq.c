@@ -360,7 +360,7 @@ int irq_map_read(const struct hostfs *hf, const char *ifname, const struct irq_l
 	char rel[128], text[16];
 	int r;
 
-	if (!valid_name(ifname, 15) || !ret)
+	if (!valid_ifname(ifname) || !ret)
 		return -EINVAL;
 	memset(ret, 0, offsetof(struct irq_map, irq));
 	snprintf(ret->ifname, sizeof(ret->ifname), "%s", ifname);
@@ -420,7 +420,7 @@ int irq_map_all(const struct hostfs *hf, struct irq_map **ret_maps)
 		return -ENOMEM;
 	TAKE_FD(fd);
 	while ((de = readdir(d)) && nmaps < IRQ_IFACES_MAX) {
-		if (de->d_name[0] == '.' || !valid_name(de->d_name, 15))
+		if (!valid_ifname(de->d_name))
 			continue;
 		if (irq_map_read(hf, de->d_name, lines, (size_t)nl, &maps[nmaps]) > 0)
 			nmaps++;

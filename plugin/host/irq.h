@@ -90,7 +90,7 @@ int irq_parse_interrupts(const char *buf, struct irq_line *ret, size_t max);
 int irq_queue_from_name(const char *name, const char *ifname, const char *dev);
 
 /*
- * irq_map_read - the IRQs of interface @ifname (validated with valid_name) into *@ret, with
+ * irq_map_read - the IRQs of interface @ifname (validated with valid_ifname) into *@ret, with
  * @lines/@nlines the parsed /proc/interrupts (names; may be 0 lines). Returns the number of IRQs
  * (0 when the interface has none, e.g. veth), -ENOENT when there is no such interface or it
  * has no device (virtual), -EINVAL for a bad name, or another -errno.

@@ -133,22 +133,25 @@ struct fleet_summary {
  */
 int fleet_summarize(struct fleet *f, struct fleet_summary *ret);
 
-/*
- * Which nodes are behind a line, for --nodes. @cond: the condition; @dim: a dimension index
- * into fleet_summary's dims of that condition's *unranked* order is not exposed: pass the
- * dimension's name and value instead (value "" = lacking it). fleet_nodes_where() calls @fn
- * with each matching True node's name, in listing order.
- */
+/* Called with each node name behind a line (--nodes), in listing order. */
 typedef void (*fleet_name_fn)(const char *name, void *userdata);
+
+/*
+ * fleet_nodes_where - the nodes with @cond True whose dimension @dim (its name, as in struct
+ * fleet_dim) has @value ("" = the nodes lacking it). Nothing when @dim or @value is unknown.
+ */
 void fleet_nodes_where(const struct fleet *f, enum fleet_cond cond, const char *dim,
 		       const char *value, fleet_name_fn fn, void *userdata);
 
-/* The True nodes carrying message name @name (leaker, task, cause) for @cond. */
+/* fleet_nodes_named - the nodes with @cond True whose message names @name (leaker, task,
+ * cause). */
 void fleet_nodes_named(const struct fleet *f, enum fleet_cond cond, const char *name,
 		       fleet_name_fn fn, void *userdata);
 
-/* The nodes held by remediation, and the Lease holders. */
+/* fleet_nodes_held - the nodes annotated cpuzombie.io/cordoned. */
 void fleet_nodes_held(const struct fleet *f, fleet_name_fn fn, void *userdata);
+
+/* fleet_lease_holders - the holders of the unexpired Leases given to fleet_set_leases(). */
 void fleet_lease_holders(const struct fleet *f, fleet_name_fn fn, void *userdata);
 
 /*

@@ -15,6 +15,7 @@
 #include "report/report_window.h"
 #include "checks/tier.h"
 #include "base/state.h"
+#include "base/textsafe.h"
 #include "base/util.h"
 
 struct report *report_new(const struct cz_config *cfg, uint64_t now_ms)
@@ -82,8 +83,10 @@ char *report_format_tasks(const struct burst_event *ev, char *buf, size_t size)
 	if (size > 0)
 		buf[0] = '\0';
 	for (size_t k = 0; k < ev->ntasks && k < HISTORY_TASKS_MAX && off < size; k++) {
+		char comm[4 * sizeof(ev->task[k].comm)];
 		int w = snprintf(buf + off, size - off, "%s%s[%d] %.1fs", k ? ", " : "",
-				 ev->task[k].comm, ev->task[k].tid,
+				 textsafe(TEXTSAFE_TEXT, ev->task[k].comm, comm, sizeof(comm)),
+				 ev->task[k].tid,
 				 (double)ev->task[k].stime_ms / 1000.0);
 		off += w > 0 ? (size_t)w : 0;
 	}
@@ -132,7 +135,9 @@ void report_node_name(struct report *r, const struct hostfs *hf)
 	if (r->node[0] || hostfs_read(hf, HOSTFS_PROC, "sys/kernel/hostname", buf, sizeof(buf)) <= 0)
 		return;
 	buf[strcspn(buf, "\n")] = '\0';
-	snprintf(r->node, sizeof(r->node), "%s", buf);
+	/* validated as --node-name is: the name goes into metrics labels, JSON and the API */
+	if (valid_name(buf, sizeof(r->node) - 1))
+		snprintf(r->node, sizeof(r->node), "%s", buf);
 }
 
 void report_memcg_growth(struct report *r, const char *state_dir)
@@ -143,6 +148,24 @@ void report_memcg_growth(struct report *r, const char *state_dir)
 		return;
 	r->memcg.has_growth = memcg_history_growth(&h, r->now_ms, r->memcg.dying,
 						   &r->memcg.growth_per_hour);
+}
+
+/*
+ * Outside text for the terminal (textsafe.h): task, interface, unit and counter names are any
+ * bytes. A few rotating buffers, so that one fprintf() can hold several; report_print() runs in
+ * one thread.
+ */
+static const char *safe(const char *s)
+{
+	static char pool[8][1024];
+	static unsigned next;
+
+	return textsafe(TEXTSAFE_TEXT, s, pool[next++ % ARRAY_SIZE(pool)], sizeof(pool[0]));
+}
+
+static const char *node(const struct report *r)
+{
+	return r->node[0] ? safe(r->node) : "-";
 }
 
 static void add_ongoing(struct report *r)
@@ -209,7 +232,7 @@ static void print_conditions(const struct report *r, FILE *out)
 								    : c->cond->reason_false;
 
 		fprintf(out, "  %-18s %-7s %-21s %s\n", type, conditions_status_name(c->res.status),
-			reason, c->res.msg);
+			reason, safe(c->res.msg));
 	}
 	if (r->nchecks == 0)
 		fprintf(out, "  (checks not run)\n");
@@ -229,9 +252,9 @@ static void print_canary(const struct report *r, FILE *out)
 		return;
 	}
 	if (r->canary.err < 0)
-		fprintf(out, "  canary     %s: %s", r->canary.file, strerror(-r->canary.err));
+		fprintf(out, "  canary     %s: %s", safe(r->canary.file), strerror(-r->canary.err));
 	else
-		fprintf(out, "  canary     %s read in %.3f ms (%llu bytes)", r->canary.file,
+		fprintf(out, "  canary     %s read in %.3f ms (%llu bytes)", safe(r->canary.file),
 			(double)r->canary.read_us / 1000.0, (unsigned long long)r->canary.bytes);
 	if (r->canary.fresh)
 		fprintf(out, ", now\n");
@@ -249,7 +272,7 @@ static void print_memcg(const struct report *r, FILE *out)
 	char b[32], hint[512], ratio[32];
 
 	if (r->memcg_rc != NPD_OK) {
-		fprintf(out, "MEMCG\n  unknown: %s\n", r->memcg_err);
+		fprintf(out, "MEMCG\n  unknown: %s\n", safe(r->memcg_err));
 		return;
 	}
 	fprintf(out, "MEMCG  (%s)\n", source_name(m->source));
@@ -273,11 +296,11 @@ static void print_memcg(const struct report *r, FILE *out)
 	print_canary(r, out);
 	if (r->restarts_rc == 0 && r->restarts.n > 0) {
 		condmsg_restarts_hint(&r->restarts, hint, sizeof(hint));
-		fprintf(out, "  restarts   %s\n", hint + strlen("top restarts: "));
+		fprintf(out, "  restarts   %s\n", safe(hint + strlen("top restarts: ")));
 	} else if (r->restarts_rc == 0) {
 		fprintf(out, "  restarts   no service unit has restarted\n");
 	} else if (r->restarts_rc < 0) {
-		fprintf(out, "  restarts   unavailable: %s; %s\n", r->restarts_err,
+		fprintf(out, "  restarts   unavailable: %s; %s\n", safe(r->restarts_err),
 			advice_restarts(r->restarts_rc));
 	}
 }
@@ -316,11 +339,11 @@ static void print_burst(const struct report *r, const struct burst_event *ev, bo
 		utc_hms(ev->start_ms, t1, sizeof(t1)), (double)dur / 1000.0, ongoing ? "+" : " ",
 		ev->peak_pct, ev->mean_pct, ev->ntasks ? tasks : "-");
 	if (ev->irqs[0])
-		fprintf(out, "          NIC IRQs on this core: %s\n", ev->irqs);
+		fprintf(out, "          NIC IRQs on this core: %s\n", safe(ev->irqs));
 	if (ev->stack[0])
-		fprintf(out, "          kernel stack: %s\n", ev->stack);
+		fprintf(out, "          kernel stack: %s\n", safe(ev->stack));
 	print_recorded_profile(r, ev, out);
-	fprintf(out, "          profile: node %s cpu %u %s..%s (%s): %s\n", r->node[0] ? r->node : "-",
+	fprintf(out, "          profile: node %s cpu %u %s..%s (%s): %s\n", node(r),
 		ev->cpu, t1, utc_hms(ev->end_ms, t2, sizeof(t2)), format_duration(dur, d, sizeof(d)),
 		report_perf_cmd(ev->cpu, dur, cmd, sizeof(cmd)));
 }
@@ -437,9 +460,9 @@ static void print_irq_map(const struct irq_map *m, FILE *out)
 
 	fprintf(out, "    IRQ->CPU:");
 	for (i = 0; i < m->n && i < 12; i++)
-		fprintf(out, " %s%s%u->%s", m->irq[i].name[0] ? m->irq[i].name : "irq",
+		fprintf(out, " %s%s%u->%s", m->irq[i].name[0] ? safe(m->irq[i].name) : "irq",
 			m->irq[i].name[0] ? "/" : "", m->irq[i].irq,
-			m->irq[i].cpulist[0] ? m->irq[i].cpulist : "?");
+			m->irq[i].cpulist[0] ? safe(m->irq[i].cpulist) : "?");
 	if (m->n > i)
 		fprintf(out, " +%zu more", m->n - i);
 	fprintf(out, "%s\n", m->n ? "" : " none");
@@ -471,7 +494,7 @@ static void print_ena(const struct report *r, const struct ena_ifstate *s, FILE 
 		if (c == ENA_CLASS_NONE || st->value == 0)
 			continue;
 		p = find_prev(r, s->key, st->name, &prev_ms);
-		fprintf(out, "%s %s %llu", shown++ % 4 == 0 ? "\n     " : ",", st->name,
+		fprintf(out, "%s %s %llu", shown++ % 4 == 0 ? "\n     " : ",", safe(st->name),
 			(unsigned long long)st->value);
 		if (p && prev_ms < s->read_ms && st->value >= p->value)
 			fprintf(out, " (+%llu since %s)", (unsigned long long)(st->value - p->value),
@@ -486,10 +509,10 @@ static void print_ena(const struct report *r, const struct ena_ifstate *s, FILE 
 		int cpu = report_ena_cpu(ev->cause);
 
 		fprintf(out, "     %s  %llu reset(s): %s\n", utc_hms(ev->t_ms, t, sizeof(t)),
-			(unsigned long long)ev->resets, ev->cause);
+			(unsigned long long)ev->resets, safe(ev->cause));
 		if (cpu >= 0)
 			fprintf(out, "          profile: node %s cpu %d before %s: %s\n",
-				r->node[0] ? r->node : "-", cpu, t,
+				node(r), cpu, t,
 				report_perf_cmd((unsigned)cpu, 5000, cmd, sizeof(cmd)));
 	}
 }
@@ -503,8 +526,8 @@ static void print_nics(const struct report *r, FILE *out)
 	for (size_t i = 0; i < r->nmaps; i++) {
 		const struct irq_map *m = &r->maps[i];
 
-		fprintf(out, "  %-10s driver %s  pci %s  threaded NAPI %s\n", m->ifname,
-			m->driver[0] ? m->driver : "-", m->pci[0] ? m->pci : "-",
+		fprintf(out, "  %-10s driver %s  pci %s  threaded NAPI %s\n", safe(m->ifname),
+			m->driver[0] ? safe(m->driver) : "-", m->pci[0] ? safe(m->pci) : "-",
 			m->threaded == 1 ? "on" : m->threaded == 0 ? "off" : "n/a");
 		print_irq_map(m, out);
 		for (size_t k = 0; k < r->ena.n; k++)
@@ -518,8 +541,9 @@ static void print_nics(const struct report *r, FILE *out)
 			mapped |= streq(r->ena.ifs[k].base.ifname, r->maps[i].ifname);
 		if (mapped)
 			continue;
-		fprintf(out, "  %-10s driver %s  bus %s  (no IRQ map)\n", r->ena.ifs[k].base.ifname,
-			r->ena.ifs[k].base.driver, r->ena.ifs[k].base.bus_info);
+		fprintf(out, "  %-10s driver %s  bus %s  (no IRQ map)\n",
+			safe(r->ena.ifs[k].base.ifname), safe(r->ena.ifs[k].base.driver),
+			safe(r->ena.ifs[k].base.bus_info));
 		print_ena(r, &r->ena.ifs[k], out);
 	}
 	if (r->nmaps == 0 && r->ena.n == 0)
@@ -533,7 +557,7 @@ int report_print(const struct report *r, FILE *out)
 {
 	char t[48];
 
-	fprintf(out, "cpuzombie report  node %s  %s  (cpuzombie %s)\n\n", r->node[0] ? r->node : "-",
+	fprintf(out, "cpuzombie report  node %s  %s  (cpuzombie %s)\n\n", node(r),
 		utc_datetime(r->now_ms, t, sizeof(t)), CZ_VERSION);
 	print_conditions(r, out);
 	fputc('\n', out);

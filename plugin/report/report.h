@@ -123,7 +123,8 @@ char *report_perf_cmd(unsigned cpu, uint64_t dur_ms, char *buf, size_t size);
 
 /*
  * report_format_tasks - pure: a burst's top tasks as "kubelet[815] 9.0s, systemd[1] 0.1s" (comm,
- * TID, system time on the core), the one spelling of the screen and the SVG. Cut to @size.
+ * TID, system time on the core), the one spelling of the screen and the SVG; comms made safe as
+ * TEXTSAFE_TEXT (textsafe.h). Cut to @size.
  * Returns @buf ("" without tasks).
  */
 char *report_format_tasks(const struct burst_event *ev, char *buf, size_t size);
@@ -160,7 +161,10 @@ json_object *report_json(const struct report *r);
 struct state_type;
 int report_ena_load(const char *state_dir, const struct state_type *t, struct ena_state *ret);
 
-/* report_node_name - when cfg gave no node name, the host's (/proc/sys/kernel/hostname). */
+/*
+ * report_node_name - when cfg gave no node name, the host's (/proc/sys/kernel/hostname) if it
+ * is a valid node name (as --node-name must be); otherwise the node stays unnamed ("-").
+ */
 void report_node_name(struct report *r, const struct hostfs *hf);
 
 /*

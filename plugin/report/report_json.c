@@ -5,6 +5,7 @@
 #include "report/advice.h"
 #include "report/report.h"
 #include "report/report_profile.h"
+#include "base/textsafe.h"
 #include "base/util.h"
 
 static void add(json_object *o, const char *k, json_object *v)
@@ -12,9 +13,21 @@ static void add(json_object *o, const char *k, json_object *v)
 	json_object_object_add(o, k, v);
 }
 
+/* Every string reaches the document through here: task names, hostnames and interface names are
+ * any bytes, and a JSON document must be valid UTF-8 (textsafe.h). */
 static json_object *jstr(const char *s)
 {
-	return json_object_new_string(s ? s : "");
+	_cleanup_free_ char *safe = textsafe_strdup(TEXTSAFE_TEXT, s);
+
+	return safe ? json_object_new_string(safe) : NULL;
+}
+
+/* jstr() of the @n bytes at @s (a field inside a longer string). */
+static json_object *jstrn(const char *s, size_t n)
+{
+	char buf[1024];
+
+	return json_object_new_string(textsafe_n(TEXTSAFE_TEXT, s, n, buf, sizeof(buf)));
 }
 
 static json_object *ju64(uint64_t v)
@@ -174,14 +187,14 @@ static json_object *burst(const struct report *r, const struct burst_event *ev, 
 	for (p = ev->irqs; *p;) {
 		size_t n = strcspn(p, ",");
 
-		json_object_array_add(irqs, json_object_new_string_len(p, (int)n));
+		json_object_array_add(irqs, jstrn(p, n)); /* names hold ifnames */
 		p += n + (p[n] == ',');
 	}
 	add(o, "nic_irqs", irqs);
 	for (p = ev->stack; *p;) {
 		size_t n = strcspn(p, "<");
 
-		json_object_array_add(stack, json_object_new_string_len(p, (int)n));
+		json_object_array_add(stack, jstrn(p, n));
 		p += n + (p[n] == '<');
 	}
 	add(o, "kernel_stack", stack);

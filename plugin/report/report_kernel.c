@@ -9,6 +9,7 @@
 #include "checks/klog_incident.h"
 #include "report/report.h"
 #include "base/state.h"
+#include "base/textsafe.h"
 #include "base/util.h"
 
 int report_load_kevents(struct report *r, const char *run_dir)
@@ -46,7 +47,7 @@ static size_t first_in_window(const struct report *r)
 void report_print_kernel(const struct report *r, FILE *out)
 {
 	const struct kevents *k = r->kev;
-	char d[256], win[32];
+	char d[256], win[32], s1[256], s2[1024];
 	size_t shown = 0;
 
 	if (!k)
@@ -62,7 +63,9 @@ void report_print_kernel(const struct report *r, FILE *out)
 
 		if (kevents_event(k, i, &e) != 1 || e.cont)
 			continue;
-		fprintf(out, "  %s  %s\n", e.stamp, klog_event_describe(&e, d, sizeof(d)));
+		fprintf(out, "  %s  %s\n", textsafe(TEXTSAFE_TEXT, e.stamp, s1, sizeof(s1)),
+			textsafe(TEXTSAFE_TEXT, klog_event_describe(&e, d, sizeof(d)), s2,
+				 sizeof(s2))); /* kernel text quotes task and interface names */
 		shown++;
 	}
 	if (!shown)
@@ -73,7 +76,7 @@ json_object *report_kernel_json(const struct report *r)
 {
 	const struct kevents *k = r->kev;
 	json_object *o, *counts, *evs;
-	char d[256];
+	char d[256], s1[256], s2[1024];
 
 	if (!k)
 		return NULL;
@@ -94,15 +97,17 @@ json_object *report_kernel_json(const struct report *r)
 		json_object_object_add(j, "time_ms", json_object_new_uint64(k->ev[i].t_ms));
 		json_object_object_add(j, "kind", json_object_new_string(klog_kind_name(e.kind)));
 		if (e.ifname[0])
-			json_object_object_add(j, "interface", json_object_new_string(e.ifname));
+			json_object_object_add(j, "interface", json_object_new_string(
+				textsafe(TEXTSAFE_TEXT, e.ifname, s1, sizeof(s1))));
 		if (e.queue >= 0)
 			json_object_object_add(j, "queue", json_object_new_int(e.queue));
 		if (e.cpu >= 0)
 			json_object_object_add(j, "cpu", json_object_new_int(e.cpu));
 		if (e.comm[0])
-			json_object_object_add(j, "task", json_object_new_string(e.comm));
-		json_object_object_add(j, "text",
-				       json_object_new_string(klog_event_describe(&e, d, sizeof(d))));
+			json_object_object_add(j, "task", json_object_new_string(
+				textsafe(TEXTSAFE_TEXT, e.comm, s1, sizeof(s1))));
+		json_object_object_add(j, "text", json_object_new_string(textsafe(
+			TEXTSAFE_TEXT, klog_event_describe(&e, d, sizeof(d)), s2, sizeof(s2))));
 		json_object_array_add(evs, j);
 	}
 	json_object_object_add(o, "counts", counts);

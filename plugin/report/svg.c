@@ -11,6 +11,7 @@
 #include "checks/klog_incident.h"
 #include "report/report.h"
 #include "report/svg.h"
+#include "base/textsafe.h"
 #include "base/util.h"
 
 #define LEFT 80
@@ -38,21 +39,10 @@ static double x_of(const struct plot *p, uint64_t t)
 	return LEFT + (double)(t - p->t0) * SVG_PLOT_W / (double)(p->t1 - p->t0);
 }
 
-/* XML text: escape the five special characters, drop control bytes. */
+/* XML text: the five special characters as entities, UTF-8 kept, controls shown (textsafe.h). */
 static void xml(FILE *out, const char *s)
 {
-	for (; *s; s++) {
-		switch (*s) {
-		case '<': fputs("&lt;", out); break;
-		case '>': fputs("&gt;", out); break;
-		case '&': fputs("&amp;", out); break;
-		case '"': fputs("&quot;", out); break;
-		case '\'': fputs("&apos;", out); break;
-		default:
-			if ((unsigned char)*s >= 0x20 && (unsigned char)*s < 0x7f)
-				fputc(*s, out);
-		}
-	}
+	(void)textsafe_fputs(TEXTSAFE_XML, s, out);
 }
 
 static uint64_t interval_of(const struct report *r)

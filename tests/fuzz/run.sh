@@ -38,7 +38,10 @@ for t in "${targets[@]}"; do
 	corpus=$out/corpus-$name
 	rm -rf "$corpus"; mkdir -p "$corpus"
 	[ -d "$root/tests/fuzz/corpus/${name#fuzz_}" ] && cp -r "$root/tests/fuzz/corpus/${name#fuzz_}/." "$corpus/"
-	if "$out/$name" -max_total_time="$secs" -timeout=10 -rss_limit_mb=2048 \
+	# a target may add libFuzzer flags of its own (fuzz_NAME.flags, one line; later flags win)
+	extra=()
+	[ -f "${t%.c}.flags" ] && read -ra extra <"${t%.c}.flags"
+	if "$out/$name" -max_total_time="$secs" -timeout=10 -rss_limit_mb=2048 "${extra[@]}" \
 		-artifact_prefix="$out/$name-" "$corpus" >"$out/$name.log" 2>&1; then
 		pass=$((pass + 1)); echo "fuzz: $name clean for ${secs}s ($(grep -c . "$out/$name.log") log lines)"
 	else

@@ -191,6 +191,59 @@ static void test_limits(void **state)
 	assert_non_null(strstr(errs, "/nonexistent/cz.yaml"));
 }
 
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wformat-nonliteral"
+/* Generate @n copies of @unit (a printf format taking the copy's index) after @head. */
+static char *repeat(const char *head, const char *unit, size_t n, const char *tail, size_t *len)
+{
+	size_t size = strlen(head) + n * (strlen(unit) + 16) + strlen(tail) + 1, off;
+	char *s = malloc(size);
+
+	assert_non_null(s);
+	off = (size_t)snprintf(s, size, "%s", head);
+	for (size_t i = 0; i < n; i++)
+		off += (size_t)snprintf(s + off, size - off, unit, i);
+	off += (size_t)snprintf(s + off, size - off, "%s", tail);
+	*len = off;
+	return s;
+}
+#pragma GCC diagnostic pop
+
+/*
+ * The shapes that were superlinear (issue 16): each is refused at the line that crosses a limit,
+ * and the message names the limit. (Their cost is measured by the fuzz target's time limit and
+ * the e2e catalogue, not asserted here.)
+ */
+static void test_pathological_shapes(void **state)
+{
+	static const struct {
+		const char *head, *unit, *tail;
+		size_t n;
+		const char *want;
+	} t[] = {
+		{ "memcg:\n", "  k%zu: 1\n", "", 40000, "big:513: more than 512 keys" },
+		{ "x: ", "[", "", 40000, "big:1: nesting deeper than 4 levels" },
+		{ "x: ", "{a: ", "", 100000, "big:1: nesting deeper than 4 levels" },
+		{ "", "a%zu: &a x\n", "", 60000, "big:1: anchors (&a) are not supported" },
+		{ "ena:\n  drivers: [", "d,", "d]\n", 50000, "more than 8192 YAML events" },
+		{ "memcg:\n", "  min_dying: %zu\n", "", 100, "big:3: key 'memcg.min_dying': given twice" },
+	};
+	struct cz_config c;
+	char errs[512];
+
+	for (size_t i = 0; i < ARRAY_SIZE(t); i++) {
+		size_t len;
+		char *text = repeat(t[i].head, t[i].unit, t[i].n, t[i].tail, &len);
+
+		assert_int_equal(config_load_string("big", text, len, &c, errs, sizeof(errs)),
+				 -EINVAL);
+		if (!strstr(errs, t[i].want))
+			print_error("case %zu: got %s", i, errs);
+		assert_non_null(strstr(errs, t[i].want));
+		free(text);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -198,6 +251,7 @@ int main(void)
 		cmocka_unit_test(test_good_minimal),	cmocka_unit_test(test_bad_golden),
 		cmocka_unit_test(test_shipped_config_is_the_defaults),
 		cmocka_unit_test(test_dump_roundtrip),	cmocka_unit_test(test_limits),
+		cmocka_unit_test(test_pathological_shapes),
 	};
 	return cmocka_run_group_tests_name("config", tests, NULL, NULL);
 }
