@@ -25,6 +25,23 @@ B := build
 SANFLAGS :=
 endif
 
+# The zombie census (agent/census_bpf.c): a CO-RE BPF program compiled with clang -target bpf
+# against a vmlinux.h dumped from this kernel's BTF, embedded as a bpftool skeleton; libbpf is
+# linked by the agent only (check-layers proves the check binary references none of it). Built
+# when bpftool, clang, libbpf and /sys/kernel/btf/vmlinux are all there (make test installs
+# them; make run's build list does not: clang is heavy); otherwise the agent is built without
+# it, and with memcg.census_interval on it publishes "built without the BPF census" instead.
+BPFTOOL ?= $(firstword $(shell command -v bpftool 2>/dev/null) $(wildcard /usr/sbin/bpftool))
+BPF_CLANG ?= clang
+VMLINUX_BTF ?= /sys/kernel/btf/vmlinux
+CENSUS_BPF := $(if $(and $(BPFTOOL),$(wildcard $(VMLINUX_BTF)),$(shell command -v \
+	$(BPF_CLANG) 2>/dev/null),$(shell pkg-config --exists libbpf && echo y)),1,0)
+ifeq ($(CENSUS_BPF),1)
+LIBS_BPF := -lbpf
+else
+LIBS_BPF :=
+endif
+
 WARN := -Wall -Wextra -Wshadow -Wformat=2 -Wstrict-prototypes -Wmissing-prototypes -Wvla \
 	-Wwrite-strings -Wno-unused-parameter -Werror
 HARDEN := -fPIE -fstack-protector-strong -fstack-clash-protection -fcf-protection \
@@ -41,7 +58,7 @@ LDFLAGS_CZ := -Wl,-z,relro,-z,now -Wl,-z,noexecstack -Wl,--gc-sections -Wl,-O1 $
 LIBS_STATIC := -Wl,-Bstatic -ljson-c -lyaml -Wl,-Bdynamic
 # --as-needed: a library is recorded only when the code calls into it (also under ASan, whose
 # link turns it off).
-LIBS := $(LIBS_STATIC) -Wl,--as-needed -lcurl -lsystemd -Wl,--no-as-needed -lm
+LIBS := $(LIBS_STATIC) -Wl,--as-needed -lcurl -lsystemd $(LIBS_BPF) -Wl,--no-as-needed -lm
 ifeq ($(SANITIZE),1)
 LDFLAGS_CHECK := -pie $(LDFLAGS_CZ)
 LIBS_CHECK := $(LIBS_STATIC) -lm
@@ -87,6 +104,26 @@ $(B)/obj/%.o: plugin/%.c
 	@mkdir -p $(@D)
 	@$(say) CC $<
 	$(Q)$(CC) $(CZ_CFLAGS) $(CFLAGS) -MMD -MP -c -o $@ $<
+
+# The census: vmlinux.h from this kernel's BTF, the BPF object, its skeleton (build/bpf/).
+$(B)/bpf/vmlinux.h:
+	@mkdir -p $(@D)
+	@$(say) GEN $@
+	$(Q)$(BPFTOOL) btf dump file $(VMLINUX_BTF) format c >$@.tmp && mv $@.tmp $@
+
+$(B)/bpf/census.bpf.o: plugin/agent/bpf/census.bpf.c plugin/agent/census_rec.h $(B)/bpf/vmlinux.h
+	@$(say) BPF $<
+	$(Q)$(BPF_CLANG) -target bpf -g -O2 -Wall -Werror -D__TARGET_ARCH_x86 -I$(B)/bpf -Iplugin \
+		-c -o $@ $<
+
+$(B)/bpf/census.skel.h: $(B)/bpf/census.bpf.o
+	@$(say) GEN $@
+	$(Q)$(BPFTOOL) gen skeleton $< name census_bpf >$@.tmp && mv $@.tmp $@
+
+ifeq ($(CENSUS_BPF),1)
+$(B)/obj/agent/census_bpf.o: CZ_CFLAGS += -DCZ_CENSUS_BPF -I$(B)/bpf
+$(B)/obj/agent/census_bpf.o: $(B)/bpf/census.skel.h
+endif
 
 # main.c once more for the check binary: the online subcommands answer with a one-line error.
 $(B)/obj/cmd/main-check.o: plugin/cmd/main.c

@@ -12,6 +12,7 @@
 #include "base/log.h"
 #include "agent/metrics.h"
 #include "agent/units_publish.h"
+#include "agent/census_publish.h"
 #include "report/report.h"
 #include "base/util.h"
 
@@ -23,6 +24,7 @@ struct periodic {
 	struct kube_agent *ka;
 	int kube_err;			/* why Kubernetes could not be set up (logged), or 0 */
 	struct units_publisher units;	/* systemd units for the checks, every UNITS_PUBLISH_MS */
+	struct census_publisher census;	/* the zombie census, every memcg.census_interval */
 	int last[MAX_RESULTS];		/* previous status per check, -1 before the first */
 	pthread_t thread;
 	bool started;
@@ -49,6 +51,7 @@ int periodic_new(struct cz_ctx *ctx, struct periodic **ret)
 		p->last[i] = -1;
 	/* --once keeps the failure, so that the one cycle reports it in its exit code */
 	if (!p->ka && !ctx->cfg.agent.metrics_textfile[0] && !ctx->cfg.memcg.systemd_hints &&
+	    !ctx->cfg.memcg.census_interval_ms &&
 	    !(ctx->once && p->kube_err < 0)) {
 		/* nothing to publish: the sampler alone is the agent's job */
 		periodic_free(p);
@@ -119,6 +122,7 @@ int periodic_cycle(struct periodic *p)
 
 	/* first: `check memcg` in this cycle (and in NPD's container) reads what it publishes */
 	(void)units_publish_due(&p->units, &p->ctx->cfg, now_monotonic_ms(), now_realtime_ms());
+	(void)census_publish_due(&p->census, p->ctx, now_monotonic_ms(), now_realtime_ms());
 	if (!p->ka && !p->ctx->cfg.agent.metrics_textfile[0])
 		return p->kube_err;	/* the units were the only work (NPD runs the checks) */
 	n = kube_agent_run_checks(p->ctx, names, res, MAX_RESULTS);
@@ -143,6 +147,10 @@ int periodic_cycle(struct periodic *p)
 		r->nchecks++;
 	}
 	canary(p, r);
+	if (p->census.has_last) {
+		r->census_rc = 0;
+		r->census = p->census.last;
+	}
 	if (p->ctx->cfg.memcg.systemd_hints) {
 		r->restarts_rc = p->units.last_rc;
 		r->restarts = p->units.last;
@@ -216,6 +224,7 @@ void periodic_free(struct periodic *p)
 		pthread_join(p->thread, NULL);
 	}
 	kube_agent_free(p->ka);
+	census_publisher_done(&p->census);
 	pthread_cond_destroy(&p->wake);
 	pthread_mutex_destroy(&p->lock);
 	free(p);

@@ -151,6 +151,27 @@ static void units(const struct report *r, FILE *out)
 	}
 }
 
+/* The agent's zombie census: dying memcgs by group, for its top groups. */
+static void census(const struct report *r, FILE *out)
+{
+	if (r->census_rc != 0 || r->census.ngroups == 0)
+		return;
+	help(out, "cpuzombie_memcg_dying_by_group", "gauge",
+	     "Dying memcgs by former path pattern (the agent's BPF census; top groups only).");
+	for (size_t i = 0; i < r->census.ngroups; i++) {
+		fputs("cpuzombie_memcg_dying_by_group{group=\"", out);
+		label(out, r->census.group[i].key);
+		fprintf(out, "\"} %llu\n", (unsigned long long)r->census.group[i].count);
+	}
+	help(out, "cpuzombie_memcg_pinned_bytes_by_group", "gauge",
+	     "Bytes the dying memcgs of a group still charge (the agent's BPF census).");
+	for (size_t i = 0; i < r->census.ngroups; i++) {
+		fputs("cpuzombie_memcg_pinned_bytes_by_group{group=\"", out);
+		label(out, r->census.group[i].key);
+		fprintf(out, "\"} %llu\n", (unsigned long long)r->census.group[i].bytes);
+	}
+}
+
 /* The agent's kernel-event log: recognized kernel messages by kind, and what it missed. */
 static void kernel(const struct report *r, FILE *out)
 {
@@ -200,6 +221,7 @@ int metrics_format(const struct report *r, FILE *out)
 	cpu(r, out);
 	ena(r, out);
 	units(r, out);
+	census(r, out);
 	kernel(r, out);
 	checks(r, out);
 	return ferror(out) ? -EIO : 0;

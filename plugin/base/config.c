@@ -58,6 +58,7 @@ static const struct key_def keys[] = {
 	K("memcg", "max_ratio", T_RATIO, memcg.max_ratio),
 	K("memcg", "latency_canary", T_DUR, memcg.latency_canary_ms),
 	K("memcg", "systemd_hints", T_BOOL, memcg.systemd_hints),
+	K("memcg", "census_interval", T_DUR, memcg.census_interval_ms),
 	K("cpu", "interval", T_DUR_POS, cpu.interval_ms),
 	K("cpu", "metric", T_METRIC, cpu.metric),
 	K("cpu", "threshold_pct", T_PCT, cpu.threshold_pct),
@@ -172,6 +173,7 @@ void config_defaults(struct cz_config *cfg)
 	cfg->memcg.min_dying = 1000;
 	cfg->memcg.max_ratio = 10;
 	cfg->memcg.latency_canary_ms = 10 * 60 * 1000;
+	cfg->memcg.census_interval_ms = 10 * 60 * 1000;
 	cfg->memcg.systemd_hints = true;
 	cfg->cpu.interval_ms = 250;
 	cfg->cpu.metric = CZ_METRIC_SYSTEM;

@@ -52,6 +52,7 @@ struct cz_config {
 		double max_ratio;		/* 10 */
 		uint64_t latency_canary_ms;	/* 10m: at most one canary read per this; 0 = off */
 		bool systemd_hints;		/* true */
+		uint64_t census_interval_ms;	/* 10m: the agent's zombie census (BPF); 0 = off */
 	} memcg;
 	struct {
 		uint64_t interval_ms;		/* 250ms */

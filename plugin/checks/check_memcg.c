@@ -10,6 +10,7 @@
 #include <fcntl.h>
 #include <sys/stat.h>
 
+#include "checks/census.h"
 #include "checks/check_memcg.h"
 #include "checks/condmsg.h"
 #include "checks/cz.h"
@@ -75,9 +76,7 @@ static int count_dirs(int dfd, unsigned depth, uint64_t *count)
 	return r;
 }
 
-/* Where a hierarchy is mounted, relative to the sys root: host init's mountinfo, then ours,
- * then the conventional path. */
-static int find_mount(const struct hostfs *hf, bool v2, char *buf, size_t size)
+int memcg_find_hierarchy(const struct hostfs *hf, bool v2, char *buf, size_t size)
 {
 	static const char *const infos[] = { "1/mountinfo", "self/mountinfo" };
 	const size_t size_text = 256 * 1024; /* a node with thousands of mounts (pods) */
@@ -102,7 +101,7 @@ static int read_v1(struct cz_ctx *ctx, const struct memcg_controller *c, struct 
 	uint64_t dirs = 1; /* the hierarchy root, which /proc/cgroups counts too */
 	int fd, e;
 
-	find_mount(&ctx->hf, false, rel, sizeof(rel));
+	memcg_find_hierarchy(&ctx->hf, false, rel, sizeof(rel));
 	fd = hostfs_openat(&ctx->hf, HOSTFS_SYS, rel, O_RDONLY | O_DIRECTORY);
 	if (fd < 0)
 		return npd_unknown(res, fd, "cannot open memory hierarchy %s",
@@ -126,7 +125,7 @@ static int read_v2(struct cz_ctx *ctx, struct memcg_reading *r, struct npd_resul
 	ssize_t n;
 	int e;
 
-	find_mount(&ctx->hf, true, rel, sizeof(rel));
+	memcg_find_hierarchy(&ctx->hf, true, rel, sizeof(rel));
 	snprintf(file, sizeof(file), "%s/cgroup.stat", rel);
 	n = hostfs_read(&ctx->hf, HOSTFS_SYS, file, buf, sizeof(buf));
 	e = n < 0 ? (int)n : memcg_parse_cgroup_stat(buf, &st);
@@ -202,6 +201,39 @@ int memcg_read(struct cz_ctx *ctx, struct memcg_reading *r, struct npd_result *r
 	return NPD_OK;
 }
 
+/*
+ * The group the dying memcgs came from, from the agent's zombie census in the run dir, into
+ * @r->census (the line carries it before the restart hint, which still follows: the unit and
+ * the group say different things). Returns 1 when @r->census is set: the group, or why there
+ * is no fresh census when no other hint will follow (memcg.systemd_hints off); else 0.
+ */
+static int census_hint(struct cz_ctx *ctx, struct memcg_reading *r)
+{
+	static struct census c;	/* ~9 KiB, one check at a time */
+	uint64_t every = ctx->cfg.memcg.census_interval_ms;
+	char why[CENSUS_ERR_MAX + 32];
+	int q;
+
+	if (!every)
+		return 0;
+	/* two periods and a minute: one late census is not "no census" */
+	q = census_load(ctx->cfg.paths.run, now_realtime_ms(), 2 * every + 60000, &c, why,
+			sizeof(why));
+	if (q == 0 && c.ngroups > 0) {
+		condmsg_census_hint(c.group[0].count, c.group[0].key, c.group[0].bytes, r->census,
+				    sizeof(r->census));
+		return 1;
+	}
+	if (q < 0) {
+		log_warning("no census hint: %s", why);
+		if (!ctx->cfg.memcg.systemd_hints) {
+			snprintf(r->census, sizeof(r->census), "census: %.120s", why);
+			return 1;
+		}
+	}
+	return 0;
+}
+
 int check_memcg(struct cz_ctx *ctx, struct npd_result *res)
 {
 	struct memcg_reading r;
@@ -216,12 +248,14 @@ int check_memcg(struct cz_ctx *ctx, struct npd_result *res)
 		char rel[256], sub[256];
 		uint64_t n;
 
-		find_mount(&ctx->hf, true, rel, sizeof(rel));
+		memcg_find_hierarchy(&ctx->hf, true, rel, sizeof(rel));
 		if (memcg_where_find(&ctx->hf, rel, sub, sizeof(sub), &n) == 0) {
 			memcg_where_format(sub, n, r.where, sizeof(r.where));
 			e = memcg_verdict(&r, &ctx->cfg, res);
 		}
 	}
+	if (e == NPD_PROBLEM && census_hint(ctx, &r) > 0)
+		e = memcg_verdict(&r, &ctx->cfg, res);
 	if (e == NPD_PROBLEM && ctx->cfg.memcg.systemd_hints) {
 		/* name the crash-looping unit from what the agent published in the run dir: a
 		 * check never talks to systemd (no libsystemd, no bus in NPD's container) */

@@ -16,4 +16,11 @@
  */
 int memcg_read(struct cz_ctx *ctx, struct memcg_reading *r, struct npd_result *res);
 
+/*
+ * memcg_find_hierarchy - where the memory hierarchy (@v2: the unified one) is mounted, relative
+ * to the sys root, into @buf: from host init's mountinfo, then ours, then the conventional path
+ * ("fs/cgroup/memory", "fs/cgroup"). Returns 0 (always; the caller's open says if it exists).
+ */
+int memcg_find_hierarchy(const struct hostfs *hf, bool v2, char *buf, size_t size);
+
 #endif

@@ -194,6 +194,50 @@ static void memcg_leaker(const char *p, bool cut, struct condmsg_memcg *m)
 	m->has_leaker = true;
 }
 
+#define CENSUS_WERE " were "
+
+size_t condmsg_census_hint(uint64_t count, const char *key, uint64_t bytes, char *buf,
+			   size_t size)
+{
+	char b[32], head[32];
+	int h, t, k;
+
+	if (size == 0)
+		return 0;
+	format_bytes(bytes, b, sizeof(b));
+	h = snprintf(head, sizeof(head), "%llu" CENSUS_WERE, (unsigned long long)count);
+	t = (int)strlen(", ") + (int)strlen(b) + (int)strlen(" pinned");
+	k = (int)strlen(key);
+	if (h + k + t >= (int)size) /* cut the key, never the numbers */
+		k = (int)size - 1 - h - t - 3 > 0 ? (int)size - 1 - h - t - 3 : 0;
+	h = snprintf(buf, size, "%s%.*s%s, %s pinned", head, k, key,
+		     k < (int)strlen(key) ? "..." : "", b);
+	return h < 0 ? 0 : (size_t)h < size ? (size_t)h : size - 1;
+}
+
+/* "<N> were <key>, " (the key: printable, no space, no "..."): the census's top group. */
+static void memcg_group(const char *p, bool cut, struct condmsg_memcg *m)
+{
+	const char *end;
+	uint64_t n;
+
+	if (!scan_u64(&p, &n) || !lit(&p, CENSUS_WERE))
+		return;
+	end = strstr(p, ", ");
+	if (!end || end == p || (size_t)(end - p) >= sizeof(m->group))
+		return;
+	for (const char *q = p; q < end; q++)
+		if (*q <= ' ' || *q >= 0x7f || *q == ';')
+			return;
+	if (end - p >= 3 && !memcmp(end - 3, "...", 3))
+		return;	/* cut to fit: not the key */
+	memcpy(m->group, p, (size_t)(end - p));
+	m->group[end - p] = '\0';
+	m->group_count = n;
+	m->has_group = true;
+	(void)cut;	/* the key ends at ", ": a message cut inside it has none */
+}
+
 int condmsg_memcg_parse(const char *msg, bool cut, struct condmsg_memcg *ret)
 {
 	const char *p = msg;
@@ -219,6 +263,8 @@ int condmsg_memcg_parse(const char *msg, bool cut, struct condmsg_memcg *ret)
 			m.has_growth = true;
 		} else if (!m.has_leaker && startswith(s, RESTARTS_PREFIX)) {
 			memcg_leaker(s, cut, &m);
+		} else if (!m.has_group && *s >= '0' && *s <= '9') {
+			memcg_group(s, cut, &m);
 		}
 	}
 	*ret = m;

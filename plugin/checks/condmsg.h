@@ -11,6 +11,9 @@
  *
  *   memcg: "12840 dying memcgs vs 241 live (x53 >= x10); +310/h; top restarts: ecs.service=4211
  *           (+310/h), foo.service=3; Percpu 1.9GiB; ..."
+ *          or, from the agent's zombie census (checks/census.h), instead of the restarts:
+ *          "69812 dying memcgs vs 240 live (x290 >= x10); 69790 were system.slice/ecs.service,
+ *           14.0GiB pinned; ..."
  *   cpu:   "cpu3 100% sys 6.2s x4/10m; serves eth0-Tx-Rx-0 +more; top kubelet 5.1s; also cpu5 x2"
  *   ena:   "eth0 3 resets/1h: poll starvation q2 (cpu3 burst 6.2s); eth1 1 reset/1h; risk: ..."
  *
@@ -51,6 +54,14 @@ void condmsg_memcg_growth(struct npd_result *res, double per_hour);
  */
 size_t condmsg_restarts_hint(const struct systemd_restarts *r, char *buf, size_t size);
 
+/*
+ * condmsg_census_hint - the census's top group: "69790 were system.slice/ecs.service, 14.0GiB
+ * pinned" into @buf; a key too long for @size is cut with "..." (then the parser drops it: a
+ * cut key is not a name). Returns the length written.
+ */
+size_t condmsg_census_hint(uint64_t count, const char *key, uint64_t bytes, char *buf,
+			   size_t size);
+
 struct condmsg_memcg {
 	bool has_counts;
 	uint64_t dying, live;
@@ -61,6 +72,9 @@ struct condmsg_memcg {
 	bool has_leaker;		/* the unit with the most restarts */
 	char leaker[CONDMSG_NAME_MAX];
 	uint64_t leaker_restarts;
+	bool has_group;			/* the census's top group */
+	char group[CONDMSG_NAME_MAX];	/* its key: "system.slice/ecs.service", "a/b-*.scope" */
+	uint64_t group_count;
 };
 
 /*

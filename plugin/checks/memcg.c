@@ -286,6 +286,8 @@ int memcg_verdict(const struct memcg_reading *r, const struct cz_config *cfg,
 	condmsg_memcg_head(res, st, r->dying, r->live, ratio, cfg);
 	if (r->has_growth)
 		condmsg_memcg_growth(res, r->growth_per_hour);
+	if (st == NPD_PROBLEM && r->census[0])
+		npd_append(res, "%s", r->census);
 	if (st == NPD_PROBLEM && r->hint[0])
 		npd_append(res, "%s", r->hint);
 	if (st == NPD_PROBLEM && r->where[0])

@@ -87,6 +87,7 @@ struct memcg_reading {
 	bool has_kernel;
 	unsigned kernel_major, kernel_minor;
 	char hint[128];		/* e.g. "top restarts: ecs.service=4211", or "" */
+	char census[160];	/* the agent's census: "69790 were a/b, 1GiB pinned", or "" */
 	char where[80];		/* cgroup v2: "most under system.slice (12000)", or "" */
 };
 

@@ -50,6 +50,10 @@ static void gather_memcg(struct cz_ctx *ctx, struct report *r)
 	r->canary_rc = canary_run(&ctx->hf, ctx->cfg.paths.state, ctx->cfg.memcg.latency_canary_ms,
 				  r->now_ms, &r->canary);
 	/* the units the agent published (report, like the checks, never talks to systemd) */
+	if (ctx->cfg.memcg.census_interval_ms)	/* the agent's zombie census, when fresh */
+		r->census_rc = census_load(ctx->cfg.paths.run, r->now_ms,
+					   2 * ctx->cfg.memcg.census_interval_ms + 60000, &r->census,
+					   r->census_err, sizeof(r->census_err));
 	if (ctx->cfg.memcg.systemd_hints)
 		r->restarts_rc = units_load(ctx->cfg.paths.run, r->now_ms, &r->restarts,
 					    r->restarts_err, sizeof(r->restarts_err));

@@ -29,6 +29,7 @@ struct report *report_new(const struct cz_config *cfg, uint64_t now_ms)
 	r->memcg_rc = NPD_UNKNOWN;
 	r->canary_rc = -ECANCELED;
 	r->restarts_rc = 1;
+	r->census_rc = 1;
 	r->hist_rc = -ENOENT;
 	r->hb_rc = -ENOENT;
 	r->maps_rc = -ENOENT;
@@ -238,6 +239,32 @@ static void print_conditions(const struct report *r, FILE *out)
 		fprintf(out, "  (checks not run)\n");
 }
 
+/* The agent's zombie census: the groups the dying memcgs came from, most first. */
+static void print_census(const struct report *r, FILE *out)
+{
+	const struct census *c = &r->census;
+	char b[32];
+
+	if (r->census_rc < 0) {
+		fprintf(out, "  census     unavailable: %s\n", r->census_err);
+		return;
+	}
+	if (r->census_rc != 0)
+		return;
+	fprintf(out, "  census     %llu dying, %s pinned, %llu min old%s\n",
+		(unsigned long long)c->dying, format_bytes(c->bytes, b, sizeof(b)),
+		(unsigned long long)(r->now_ms > c->t_ms ? (r->now_ms - c->t_ms) / 60000 : 0),
+		c->truncated ? " (cut short by a bound)" : "");
+	for (size_t i = 0; i < c->ngroups && i < 5; i++) {
+		const struct census_group *g = &c->group[i];
+
+		fprintf(out, "    %8llu %9s  %s (oldest seen %llu min ago)\n",
+			(unsigned long long)g->count, format_bytes(g->bytes, b, sizeof(b)), g->key,
+			(unsigned long long)(r->now_ms > g->first_ms
+						     ? (r->now_ms - g->first_ms) / 60000 : 0));
+	}
+}
+
 static void print_canary(const struct report *r, FILE *out)
 {
 	char d[32];
@@ -294,6 +321,7 @@ static void print_memcg(const struct report *r, FILE *out)
 			m->kernel_major, m->kernel_minor,
 			m->source == MEMCG_V1 ? "cgroup v1; fixed in 5.8" : "cgroup v2");
 	print_canary(r, out);
+	print_census(r, out);
 	if (r->restarts_rc == 0 && r->restarts.n > 0) {
 		condmsg_restarts_hint(&r->restarts, hint, sizeof(hint));
 		fprintf(out, "  restarts   %s\n", safe(hint + strlen("top restarts: ")));

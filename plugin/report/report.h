@@ -21,6 +21,7 @@
 #include <stdio.h>
 
 #include "checks/canary.h"
+#include "checks/census.h"
 #include "cluster/conditions.h"
 #include "base/config.h"
 #include "checks/ena.h"
@@ -55,6 +56,9 @@ struct report {
 	int restarts_rc;		/* 0, or -errno with restarts_err (1: not asked) */
 	char restarts_err[256];
 	struct systemd_restarts restarts;
+	int census_rc;			/* 0, or -errno with census_err (1: not asked, census off) */
+	char census_err[CENSUS_ERR_MAX + 32];
+	struct census census;		/* the agent's zombie census (checks/census.h) */
 
 	/* cores */
 	unsigned ncpu;			/* CPUs known (history, heartbeat or /proc/stat) */

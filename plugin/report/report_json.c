@@ -114,6 +114,45 @@ static json_object *restarts(const struct report *r)
 	return o;
 }
 
+static json_object *census_groups(const struct census_group *g, size_t n)
+{
+	json_object *a = json_object_new_array();
+
+	for (size_t i = 0; i < n; i++) {
+		json_object *j = json_object_new_object();
+
+		add(j, "group", jstr(g[i].key));
+		add(j, "dying", ju64(g[i].count));
+		add(j, "pinned_bytes", ju64(g[i].bytes));
+		add(j, "first_seen_ms", ju64(g[i].first_ms));
+		json_object_array_add(a, j);
+	}
+	return a;
+}
+
+/* The agent's zombie census: null when off, {"error"} when it could not count. */
+static json_object *census(const struct report *r)
+{
+	const struct census *c = &r->census;
+	json_object *o;
+
+	if (r->census_rc > 0)
+		return NULL;
+	o = json_object_new_object();
+	if (r->census_rc < 0) {
+		add(o, "error", jstr(r->census_err));
+		return o;
+	}
+	add(o, "time_ms", ju64(c->t_ms));
+	add(o, "dying", ju64(c->dying));
+	add(o, "pinned_bytes", ju64(c->bytes));
+	add(o, "visited", ju64(c->visited));
+	add(o, "truncated", json_object_new_boolean(c->truncated));
+	add(o, "groups", census_groups(c->group, c->ngroups));
+	add(o, "parents", census_groups(c->parent, c->nparents));
+	return o;
+}
+
 static json_object *canary(const struct report *r)
 {
 	json_object *o;
@@ -157,6 +196,8 @@ static json_object *memcg(const struct report *r)
 	add(o, "exposed", json_object_new_boolean(memcg_exposed(m)));
 	add(o, "canary", canary(r));
 	add(o, "restarts", restarts(r));
+	if (r->census_rc <= 0)	/* the census off: no key (the JSON of before) */
+		add(o, "census", census(r));
 	return o;
 }
 

@@ -6,7 +6,7 @@
 #     host > base; cluster and checks do not include each other. A file may include its own
 #     layer and the layers below (#include "layer/file.h"; system headers are not looked at).
 #  2. The objects of the static check binary (make's CHECK_OBJS) reference no libcurl
-#     (curl_*), no libsystemd (sd_*) and no dlopen/dlsym: an undefined symbol of that kind in
+#     (curl_*), no libsystemd (sd_*), no libbpf (bpf_*, libbpf_*) and no dlopen/dlsym: an undefined symbol of that kind in
 #     one of them is a check path that reaches the network or systemd.
 #  3. The check binary holds no code of the online objects (agent/, the cluster transport,
 #     host/systemd.c): none of the functions they define is in its symbol table. (--gc-sections
@@ -63,7 +63,7 @@ if [ $# -gt 0 ]; then
 	online=("$@")
 	for o in "${check[@]}"; do
 		nobjs=$((nobjs + 1))
-		refs=$(nm -u "$o" | awk '{print $NF}' | grep -E '^(curl_|sd_|dlopen|dlsym|dlmopen|dlvsym)' |
+		refs=$(nm -u "$o" | awk '{print $NF}' | grep -E '^(curl_|sd_|bpf_|libbpf_|dlopen|dlsym|dlmopen|dlvsym)' |
 			sort -u | tr '\n' ' ')
 		if [ -n "$refs" ]; then
 			echo "check-layers: $o (check binary) references $refs"
@@ -90,4 +90,4 @@ if [ "$bad" -gt 0 ]; then
 	exit 1
 fi
 echo "check-layers: $nfiles files include only down the layers; $nobjs check-binary objects" \
-	"reference no libcurl, libsystemd or dlopen"
+	"reference no libcurl, libsystemd, libbpf or dlopen"

@@ -55,6 +55,10 @@ kubernetes:
 {{- $_ := set $cfg "agent" $agent }}
 {{- $cpu := merge (dict "profile" .Values.agent.profileBursts) (index $cfg "cpu" | default dict) }}
 {{- $_ := set $cfg "cpu" $cpu }}
+{{- if not .Values.agent.zombieCensus }}
+{{- $memcg := merge (dict "census_interval" "0") (index $cfg "memcg" | default dict) }}
+{{- $_ := set $cfg "memcg" $memcg }}
+{{- end }}
 {{- range $section, $body := $cfg }}
 {{ $section }}:
 {{- toYaml $body | nindent 2 }}

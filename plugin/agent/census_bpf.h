@@ -1,0 +1,43 @@
+/* SPDX-License-Identifier: MIT */
+#ifndef CZ_CENSUS_BPF_H
+#define CZ_CENSUS_BPF_H
+
+/*
+ * The kernel side of the zombie census: load the CO-RE BPF program (agent/bpf/census.bpf.c,
+ * embedded as a bpftool skeleton), attach it as a cgroup iterator to the memory hierarchy's
+ * root, run it once, and turn its records into the dying memcgs with their former paths
+ * (joined through the parent chain, at most CENSUS_BPF_DEPTH_MAX levels) and the bytes each
+ * still charges. Agent only: libbpf is never linked into the check binary.
+ */
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct census_scan_item {
+	char *path;		/* below the memory root, "a/b/c"; points into the scan's storage */
+	uint64_t bytes;		/* memcg->memory.usage x the page size */
+	uint64_t serial;	/* css->serial_nr: the same memcg has the same one next time */
+};
+
+struct census_scan {
+	struct census_scan_item *v;	/* the dying memcgs, in pre-order */
+	size_t n;
+	uint64_t visited;		/* csses the walk visited, live ones included */
+	bool truncated;			/* a bound (nodes, steps, ring buffer) cut the walk */
+	uint64_t load_us, walk_us;	/* loading (verifier) and the walk + drain, wall time */
+	char *storage;			/* the paths */
+};
+
+/*
+ * census_bpf_scan - one census of the memory hierarchy whose root directory is @cgroup_fd (v1
+ * memory, or v2's root), visiting at most @max_nodes csses. Returns 0 with *@ret filled (free
+ * with census_scan_free), or -errno: -EOPNOTSUPP when built without the BPF census, -EPERM
+ * when loading or attaching was refused (capabilities), -ENOMEM, or libbpf's error.
+ */
+int census_bpf_scan(int cgroup_fd, uint32_t max_nodes, struct census_scan *ret);
+
+/* census_scan_free - free what a scan holds. Accepts a zeroed scan. */
+void census_scan_free(struct census_scan *s);
+
+#endif
