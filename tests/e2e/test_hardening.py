@@ -75,11 +75,13 @@ def test_only_libc_at_start(cz_bin):
 
 
 def test_full_binary_links_only_the_agent_libraries(cz_bin):
-    """The full binary (agent, report with systemd) links libsystemd and libcurl directly (no
-    dlopen) and nothing else but glibc (libc, libm): json-c and libyaml stay static."""
+    """The full binary (the agent's libraries: libsystemd, libcurl, libbpf for the zombie census)
+    links them directly (no dlopen) and nothing else but glibc (libc, libm): json-c and libyaml
+    stay static."""
     needed = needed_libs(cz_bin)
     assert "libc.so.6" in needed, needed
-    assert set(needed) <= {"libc.so.6", "libm.so.6", "libsystemd.so.0", "libcurl.so.4"}, needed
+    assert set(needed) <= {"libc.so.6", "libm.so.6", "libsystemd.so.0", "libcurl.so.4",
+                           "libbpf.so.1"}, needed
     obj = os.path.join(os.path.dirname(cz_bin), "obj", "host", "systemd.o")
     syms = subprocess.run(["nm", "-u", obj], capture_output=True, text=True, check=True).stdout
     assert "sd_bus_open_system" in syms and "dlopen" not in syms, syms  # linked, not dlopen()ed
