@@ -90,8 +90,8 @@ static int metrics(struct periodic *p, struct report *r)
 	e = report_load_run(r, cfg->paths.run, r->now_ms);
 	if (e < 0)
 		return e;
-	r->ena_rc = report_ena_load(cfg->paths.state, "ena", &r->ena);
-	r->allowance_rc = report_ena_load(cfg->paths.state, "ena-allowance", &r->allowance);
+	r->ena_rc = report_ena_load(cfg->paths.state, &ena_reset_state, &r->ena);
+	r->allowance_rc = report_ena_load(cfg->paths.state, &ena_allowance_state, &r->allowance);
 	e = metrics_write(r, cfg->agent.metrics_textfile);
 	if (e < 0)
 		log_fields_full(LOG_PRIO_ERR, &(struct log_fields){ LOG_MID_METRICS, NULL, -1, NULL },
