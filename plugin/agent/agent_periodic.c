@@ -11,6 +11,7 @@
 #include "agent/kube_agent.h"
 #include "base/log.h"
 #include "agent/metrics.h"
+#include "agent/pods_publish.h"
 #include "agent/units_publish.h"
 #include "agent/census_publish.h"
 #include "report/report.h"
@@ -24,6 +25,7 @@ struct periodic {
 	struct kube_agent *ka;
 	int kube_err;			/* why Kubernetes could not be set up (logged), or 0 */
 	struct units_publisher units;	/* systemd units for the checks, every UNITS_PUBLISH_MS */
+	struct pods_publisher pods;	/* this node's pods by UID, for the memcg subtree */
 	struct census_publisher census;	/* the zombie census, every memcg.census_interval */
 	int last[MAX_RESULTS];		/* previous status per check, -1 before the first */
 	pthread_t thread;
@@ -51,7 +53,7 @@ int periodic_new(struct cz_ctx *ctx, struct periodic **ret)
 		p->last[i] = -1;
 	/* --once keeps the failure, so that the one cycle reports it in its exit code */
 	if (!p->ka && !ctx->cfg.agent.metrics_textfile[0] && !ctx->cfg.memcg.systemd_hints &&
-	    !ctx->cfg.memcg.census_interval_ms &&
+	    !ctx->cfg.kubernetes.node_name[0] && !ctx->cfg.memcg.census_interval_ms &&
 	    !(ctx->once && p->kube_err < 0)) {
 		/* nothing to publish: the sampler alone is the agent's job */
 		periodic_free(p);
@@ -122,6 +124,8 @@ int periodic_cycle(struct periodic *p)
 
 	/* first: `check memcg` in this cycle (and in NPD's container) reads what it publishes */
 	(void)units_publish_due(&p->units, &p->ctx->cfg, now_monotonic_ms(), now_realtime_ms());
+	p->pods.shared = kube_agent_client(p->ka);
+	(void)pods_publish_due(&p->pods, &p->ctx->cfg, now_monotonic_ms(), now_realtime_ms());
 	(void)census_publish_due(&p->census, p->ctx, now_monotonic_ms(), now_realtime_ms());
 	if (!p->ka && !p->ctx->cfg.agent.metrics_textfile[0])
 		return p->kube_err;	/* the units were the only work (NPD runs the checks) */
@@ -224,6 +228,7 @@ void periodic_free(struct periodic *p)
 		pthread_join(p->thread, NULL);
 	}
 	kube_agent_free(p->ka);
+	pods_publisher_clear(&p->pods);
 	census_publisher_done(&p->census);
 	pthread_cond_destroy(&p->wake);
 	pthread_mutex_destroy(&p->lock);

@@ -16,6 +16,7 @@
 #include "checks/cz.h"
 #include "checks/memcg.h"
 #include "checks/memcg_where.h"
+#include "checks/pods.h"
 #include "base/log.h"
 #include "base/state.h"
 #include "checks/units.h"
@@ -250,7 +251,17 @@ int check_memcg(struct cz_ctx *ctx, struct npd_result *res)
 
 		memcg_find_hierarchy(&ctx->hf, true, rel, sizeof(rel));
 		if (memcg_where_find(&ctx->hf, rel, sub, sizeof(sub), &n) == 0) {
-			memcg_where_format(sub, n, r.where, sizeof(r.where));
+			char uid[POD_UID_LEN + 1], pod[2 * POD_NAME_MAX + 8];
+
+			/* a pod's cgroup: its namespace/name from what the agent published */
+			if (memcg_where_pod_uid(sub, uid, sizeof(uid)) == 0 &&
+			    pods_lookup(ctx->cfg.paths.run, uid, now_realtime_ms(), pod + 4,
+					sizeof(pod) - 4) == 0) {
+				memcpy(pod, "pod ", 4);
+				memcg_where_format(pod, n, r.where, sizeof(r.where));
+			} else {
+				memcg_where_format(sub, n, r.where, sizeof(r.where));
+			}
 			e = memcg_verdict(&r, &ctx->cfg, res);
 		}
 	}

@@ -135,6 +135,7 @@ def test_agent_container_as_the_daemonset_runs_it(image, helm, tmp_path):
         assert sc.startswith("true ") and "no-new-privileges" in sc and " host" in sc, sc
         eff = ph.podman("exec", c, "/usr/local/bin/cpuzombie", "--version").stdout
         assert VERSION in eff
+        # effective capabilities: exactly those the chart's securityContext adds
         status = open("/proc/%s/status" % ph.podman(
             "inspect", "--format", "{{.State.Pid}}", c).stdout.strip()).read()
         # exactly the capabilities the chart adds (agent.profileBursts: CAP_PERFMON 38 and
