@@ -208,6 +208,8 @@ READER_CASES = [
     ("state", "ena-allowance", ["report"]),
     ("state", "memcg", ["report"]),
     ("state", "canary", ["report"]),
+    ("run", "kernel-events", ["report", "--json"]),
+    ("run", "systemd-units", ["report"]),
 ]
 
 
@@ -232,6 +234,18 @@ def test_reader_not_blocked_by_fifo(cz_bin, tmp_path, where, name, args):
         else:
             assert p.returncode == 0 and "heartbeat unreadable" in p.stdout, p
     assert snapshot(tmp) == before            # a reader wrote nothing, moved nothing
+    assert kind(path) == "fifo"
+
+
+def test_check_memcg_not_blocked_by_fifo_units_file(cz_bin, tmp_path):
+    """The agent's published unit restarts (run dir) as a FIFO: check memcg still answers, without
+    the hint, and leaves the FIFO to the agent."""
+    tmp = str(tmp_path)
+    path = os.path.join(tmp, "run", "systemd-units")
+    plant(path, "fifo")
+    p = run(cz_bin, tmp, *TREE, "check", "memcg", timeout=30)
+    assert p.returncode == 1 and "dying memcgs" in p.stdout, p
+    assert "no restart hint" in p.stderr, p.stderr
     assert kind(path) == "fifo"
 
 
