@@ -62,8 +62,7 @@ static int write_heartbeat(struct agent *a, bool stopped)
 	hb.nactive = stopped ? 0 : cpu_sampler_active(a->s, hb.active, HISTORY_ACTIVE_MAX);
 	r = heartbeat_write(a->ctx->cfg.paths.run, &hb);
 	if (r < 0)
-		fprintf(stderr, "cpuzombie agent: Failed to write heartbeat in '%s': %s\n",
-			a->ctx->cfg.paths.run, strerror(-r));
+		log_error_errno(r, "Failed to write heartbeat in '%s': %m", a->ctx->cfg.paths.run);
 	return r;
 }
 
@@ -78,13 +77,12 @@ static int agent_sample(struct agent *a, struct burst_event *evs)
 		unsigned k = ++a->bad_samples;
 
 		if ((k & (k - 1)) == 0)
-			fprintf(stderr, "cpuzombie agent: Failed to sample /proc/stat: %s, skipping "
-					"(%u in a row)\n", strerror(-n), k);
+			log_warning_errno(n, "Failed to sample /proc/stat: %m, skipping (%u in a row)",
+					  k);
 		return 0;
 	}
 	if (a->bad_samples) {
-		fprintf(stderr, "cpuzombie agent: sampling /proc/stat again after %u failures\n",
-			a->bad_samples);
+		log_notice("sampling /proc/stat again after %u failures", a->bad_samples);
 		a->bad_samples = 0;
 	}
 	burst_profiles_step(a->prof, a->s, evs, (size_t)n);
@@ -179,8 +177,7 @@ static int agent_run_once(struct cz_ctx *ctx, struct cz_config *next, bool *ret_
 		log_set_sink(systemd_log_sink);
 	r = cpu_sampler_new(ctx, ctx->cfg.cpu.attribute_tasks, &a.s);
 	if (r < 0) {
-		fprintf(stderr, "cpuzombie agent: Failed to sample '%s/stat': %s\n",
-			ctx->cfg.paths.proc, strerror(-r));
+		log_error_errno(r, "Failed to sample '%s/stat': %m", ctx->cfg.paths.proc);
 		return CZ_EXIT_ERROR;
 	}
 	r = history_ring_open(ctx->cfg.paths.run, cpu_sampler_ncpu(a.s), ctx->cfg.cpu.history_ms,
@@ -190,8 +187,9 @@ static int agent_run_once(struct cz_ctx *ctx, struct cz_config *next, bool *ret_
 	if (burst_profiles_new(ctx, cpu_sampler_ncpu(a.s), &a.prof) < 0)
 		log_warning("Burst profiles off: out of memory");
 	if (r < 0)
-		fprintf(stderr, "cpuzombie agent: Failed to open history in '%s': %s, ignoring\n",
-			ctx->cfg.paths.run, strerror(-r));
+		log_warning_errno(r, "Failed to open history in '%s': %m, ignoring",
+				  ctx->cfg.paths.run);
+	(void)burst_log_claim(ctx->cfg.paths.run); /* a FIFO or junk at cpu-bursts: aside now */
 	if (write_heartbeat(&a, false) < 0) {
 		burst_profiles_free(a.prof);
 		cpu_sampler_free(a.s);
@@ -206,7 +204,7 @@ static int agent_run_once(struct cz_ctx *ctx, struct cz_config *next, bool *ret_
 				  ctx->cfg.agent.kmsg);
 	(void)periodic_new(ctx, &per);
 	if (per && !ctx->once && periodic_start(per) < 0)
-		fprintf(stderr, "cpuzombie agent: Failed to start the periodic work, ignoring\n");
+		log_warning("Failed to start the periodic work, ignoring");
 	(void)systemd_notify("READY=1");
 	agent_loop(&a, evs);
 	(void)systemd_notify("STOPPING=1");

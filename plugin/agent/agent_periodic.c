@@ -11,6 +11,7 @@
 #include "agent/kube_agent.h"
 #include "base/log.h"
 #include "agent/metrics.h"
+#include "agent/pods_publish.h"
 #include "agent/units_publish.h"
 #include "agent/census_publish.h"
 #include "report/report.h"
@@ -24,6 +25,7 @@ struct periodic {
 	struct kube_agent *ka;
 	int kube_err;			/* why Kubernetes could not be set up (logged), or 0 */
 	struct units_publisher units;	/* systemd units for the checks, every UNITS_PUBLISH_MS */
+	struct pods_publisher pods;	/* this node's pods by UID, for the memcg subtree */
 	struct census_publisher census;	/* the zombie census, every memcg.census_interval */
 	int last[MAX_RESULTS];		/* previous status per check, -1 before the first */
 	pthread_t thread;
@@ -51,7 +53,7 @@ int periodic_new(struct cz_ctx *ctx, struct periodic **ret)
 		p->last[i] = -1;
 	/* --once keeps the failure, so that the one cycle reports it in its exit code */
 	if (!p->ka && !ctx->cfg.agent.metrics_textfile[0] && !ctx->cfg.memcg.systemd_hints &&
-	    !ctx->cfg.memcg.census_interval_ms &&
+	    !ctx->cfg.kubernetes.node_name[0] && !ctx->cfg.memcg.census_interval_ms &&
 	    !(ctx->once && p->kube_err < 0)) {
 		/* nothing to publish: the sampler alone is the agent's job */
 		periodic_free(p);
@@ -88,8 +90,8 @@ static int metrics(struct periodic *p, struct report *r)
 	e = report_load_run(r, cfg->paths.run, r->now_ms);
 	if (e < 0)
 		return e;
-	r->ena_rc = report_ena_load(cfg->paths.state, "ena", &r->ena);
-	r->allowance_rc = report_ena_load(cfg->paths.state, "ena-allowance", &r->allowance);
+	r->ena_rc = report_ena_load(cfg->paths.state, &ena_reset_state, &r->ena);
+	r->allowance_rc = report_ena_load(cfg->paths.state, &ena_allowance_state, &r->allowance);
 	e = metrics_write(r, cfg->agent.metrics_textfile);
 	if (e < 0)
 		log_fields_full(LOG_PRIO_ERR, &(struct log_fields){ LOG_MID_METRICS, NULL, -1, NULL },
@@ -135,6 +137,8 @@ int periodic_cycle(struct periodic *p)
 
 	/* first: `check memcg` in this cycle (and in NPD's container) reads what it publishes */
 	(void)units_publish_due(&p->units, &p->ctx->cfg, now_monotonic_ms(), now_realtime_ms());
+	p->pods.shared = kube_agent_client(p->ka);
+	(void)pods_publish_due(&p->pods, &p->ctx->cfg, now_monotonic_ms(), now_realtime_ms());
 	(void)census_publish_due(&p->census, p->ctx, now_monotonic_ms(), now_realtime_ms());
 	if (!p->ka && !p->ctx->cfg.agent.metrics_textfile[0])
 		return p->kube_err;	/* the units were the only work (NPD runs the checks) */
@@ -238,6 +242,7 @@ void periodic_free(struct periodic *p)
 		pthread_join(p->thread, NULL);
 	}
 	kube_agent_free(p->ka);
+	pods_publisher_clear(&p->pods);
 	census_publisher_done(&p->census);
 	pthread_cond_destroy(&p->wake);
 	pthread_mutex_destroy(&p->lock);

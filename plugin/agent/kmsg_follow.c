@@ -82,18 +82,8 @@ int kmsg_follow_open(const struct cz_ctx *ctx, struct kmsg_follow **ret)
 
 static int save(struct kmsg_follow *f)
 {
-	_cleanup_(state_unlock) struct state_lock lock = { .fd = -1 };
-	_cleanup_free_ char *payload = NULL;
-	ssize_t n;
-	int r;
+	int r = state_write(f->run, &kevents_state, &f->k); /* locked, atomic, not fsync'ed */
 
-	r = state_lock(f->run, RUN_KERNEL_EVENTS, &lock);
-	if (r < 0)
-		return r;
-	n = kevents_format(&f->k, &payload);
-	if (n < 0)
-		return (int)n;
-	r = state_save_volatile(f->run, RUN_KERNEL_EVENTS, payload, (size_t)n);
 	if (r == 0) {
 		f->dirty_events = f->dirty_seq = false;
 		f->saved_ms = now_monotonic_ms();

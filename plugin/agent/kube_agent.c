@@ -149,3 +149,8 @@ size_t kube_agent_run_checks(struct cz_ctx *ctx, const char *names[], struct npd
 	}
 	return n;
 }
+
+struct kube_client *kube_agent_client(struct kube_agent *ka)
+{
+	return ka ? ka->kc : NULL;
+}

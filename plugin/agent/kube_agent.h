@@ -28,6 +28,9 @@ struct kube_agent;
  */
 int kube_agent_new(const struct cz_config *cfg, struct kube_agent **ret);
 
+/* kube_agent_client - its API client, for other periodic work to share (NULL for NULL). */
+struct kube_client *kube_agent_client(struct kube_agent *ka);
+
 /* kube_agent_free - accepts NULL. */
 void kube_agent_free(struct kube_agent *ka);
 

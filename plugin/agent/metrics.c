@@ -5,6 +5,7 @@
 
 #include "agent/metrics.h"
 #include "checks/kevents.h"
+#include "base/fileio.h"
 #include "report/report.h"
 #include "base/textsafe.h"
 #include "base/util.h"
@@ -228,30 +229,26 @@ int metrics_format(const struct report *r, FILE *out)
 
 int metrics_write(const struct report *r, const char *path)
 {
-	char tmp[PATH_MAX];
+	_cleanup_free_ char *text = NULL;
+	char dir[PATH_MAX];
+	const char *name = fileio_split_path(path, dir, sizeof(dir));
+	size_t len = 0;
+	struct iovec iov;
 	FILE *f;
-	int fd, e;
+	int e;
 
-	if (snprintf(tmp, sizeof(tmp), "%s.tmp", path) >= (int)sizeof(tmp))
-		return -ENAMETOOLONG;
-	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
-	if (fd < 0)
+	if (!name)
+		return -EINVAL;
+	/* format in memory, then one atomic replace: the collector sees the old or the new file */
+	f = open_memstream(&text, &len);
+	if (!f)
 		return -errno;
-	f = fdopen(fd, "w");
-	if (!f) {
-		e = -errno;
-		close(fd);
-		unlink(tmp);
-		return e;
-	}
 	e = metrics_format(r, f);
-	if (e == 0 && (fflush(f) != 0 || fsync(fd) != 0))
-		e = -errno;
 	if (fclose(f) != 0 && e == 0)
 		e = -errno;
-	if (e == 0 && rename(tmp, path) != 0)
-		e = -errno;
 	if (e < 0)
-		unlink(tmp);
-	return e;
+		return e;
+	iov = (struct iovec){ text, len };
+	/* 0644 whatever the umask: node_exporter reads it as another user */
+	return fileio_write_atomic(dir, name, &iov, 1, 0644, FILEIO_DURABLE);
 }

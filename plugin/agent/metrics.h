@@ -5,8 +5,9 @@
 /*
  * Prometheus metrics as a node_exporter textfile (agent.metrics_textfile, e.g.
  * /var/lib/node_exporter/textfile/cpuzombie.prom), written by the agent after each periodic
- * cycle and atomically replaced (write "<file>.tmp", fsync, rename), so the collector never
- * scrapes half a file. Every name starts with cpuzombie_; see metrics_format() for the list.
+ * cycle and atomically replaced through base/fileio.h's writer (unnamed temporary file, fsync,
+ * linked and renamed), so the collector never scrapes half a file and a killed agent leaves no
+ * "<file>.tmp" behind. Every name starts with cpuzombie_; see metrics_format() for the list.
  * manifests/prometheus/ holds the alert rules and the Grafana dashboard that use them.
  */
 
@@ -31,9 +32,9 @@ struct report;
 int metrics_format(const struct report *r, FILE *out);
 
 /*
- * metrics_write - metrics_format() into @path atomically (O_CLOEXEC temp file in the same
- * directory, fsync, rename). Returns 0 or -errno; on failure the old file is intact and the
- * temporary file removed.
+ * metrics_write - metrics_format() into @path atomically, mode 0644 (fileio_write_atomic with
+ * FILEIO_DURABLE). Returns 0 or -errno (-EINVAL for a path without a file name); on failure the
+ * old file is intact and no temporary file is left.
  */
 int metrics_write(const struct report *r, const char *path);
 

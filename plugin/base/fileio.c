@@ -20,7 +20,8 @@ int fileio_open(int dirfd, const char *path, unsigned flags)
 	/* O_NONBLOCK: a FIFO without a writer would block the open itself, forever */
 	fd = openat(dirfd, path, oflags);
 	if (fd < 0)
-		return -errno;
+		/* ENXIO: a unix socket (or a device without a driver), never a regular file */
+		return errno == ENXIO && (flags & FILEIO_REGULAR) ? -EBADFD : -errno;
 	if (flags & FILEIO_REGULAR) {
 		if (fstat(fd, &st) < 0)
 			return -errno;
@@ -118,12 +119,18 @@ int fileio_read_alloc_at(int dirfd, const char *path, unsigned flags, size_t max
 			 size_t *ret_len)
 {
 	_cleanup_close_ int fd = fileio_open(dirfd, path, flags);
+
+	if (fd < 0)
+		return fd;
+	return fileio_read_alloc_fd(fd, max, ret, ret_len);
+}
+
+int fileio_read_alloc_fd(int fd, size_t max, char **ret, size_t *ret_len)
+{
 	_cleanup_free_ char *buf = NULL;
 	size_t cap, off = 0;
 	struct stat st;
 
-	if (fd < 0)
-		return fd;
 	if (max == 0 || max > SIZE_MAX / 2)
 		return -EINVAL;
 	/* a regular file says how big it is; pipes and procfs files (size 0) grow the buffer */
@@ -200,12 +207,25 @@ static int fill(int fd, const struct iovec *iov, size_t iovcnt, mode_t mode, uns
 }
 
 /*
- * Write into an unnamed O_TMPFILE in @dfd and give it the name @tmp only once it is whole.
- * Returns 0 with @tmp linked, -EOPNOTSUPP when the filesystem or a missing /proc rules O_TMPFILE
- * out (the caller writes @tmp by name instead), or another -errno.
+ * A linkat() of /proc/self/fd/N that failed: -EOPNOTSUPP when naming an O_TMPFILE that way is
+ * not possible here (no /proc mounted: ENOENT; /proc/self owned by root because the process is
+ * not dumpable, e.g. the agent as nobody with ambient capabilities: EACCES; a filesystem
+ * without links: EPERM, EOPNOTSUPP), so the caller writes by name instead; else -errno.
  */
-static int write_unnamed(int dfd, const char *tmp, const struct iovec *iov, size_t iovcnt,
-			 mode_t mode, unsigned flags)
+static int link_error(int err)
+{
+	return err == ENOENT || err == EACCES || err == EPERM || err == EOPNOTSUPP ? -EOPNOTSUPP
+										   : -err;
+}
+
+/*
+ * Write into an unnamed O_TMPFILE in @dfd and give it a name only once it is whole: @name itself
+ * when nothing has that name yet (returns 1: done, a kill can leave nothing behind), else @tmp
+ * (returns 0, the caller renames it over @name). -EOPNOTSUPP when the filesystem or /proc rule
+ * O_TMPFILE out (the caller writes @tmp by name instead), or another -errno.
+ */
+static int write_unnamed(int dfd, const char *name, const char *tmp, const struct iovec *iov,
+			 size_t iovcnt, mode_t mode, unsigned flags)
 {
 	_cleanup_close_ int fd = openat(dfd, ".", O_TMPFILE | O_WRONLY | O_CLOEXEC, 0600);
 	char fdpath[64];
@@ -218,13 +238,16 @@ static int write_unnamed(int dfd, const char *tmp, const struct iovec *iov, size
 	if (r < 0)
 		return r;
 	snprintf(fdpath, sizeof(fdpath), "/proc/self/fd/%d", fd);
+	/* a new file (a burst's profile): linked under its own name, no temporary name at all */
+	if (linkat(AT_FDCWD, fdpath, dfd, name, AT_SYMLINK_FOLLOW) == 0)
+		return 1;
+	if (errno != EEXIST)
+		return link_error(errno);
 	for (int attempt = 0; attempt < 2; attempt++) {
 		if (linkat(AT_FDCWD, fdpath, dfd, tmp, AT_SYMLINK_FOLLOW) == 0)
 			return 0;
 		if (errno != EEXIST)
-			/* no /proc mounted (ENOENT), or a filesystem without links */
-			return errno == ENOENT || errno == EPERM || errno == EOPNOTSUPP ? -EOPNOTSUPP
-											 : -errno;
+			return link_error(errno);
 		/* a stale <name>.tmp from a writer killed before its rename: writers serialise */
 		if (unlinkat(dfd, tmp, 0) < 0 && errno != ENOENT)
 			return -errno;
@@ -265,9 +288,15 @@ int fileio_write_atomic(const char *dir, const char *name, const struct iovec *i
 	dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (dfd < 0)
 		return -errno;
-	r = write_unnamed(dfd, tmp, iov, iovcnt, mode, flags);
+	r = write_unnamed(dfd, name, tmp, iov, iovcnt, mode, flags);
 	if (r == -EOPNOTSUPP)
 		r = write_named(dfd, tmp, iov, iovcnt, mode, flags);
+	if (r == 1) {
+		/* linked under its own name; a "<name>.tmp" of a writer killed before its rename
+		 * goes too (writers of a name serialise: it is nobody's) */
+		(void)unlinkat(dfd, tmp, 0);
+		return (flags & FILEIO_DURABLE) && fsync(dfd) < 0 ? -errno : 0;
+	}
 	if (r == 0 && renameat(dfd, tmp, dfd, name) < 0)
 		r = -errno;
 	if (r < 0) {

@@ -14,9 +14,11 @@
  * refused unless fstat() says regular file, so the caller can move the intruder aside.
  *
  * Writer: a file is only ever replaced whole. The new content goes into an unnamed O_TMPFILE in
- * the target's directory, is linked as "<name>.tmp" only once it is complete, and renamed over
- * "<name>"; a writer killed mid-write (NPD's timeout, kill -9 of the agent) leaves nothing
- * behind, since the kernel frees the unnamed inode. Where O_TMPFILE or /proc is missing the file
+ * the target's directory and gets a name only once it is complete: "<name>" itself when there
+ * is no such file yet, else "<name>.tmp", renamed over "<name>" at once; a writer killed
+ * mid-write (NPD's timeout, kill -9 of the agent) leaves nothing behind, since the kernel frees
+ * the unnamed inode (only a kill between that link and the rename leaves "<name>.tmp", which
+ * the next writer of the name replaces). Where O_TMPFILE or /proc is missing the file
  * is written as "<name>.tmp" by name (a kill then leaves that one file, which the next writer
  * replaces). Readers therefore need no lock: they see the old file or the new one, never a torn
  * one. Writers of one name must serialise themselves (the state store's flock, the agent's one
@@ -87,6 +89,9 @@ ssize_t fileio_read_at(int dirfd, const char *path, unsigned flags, char *buf, s
  */
 int fileio_read_alloc_at(int dirfd, const char *path, unsigned flags, size_t max, char **ret,
 			 size_t *ret_len);
+
+/* fileio_read_alloc_fd - the same from an fd opened with fileio_open(), to its end. */
+int fileio_read_alloc_fd(int fd, size_t max, char **ret, size_t *ret_len);
 
 /*
  * fileio_write_atomic - replace @dir/@name with the bytes of @iov (@iovcnt pieces), mode @mode

@@ -85,8 +85,15 @@ static void move_aside(const char *dir, const char *name, const char *suffix, co
 {
 	char path[FILEIO_PATH_MAX], aside[FILEIO_PATH_MAX + 16];
 
+	struct stat st;
+
 	if (join(path, sizeof(path), dir, name, suffix) < 0 ||
 	    snprintf(aside, sizeof(aside), "%s.corrupt", path) >= (int)sizeof(aside))
+		return;
+	/* Lock files are moved without holding the lock: when a concurrent writer has already
+	 * replaced the intruder with a real lock file, that one stays (moving it would let two
+	 * writers hold "the" lock at once). State files are moved under their lock. */
+	if (lstat(path, &st) == 0 && S_ISREG(st.st_mode) && streq(suffix, ".lock"))
 		return;
 	if (rename(path, aside) < 0)
 		log_warning_errno(errno, "Failed to move '%s' (%s) aside: %m", path, why);
@@ -110,7 +117,7 @@ static int open_lock(const char *path)
 	 * nor redirects us; it is moved aside like any file that is not ours */
 	fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY, 0600);
 	if (fd < 0)
-		return -errno;
+		return errno == ENXIO ? -EBADFD : -errno; /* ENXIO: a unix socket */
 	if (fstat(fd, &st) < 0)
 		return -errno;
 	if (!S_ISREG(st.st_mode))
@@ -299,19 +306,21 @@ static int load_typed(const char *dir, const struct state_type *t, void *obj, bo
 	r = load(dir, t->name, t->max, writer, &file, &payload, &len);
 	if (r == -ENOENT)
 		return STATE_NONE;
-	if (r == -EBADMSG)
+	if (r == -EBADMSG && writer)
 		return STATE_DISCARDED;
 	if (r < 0)
 		return r;
 	if (len > t->max)
-		return STATE_DISCARDED;
+		return writer ? STATE_DISCARDED : -EBADMSG;
 	/* parsers take NUL-terminated text: end the payload where the trailer (ours) starts */
 	file[payload - file + (ptrdiff_t)len] = '\0';
 	r = t->parse(payload, len, obj);
 	if (r == -ENOMEM)
 		return r;
+	if (r < 0 && !writer)
+		return r; /* a reader says why it cannot answer: the payload is malformed */
 	if (r < 0) {
-		if (writer && !read_only)
+		if (!read_only)
 			move_aside(dir, t->name, "", "unparsable");
 		return STATE_DISCARDED;
 	}
@@ -353,4 +362,26 @@ void state_end(struct state_txn *txn)
 {
 	if (txn)
 		state_unlock(&txn->lock);
+}
+
+int state_write(const char *dir, const struct state_type *t, const void *obj)
+{
+	_cleanup_(state_end) struct state_txn txn = STATE_TXN_INIT;
+	int r;
+
+	txn.dir = dir;
+	txn.t = t;
+	r = state_lock(dir, t->name, &txn.lock);
+	return r < 0 ? r : state_commit(&txn, obj);
+}
+
+void state_move_aside(const char *dir, const char *name, const char *why)
+{
+	if (!read_only && dir && valid_state_name(name))
+		move_aside(dir, name, "", why);
+}
+
+const char *state_not_ours(int err)
+{
+	return not_ours(err);
 }

@@ -37,12 +37,14 @@
 #define STATE_LOCK_WAIT_MS 2000
 #define STATE_ENVELOPE_MAX 256 /* header and trailer around the payload */
 
-/* The state and run files, one constant each; the owning module defines the struct state_type. */
+/* The state and run files, one constant each; the owning module defines the struct state_type.
+ * Run files of later features name themselves in their module (kevents.h RUN_KERNEL_EVENTS,
+ * units.h UNITS_FILE, tier.h) and go through the same store or base/fileio.h. */
 #define STATE_MEMCG "memcg"			/* checks/memcg.h: dying-memcg history */
 #define STATE_ENA "ena"				/* checks/ena.h: readings and reset events */
 #define STATE_ENA_ALLOWANCE "ena-allowance"	/* checks/ena.h: allowance readings */
 #define STATE_CANARY "canary"			/* checks/canary.h: last canary read */
-#define STATE_SYSTEMD_RESTARTS "systemd-restarts" /* host/restarts.h: unit restart baseline */
+#define STATE_SYSTEMD_RESTARTS "systemd-restarts" /* host/systemd.h: restart baseline */
 #define RUN_CPU_BURSTS "cpu-bursts"		/* checks/history.h: the burst log (run dir) */
 #define RUN_CPU_HEARTBEAT "cpu-heartbeat"	/* checks/history.h: the sampler's heartbeat */
 #define RUN_CPU_HISTORY "cpu-history"		/* checks/history.h: the per-core ring (not an
@@ -109,13 +111,15 @@ struct state_type {
 enum state_status {
 	STATE_NONE = 0,	     /* no file yet: @obj left as the caller initialised it */
 	STATE_LOADED = 1,    /* @obj holds the stored state */
-	STATE_DISCARDED = 2, /* corrupt, unparsable or not a regular file: @obj left alone (a
-			      * writer moved the file aside and logged it; a reader ignored it) */
+	STATE_DISCARDED = 2, /* state_begin only: corrupt, unparsable or not a regular file;
+			      * moved aside and logged, @obj left alone (a new baseline) */
 };
 
 /*
- * state_read - load @t from @dir into @obj without locking or writing anything. Returns an enum
- * state_status (>= 0) or -errno (-EACCES, -EIO, -ENOMEM, -EINVAL for a bad name).
+ * state_read - load @t from @dir into @obj without locking or writing anything (a bad file is
+ * left for the next writer). Returns STATE_NONE or STATE_LOADED, or -errno: -EBADMSG when the
+ * file is corrupt, too big or not a regular file, the parser's error (-EINVAL) when the payload
+ * is malformed, -EACCES, -EIO, -ENOMEM; @obj untouched on failure.
  */
 int state_read(const char *dir, const struct state_type *t, void *obj);
 
@@ -140,6 +144,23 @@ int state_commit(struct state_txn *txn, const void *obj);
 
 /* state_end - release the lock; safe on a failed or ended transaction. Usable with _cleanup_. */
 void state_end(struct state_txn *txn);
+
+/*
+ * state_write - replace @t in @dir with @obj under the lock, without reading the old file first
+ * (the agent's heartbeat, every 2 s). Returns 0 or -errno.
+ */
+int state_write(const char *dir, const struct state_type *t, const void *obj);
+
+/*
+ * state_move_aside - move @dir/@name to "<name>.corrupt" and log it with @why ("a symlink",
+ * "corrupt"): for files of ours that are not envelope files (the cpu-history ring). Nothing in
+ * read-only mode.
+ */
+void state_move_aside(const char *dir, const char *name, const char *why);
+
+/* state_not_ours - the @why for a fileio_open() error that means "not a regular file of ours"
+ * (-ELOOP, -EISDIR, -EBADFD), or NULL for any other error. */
+const char *state_not_ours(int err);
 
 /* ---- raw payloads ----------------------------------------------------------------------------- */
 

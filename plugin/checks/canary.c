@@ -125,27 +125,49 @@ static void measure(const struct hostfs *hf, uint64_t now_ms, struct canary_resu
 int canary_run(const struct hostfs *hf, const char *state_dir, uint64_t every_ms, uint64_t now_ms,
 	       struct canary_result *ret)
 {
-	_cleanup_(state_unlock) struct state_lock lock = { -1 };
+	_cleanup_(state_end) struct state_txn txn = STATE_TXN_INIT;
 	struct canary_result c;
-	char buf[512];
-	ssize_t n;
 	int r;
 
 	if (every_ms == 0)
 		return -ECANCELED;
-	r = state_lock(state_dir, CANARY_STATE, &lock);
+	r = state_begin(&txn, state_dir, &canary_state, &c);
 	if (r < 0)
 		return r;
-	n = state_load(state_dir, CANARY_STATE, buf, sizeof(buf));
-	if (n >= 0 && canary_parse(buf, &c) == 0 && c.t_ms <= now_ms &&
-	    now_ms - c.t_ms < every_ms) {
+	if (r == STATE_LOADED && c.t_ms <= now_ms && now_ms - c.t_ms < every_ms) {
 		c.fresh = false;
 		*ret = c;
 		return 0;
 	}
 	measure(hf, now_ms, &c);
-	n = (ssize_t)canary_format(&c, buf, sizeof(buf));
-	(void)state_save(state_dir, CANARY_STATE, buf, (size_t)n); /* next run just measures again */
+	(void)state_commit(&txn, &c); /* next run just measures again */
 	*ret = c;
 	return 0;
 }
+
+/* ---- the state file ---- */
+
+#define CANARY_PAYLOAD_MAX 512
+
+static int canary_state_parse(const char *payload, size_t len, void *obj)
+{
+	return canary_parse(payload, obj);
+}
+
+static ssize_t canary_state_format(const void *obj, char **ret)
+{
+	char *buf = malloc(CANARY_PAYLOAD_MAX);
+
+	if (!buf)
+		return -ENOMEM;
+	*ret = buf;
+	return (ssize_t)canary_format(obj, buf, CANARY_PAYLOAD_MAX);
+}
+
+const struct state_type canary_state = {
+	.name = STATE_CANARY,
+	.max = CANARY_PAYLOAD_MAX,
+	.durable = true,
+	.parse = canary_state_parse,
+	.format = canary_state_format,
+};

@@ -19,7 +19,7 @@
 
 #include "host/hostfs.h"
 
-#define CANARY_STATE "canary"
+#define CANARY_STATE "canary" /* STATE_CANARY */
 
 struct canary_result {
 	uint64_t t_ms;		/* when the read was timed (CLOCK_REALTIME) */
@@ -49,5 +49,9 @@ int canary_file(const struct hostfs *hf, char *buf, size_t size);
  */
 int canary_run(const struct hostfs *hf, const char *state_dir, uint64_t every_ms, uint64_t now_ms,
 	       struct canary_result *ret);
+
+/* The "canary" state file (STATE_CANARY, base/state.h) holds a struct canary_result. */
+struct state_type;
+extern const struct state_type canary_state;
 
 #endif

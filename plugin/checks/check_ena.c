@@ -22,7 +22,6 @@
 #include "base/state.h"
 #include "base/util.h"
 
-#define STATE_MAX (4u << 20) /* 64 devices x ~1000 filtered counters, with room */
 
 void ena_devices_free(struct ena_devices *d)
 {
@@ -92,38 +91,15 @@ int ena_read_devices(const struct cz_config *cfg, const struct ethtool_ops *ops,
 }
 
 /* Lock and load a check's state. A corrupt or unreadable payload is a new baseline (noted). */
-static int load(const char *dir, const char *name, struct state_lock *lock, struct ena_state *st,
-		bool *ret_corrupt)
+static int load(const char *dir, const struct state_type *t, struct state_txn *txn,
+		struct ena_state *st, bool *ret_corrupt)
 {
-	_cleanup_free_ char *buf = malloc(STATE_MAX);
-	ssize_t n;
 	int r;
 
-	*ret_corrupt = false;
 	memset(st, 0, sizeof(*st));
-	if (!buf)
-		return -ENOMEM;
-	r = state_lock(dir, name, lock);
-	if (r < 0)
-		return r;
-	n = state_load(dir, name, buf, STATE_MAX);
-	if (n == -ENOENT)
-		return 0;
-	if (n == -EBADMSG || n == -EFBIG || (n >= 0 && ena_state_parse(buf, (size_t)n, st) < 0)) {
-		*ret_corrupt = true;
-		return 0;
-	}
-	return n < 0 ? (int)n : 0;
-}
-
-static int save(const char *dir, const char *name, const struct ena_state *st)
-{
-	_cleanup_free_ char *buf = NULL;
-	ssize_t n = ena_state_format(st, &buf);
-
-	if (n < 0)
-		return (int)n;
-	return state_save(dir, name, buf, (size_t)n);
+	r = state_begin(txn, dir, t, st);
+	*ret_corrupt = r == STATE_DISCARDED;
+	return r < 0 ? r : 0;
 }
 
 /* Forget devices not seen for a whole window and without events in it. Returns true when
@@ -380,14 +356,14 @@ int ena_check_resets_kernel(const struct cz_config *cfg, const struct ethtool_op
 			    const char *state_dir, uint64_t now_ms, const struct ena_qc_source *src,
 			    struct ena_kernel *kr, struct npd_result *res)
 {
-	_cleanup_(state_unlock) struct state_lock lock = { .fd = -1 };
+	_cleanup_(state_end) struct state_txn txn = STATE_TXN_INIT;
 	_cleanup_(ena_state_free) struct ena_state st = { 0 };
 	struct pass p = { .cfg = cfg, .l = ena_lists_from_config(cfg), .now_ms = now_ms,
 			  .src = src };
 	bool corrupt, dirty = false;
 	int r;
 
-	r = load(state_dir, "ena", &lock, &st, &corrupt);
+	r = load(state_dir, &ena_reset_state, &txn, &st, &corrupt);
 	if (r < 0)
 		return npd_unknown(res, r, "cannot read state '%s/ena'", state_dir);
 	if (corrupt)
@@ -406,7 +382,7 @@ int ena_check_resets_kernel(const struct cz_config *cfg, const struct ethtool_op
 	}
 	/* a rate-limited answer that changed nothing leaves the file alone (no fsync) */
 	dirty |= forget_old(&st, now_ms, cfg->ena.window_ms);
-	r = dirty ? save(state_dir, "ena", &st) : 0;
+	r = dirty ? state_commit(&txn, &st) : 0;
 	if (r < 0)
 		return npd_unknown(res, r, "cannot save state '%s/ena'", state_dir);
 	return resets_verdict(&p, &st, kr, res);
@@ -438,7 +414,7 @@ static void allowance_one(struct pass *p, struct ena_state *st, const struct eth
 int ena_check_allowance(const struct cz_config *cfg, const struct ethtool_ops *ops,
 			const char *state_dir, uint64_t now_ms, struct npd_result *res)
 {
-	_cleanup_(state_unlock) struct state_lock lock = { .fd = -1 };
+	_cleanup_(state_end) struct state_txn txn = STATE_TXN_INIT;
 	_cleanup_(ena_state_free) struct ena_state st = { 0 };
 	struct pass p = { .cfg = cfg, .l = ena_lists_from_config(cfg), .now_ms = now_ms };
 	struct ena_devices devs;
@@ -446,7 +422,7 @@ int ena_check_allowance(const struct cz_config *cfg, const struct ethtool_ops *o
 	char buf[128];
 	int r;
 
-	r = load(state_dir, "ena-allowance", &lock, &st, &corrupt);
+	r = load(state_dir, &ena_allowance_state, &txn, &st, &corrupt);
 	if (r < 0)
 		return npd_unknown(res, r, "cannot read state '%s/ena-allowance'", state_dir);
 	if (st.read_ms && now_ms >= st.read_ms && now_ms - st.read_ms < cfg->ena.min_read_interval_ms)
@@ -466,7 +442,7 @@ int ena_check_allowance(const struct cz_config *cfg, const struct ethtool_ops *o
 	ena_devices_free(&devs);
 	st.read_ms = now_ms;
 	forget_old(&st, now_ms, cfg->ena.window_ms);
-	r = save(state_dir, "ena-allowance", &st);
+	r = state_commit(&txn, &st);
 	if (r < 0)
 		return npd_unknown(res, r, "cannot save state '%s/ena-allowance'", state_dir);
 	if (problem)

@@ -16,10 +16,12 @@
 #include "checks/cz.h"
 #include "checks/memcg.h"
 #include "checks/memcg_where.h"
+#include "checks/pods.h"
 #include "base/log.h"
 #include "base/state.h"
 #include "checks/units.h"
 #include "host/systemd.h"
+#include "base/log.h"
 #include "base/util.h"
 
 #define COUNT_MAX 2000000 /* directories; far above any real node, bounds a hostile tree */
@@ -146,37 +148,23 @@ static int read_v2(struct cz_ctx *ctx, struct memcg_reading *r, struct npd_resul
 /* Growth from the stored history; state trouble only costs us the growth figure. */
 static void update_history(struct cz_ctx *ctx, struct memcg_reading *r)
 {
-	_cleanup_(state_unlock) struct state_lock lock = { -1 };
+	_cleanup_(state_end) struct state_txn txn = STATE_TXN_INIT;
+	const char *dir = ctx->cfg.paths.state;
 	struct memcg_history h = { 0 };
-	char buf[MEMCG_HISTORY_MAX * 48 + 64];
 	uint64_t now = now_realtime_ms();
-	ssize_t n;
-	int e;
+	int st, e;
 
-	e = state_lock(ctx->cfg.paths.state, "memcg", &lock);
-	if (e < 0) {
-		fprintf(stderr, "cpuzombie: Failed to lock state in '%s': %s, ignoring\n",
-			ctx->cfg.paths.state, strerror(-e));
+	st = state_begin(&txn, dir, &memcg_history_state, &h);
+	if (st < 0) {
+		log_warning_errno(st, "Failed to read state '%s/%s': %m, ignoring", dir, STATE_MEMCG);
 		return;
 	}
-	n = state_load(ctx->cfg.paths.state, "memcg", buf, sizeof(buf));
-	if (n == -EBADMSG)
-		fprintf(stderr, "cpuzombie: state '%s/memcg' was corrupt, moved to memcg.corrupt; "
-				"starting a new history\n", ctx->cfg.paths.state);
-	else if (n >= 0 && memcg_history_parse(buf, &h) < 0)
-		fprintf(stderr, "cpuzombie: state '%s/memcg' unreadable, starting a new history\n",
-			ctx->cfg.paths.state);
-	else if (n < 0 && n != -ENOENT)
-		fprintf(stderr, "cpuzombie: Failed to read state '%s/memcg': %s, ignoring\n",
-			ctx->cfg.paths.state, strerror((int)-n));
 	r->has_growth = memcg_history_growth(&h, now, r->dying, &r->growth_per_hour);
-	if (!memcg_history_add(&h, now, r->dying) && n >= 0)
+	if (!memcg_history_add(&h, now, r->dying) && st == STATE_LOADED)
 		return; /* nothing new to keep: no write, no fsync */
-	n = (ssize_t)memcg_history_format(&h, buf, sizeof(buf));
-	e = state_save(ctx->cfg.paths.state, "memcg", buf, (size_t)n);
+	e = state_commit(&txn, &h);
 	if (e < 0)
-		fprintf(stderr, "cpuzombie: Failed to save state '%s/memcg': %s, ignoring\n",
-			ctx->cfg.paths.state, strerror(-e));
+		log_warning_errno(e, "Failed to save state '%s/%s': %m, ignoring", dir, STATE_MEMCG);
 }
 
 static void read_extras(struct cz_ctx *ctx, struct memcg_reading *r)
@@ -263,7 +251,17 @@ int check_memcg(struct cz_ctx *ctx, struct npd_result *res)
 
 		memcg_find_hierarchy(&ctx->hf, true, rel, sizeof(rel));
 		if (memcg_where_find(&ctx->hf, rel, sub, sizeof(sub), &n) == 0) {
-			memcg_where_format(sub, n, r.where, sizeof(r.where));
+			char uid[POD_UID_LEN + 1], pod[2 * POD_NAME_MAX + 8];
+
+			/* a pod's cgroup: its namespace/name from what the agent published */
+			if (memcg_where_pod_uid(sub, uid, sizeof(uid)) == 0 &&
+			    pods_lookup(ctx->cfg.paths.run, uid, now_realtime_ms(), pod + 4,
+					sizeof(pod) - 4) == 0) {
+				memcpy(pod, "pod ", 4);
+				memcg_where_format(pod, n, r.where, sizeof(r.where));
+			} else {
+				memcg_where_format(sub, n, r.where, sizeof(r.where));
+			}
 			e = memcg_verdict(&r, &ctx->cfg, res);
 		}
 	}

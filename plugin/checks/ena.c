@@ -8,6 +8,7 @@
 #include <stdarg.h>
 
 #include "checks/ena.h"
+#include "base/state.h"
 #include "base/util.h"
 
 /* ---- names and classes ---------------------------------------------------------------------- */
@@ -675,3 +676,31 @@ struct ena_lists ena_lists_from_config(const struct cz_config *cfg)
 	return (struct ena_lists){ &cfg->ena.reset_counters, &cfg->ena.risk_counters,
 				   &cfg->ena.allowance_counters };
 }
+
+/* ---- the state files ---- */
+
+static int state_parse_cb(const char *payload, size_t len, void *obj)
+{
+	return ena_state_parse(payload, len, obj);
+}
+
+static ssize_t state_format_cb(const void *obj, char **ret)
+{
+	return ena_state_format(obj, ret);
+}
+
+const struct state_type ena_reset_state = {
+	.name = STATE_ENA,
+	.max = ENA_STATE_MAX,
+	.durable = true,
+	.parse = state_parse_cb,
+	.format = state_format_cb,
+};
+
+const struct state_type ena_allowance_state = {
+	.name = STATE_ENA_ALLOWANCE,
+	.max = ENA_STATE_MAX,
+	.durable = true,
+	.parse = state_parse_cb,
+	.format = state_format_cb,
+};

@@ -202,6 +202,14 @@ int ena_state_parse(const char *text, size_t len, struct ena_state *ret);
  */
 ssize_t ena_state_format(const struct ena_state *s, char **ret_buf);
 
+/*
+ * The state files of `check ena` (STATE_ENA) and `check ena-allowance` (STATE_ENA_ALLOWANCE),
+ * both a struct ena_state (base/state.h; ENA_STATE_MAX bytes of payload at most).
+ */
+#define ENA_STATE_MAX (4u << 20) /* 64 devices x ~1000 filtered counters, with room */
+struct state_type;
+extern const struct state_type ena_reset_state, ena_allowance_state;
+
 /* ena_lists_from_config - the three lists of @cfg as a struct ena_lists. */
 struct ena_lists ena_lists_from_config(const struct cz_config *cfg);
 

@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 
 #include "checks/history.h"
+#include "base/fileio.h"
 #include "base/state.h"
 #include "base/util.h"
 
@@ -303,53 +304,89 @@ int burst_log_parse(const char *payload, uint64_t since_ms, struct burst_event *
 	return (int)n;
 }
 
-int burst_log_append(const char *run_dir, const struct burst_event *ev)
-{
-	_cleanup_(state_unlock) struct state_lock lk = { .fd = -1 };
-	_cleanup_free_ struct burst_event *evs = calloc(HISTORY_EVENTS_MAX, sizeof(*evs));
-	_cleanup_free_ char *buf = malloc(LOG_BUF);
-	ssize_t n;
-	int r, cnt = 0;
-	size_t off = 0;
+/* The cpu-bursts state: events parsed with a filter, formatted all. */
+struct burst_log {
+	uint64_t since_ms; /* in: keep the events that ended at or after */
+	size_t max;	   /* in: room in ev */
+	size_t n;	   /* out */
+	struct burst_event *ev;
+};
 
-	if (!evs || !buf)
-		return -ENOMEM;
-	r = state_lock(run_dir, HISTORY_BURSTS, &lk);
+static int log_state_parse(const char *payload, size_t len, void *obj)
+{
+	struct burst_log *l = obj;
+	int r = burst_log_parse(payload, l->since_ms, l->ev, l->max);
+
 	if (r < 0)
 		return r;
-	n = state_load(run_dir, HISTORY_BURSTS, buf, LOG_BUF);
-	if (n >= 0)
-		cnt = burst_log_parse(buf, 0, evs, HISTORY_EVENTS_MAX - 1);
-	if (cnt < 0)
-		cnt = 0; /* unreadable log: start a new one rather than stop recording */
-	evs[cnt++] = *ev;
-	for (int i = 0; i < cnt; i++) {
-		r = burst_log_format(&evs[i], buf + off, LOG_BUF - off);
+	l->n = (size_t)r;
+	return 0;
+}
+
+static ssize_t log_state_format(const void *obj, char **ret)
+{
+	const struct burst_log *l = obj;
+	_cleanup_free_ char *buf = malloc(LOG_BUF);
+	size_t off = 0;
+
+	if (!buf)
+		return -ENOMEM;
+	for (size_t i = 0; i < l->n; i++) {
+		int r = burst_log_format(&l->ev[i], buf + off, LOG_BUF - off);
+
 		if (r < 0)
 			return r;
 		off += (size_t)r;
 	}
-	return state_save(run_dir, HISTORY_BURSTS, buf, off);
+	*ret = TAKE_PTR(buf);
+	return (ssize_t)off;
+}
+
+static const struct state_type burst_log_state = {
+	.name = HISTORY_BURSTS,
+	.max = LOG_BUF,
+	.durable = true,
+	.parse = log_state_parse,
+	.format = log_state_format,
+};
+
+int burst_log_append(const char *run_dir, const struct burst_event *ev)
+{
+	_cleanup_(state_end) struct state_txn txn = STATE_TXN_INIT;
+	_cleanup_free_ struct burst_event *evs = calloc(HISTORY_EVENTS_MAX, sizeof(*evs));
+	struct burst_log l = { .max = HISTORY_EVENTS_MAX - 1, .ev = evs };
+	int r;
+
+	if (!evs)
+		return -ENOMEM;
+	r = state_begin(&txn, run_dir, &burst_log_state, &l);
+	if (r < 0)
+		return r;
+	if (r != STATE_LOADED)
+		l.n = 0; /* unreadable log: start a new one rather than stop recording */
+	evs[l.n++] = *ev;
+	return state_commit(&txn, &l);
+}
+
+int burst_log_claim(const char *run_dir)
+{
+	_cleanup_(state_end) struct state_txn txn = STATE_TXN_INIT;
+	_cleanup_free_ struct burst_event *evs = calloc(HISTORY_EVENTS_MAX, sizeof(*evs));
+	struct burst_log l = { .max = HISTORY_EVENTS_MAX, .ev = evs };
+	int r;
+
+	if (!evs)
+		return -ENOMEM;
+	r = state_begin(&txn, run_dir, &burst_log_state, &l);
+	return r < 0 ? r : 0;
 }
 
 int burst_log_read(const char *run_dir, uint64_t since_ms, struct burst_event *ret, size_t max)
 {
-	_cleanup_(state_unlock) struct state_lock lk = { .fd = -1 };
-	_cleanup_free_ char *buf = malloc(LOG_BUF);
-	ssize_t n;
-	int r;
+	struct burst_log l = { .since_ms = since_ms, .max = max, .ev = ret };
+	int r = state_read(run_dir, &burst_log_state, &l);
 
-	if (!buf)
-		return -ENOMEM;
-	r = state_lock(run_dir, HISTORY_BURSTS, &lk);
-	if (r < 0)
-		return r;
-	n = state_load(run_dir, HISTORY_BURSTS, buf, LOG_BUF);
-	if (n == -ENOENT)
-		return 0;
-	if (n < 0)
-		return (int)n;
-	return burst_log_parse(buf, since_ms, ret, max);
+	return r < 0 ? r : r == STATE_LOADED ? (int)l.n : 0;
 }
 
 /* ---- heartbeat ---- */
@@ -453,30 +490,46 @@ int heartbeat_parse(const char *payload, struct heartbeat *ret)
 	return 0;
 }
 
+static int hb_state_parse(const char *payload, size_t len, void *obj)
+{
+	return heartbeat_parse(payload, obj);
+}
+
+static ssize_t hb_state_format(const void *obj, char **ret)
+{
+	char *buf = malloc(HEARTBEAT_BUF);
+	int n;
+
+	if (!buf)
+		return -ENOMEM;
+	n = heartbeat_format(obj, buf, HEARTBEAT_BUF);
+	if (n < 0) {
+		free(buf);
+		return n;
+	}
+	*ret = buf;
+	return n;
+}
+
+/* run dir, rewritten every 2 s: atomic, not fsync'ed */
+static const struct state_type heartbeat_state = {
+	.name = HISTORY_HEARTBEAT,
+	.max = HEARTBEAT_BUF,
+	.durable = false,
+	.parse = hb_state_parse,
+	.format = hb_state_format,
+};
+
 int heartbeat_write(const char *run_dir, const struct heartbeat *hb)
 {
-	_cleanup_(state_unlock) struct state_lock lk = { .fd = -1 };
-	char buf[HEARTBEAT_BUF];
-	int n = heartbeat_format(hb, buf, sizeof(buf)), r;
-
-	if (n < 0)
-		return n;
-	r = state_lock(run_dir, HISTORY_HEARTBEAT, &lk);
-	return r < 0 ? r : state_save_volatile(run_dir, HISTORY_HEARTBEAT, buf, (size_t)n);
+	return state_write(run_dir, &heartbeat_state, hb);
 }
 
 int heartbeat_read(const char *run_dir, struct heartbeat *ret)
 {
-	_cleanup_(state_unlock) struct state_lock lk = { .fd = -1 };
-	char buf[HEARTBEAT_BUF];
-	ssize_t n;
-	int r;
+	int r = state_read(run_dir, &heartbeat_state, ret);
 
-	r = state_lock(run_dir, HISTORY_HEARTBEAT, &lk);
-	if (r < 0)
-		return r;
-	n = state_load(run_dir, HISTORY_HEARTBEAT, buf, sizeof(buf));
-	return n < 0 ? (int)n : heartbeat_parse(buf, ret);
+	return r == STATE_NONE ? -ENOENT : r < 0 ? r : 0;
 }
 
 /* ---- ring ---- */
@@ -531,37 +584,31 @@ static void make_header(uint8_t *h, unsigned ncpu, unsigned slots, unsigned inte
 	put_u32(h + 24, slot_size(ncpu));
 }
 
-/* Reads the whole ring file (bounded by its expected size). */
-static int read_file(int fd, uint64_t max, uint8_t **ret, size_t *ret_len)
-{
-	struct stat st;
-	uint8_t *buf;
-	size_t off = 0;
-
-	if (fstat(fd, &st) < 0)
-		return -errno;
-	if ((uint64_t)st.st_size > max)
-		return -EFBIG;
-	buf = malloc((size_t)st.st_size + 1);
-	if (!buf)
-		return -ENOMEM;
-	while (off < (size_t)st.st_size) {
-		ssize_t n = pread(fd, buf + off, (size_t)st.st_size - off, (off_t)off);
-
-		if (n <= 0) {
-			if (n < 0 && errno == EINTR)
-				continue;
-			break;
-		}
-		off += (size_t)n;
-	}
-	*ret = buf;
-	*ret_len = off;
-	return 0;
-}
-
 #define RING_MAX_SLOTS (1u << 20)
 #define RING_MAX_FILE (256ull << 20)
+
+/*
+ * Open (or create) the ring file for writing: non-blocking, never through a symlink, and only a
+ * regular file; anything else at the name is moved aside and a new file made.
+ */
+static int ring_open_fd(const char *run_dir, const char *name, const char *path)
+{
+	for (int attempt = 0; attempt < 2; attempt++) {
+		_cleanup_close_ int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW |
+							    O_NONBLOCK | O_NOCTTY, 0600);
+		struct stat st;
+		int r;
+
+		r = fd < 0 ? (errno == ENXIO ? -EBADFD : -errno) : fstat(fd, &st) < 0 ? -errno :
+		    S_ISREG(st.st_mode) ? 0 : S_ISDIR(st.st_mode) ? -EISDIR : -EBADFD;
+		if (r == 0)
+			return TAKE_FD(fd);
+		if (!state_not_ours(r) || attempt > 0)
+			return r;
+		state_move_aside(run_dir, name, state_not_ours(r));
+	}
+	return -EBADFD;
+}
 
 int history_ring_open(const char *run_dir, unsigned ncpu, uint64_t history_ms,
 		      uint64_t interval_ms, struct history_ring *ret)
@@ -577,7 +624,7 @@ int history_ring_open_file(const char *run_dir, const char *name, unsigned ncpu,
 	uint64_t slots = interval_ms ? history_ms / interval_ms : 0, size;
 	uint8_t hdr[HDR_SIZE];
 	struct history_ring r = { .fd = -1, .ncpu = ncpu };
-	size_t len = 0;
+	ssize_t len = -1;
 	char path[512];
 
 	if (ncpu == 0 || ncpu > 8192 || interval_ms == 0 || interval_ms > UINT32_MAX)
@@ -590,16 +637,19 @@ int history_ring_open_file(const char *run_dir, const char *name, unsigned ncpu,
 		return -ENAMETOOLONG;
 	if (mkdir(run_dir, 0700) < 0 && errno != EEXIST) /* as state.c makes it */
 		return -errno;
-	fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
+	fd = ring_open_fd(run_dir, name, path);
 	if (fd < 0)
-		return -errno;
+		return fd;
 	r.slots = (unsigned)slots;
 	r.interval_ms = (unsigned)interval_ms;
 	r.slot_size = slot_size(ncpu);
 	r.next_seq = 1;
 	make_header(hdr, ncpu, r.slots, r.interval_ms);
-	if (read_file(fd, RING_MAX_FILE, &img, &len) == 0 && len == size &&
-	    !memcmp(img, hdr, HDR_SIZE)) {
+	img = malloc(size + 1);
+	if (!img)
+		return -ENOMEM;
+	len = fileio_pread_all(fd, (char *)img, size + 1); /* -EFBIG: bigger than ours */
+	if (len == (ssize_t)size && !memcmp(img, hdr, HDR_SIZE)) {
 		for (unsigned i = 0; i < r.slots; i++) { /* continue after the newest valid slot */
 			const uint8_t *s = img + HDR_SIZE + (size_t)i * r.slot_size;
 			uint64_t seq = get_u64(s);
@@ -733,19 +783,15 @@ int history_read(const char *run_dir, uint64_t since_ms, struct history_series *
 int history_read_file(const char *run_dir, const char *name, uint64_t since_ms,
 		      struct history_series *ret)
 {
-	_cleanup_close_ int fd = -1;
-	_cleanup_free_ uint8_t *img = NULL;
+	_cleanup_free_ char *img = NULL;
 	size_t len;
 	char path[512];
 	int r;
 
 	if (snprintf(path, sizeof(path), "%s/%s", run_dir, name) >= (int)sizeof(path))
 		return -ENAMETOOLONG;
-	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-	if (fd < 0)
-		return -errno;
-	r = read_file(fd, RING_MAX_FILE, &img, &len);
-	return r < 0 ? r : history_parse(img, len, since_ms, ret);
+	r = fileio_read_alloc_at(AT_FDCWD, path, FILEIO_OURS, RING_MAX_FILE, &img, &len);
+	return r < 0 ? r : history_parse((const uint8_t *)img, len, since_ms, ret);
 }
 
 void history_series_free(struct history_series *s)

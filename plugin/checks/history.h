@@ -103,6 +103,13 @@ int burst_log_append(const char *run_dir, const struct burst_event *ev);
  */
 int burst_log_read(const char *run_dir, uint64_t since_ms, struct burst_event *ret, size_t max);
 
+/*
+ * burst_log_claim - the writer's check of @run_dir/cpu-bursts at agent start: a file that is
+ * corrupt or not ours (a FIFO, a symlink) is moved aside now, so readers find no log (no burst
+ * yet) instead of an unreadable one until the first burst replaces it. Returns 0 or -errno.
+ */
+int burst_log_claim(const char *run_dir);
+
 /* ---- heartbeat ---- */
 
 /* heartbeat_format - pure: payload for @hb into @buf. Returns length or -ENOBUFS. */

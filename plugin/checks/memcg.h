@@ -151,4 +151,8 @@ bool memcg_history_growth(const struct memcg_history *h, uint64_t now_ms, uint64
 /* memcg_history_format - the payload text; returns bytes written (cut at @size). */
 size_t memcg_history_format(const struct memcg_history *h, char *buf, size_t size);
 
+/* The "memcg" state file (STATE_MEMCG, base/state.h) holds a struct memcg_history. */
+struct state_type;
+extern const struct state_type memcg_history_state;
+
 #endif

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "checks/memcg_where.h"
+#include "checks/pods.h"
 #include "base/util.h"
 
 #define CHILDREN_MAX 256	/* children compared per level; the rest are not read */
@@ -148,4 +149,28 @@ size_t memcg_where_format(const char *subtree, uint64_t dying, char *buf, size_t
 	else
 		k = snprintf(buf, size, "%s", "");
 	return k < 0 ? 0 : strlen(buf);
+}
+
+int memcg_where_pod_uid(const char *subtree, char *uid, size_t size)
+{
+	const char *last = strrchr(subtree, '/'), *p;
+	size_t len;
+
+	last = last ? last + 1 : subtree;
+	/* the last "pod": "kubepods-burstable-pod<uid>.slice" has one in "kubepods" too */
+	p = NULL;
+	for (const char *q = strstr(last, "pod"); q; q = strstr(q + 1, "pod"))
+		p = q;
+	if (!p || size <= POD_UID_LEN)
+		return -ENOENT;
+	p += 3;
+	len = strlen(p);
+	if (len >= 6 && streq(p + len - 6, ".slice"))
+		len -= 6;
+	if (len != POD_UID_LEN)
+		return -ENOENT;
+	for (size_t i = 0; i < len; i++)
+		uid[i] = p[i] == '_' ? '-' : p[i];
+	uid[len] = '\0';
+	return pods_valid_uid(uid, len) ? 0 : -ENOENT;
 }

@@ -42,6 +42,13 @@ int memcg_where_find(const struct hostfs *hf, const char *rel, char *buf, size_t
 		     uint64_t *ret_dying);
 
 /*
+ * memcg_where_pod_uid - pure: the UID of the pod whose cgroup @subtree ends in: the systemd
+ * driver's "kubepods-burstable-pod<uid with '_'>.slice" or cgroupfs's "pod<uid>". Writes the
+ * UID with '-' into @uid (POD_UID_LEN + 1 bytes). Returns 0 or -ENOENT (not a pod's cgroup).
+ */
+int memcg_where_pod_uid(const char *subtree, char *uid, size_t size);
+
+/*
  * memcg_where_format - pure: "most under <subtree> (<n>)" into @buf, the path cut from the
  * front ("...-pod1234.slice") when it does not fit, since its end names the unit or pod.
  * Returns the length.

@@ -5,11 +5,12 @@
  */
 #include "agent/agent.h"
 #include "cmd/cmd.h"
+#include "base/log.h"
 
 int cmd_agent(struct cz_ctx *ctx)
 {
 	if (ctx->argc > 0) {
-		fprintf(stderr, "cpuzombie agent: unexpected argument '%s'\n", ctx->argv[0]);
+		log_error("agent: unexpected argument '%s'", ctx->argv[0]);
 		return CZ_EXIT_ERROR;
 	}
 	return agent_run(ctx);

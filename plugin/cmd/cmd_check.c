@@ -6,6 +6,7 @@
 #include <errno.h>
 
 #include "cmd/cmd.h"
+#include "base/log.h"
 #include "base/npd.h"
 
 int cmd_check(struct cz_ctx *ctx)
@@ -23,8 +24,6 @@ int cmd_check(struct cz_ctx *ctx)
 		return npd_emit(&res, ctx->max_output, stdout);
 	}
 	c->run(ctx, &res);
-	if (ctx->verbose)
-		fprintf(stderr, "cpuzombie: check %s: %s: %s\n", c->name,
-			npd_status_name(res.status), res.msg);
+	log_debug("check %s: %s: %s", c->name, npd_status_name(res.status), res.msg);
 	return npd_emit(&res, ctx->max_output, stdout);
 }

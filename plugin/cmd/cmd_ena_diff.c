@@ -17,6 +17,8 @@
 #include "cmd/cmd.h"
 #include "checks/check_ena.h"
 #include "checks/ena.h"
+#include "base/fileio.h"
+#include "base/log.h"
 #include "base/textsafe.h"
 #include "base/util.h"
 
@@ -24,34 +26,26 @@
 
 static int read_text(const char *path, struct ethtool_devdump **ret, size_t *ret_n)
 {
-	_cleanup_free_ char *buf = malloc(TEXT_MAX + 1);
+	_cleanup_free_ char *buf = NULL;
 	_cleanup_close_ int fd = -1;
 	struct ethtool_text_error e;
 	size_t len = 0;
-	ssize_t n;
 	int r;
 
-	if (!buf)
-		return -ENOMEM;
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0) {
-		r = -errno;
-		fprintf(stderr, "cpuzombie: Failed to open '%s': %s\n", path, strerror(-r));
-		return r;
-	}
-	while ((n = read(fd, buf + len, TEXT_MAX + 1 - len)) > 0 && len <= TEXT_MAX)
-		len += (size_t)n;
-	if (n < 0 || len > TEXT_MAX) {
-		r = n < 0 ? -errno : -EFBIG;
-		fprintf(stderr, "cpuzombie: Failed to read '%s': %s\n", path, strerror(-r));
-		return r;
-	}
+	/* a pipe is fine (`ena-diff <(ethtool -S eth0) after.txt`): opened without blocking,
+	 * then read to its end */
+	fd = fileio_open(AT_FDCWD, path, FILEIO_BLOCKING_READ);
+	if (fd < 0)
+		return log_error_errno(fd, "Failed to open '%s': %m", path);
+	r = fileio_read_alloc_fd(fd, TEXT_MAX, &buf, &len);
+	if (r < 0)
+		return log_error_errno(r, "Failed to read '%s': %m", path);
 	r = ethtool_parse_text(buf, len, ret, ret_n, &e);
 	if (r < 0) {
 		if (e.line)
-			fprintf(stderr, "cpuzombie: %s:%u: %s\n", path, e.line, e.what);
+			log_error("%s:%u: %s", path, e.line, e.what);
 		else
-			fprintf(stderr, "cpuzombie: %s: %s\n", path, e.what);
+			log_error("%s: %s", path, e.what);
 	}
 	return r;
 }
@@ -64,20 +58,14 @@ static int read_live(struct cz_ctx *ctx, char **names, size_t n_names, struct et
 	struct ethtool_ops ops;
 	int r = ethtool_ops_kernel(&ops);
 
-	if (r < 0) {
-		fprintf(stderr, "cpuzombie: Failed to open a socket for SIOCETHTOOL: %s\n",
-			strerror(-r));
-		return r;
-	}
+	if (r < 0)
+		return log_error_errno(r, "Failed to open a socket for SIOCETHTOOL: %m");
 	r = ena_read_devices(&ctx->cfg, &ops, names, n_names, &devs);
 	ethtool_ops_kernel_close(&ops);
-	if (r < 0) {
-		fprintf(stderr, "cpuzombie: Failed to list interfaces: %s\n", strerror(-r));
-		return r;
-	}
+	if (r < 0)
+		return log_error_errno(r, "Failed to list interfaces: %m");
 	if (devs.failed) {
-		fprintf(stderr, "cpuzombie: Failed to read '%s': %s\n", devs.failed_if,
-			strerror(-devs.first_err));
+		log_error_errno(devs.first_err, "Failed to read '%s': %m", devs.failed_if);
 		ena_devices_free(&devs);
 		return devs.first_err;
 	}
@@ -159,19 +147,19 @@ static int diff_all(struct cz_ctx *ctx, const struct ethtool_devdump *b, size_t 
 		const struct ethtool_devdump *p = partner(b, nb, &a[i], na);
 
 		if (!p) {
-			fprintf(stderr, "cpuzombie: '%s' is only in AFTER, ignoring\n", a[i].ifname);
+			log_warning("'%s' is only in AFTER, ignoring", a[i].ifname);
 			continue;
 		}
 		if (p->bus_info[0] && a[i].bus_info[0] && !streq(p->bus_info, a[i].bus_info)) {
-			fprintf(stderr, "cpuzombie: BEFORE is %s, AFTER is %s: not the same device\n",
-				p->bus_info, a[i].bus_info);
+			log_error("BEFORE is %s, AFTER is %s: not the same device", p->bus_info,
+				  a[i].bus_info);
 			return CZ_EXIT_ERROR;
 		}
 		pairs++;
 		found |= verdict(ctx, p, &a[i]);
 	}
 	if (pairs == 0) {
-		fprintf(stderr, "cpuzombie: no interface is in both BEFORE and AFTER\n");
+		log_error("no interface is in both BEFORE and AFTER");
 		return CZ_EXIT_ERROR;
 	}
 	return found ? CZ_EXIT_PROBLEM : CZ_EXIT_OK;
@@ -187,8 +175,8 @@ static int dump_live(struct cz_ctx *ctx, char **names, size_t n)
 		if (!valid_ifname(names[i])) {
 			char shown[4 * ETHTOOL_IFNAME_MAX + 1];
 
-			fprintf(stderr, "cpuzombie: '%s' is not an interface name\n",
-				textsafe(TEXTSAFE_TEXT, names[i], shown, sizeof(shown)));
+			log_error("'%s' is not an interface name",
+				  textsafe(TEXTSAFE_TEXT, names[i], shown, sizeof(shown)));
 			return CZ_EXIT_ERROR;
 		}
 	r = read_live(ctx, names, n, &d, &nd);
@@ -198,7 +186,7 @@ static int dump_live(struct cz_ctx *ctx, char **names, size_t n)
 		r = ethtool_format_text(&d[i], stdout);
 	ethtool_dumps_free(d, nd);
 	if (nd == 0)
-		fprintf(stderr, "cpuzombie: no interface of the drivers in ena.drivers\n");
+		log_warning("no interface of the drivers in ena.drivers");
 	return r < 0 || fflush(stdout) != 0 ? CZ_EXIT_ERROR : CZ_EXIT_OK;
 }
 

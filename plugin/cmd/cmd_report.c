@@ -135,7 +135,7 @@ static int gather(struct cz_ctx *ctx, struct report *r, uint64_t since, uint64_t
 	r->since_ms = r->now_ms > cfg->cpu.lookback_ms ? r->now_ms - cfg->cpu.lookback_ms : 0;
 	if (until)
 		r->since_ms = since;
-	r->ena_rc = report_ena_load(cfg->paths.state, "ena", &r->ena_prev);
+	r->ena_rc = report_ena_load(cfg->paths.state, &ena_reset_state, &r->ena_prev);
 	run_checks(ctx, r);
 	gather_memcg(ctx, r);
 	if (report_load_run(r, cfg->paths.run,
@@ -147,8 +147,8 @@ static int gather(struct cz_ctx *ctx, struct report *r, uint64_t since, uint64_t
 	n = irq_map_all(&ctx->hf, &r->maps);
 	r->maps_rc = n < 0 ? n : 0;
 	r->nmaps = n > 0 ? (size_t)n : 0;
-	r->ena_rc = report_ena_load(cfg->paths.state, "ena", &r->ena);
-	r->allowance_rc = report_ena_load(cfg->paths.state, "ena-allowance", &r->allowance);
+	r->ena_rc = report_ena_load(cfg->paths.state, &ena_reset_state, &r->ena);
+	r->allowance_rc = report_ena_load(cfg->paths.state, &ena_allowance_state, &r->allowance);
 	return 0;
 }
 
@@ -157,16 +157,14 @@ static int write_svg(const struct report *r, const char *path, uint64_t since, u
 	_cleanup_fclose_ FILE *f = fopen(path, "we");
 	int e;
 
-	if (!f) {
-		fprintf(stderr, "cpuzombie report: Failed to create '%s': %m\n", path);
-		return -errno;
-	}
+	if (!f)
+		return log_error_errno(errno, "Failed to create '%s': %m", path);
 	e = until ? svg_write_span(r, since, until, f) : svg_write(r, f);
 	if (e == 0 && (fflush(f) != 0 || ferror(f)))
 		e = -EIO;
 	if (e < 0)
-		fprintf(stderr, "cpuzombie report: Failed to write '%s': %s\n", path, strerror(-e));
-	return e;
+		return log_error_errno(e, "Failed to write '%s': %m", path);
+	return 0;
 }
 
 int cmd_report(struct cz_ctx *ctx)
@@ -181,9 +179,12 @@ int cmd_report(struct cz_ctx *ctx)
 		fprintf(stderr, "cpuzombie report: usage: report [--json|--svg FILE] [--since TIME] [--until TIME]\n");
 		return CZ_EXIT_ERROR;
 	}
+	/* a report shows the checks' verdicts but must not move their baselines or create files
+	 * (it runs on read-only state and run dirs too): the state store writes nothing */
+	state_set_read_only(true);
 	r = report_new(&ctx->cfg, now_realtime_ms());
 	if (!r || gather(ctx, r, since, until) < 0) {
-		fprintf(stderr, "cpuzombie report: out of memory\n");
+		log_error_errno(ENOMEM, "Failed to gather the report: %m");
 		report_free(r);
 		return CZ_EXIT_ERROR;
 	}

@@ -32,9 +32,8 @@ static const char *online_name;
 
 static int cmd_online_only(struct cz_ctx *ctx)
 {
-	fprintf(stderr, "cpuzombie: '%s' is not in this binary (the static check binary runs "
-			"checks, report, ena-diff and config check); run the full cpuzombie\n",
-		online_name);
+	log_error("'%s' is not in this binary (the static check binary runs checks, report, "
+		  "ena-diff and config check); run the full cpuzombie", online_name);
 	return CZ_EXIT_ERROR;
 }
 #define ONLINE(fn) cmd_online_only
@@ -108,7 +107,7 @@ static int _printf_(1, 2) cmdline_error(const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(cmdline_err, sizeof(cmdline_err), fmt, ap);
 	va_end(ap);
-	fprintf(stderr, "cpuzombie: %s\n", cmdline_err);
+	log_error("%s", cmdline_err);
 	return -EINVAL;
 }
 
@@ -387,7 +386,7 @@ static int run(int argc, char **argv)
 		return fail(c, cmdline_err);
 	if (!c) {
 		if (first < argc)
-			fprintf(stderr, "cpuzombie: unknown command '%s'\n", argv[first]);
+			log_error("unknown command '%s'", argv[first]);
 		usage(stderr, NULL);
 		return CZ_EXIT_ERROR;
 	}
@@ -402,6 +401,8 @@ static int run(int argc, char **argv)
 	}
 	ctx.max_output = (size_t)o.max_output;
 	ctx.verbose = o.verbose;
+	if (o.verbose)
+		log_set_max_level(LOG_PRIO_DEBUG); /* -v: the diagnostics behind log_debug() */
 	ctx.once = o.once;
 	ctx.json = o.json;
 	ctx.svg_path = o.svg;
@@ -439,7 +440,7 @@ static int run(int argc, char **argv)
 #endif
 	r = hostfs_open(&ctx.hf, ctx.cfg.paths.proc, ctx.cfg.paths.sys);
 	if (r < 0) {
-		fprintf(stderr, "cpuzombie: bad --proc-root or --sys-root\n");
+		log_error("bad --proc-root or --sys-root");
 		return fail(c, "bad --proc-root or --sys-root");
 	}
 	r = c->run(&ctx);

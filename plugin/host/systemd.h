@@ -3,11 +3,11 @@
 #define CZ_SYSTEMD_H
 
 /*
- * The one place that talks to libsystemd. It is dlopen()ed lazily ("libsystemd.so.0"), never by
- * a check on its normal path: the check paths must not load it (41 shared objects, ~7 ms per
- * exec measured). The only exception is `check memcg` when it already has a problem to report
- * and memcg.systemd_hints is true: then the unit restart hint is worth the load. Symbols are
- * resolved one by one on first use (thread-safe: the agent's periodic thread logs too).
+ * The one place that talks to libsystemd, linked directly into the full binary (the agent's
+ * sd_notify, watchdog and journal; the restart counts of `report` and of the full binary's
+ * `check memcg`). The static check binary that NPD execs does not contain this file: it gets
+ * no cz_ctx.restarts_update (checks/cz.h) and never calls in here; the pure half (state payload,
+ * growth, hint) is systemd_restarts.c, which it does link.
  *
  * Unit restart counts: systemd's Manager.ListUnits over the configured bus (systemd.bus:
  * "system", "user", or a D-Bus address; an address ending in "/systemd/private" is systemd's own
@@ -24,24 +24,19 @@
 /*
  * systemd_notify - sd_notify(0, @state) ("READY=1", "WATCHDOG=1", "STOPPING=1", "STATUS=...").
  * Does nothing and returns 0 when not started by systemd with a notify socket ($NOTIFY_SOCKET
- * unset), without loading the library. Returns > 0 when sent, 0 when not applicable, -errno
- * (-ENOSYS when libsystemd cannot be loaded).
+ * unset). Returns > 0 when sent, 0 when not applicable, -errno.
  */
 int systemd_notify(const char *state);
 
 /*
  * systemd_watchdog_usec - the watchdog period systemd expects pings within (WatchdogSec=), or 0
- * when there is no watchdog for this process. Does not load libsystemd when $WATCHDOG_USEC is
- * unset.
+ * when there is no watchdog for this process ($WATCHDOG_USEC unset or not for this PID).
  */
 uint64_t systemd_watchdog_usec(void);
 
-/* systemd_loaded - true once libsystemd has been dlopen()ed (tests assert the checks never do). */
-bool systemd_loaded(void);
-
 /*
  * systemd_journal_sendv - sd_journal_sendv(@iov, @n): one structured entry ("KEY=value" each).
- * Loads libsystemd. Returns 0 or -errno (-ENOSYS without the library).
+ * Returns 0 or -errno.
  */
 int systemd_journal_sendv(const struct iovec *iov, int n);
 
@@ -77,12 +72,14 @@ struct systemd_restarts {
 /*
  * systemd_read_restarts - list the service units over @bus and keep those with NRestarts > 0,
  * most first (at most SYSTEMD_TOP_MAX). Bounded: each call times out after a second and the
- * whole listing stops after a few seconds (keeping what it has). Loads libsystemd. Returns 0
- * and fills *@ret (t_ms = @now_ms), or -errno with a one-line reason in @err (-ENOSYS no
- * libsystemd, -ECONNREFUSED / -ENOENT no bus, -EINVAL bad address).
+ * whole listing stops after a few seconds (keeping what it has). Returns 0 and fills *@ret
+ * (t_ms = @now_ms), or -errno (-ECONNREFUSED / -ENOENT no bus, -EINVAL bad address, -EACCES,
+ * -ETIMEDOUT) with a one-line reason in @why ("cannot connect to bus 'system': ..."). The reason
+ * is data, not a log line: the agent publishes it in the run dir (checks/units.h), where
+ * `check memcg` and `report` read why they have no restart hint.
  */
 int systemd_read_restarts(const char *bus, uint64_t now_ms, struct systemd_restarts *ret,
-			  char *err, size_t err_size);
+			  char *why, size_t why_size);
 
 /*
  * systemd_restarts_parse - pure: a state payload ("t <ms>" then "u <restarts> <name>" lines)
@@ -107,6 +104,11 @@ bool systemd_restarts_growth(const struct systemd_restarts *base, struct systemd
  * costs only the growth figures. Returns as systemd_read_restarts.
  */
 int systemd_restarts_update(const char *bus, const char *state_dir, uint64_t now_ms,
-			    struct systemd_restarts *ret, char *err, size_t err_size);
+			    struct systemd_restarts *ret, char *why, size_t why_size);
+
+/* The "systemd-restarts" state file (STATE_SYSTEMD_RESTARTS, base/state.h): the baseline, a
+ * struct systemd_restarts (systemd_restarts.c). */
+struct state_type;
+extern const struct state_type systemd_restarts_state;
 
 #endif

@@ -18,8 +18,6 @@
 #include "base/textsafe.h"
 #include "base/util.h"
 
-#define ENA_STATE_BUF (4u << 20) /* check_ena.c's STATE_MAX */
-
 struct report *report_new(const struct cz_config *cfg, uint64_t now_ms)
 {
 	struct report *r = calloc(1, sizeof(*r));
@@ -122,23 +120,13 @@ int report_ena_cpu(const char *cause)
 
 /* ---- loaders ---- */
 
-int report_ena_load(const char *state_dir, const char *name, struct ena_state *ret)
+int report_ena_load(const char *state_dir, const struct state_type *t, struct ena_state *ret)
 {
-	_cleanup_(state_unlock) struct state_lock lock = { -1 };
-	_cleanup_free_ char *buf = malloc(ENA_STATE_BUF);
-	ssize_t n;
 	int r;
 
 	memset(ret, 0, sizeof(*ret));
-	if (!buf)
-		return -ENOMEM;
-	r = state_lock(state_dir, name, &lock);
-	if (r < 0)
-		return r;
-	n = state_load(state_dir, name, buf, ENA_STATE_BUF);
-	if (n < 0)
-		return (int)n;
-	return ena_state_parse(buf, (size_t)n, ret) < 0 ? -EBADMSG : 0;
+	r = state_read(state_dir, t, ret);
+	return r == STATE_NONE ? -ENOENT : r == -EINVAL ? -EBADMSG : r < 0 ? r : 0;
 }
 
 void report_node_name(struct report *r, const struct hostfs *hf)
@@ -155,12 +143,9 @@ void report_node_name(struct report *r, const struct hostfs *hf)
 
 void report_memcg_growth(struct report *r, const char *state_dir)
 {
-	_cleanup_(state_unlock) struct state_lock lock = { -1 };
 	struct memcg_history h;
-	char buf[MEMCG_HISTORY_MAX * 48 + 64];
 
-	if (state_lock(state_dir, "memcg", &lock) < 0 ||
-	    state_load(state_dir, "memcg", buf, sizeof(buf)) < 0 || memcg_history_parse(buf, &h) < 0)
+	if (state_read(state_dir, &memcg_history_state, &h) != STATE_LOADED)
 		return;
 	r->memcg.has_growth = memcg_history_growth(&h, r->now_ms, r->memcg.dying,
 						   &r->memcg.growth_per_hour);

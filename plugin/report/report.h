@@ -158,11 +158,12 @@ int report_print(const struct report *r, FILE *out);
 json_object *report_json(const struct report *r);
 
 /*
- * report_ena_load - lock and load an ENA state file (@name "ena" or "ena-allowance") from
- * @state_dir, read-only, into *@ret (ena_state_free it). Returns 0, -ENOENT (none yet),
- * -EBADMSG (corrupt; left for the check to move aside) or -errno.
+ * report_ena_load - read an ENA state file (@t: ena_reset_state or ena_allowance_state) from
+ * @state_dir without lock or write, into *@ret (ena_state_free it). Returns 0, -ENOENT (none
+ * yet), -EBADMSG (corrupt or malformed; left for the check to move aside) or -errno.
  */
-int report_ena_load(const char *state_dir, const char *name, struct ena_state *ret);
+struct state_type;
+int report_ena_load(const char *state_dir, const struct state_type *t, struct ena_state *ret);
 
 /*
  * report_node_name - when cfg gave no node name, the host's (/proc/sys/kernel/hostname) if it

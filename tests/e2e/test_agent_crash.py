@@ -15,6 +15,7 @@ veth), then with six checks at once (NPD runs plugins concurrently), one of them
 """
 import os
 import random
+import re
 import signal
 import struct
 import subprocess
@@ -161,3 +162,47 @@ def test_check_ena_kill9_never_tears_state(tmp_path):
         assert outcomes["killed"] >= RUNS // 4, outcomes
     finally:
         subprocess.run(["ip", "netns", "del", ns], check=False)
+
+
+def metrics_whole(text):
+    """The textfile as metrics_format() writes it: every family, ending in a whole line."""
+    assert text.startswith("# HELP cpuzombie_agent_info "), text[:80]
+    assert text.endswith("\n"), text[-80:]
+    assert "# TYPE cpuzombie_condition_true gauge\n" in text, text[-200:]
+    for line in text.splitlines():
+        assert line.startswith("#") or re.match(r"^cpuzombie_\w+(\{.*\})? \S+$", line), line
+
+
+def test_agent_kill9_never_tears_metrics(tmp_path):
+    """The metrics textfile goes through the same atomic writer as the state files: the agent,
+    killed at random moments while it rewrites the file every 100 ms, leaves the old or the new
+    file, whole, and never a temporary file beside it in node_exporter's directory."""
+    textdir = tmp_path / "textfile"
+    textdir.mkdir()
+    prom = textdir / "cpuzombie.prom"
+    cfg = tmp_path / "cz.yaml"
+    cfg.write_text("agent:\n  check_interval: 100ms\n  metrics_textfile: %s\n"
+                   "cpu:\n  inline_window: 0s\n" % prom)
+    base = [hh.bin_path(), "--config", str(cfg), "--run-dir", str(tmp_path / "run"),
+            "--state-dir", str(tmp_path / "st"), "--node-name", "crash-node"]
+    rng = random.Random(2024)
+    seen = {"changed": 0}
+    last = None
+    for i in range(max(10, RUNS // 2)):
+        p = subprocess.Popen(base + ["agent"], stdout=subprocess.DEVNULL,
+                             stderr=subprocess.PIPE)
+        time.sleep(rng.uniform(0.2, 1.5))
+        p.send_signal(signal.SIGKILL)
+        _, err = p.communicate(timeout=10)
+        hh.assert_no_sanitizer(err.decode(errors="replace"))
+        left = sorted(os.listdir(textdir))
+        assert left in ([], ["cpuzombie.prom"]), left
+        if prom.exists():
+            text = prom.read_text()
+            metrics_whole(text)
+            assert (prom.stat().st_mode & 0o777) == 0o644, oct(prom.stat().st_mode)
+            seen["changed"] += text != last
+            last = text
+    print("metrics kill -9: %s" % seen)
+    # the file really was rewritten between kills (each has a new timestamp)
+    assert seen["changed"] >= 3, seen

@@ -457,13 +457,18 @@ def test_npd_rules_run_in_the_pod_layout(cz_bin, rendered, tmp_path):
 
 # --- RBAC --------------------------------------------------------------------------------------
 
-# Every API call of the Kubernetes code, as read in plugin/cluster/kube.c, agent/kube_agent.c, cluster/remediate.c:
+# Every API call the agent makes, as read in plugin/cluster/event.c, agent/kube_agent.c,
+# agent/pods_publish.c and cluster/remediate.c (the executor of the remediation plan; kube.c is
+# only the transport, and cluster/fleet_fetch.c runs in `cpuzombie fleet` with the user's own
+# credentials, not the pod's):
 # (file, method, path shape, the RBAC (group, resource, verb) it needs, role).
 CALLS = [
-    ("kube.c", "POST", "/api/v1/namespaces/default/events", ("", "events", "create"), "conditions"),
+    ("event.c", "POST", "/api/v1/namespaces/default/events", ("", "events", "create"), "conditions"),
     ("kube_agent.c", "GET", "/api/v1/nodes/%s", ("", "nodes", "get"), "conditions"),
     ("kube_agent.c", "PATCH", "/api/v1/nodes/%s/status", ("", "nodes/status", "patch"),
      "conditions"),
+    ("pods_publish.c", "GET", "/api/v1/pods?fieldSelector=spec.nodeName", ("", "pods", "list"),
+     "conditions"),    # agent.podNames (default on)
     ("remediate.c", "GET", "/api/v1/nodes/%s", ("", "nodes", "get"), "conditions"),
     ("remediate.c", "PATCH", "/api/v1/nodes/%s", ("", "nodes", "patch"), "remediation"),
     ("remediate.c", "GET", "/api/v1/nodes", ("", "nodes", "list"), "remediation"),
@@ -499,16 +504,20 @@ def test_rbac_source_calls_are_the_table():
     """The call table above is what the code does: as many call sites, each shape present.
     A new API call in the Kubernetes code fails here until the roles (and CALLS) cover it."""
     sites = {}
-    for f in ("kube.c", "kube_agent.c", "remediate.c"):
+    for f in ("event.c", "kube_agent.c", "pods_publish.c", "remediate.c"):
         src = open(glob.glob(os.path.join(ROOT, "plugin", "*", f))[0]).read()
-        sites[f] = len(re.findall(r"kube_(?:request|json)\(\s*\w+->kc\b|kube_json\(kc,", src))
+        # kube_get_object() is a GET of one object
+        sites[f] = len(re.findall(r"kube_(?:request|json|get_object)\(\s*(?:\w+->)?kc\b", src))
         for cf, method, shape, *_ in CALLS:
             if cf == f:
-                assert f'"{method}"' in src and shape.split("?")[0].split("%")[0].rstrip("/") \
+                assert (f'"{method}"' in src or method == "GET" and "kube_get_object(" in src) \
+                    and shape.split("?")[0].split("%")[0].rstrip("/") \
                     in src.replace('"/apis/coordination.k8s.io/v1/namespaces/%s/leases%s%s"',
                                    "leases leases/%s"), (f, method, shape)
-    # remediate.c: 10 call sites (one does PUT or POST); kube_agent.c 2; kube.c 1 (events)
-    assert sites == {"kube.c": 1, "kube_agent.c": 2, "remediate.c": 10}, sites
+    # remediate.c: 8 call sites (one does PUT or POST; one GET helper serves the node, the
+    # node list and the pod list); kube_agent.c 2; event.c 1; pods_publish.c 1
+    assert sites == {"event.c": 1, "kube_agent.c": 2, "pods_publish.c": 1, "remediate.c": 8}, \
+        sites
 
 
 def test_rbac_is_exactly_what_the_code_and_npd_call(rendered):
@@ -521,6 +530,10 @@ def test_rbac_is_exactly_what_the_code_and_npd_call(rendered):
     # without allow_delete no pod is ever deleted
     assert _grants(s, "cpuzombie-remediation") == need("remediation") - {("", "pods", "delete")}
     assert not find(d, "ClusterRole", "cpuzombie-remediation")       # remediation off: no role
+    # agent.podNames off: the conditions role is NPD's alone
+    _, off = render("default", ["--set", "agent.podNames=false"])
+    assert _grants(off, "cpuzombie-conditions") == NPD_NEEDS | need("conditions") - {
+        ("", "pods", "list")}
     _, ns = render("remediation", ["--set", "config.remediation.lease_namespace=cz-budget"])
     assert one(ns, "Role", "cpuzombie-budget")["metadata"]["namespace"] == "cz-budget"
 

@@ -39,6 +39,19 @@ def test_stack_protector_and_fortify(elf):
     assert any(s in syms for s in ("__snprintf_chk", "__memcpy_chk", "__vsnprintf_chk"))
 
 
+def needed_libs(path):
+    """NEEDED entries of @path, without the loader and the sanitizer runtimes."""
+    d = readelf("-d", path)
+    needed = [l.split("[")[1].rstrip("]") for l in d.splitlines() if "(NEEDED)" in l]
+    # json-c's thread-local storage pulls __tls_get_addr from the dynamic loader, which is the
+    # program interpreter (PT_INTERP) and mapped at every start anyway: it costs nothing.
+    needed = [n for n in needed if not n.startswith("ld-linux")]
+    if "build-asan" in path:  # the sanitizer runtimes come in as shared objects
+        needed = [n for n in needed if not n.startswith(("libasan", "libubsan", "libm.",
+                                                          "libgcc_s", "libstdc++"))]
+    return needed
+
+
 def check_bin(cz_bin):
     """The check binary NPD execs, built next to the binary under test."""
     return os.path.join(os.environ.get("CZ_BUILD") or os.path.dirname(cz_bin), "cpuzombie-check")
@@ -59,6 +72,19 @@ def test_only_libc_at_start(cz_bin):
     assert needed == [], needed
     assert "INTERP" not in readelf("-l", b)              # no program interpreter either
     assert "DYN (Position-Independent Executable file)" in readelf("-h", b)   # still PIE
+
+
+def test_full_binary_links_only_the_agent_libraries(cz_bin):
+    """The full binary (the agent's libraries: libsystemd, libcurl, libbpf for the zombie census)
+    links them directly (no dlopen) and nothing else but glibc (libc, libm): json-c and libyaml
+    stay static."""
+    needed = needed_libs(cz_bin)
+    assert "libc.so.6" in needed, needed
+    assert set(needed) <= {"libc.so.6", "libm.so.6", "libsystemd.so.0", "libcurl.so.4",
+                           "libbpf.so.1"}, needed
+    obj = os.path.join(os.path.dirname(cz_bin), "obj", "host", "systemd.o")
+    syms = subprocess.run(["nm", "-u", obj], capture_output=True, text=True, check=True).stdout
+    assert "sd_bus_open_system" in syms and "dlopen" not in syms, syms  # linked, not dlopen()ed
 
 
 def test_cet_on_our_objects(cz_bin):

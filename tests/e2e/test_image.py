@@ -135,9 +135,16 @@ def test_agent_container_as_the_daemonset_runs_it(image, helm, tmp_path):
         assert sc.startswith("true ") and "no-new-privileges" in sc and " host" in sc, sc
         eff = ph.podman("exec", c, "/usr/local/bin/cpuzombie", "--version").stdout
         assert VERSION in eff
+        # effective capabilities: exactly those the chart's securityContext adds
         status = open("/proc/%s/status" % ph.podman(
             "inspect", "--format", "{{.State.Pid}}", c).stdout.strip()).read()
-        assert re.search(r"^CapEff:\s+0+$", status, re.M), status
+        # exactly the capabilities the chart adds (agent.profileBursts: CAP_PERFMON 38 and
+        # CAP_SYSLOG 34 for burst profiles), nothing else
+        want = sum(1 << {"PERFMON": 38, "SYSLOG": 34, "SYS_ADMIN": 21, "SYS_PTRACE": 19}[cap]
+                   for cap in pod.container("agent")["securityContext"]["capabilities"]
+                   .get("add", []))
+        eff_caps = int(re.search(r"^CapEff:\s+([0-9a-f]+)$", status, re.M).group(1), 16)
+        assert eff_caps == want and want == (1 << 38) | (1 << 34), (hex(eff_caps), status)
         # the agent published the systemd units for the checks (or why it could not ask)
         units = wait_for(lambda: os.path.exists(os.path.join(run, "systemd-units")) and
                          open(os.path.join(run, "systemd-units")).read(), "published units",

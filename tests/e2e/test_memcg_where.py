@@ -50,3 +50,38 @@ def test_ok_verdict_names_no_subtree(cz, tmp_path):
     cfg.write_text("memcg:\n  min_dying: 100000000\n")
     r = check(cz, "v2-where-pod", "--config", str(cfg))
     assert r.rc == 0 and "most under" not in r.line, r
+
+
+def test_pod_named_from_what_the_agent_published(cz, emu, tmp_path):
+    """The agent lists its node's pods from the API server (the emulator, TLS) and publishes
+    them by UID; check memcg then names the pod holding the zombies by namespace/name."""
+    import shutil
+    import kube_helpers as kh
+    emu.add(kh.node_obj("where-node"),
+            kh.pod_obj("web-7f9c", "where-node", ns="team-a"),
+            kh.pod_obj("other", "another-node", ns="team-b"))
+    uid = next(p["metadata"]["uid"] for p in emu.pods("where-node")
+               if p["metadata"]["name"] == "web-7f9c")
+    # the fixture tree, its pod cgroup renamed to this pod's UID (systemd driver: '_' for '-')
+    tree = tmp_path / "tree"
+    shutil.copytree(os.path.join(FIXTURES, "memcg", "v2-where-pod"), tree, symlinks=True)
+    burst = tree / "sys/fs/cgroup/kubepods.slice/kubepods-burstable.slice"
+    os.rename(burst / POD, burst / ("kubepods-burstable-pod%s.slice" % uid.replace("-", "_")))
+    kc = emu.kubeconfig(str(tmp_path / "kubeconfig"))
+    cfg = tmp_path / "agent.yaml"
+    cfg.write_text("kubernetes:\n  kubeconfig: %s\ncpu:\n  inline_window: 1s\n" % kc)
+    roots = ["--proc-root", str(tree / "proc"), "--sys-root", str(tree / "sys")]
+    r = cz("--config", str(cfg), "--node-name", "where-node", "agent", "--once",
+           env={"NODE_NAME": "where-node"})
+    assert r.rc == 0, r
+    pods = (cz.run / "pods").read_text()
+    assert re.search(r"^p %s team-a web-7f9c$" % uid, pods, re.M), pods
+    assert "other" not in pods                                # another node's pod
+    gets = [e for e in emu.log() if e["method"] == "GET" and e["path"] == "/api/v1/pods"]
+    assert gets and "spec.nodeName%3Dwhere-node" in gets[0]["query"], gets
+    r = cz(*roots, "check", "memcg")
+    assert r.rc == 1 and "; most under pod team-a/web-7f9c (12300);" in r.line, r
+    # without the agent's list, the cgroup's path instead
+    os.unlink(cz.run / "pods")
+    r = cz(*roots, "check", "memcg")
+    assert r.rc == 1 and "most under ...s-burstable-pod" in r.line, r

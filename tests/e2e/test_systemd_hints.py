@@ -88,3 +88,5 @@ def test_ok_check_never_loads_libsystemd(cz_bin, tmp_path):
                         "check", "memcg"], capture_output=True, text=True, timeout=30, env=env)
     assert p.returncode == 0, p
     assert "libsystemd" not in p.stderr, [l for l in p.stderr.splitlines() if "libsystemd" in l]
+    d = subprocess.run(["readelf", "-d", check_bin], capture_output=True, text=True).stdout
+    assert "libsystemd" not in d, d

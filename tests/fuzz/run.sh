@@ -34,7 +34,7 @@ pass=0 fail=0
 for t in "${targets[@]}"; do
 	name=$(basename "$t" .c)
 	clang "${cflags[@]}" -fsanitize=fuzzer,address,undefined -o "$out/$name" "$t" "${objs[@]}" \
-		-Wl,-Bstatic -ljson-c -lyaml -Wl,-Bdynamic -lm -ldl -lcurl
+		-Wl,-Bstatic -ljson-c -lyaml -Wl,-Bdynamic -lm -ldl -lcurl -lsystemd
 	corpus=$out/corpus-$name
 	rm -rf "$corpus"; mkdir -p "$corpus"
 	[ -d "$root/tests/fuzz/corpus/${name#fuzz_}" ] && cp -r "$root/tests/fuzz/corpus/${name#fuzz_}/." "$corpus/"

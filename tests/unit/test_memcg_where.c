@@ -2,6 +2,7 @@
 /* checks/memcg_where: the pure halves of "which cgroup v2 subtree holds the dying memcgs". */
 #include "testutil.h"
 #include "checks/memcg_where.h"
+#include "checks/pods.h"
 
 static void test_pick(void **state)
 {
@@ -44,12 +45,65 @@ static void test_format_keeps_the_end(void **state)
 	assert_string_equal(b, "");
 }
 
+static void test_pod_uid(void **state)
+{
+	char uid[POD_UID_LEN + 1];
+
+	(void)state;
+	assert_int_equal(memcg_where_pod_uid("kubepods.slice/kubepods-burstable.slice/"
+					     "kubepods-burstable-pod6b1c2d3e_4f5a_6b7c_8d9e_0f1a2b3c4d5e"
+					     ".slice", uid, sizeof(uid)), 0);
+	assert_string_equal(uid, "6b1c2d3e-4f5a-6b7c-8d9e-0f1a2b3c4d5e");
+	assert_int_equal(memcg_where_pod_uid("kubepods/besteffort/pod6b1c2d3e-4f5a-6b7c-8d9e-"
+					     "0f1a2b3c4d5e", uid, sizeof(uid)), 0);	/* cgroupfs */
+	assert_int_equal(memcg_where_pod_uid("system.slice", uid, sizeof(uid)), -ENOENT);
+	assert_int_equal(memcg_where_pod_uid("kubepods.slice/kubepods-besteffort.slice", uid,
+					     sizeof(uid)), -ENOENT);
+	assert_int_equal(memcg_where_pod_uid("kubepods.slice/kubepods-podZZ1c2d3e_4f5a_6b7c_8d9e_"
+					     "0f1a2b3c4d5e.slice", uid, sizeof(uid)), -ENOENT);
+	assert_int_equal(memcg_where_pod_uid("pod6b1c2d3e-4f5a-6b7c-8d9e-0f1a2b3c4d5e", uid, 10),
+			 -ENOENT);
+}
+
+static void test_pods_file(void **state)
+{
+	char line[600], text[2048], who[600];
+	const char *uid = "6b1c2d3e-4f5a-6b7c-8d9e-0f1a2b3c4d5e";
+
+	(void)state;
+	assert_int_equal(pods_format_line(uid, "team-a", "web-7f9c", line, sizeof(line)),
+			 strlen("p 6b1c2d3e-4f5a-6b7c-8d9e-0f1a2b3c4d5e team-a web-7f9c\n"));
+	/* what is not a valid UID or DNS name is never published */
+	assert_int_equal(pods_format_line(uid, "Team", "web", line, sizeof(line)), 0);
+	assert_int_equal(pods_format_line(uid, "a", "web x", line, sizeof(line)), 0);
+	assert_int_equal(pods_format_line(uid, "a", "-web", line, sizeof(line)), 0);
+	assert_int_equal(pods_format_line("not-a-uid", "a", "b", line, sizeof(line)), 0);
+	assert_int_equal(pods_format_line(uid, NULL, "b", line, sizeof(line)), 0);
+	snprintf(text, sizeof(text), "cpuzombie-pods 1\nt 1000\n"
+		 "p 00000000-0000-0000-0000-000000000001 kube-system coredns-1\n%s",
+		 "p 6b1c2d3e-4f5a-6b7c-8d9e-0f1a2b3c4d5e team-a web-7f9c\n");
+	assert_int_equal(pods_find(text, uid, 0, who, sizeof(who)), 0);
+	assert_string_equal(who, "team-a/web-7f9c");
+	assert_int_equal(pods_find(text, "00000000-0000-0000-0000-000000000002", 0, who,
+				   sizeof(who)), -ENOENT);
+	assert_int_equal(pods_find(text, uid, 2000, who, sizeof(who)), -ESTALE);
+	assert_int_equal(pods_find("cpuzombie-pods 1\nt 1\np x y z\n", uid, 0, who, sizeof(who)),
+			 -EINVAL);
+	assert_int_equal(pods_find("cpuzombie-pods 1\np 6b1c2d3e-4f5a-6b7c-8d9e-0f1a2b3c4d5e a b\n",
+				   uid, 0, who, sizeof(who)), -EINVAL);		/* no time */
+	assert_int_equal(pods_find("cpuzombie-pods 1\nt 1\np 6b1c2d3e-4f5a-6b7c-8d9e-0f1a2b3c4d5e a "
+				   "\x1b[31m\n", uid, 0, who, sizeof(who)), -EINVAL);
+	assert_int_equal(pods_find("cpuzombie-pods 2\nt 1\n", uid, 0, who, sizeof(who)), -EINVAL);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_pick),
 		cmocka_unit_test(test_dying_prefers_memory),
 		cmocka_unit_test(test_format_keeps_the_end),
+		cmocka_unit_test(test_pod_uid),
+		cmocka_unit_test(test_pods_file),
 	};
 	return cmocka_run_group_tests_name("memcg_where", tests, NULL, NULL);
 }

@@ -65,6 +65,21 @@ static void test_write_atomic(void **state)
 	assert_non_null(fgets(buf, sizeof(buf), f));
 	fclose(f);
 	assert_memory_equal(buf, "# HELP cpuzombie_agent_info", 27);
+	assert_int_equal(stat(path, &st), 0);
+	assert_int_equal(st.st_mode & 0777, 0644);		/* node_exporter reads it */
+	/* under a strict umask too, and a FIFO left at the temporary name neither blocks the
+	 * writer nor survives it (the one atomic writer of base/fileio.h) */
+	assert_int_equal(mkfifo(tmp, 0600), 0);
+	{
+		mode_t old = umask(077);
+
+		assert_int_equal(metrics_write(r, path), 0);
+		umask(old);
+	}
+	assert_int_equal(stat(path, &st), 0);
+	assert_int_equal(st.st_mode & 0777, 0644);
+	assert_int_equal(lstat(tmp, &st), -1);
+	assert_int_equal(metrics_write(r, "/"), -EINVAL);	/* no file name */
 	/* a directory that does not exist: error, nothing written */
 	assert_int_equal(metrics_write(r, "/nonexistent-cz/x.prom"), -ENOENT);
 	unlink(path);

@@ -247,9 +247,12 @@ static void test_typed(void **state)
 	assert_int_equal(k.v, 42);
 	/* a payload the owner cannot parse is discarded: kept aside by a writer */
 	assert_int_equal(state_save(dir, "kv", "junk\n", 5), 0);
-	assert_int_equal(state_read(dir, &kv_type, &k), STATE_DISCARDED);
+	assert_int_equal(state_read(dir, &kv_type, &k), -EINVAL);
 	assert_int_equal(k.v, 42);
 	assert_true(exists("kv")); /* a reader leaves it for the writer */
+	assert_int_equal(mkfifo(path_of("kv-fifo"), 0600), 0);
+	assert_int_equal(state_read(dir, &(struct state_type){ "kv-fifo", 64, true, kv_parse,
+							      kv_format }, &k), -EBADMSG);
 	assert_int_equal(state_begin(&txn, dir, &kv_type, &k), STATE_DISCARDED);
 	assert_false(exists("kv"));
 	assert_true(exists("kv.corrupt"));
