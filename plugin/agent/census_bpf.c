@@ -18,7 +18,7 @@ void census_scan_free(struct census_scan *s)
 
 #ifndef CZ_CENSUS_BPF
 
-int census_bpf_scan(int cgroup_fd, uint32_t max_nodes, struct census_scan *ret)
+int census_bpf_scan(int cgroup_fd, uint32_t max_nodes, uint32_t expect, struct census_scan *ret)
 {
 	return -EOPNOTSUPP;	/* built where bpftool, clang, libbpf or the kernel's BTF were missing */
 }
@@ -74,21 +74,25 @@ static int on_record(void *ctx, void *data, size_t size)
 	return 0;
 }
 
-/* Load, attach to @cgroup_fd, run the iterator once and drain the ring buffer into @k. */
-static int run(int cgroup_fd, uint32_t max_nodes, struct sink *k)
+/*
+ * Load, attach to @cgroup_fd, run the iterator once and drain the ring buffer (room for @room
+ * records) into @k.
+ */
+static int run(int cgroup_fd, uint32_t max_nodes, uint32_t room, struct sink *k)
 {
 	DECLARE_LIBBPF_OPTS(bpf_iter_attach_opts, opts);
 	union bpf_iter_link_info info = { 0 };
 	struct census_bpf *skel;
 	struct bpf_link *link = NULL;
 	struct ring_buffer *rb = NULL;
-	size_t ring = 1u << 22;
+	size_t ring = 1u << 16;
 	char buf[64];
 	uint64_t t0 = mono_us(), t1 = 0;
 	int fd = -1, r;
 
-	/* room for every record the walk may emit, rounded up to a power of two */
-	while (ring < (size_t)max_nodes * (sizeof(struct census_rec) + 8) + 4096 && ring < 1u << 30)
+	/* room for @room records (each with the ring's 8-byte header), a power of two: the ring
+	 * buffer is kernel memory charged to the agent's cgroup while the census runs */
+	while (ring < (size_t)room * (sizeof(struct census_rec) + 8) + 4096 && ring < 1u << 30)
 		ring <<= 1;
 	skel = census_bpf__open();
 	if (!skel)
@@ -188,7 +192,7 @@ static size_t path_of(const struct sink *k, const size_t *parent, size_t i, char
 	return o;
 }
 
-int census_bpf_scan(int cgroup_fd, uint32_t max_nodes, struct census_scan *ret)
+int census_bpf_scan(int cgroup_fd, uint32_t max_nodes, uint32_t expect, struct census_scan *ret)
 {
 	struct sink k = { 0 };
 	struct census_scan s = { 0 };
@@ -197,7 +201,17 @@ int census_bpf_scan(int cgroup_fd, uint32_t max_nodes, struct census_scan *ret)
 	long page = sysconf(_SC_PAGESIZE);
 	int r;
 
-	r = run(cgroup_fd, max_nodes ? max_nodes : CENSUS_BPF_NODES_MAX, &k);
+	max_nodes = max_nodes ? max_nodes : CENSUS_BPF_NODES_MAX;
+	expect = expect < CENSUS_ROOM_MIN / 2 ? CENSUS_ROOM_MIN : expect * 2;
+	r = run(cgroup_fd, max_nodes, expect < max_nodes ? expect : max_nodes, &k);
+	if (r == 0 && k.end.dropped && expect < max_nodes) {
+		/* more csses than the ring had room for: once more, with room for all of them */
+		uint32_t all = k.end.nodes < max_nodes / 2 ? k.end.nodes * 2 : max_nodes;
+
+		free(k.rec);
+		k = (struct sink){ 0 };
+		r = run(cgroup_fd, max_nodes, all, &k);
+	}
 	parent = r == 0 ? calloc(k.n ? k.n : 1, sizeof(*parent)) : NULL;
 	if (r == 0 && !parent)
 		r = -ENOMEM;

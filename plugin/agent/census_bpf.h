@@ -29,13 +29,17 @@ struct census_scan {
 	char *storage;			/* the paths */
 };
 
+#define CENSUS_ROOM_MIN 4096	/* records the ring buffer holds at least (~600 KiB) */
+
 /*
  * census_bpf_scan - one census of the memory hierarchy whose root directory is @cgroup_fd (v1
- * memory, or v2's root), visiting at most @max_nodes csses. Returns 0 with *@ret filled (free
- * with census_scan_free), or -errno: -EOPNOTSUPP when built without the BPF census, -EPERM
- * when loading or attaching was refused (capabilities), -ENOMEM, or libbpf's error.
+ * memory, or v2's root), visiting at most @max_nodes csses (0: CENSUS_BPF_NODES_MAX). The
+ * ring buffer is sized for twice @expect csses (the last census's count; at least
+ * CENSUS_ROOM_MIN); a walk that finds more runs once more with room for all. Returns 0 with
+ * *@ret filled (free with census_scan_free), or -errno: -EOPNOTSUPP when built without the BPF
+ * census, -EPERM when loading or attaching was refused (capabilities), -ENOMEM, or libbpf's.
  */
-int census_bpf_scan(int cgroup_fd, uint32_t max_nodes, struct census_scan *ret);
+int census_bpf_scan(int cgroup_fd, uint32_t max_nodes, uint32_t expect, struct census_scan *ret);
 
 /* census_scan_free - free what a scan holds. Accepts a zeroed scan. */
 void census_scan_free(struct census_scan *s);

@@ -12,6 +12,7 @@
 #include "base/log.h"
 #include "base/util.h"
 #include "checks/check_memcg.h"
+#include "checks/memcg.h"
 
 struct census_seen {
 	uint64_t serial, first_ms;
@@ -44,6 +45,20 @@ static int open_root(struct cz_ctx *ctx)
 		return fd;
 	memcg_find_hierarchy(&ctx->hf, true, rel, sizeof(rel));
 	return hostfs_openat(&ctx->hf, HOSTFS_SYS, rel, O_RDONLY | O_DIRECTORY);
+}
+
+/* How many memory csses to expect: /proc/cgroups' num_cgroups (live + dying), else the last
+ * census's count; the ring buffer is sized from it. */
+static uint32_t expect_nodes(struct cz_ctx *ctx, const struct census_publisher *p)
+{
+	struct memcg_controller c;
+	char buf[4096];
+	uint64_t n = p->last.visited;
+
+	if (hostfs_read(&ctx->hf, HOSTFS_PROC, "cgroups", buf, sizeof(buf)) >= 0 &&
+	    memcg_parse_proc_cgroups(buf, &c) == 0 && c.num_cgroups > n)
+		n = c.num_cgroups;
+	return n > UINT32_MAX / 4 ? UINT32_MAX / 4 : (uint32_t)n;
 }
 
 /* Group @s's memcgs, each with when it was first seen dying (remembered in @p). */
@@ -104,7 +119,7 @@ int census_publish(struct census_publisher *p, struct cz_ctx *ctx, uint64_t mono
 
 	p->next_ms = mono_ms + cfg->memcg.census_interval_ms;
 	fd = open_root(ctx);
-	q = fd < 0 ? fd : census_bpf_scan(fd, 0, &s);
+	q = fd < 0 ? fd : census_bpf_scan(fd, 0, expect_nodes(ctx, p), &s);
 	if (fd >= 0)
 		close(fd);
 	if (q == 0)
