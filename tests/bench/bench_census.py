@@ -89,11 +89,11 @@ def main():
             s.release()
         shutil.rmtree(tmp, ignore_errors=True)
     bl.table(["made", "dying seen", "csses walked", "census ms", "load ms (verifier)",
-              "walk+group ms", "us per dying", "agent --once CPU ms, census on", "off",
+              "walk + drain ms", "us per dying (walk)", "agent --once CPU ms, census on", "off",
               "CPU ms/hour at 10m"], rows)
     if len(res) > 1:
         a, b = res[0], res[-1]
-        print(f"\n{b['dying'] / max(a['dying'], 1):.1f}x the dying memcgs: walk+group "
+        print(f"\n{b['dying'] / max(a['dying'], 1):.1f}x the dying memcgs: walk "
               f"{b['walk_ms'] / max(a['walk_ms'], 0.001):.1f}x, whole census "
               f"{b['total_ms'] / max(a['total_ms'], 0.001):.1f}x (kernel {os.uname().release})")
     bl.save("census", res)
