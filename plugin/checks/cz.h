@@ -26,6 +26,8 @@ enum cz_exit {
 
 #define CZ_GROUP_BY_MAX 6	/* fleet --group-by labels */
 
+struct systemd_restarts;
+
 struct cz_ctx {
 	struct cz_config cfg;
 	struct hostfs hf;
@@ -46,6 +48,12 @@ struct cz_ctx {
 	/* Load the configuration file and the command-line overrides again into *ret (the agent's
 	 * SIGHUP); 0, or -errno after printing what was wrong. Set by main.c; NULL in tests. */
 	int (*config_reload)(const struct cz_ctx *ctx, struct cz_config *ret);
+	/* Ask the host's systemd for the units with the most restarts (host/systemd.h's
+	 * systemd_restarts_update). Set by the full binary's main.c only: `report` run by hand on a
+	 * host where no agent published them (`make run`) still names the leaker. NULL in the
+	 * static check binary, which never talks to systemd, and in the checks' paths. */
+	int (*restarts_direct)(const char *bus, const char *state_dir, uint64_t now_ms,
+			       struct systemd_restarts *ret, char *why, size_t why_size);
 };
 
 /*

@@ -12,6 +12,7 @@
 
 #include "cmd/cmd.h"
 #ifndef CZ_CHECK_BINARY
+#include "host/systemd.h"
 #endif
 #include "base/log.h"
 #include "base/util.h"
@@ -408,6 +409,9 @@ static int run(int argc, char **argv)
 	ctx.svg_path = o.svg;
 	ctx.since = o.since;
 	ctx.until = o.until;
+#ifndef CZ_CHECK_BINARY
+	ctx.restarts_direct = systemd_restarts_update;
+#endif
 	ctx.selector = o.selector;
 	memcpy(ctx.group_by, o.group_by, sizeof(ctx.group_by));
 	ctx.n_group_by = o.n_group_by;

@@ -90,3 +90,20 @@ def test_ok_check_never_loads_libsystemd(cz_bin, tmp_path):
     assert "libsystemd" not in p.stderr, [l for l in p.stderr.splitlines() if "libsystemd" in l]
     d = subprocess.run(["readelf", "-d", check_bin], capture_output=True, text=True).stdout
     assert "libsystemd" not in d, d
+
+
+def test_report_by_hand_asks_systemd_when_no_agent_published(cz_bin, tmp_path):
+    """`make run` is `report` on a host with no agent: the full binary asks systemd itself, so
+    the one-command answer still names the leaker (the static check binary never does)."""
+    with UserManager(tmp_path) as mgr, DyingMemcgs(300, tmp_path):
+        mgr.wait_restarts(3)
+        conf = ("memcg:\n  min_dying: 200\n  max_ratio: 2\nsystemd:\n  bus: %s\n"
+                "cpu:\n  inline_window: 0\n" % mgr.address)
+        assert not (tmp_path / "run" / "systemd-units").exists()
+        rep = cz(cz_bin, tmp_path, conf, "report")
+        assert re.search(r"restarts   %s=\d+" % re.escape(mgr.unit), rep.stdout), rep.stdout
+        check_bin = os.path.join(os.path.dirname(cz_bin), "cpuzombie-check")
+        if os.path.exists(check_bin):
+            rep = cz(check_bin, tmp_path, conf, "report")
+            assert "restarts   unavailable: no unit data from the agent" in rep.stdout, rep.stdout
+            assert mgr.unit not in rep.stdout
