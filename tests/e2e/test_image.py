@@ -135,6 +135,9 @@ def test_agent_container_as_the_daemonset_runs_it(image, helm, tmp_path):
         assert sc.startswith("true ") and "no-new-privileges" in sc and " host" in sc, sc
         eff = ph.podman("exec", c, "/usr/local/bin/cpuzombie", "--version").stdout
         assert VERSION in eff
+        # the image ships the kubectl plugin name for `kubectl cpuzombie` (fleet)
+        plug = ph.podman("exec", c, "/usr/local/bin/kubectl-cpuzombie", "--help").stdout
+        assert "fleet" in plug, plug
         # effective capabilities: exactly those the chart's securityContext adds
         status = open("/proc/%s/status" % ph.podman(
             "inspect", "--format", "{{.State.Pid}}", c).stdout.strip()).read()
