@@ -7,4 +7,5 @@ log=$1
 shift
 exec valgrind --quiet --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite \
 	--show-leak-kinds=definite --track-origins=yes --trace-children=no \
-	--child-silent-after-fork=yes --log-file="$log" "$@"
+	--child-silent-after-fork=yes --suppressions="$(dirname "$0")/valgrind-libbpf.supp" \
+	--log-file="$log" "$@"
