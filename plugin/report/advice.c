@@ -32,6 +32,29 @@ const char *advice_restarts(int rc)
 	}
 }
 
+const char *advice_census(int rc)
+{
+	/* @rc is census_load()'s: the census is the agent's (BPF), the report only reads it */
+	switch (rc) {
+	case -ENOENT:
+		return "run `cpuzombie agent` with this run dir (its BPF census needs CAP_BPF and "
+		       "CAP_PERFMON; chart: agent.zombieCensus), or set memcg.census_interval: 0";
+	case -ESTALE:
+		return "is `cpuzombie agent` still running with this run dir? It redoes the census "
+		       "every memcg.census_interval";
+	case -EIO:
+		return "the agent could not take a census (its reason above): give it CAP_BPF and "
+		       "CAP_PERFMON, a kernel with BTF, or set memcg.census_interval: 0";
+	case -EINVAL:
+		return "the published census is corrupt: the agent rewrites it at its next census";
+	case -EACCES:
+	case -EPERM:
+		return "the run dir refused us: " AS_ROOT;
+	default:
+		return "check --run-dir (where the agent publishes), or set memcg.census_interval: 0";
+	}
+}
+
 const char *advice_canary(int rc)
 {
 	switch (rc) {

@@ -16,6 +16,9 @@
  */
 const char *advice_restarts(int rc);
 
+/* advice_census - what to do after census_load() (checks/census.h) failed with @rc. */
+const char *advice_census(int rc);
+
 /* advice_canary - after canary_run() failed with @rc (no memory controller, no host /sys, ...). */
 const char *advice_canary(int rc);
 

@@ -246,7 +246,8 @@ static void print_census(const struct report *r, FILE *out)
 	char b[32];
 
 	if (r->census_rc < 0) {
-		fprintf(out, "  census     unavailable: %s\n", r->census_err);
+		fprintf(out, "  census     unavailable: %s; %s\n", r->census_err,
+			advice_census(r->census_rc));
 		return;
 	}
 	if (r->census_rc != 0)

@@ -114,6 +114,8 @@ static void test_unavailable_says_what_to_do(void **state)
 	snprintf(r->restarts_err, sizeof(r->restarts_err),
 		 "cannot connect to bus 'system': No such file or directory");
 	r->canary_rc = -EACCES;
+	r->census_rc = -ENOENT;	/* census_load: nothing published */
+	snprintf(r->census_err, sizeof(r->census_err), "no census from the agent");
 	r->maps_rc = -ENOENT - 1000; /* any other failure */
 	r->ena_rc = -EBADMSG;
 	history_series_free(&r->hist);
@@ -135,6 +137,9 @@ static void test_unavailable_says_what_to_do(void **state)
 				  "host's /run/dbus/system_bus_socket (chart: agent.systemdBus) and point "
 				  "systemd.bus at it"));
 	assert_non_null(strstr(t, "canary     unavailable: Permission denied; run it as root"));
+	assert_non_null(strstr(t, "census     unavailable: no census from the agent; run `cpuzombie "
+				  "agent` with this run dir (its BPF census needs CAP_BPF and "
+				  "CAP_PERFMON; chart: agent.zombieCensus)"));
 	assert_non_null(strstr(t, "IRQ map unavailable: "));
 	assert_non_null(strstr(t, "; mount the host's /sys and /proc and pass --sys-root/--proc-root\n"));
 	assert_non_null(strstr(t, "ENA state unreadable: Bad message; the file is corrupt: the next "
@@ -153,9 +158,9 @@ static void test_unavailable_says_what_to_do(void **state)
 	for (size_t i = 0; i < sizeof(rcs) / sizeof(rcs[0]); i++) {
 		const char *a[] = { advice_restarts(rcs[i]), advice_canary(rcs[i]),
 				    advice_irq_map(rcs[i]), advice_ena_state(rcs[i]),
-				    advice_history(rcs[i]) };
+				    advice_history(rcs[i]), advice_census(rcs[i]) };
 
-		for (size_t k = 0; k < 5; k++) {
+		for (size_t k = 0; k < ARRAY_SIZE(a); k++) {
 			assert_true(a[k] && strlen(a[k]) > 10);
 			assert_true(a[k][strlen(a[k]) - 1] != '.');
 			for (const char *p = a[k]; *p; p++)
