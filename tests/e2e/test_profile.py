@@ -210,11 +210,25 @@ def test_a_burst_with_brief_dips_is_one_burst(tmp_path):
                     thief.wait(timeout=10)
         finally:
             stop(agent)
-    ev = [e for e in bursts(run_dir) if int(e[1]) == hot]
-    lens = [(int(e[3]) - int(e[2])) / 1000 for e in ev]
-    assert len(ev) == 1 and lens[0] >= 5.0, (lens, (run_dir / "cpu-bursts").read_text())
-    # the dips were real: samples inside the burst fell under the threshold
+    ev = sorted(([int(e[2]), int(e[3])] for e in bursts(run_dir) if int(e[1]) == hot))
+    log = (run_dir / "cpu-bursts").read_text()
     from test_cpu import read_ring
-    ring = read_ring(run_dir / "cpu-history")
-    inside = [pc[hot] for t, pc in ring if int(ev[0][2]) < t <= int(ev[0][3]) and pc[hot] != 255]
-    assert any(v < 90 for v in inside) and min(inside) >= 70, inside
+    ring = [(t, pc[hot]) for t, pc in read_ring(run_dir / "cpu-history") if pc[hot] != 255]
+    assert ev, (log, ring)
+    # The rule, checked on the samples the agent itself recorded (its ring holds each share
+    # rounded to a whole percent, so the bounds below keep a point of slack):
+    # 1. the burst went on through brief dips: a recorded burst holds a sample under the
+    #    threshold (<= 89: truly below 90) that did not end it;
+    dipped = [v for a, b in ev for t, v in ring if a < t < b and v <= 89]
+    assert dipped, (ev, ring)
+    # 2. where it was split, the dip was not brief: a sample under threshold - hysteresis
+    #    (<= 70) or the share under the threshold for longer than max_dip (1 s: > 4 samples)
+    for (_, end), (start, _) in zip(ev, ev[1:]):
+        gap = [v for t, v in ring if end < t <= start + 250]
+        low_run = run = 0
+        for v in gap:
+            run = run + 1 if v <= 90 else 0
+            low_run = max(low_run, run)
+        assert any(v <= 70 for v in gap) or low_run > 4, ("split on a brief dip", ev, ring)
+    # 3. the whole burn is covered: ~6.5 s of it in bursts and justified gaps
+    assert ev[-1][1] - ev[0][0] >= 5000, (ev, log)
