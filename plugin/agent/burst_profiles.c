@@ -46,6 +46,9 @@ int burst_profiles_new(const struct cz_ctx *ctx, unsigned ncpu, struct burst_pro
 		burst_profiles_free(bp);
 		return r;
 	}
+	/* symbols now, not when the first burst starts (a failure is remembered and reported
+	 * with that burst, after the missing privilege to open the event, if that is missing too) */
+	(void)profiler_preload(bp->p);
 	*ret = bp;
 	return 0;
 }

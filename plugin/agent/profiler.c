@@ -91,6 +91,13 @@ static int load_symbols(struct profiler *p)
 	return p->ks_err;
 }
 
+int profiler_preload(struct profiler *p)
+{
+	int r = load_symbols(p);
+
+	return r < 0 ? r : 0;
+}
+
 int profiler_start(struct profiler *p, unsigned cpu, uint64_t now_ms)
 {
 	struct core_profile *c;

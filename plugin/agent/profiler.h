@@ -43,6 +43,14 @@ struct profiler;
 int profiler_new(const struct hostfs *hf, unsigned ncpu, const struct profiler_opts *o,
 		 struct profiler **ret);
 
+/*
+ * profiler_preload - load kallsyms now (the agent does this at start): parsing ~5 MiB of
+ * /proc/kallsyms takes tens of ms of CPU, which must not stall the sampler at the start of a
+ * burst, the one moment its samples matter most. Returns 0, or the error later
+ * profiler_start() calls will return (remembered).
+ */
+int profiler_preload(struct profiler *p);
+
 /* profiler_free - stop everything; safe on NULL. */
 void profiler_free(struct profiler *p);
 
