@@ -39,15 +39,20 @@ int fileio_open(int dirfd, const char *path, unsigned flags)
 	return TAKE_FD(fd);
 }
 
-ssize_t fileio_read_fd(int fd, char *buf, size_t size)
+/*
+ * Reads until EOF into @buf, NUL-terminated: from the current position, or with pread from
+ * offset 0 (@positional). One spare byte: a file that fills the buffer is larger than it, not
+ * complete (-EFBIG). procfs and sysfs files can come in several chunks.
+ */
+static ssize_t read_all(int fd, char *buf, size_t size, bool positional)
 {
 	size_t off = 0;
 
 	if (size < 2)
 		return -EINVAL;
-	/* one spare byte: a file that fills the buffer is larger than it, not complete */
 	for (;;) {
-		ssize_t n = read(fd, buf + off, size - off);
+		ssize_t n = positional ? pread(fd, buf + off, size - off, (off_t)off)
+				       : read(fd, buf + off, size - off);
 
 		if (n < 0) {
 			if (errno == EINTR)
@@ -64,29 +69,14 @@ ssize_t fileio_read_fd(int fd, char *buf, size_t size)
 	return (ssize_t)off;
 }
 
+ssize_t fileio_read_fd(int fd, char *buf, size_t size)
+{
+	return read_all(fd, buf, size, false);
+}
+
 ssize_t fileio_pread_all(int fd, char *buf, size_t size)
 {
-	size_t off = 0;
-
-	if (size < 2)
-		return -EINVAL;
-	/* procfs and sysfs files can come in several chunks; read until EOF */
-	for (;;) {
-		ssize_t n = pread(fd, buf + off, size - off, (off_t)off);
-
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			return -errno;
-		}
-		if (n == 0)
-			break;
-		off += (size_t)n;
-		if (off >= size)
-			return -EFBIG;
-	}
-	buf[off] = '\0';
-	return (ssize_t)off;
+	return read_all(fd, buf, size, true);
 }
 
 ssize_t fileio_pread_once(int fd, char *buf, size_t size)
