@@ -112,6 +112,23 @@ int ena_filter(const struct ethtool_devdump *d, const struct ena_lists *l,
 	return 0;
 }
 
+bool ena_baseline_same(const struct ethtool_devdump *a, const struct ethtool_devdump *b)
+{
+	if (!streq(a->ifname, b->ifname) || !streq(a->driver, b->driver) ||
+	    !streq(a->bus_info, b->bus_info) || a->n != b->n)
+		return false;
+	for (size_t i = 0; i < a->n; i++) {
+		const struct ethtool_stat *x = &a->stats[i], *y = &b->stats[i];
+
+		if (!streq(x->name, y->name))
+			return false;
+		if (x->value != y->value && !is_queue_cnt(x->name) &&
+		    !streq(x->name, ENA_CONNTRACK_AVAILABLE))
+			return false;
+	}
+	return true;
+}
+
 /* ---- the verdict ---------------------------------------------------------------------------- */
 
 /* Bounded "; "-joined text. */

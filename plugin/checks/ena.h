@@ -114,6 +114,17 @@ int ena_diff(const struct ethtool_devdump *before, const struct ethtool_devdump 
 int ena_filter(const struct ethtool_devdump *d, const struct ena_lists *l,
 	       struct ethtool_devdump *ret);
 
+/*
+ * ena_baseline_same - pure: would the filtered reading @b, as a new baseline, tell the verdicts
+ * nothing that @a does not? True when both name the same device (ifname, driver, bus_info) and
+ * hold the same counters in the same order with the same values, except those the verdicts never
+ * take a delta of: the per-queue tx_cnt/rx_cnt (compared only to see them go down, the
+ * "queue counters zeroed" of a restart note, not a verdict; an older value may miss a zeroing
+ * once the new count has passed it, so the caller bounds how old a kept baseline gets) and the
+ * conntrack gauge (read as it is). A caller may keep @a instead of writing @b when this is true.
+ */
+bool ena_baseline_same(const struct ethtool_devdump *a, const struct ethtool_devdump *b);
+
 /* ---- allowance (throttling) ----------------------------------------------------------------- */
 
 struct ena_allowance {
