@@ -245,11 +245,11 @@ static void add_note(char *buf, size_t size, const char *fmt, ...)
 	va_list ap;
 
 	if (len + 3 >= size)
-		return;
+		return; /* no room for "; " and a character */
 	if (len)
-		len += (size_t)snprintf(buf + len, size - len, "; ");
+		buf_appendf_cut(buf, size, &len, "; ");
 	va_start(ap, fmt);
-	vsnprintf(buf + len, size - len, fmt, ap);
+	(void)buf_vappendf(buf, size, &len, true, fmt, ap);
 	va_end(ap);
 }
 

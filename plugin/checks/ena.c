@@ -141,25 +141,12 @@ static void text_add(struct text *t, const char *fmt, ...) _printf_(2, 3);
 static void text_add(struct text *t, const char *fmt, ...)
 {
 	va_list ap;
-	int r;
 
-	if (t->len + 1 >= t->size)
-		return;
-	if (t->len > 0) {
-		r = snprintf(t->buf + t->len, t->size - t->len, "; ");
-		t->len += (size_t)r;
-		if (t->len >= t->size) {
-			t->len = t->size - 1;
-			return;
-		}
-	}
+	if (t->len > 0)
+		buf_appendf_cut(t->buf, t->size, &t->len, "; ");
 	va_start(ap, fmt);
-	r = vsnprintf(t->buf + t->len, t->size - t->len, fmt, ap);
+	(void)buf_vappendf(t->buf, t->size, &t->len, true, fmt, ap);
 	va_end(ap);
-	if (r > 0)
-		t->len += (size_t)r;
-	if (t->len >= t->size)
-		t->len = t->size - 1;
 }
 
 static int rank(const struct ena_counter *c)
