@@ -496,10 +496,16 @@ struct ena_ifstate *ena_state_add(struct ena_state *s, const char *key)
 
 	if (s->n == ENA_STATE_MAX_IFACES || strlen(key) >= sizeof(f->key))
 		return NULL;
-	if (!s->ifs) {
-		s->ifs = calloc(ENA_STATE_MAX_IFACES, sizeof(*s->ifs));
-		if (!s->ifs)
+	if (s->n == s->cap) {
+		/* grown as needed: an entry is ~3.5 KiB, and a check runs on every exec (room for
+		 * all 64 at once was 224 KiB to clear per run) */
+		size_t cap = s->cap ? s->cap * 2 : 4;
+		struct ena_ifstate *ifs = reallocarray(s->ifs, cap, sizeof(*ifs));
+
+		if (!ifs)
 			return NULL;
+		s->ifs = ifs;
+		s->cap = cap;
 	}
 	f = &s->ifs[s->n++];
 	memset(f, 0, sizeof(*f));

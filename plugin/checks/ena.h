@@ -184,8 +184,8 @@ struct ena_ifstate {
 
 struct ena_state {
 	uint64_t read_ms;			/* last time the devices were read (rate limit) */
-	size_t n;
-	struct ena_ifstate *ifs;		/* n entries, owned */
+	size_t n, cap;
+	struct ena_ifstate *ifs;		/* n entries (room for cap), owned */
 };
 
 /* ena_state_free - free everything @s owns and zero it. NULL-safe. */
@@ -196,7 +196,8 @@ struct ena_ifstate *ena_state_find(struct ena_state *s, const char *key);
 
 /*
  * ena_state_add - append an empty entry for @key (whose base is empty). Returns it, or NULL
- * when full (ENA_STATE_MAX_IFACES) or out of memory.
+ * when full (ENA_STATE_MAX_IFACES) or out of memory. The array grows: a pointer to an entry
+ * does not survive the next add.
  */
 struct ena_ifstate *ena_state_add(struct ena_state *s, const char *key);
 
