@@ -321,8 +321,8 @@ static int save(struct state_txn *txn, struct pass *p, struct ena_state *st, boo
 		return 0; /* a rate-limited answer that changed nothing leaves everything alone */
 	r = state_stamp_set(txn, p->now_ms);
 	if (r < 0)
-		(void)log_debug_errno(r, "Failed to write the stamp of state '%s', ignoring: %m",
-				txn->t->name);
+		(void)log_debug_errno(r, "Failed to write the stamp of state '%s': %m, ignoring",
+				      txn->t->name);
 	return 0;
 }
 
