@@ -142,8 +142,11 @@ static void tell(struct cz_ctx *ctx, struct kube_client *kc, const struct reclai
 
 	log_fields_full(bad ? LOG_PRIO_ERR : LOG_PRIO_WARNING,
 			&(struct log_fields){ LOG_MID_KUBE, "memcg", -1, NULL }, "%s", msg);
+	/* the node's name as its UID, as kubelet's Events have it: `kubectl describe node` asks
+	 * for both the UID and the name, and this way the Event costs no GET of the node */
 	if (kc && ctx->cfg.kubernetes.node_name[0])
-		(void)event_post(kc, &(struct event_desc){ ctx->cfg.kubernetes.node_name, NULL,
+		(void)event_post(kc, &(struct event_desc){ ctx->cfg.kubernetes.node_name,
+							    ctx->cfg.kubernetes.node_name,
 							    bad ? "Warning" : "Normal", reason, msg,
 							    s->last_ms });
 }
