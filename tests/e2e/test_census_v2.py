@@ -69,6 +69,9 @@ def guest(cz_bin, tmp_path_factory):
           % (g.one("begin"), accel, seconds, p.stderr.strip().replace("\n", " ")[:200]))
     assert "end" in g.lines, ("the guest did not finish its script", console[-4000:])
     assert "fail" not in g.lines, (g.lines["fail"], console[-4000:])
+    for tag in ("agent-err", "check-err", "check-nocensus-err", "report-err"):
+        err = "\n".join(g.all(tag))	# a sanitizer report in the guest fails as on the host
+        assert "runtime error:" not in err and "Sanitizer" not in err, (tag, err)
     census = "\n".join(g.all("census"))
     if "\ne built without the BPF census" in "\n" + census:
         pytest.skip("this binary was built without the BPF census (no bpftool, clang, libbpf "
@@ -168,3 +171,22 @@ def test_check_memcg_v2_without_census(guest):
     assert "most under %s (" % name in line, line
     assert " were %s/" % name not in line and "census:" not in line, line
     assert "v2 nr_dying_descendants" in line, line
+
+
+def test_report_json_on_v2(guest):
+    """report --json in the guest: the v2 source, the kernel's counts, the census's groups and
+    the canary read of the root's memory.stat, which v2 has too."""
+    import json
+    g = guest
+    assert g.one("report-rc") == "1", g.all("report-err")	# 1: a problem on this node
+    j = json.loads("\n".join(g.all("report-json")))
+    m = j["memcg"]
+    root = g.stat("root-cgroup-stat")
+    assert m["source"] == "v2-descendants", m
+    assert (m["dying"], m["live"]) == (root["nr_dying_descendants"],
+                                       root["nr_descendants"] + 1), m
+    assert m["canary"]["error"] is None and m["canary"]["bytes"] > 0, m["canary"]
+    groups = {x["group"]: x for x in m["census"]["groups"]}
+    assert groups[SPEC["NAME"] + "/ga-*"]["dying"] == SPEC["FLAT"], m["census"]
+    assert m["census"]["dying"] == root["nr_dying_descendants"], m["census"]
+    assert not m["census"]["truncated"], m["census"]

@@ -89,6 +89,10 @@ check /etc/cz.yaml >/tmp/check.out 2>/tmp/check.err
 say check-rc $?
 show check /tmp/check.out
 show check-err /tmp/check.err
+cz report --json >/tmp/report.json 2>/tmp/report.err
+say report-rc $?
+show report-json /tmp/report.json
+show report-err /tmp/report.err
 # no census (census_interval 0): the v2 counters alone, and the subtree hint from them
 rm -f /run/cz/memcg-census
 check /etc/cz-nocensus.yaml >/tmp/check.out 2>/tmp/check.err
