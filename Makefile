@@ -36,6 +36,14 @@ BPF_CLANG ?= clang
 VMLINUX_BTF ?= /sys/kernel/btf/vmlinux
 CENSUS_BPF := $(if $(and $(BPFTOOL),$(wildcard $(VMLINUX_BTF)),$(shell command -v \
 	$(BPF_CLANG) 2>/dev/null),$(shell pkg-config --exists libbpf && echo y)),1,0)
+# CENSUS=required (the image build): stop here, naming what is missing, rather than build an
+# agent without the census.
+ifeq ($(CENSUS_BPF)/$(CENSUS),0/required)
+$(error CENSUS=required, but the census cannot be built; missing:$(if $(BPFTOOL),, [bpftool])$(if \
+	$(shell command -v $(BPF_CLANG) 2>/dev/null),, [$(BPF_CLANG)])$(if $(shell pkg-config \
+	--exists libbpf && echo y),, [libbpf: pkg-config libbpf])$(if $(wildcard $(VMLINUX_BTF)),, \
+	[kernel BTF at $(VMLINUX_BTF): set VMLINUX_BTF=FILE]))
+endif
 ifeq ($(CENSUS_BPF),1)
 LIBS_BPF := -lbpf
 else
@@ -116,9 +124,12 @@ $(B)/bpf/census.bpf.o: plugin/agent/bpf/census.bpf.c plugin/agent/census_rec.h $
 	$(Q)$(BPF_CLANG) -target bpf -g -O2 -Wall -Werror -D__TARGET_ARCH_x86 -I$(B)/bpf -Iplugin \
 		-c -o $@ $<
 
+# The skeleton embeds the object linked by libbpf's static linker (bpftool gen object): the
+# same program and BTF without clang's DWARF (18 KiB embedded in the agent instead of 620).
 $(B)/bpf/census.skel.h: $(B)/bpf/census.bpf.o
 	@$(say) GEN $@
-	$(Q)$(BPFTOOL) gen skeleton $< name census_bpf >$@.tmp && mv $@.tmp $@
+	$(Q)$(BPFTOOL) gen object $(B)/bpf/census.linked.o $< && \
+		$(BPFTOOL) gen skeleton $(B)/bpf/census.linked.o name census_bpf >$@.tmp && mv $@.tmp $@
 
 ifeq ($(CENSUS_BPF),1)
 $(B)/obj/agent/census_bpf.o: CZ_CFLAGS += -DCZ_CENSUS_BPF -I$(B)/bpf

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -148,11 +149,25 @@ int census_bpf_scan(int cgroup_fd, uint32_t max_nodes, uint32_t expect, struct c
 	return -EOPNOTSUPP;	/* built where bpftool, clang, libbpf or the kernel's BTF were missing */
 }
 
+const char *census_bpf_build(void)
+{
+	return "no (built without bpftool, clang, libbpf or the kernel's BTF)";
+}
+
 #else
 
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 #include <census.skel.h>
+
+const char *census_bpf_build(void)
+{
+	static char s[64];
+
+	/* the libbpf the loader found, not the headers' (the image's runtime stage has its own) */
+	snprintf(s, sizeof(s), "bpf (CO-RE, libbpf %s)", libbpf_version_string());
+	return s;
+}
 
 static uint64_t mono_us(void)
 {

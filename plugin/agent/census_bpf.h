@@ -55,6 +55,13 @@ int census_bpf_scan(int cgroup_fd, uint32_t max_nodes, uint32_t expect, struct c
 int census_scan_records(const struct census_rec *rec, size_t n, const struct census_end *end,
 			uint64_t page_size, struct census_scan *ret);
 
+/*
+ * census_bpf_build - how this binary was built for the census, for `cpuzombie -v --version`
+ * (an image build checks it, so no image ships without the census unnoticed): "bpf (CO-RE,
+ * libbpf vX.Y)" with the libbpf the binary loaded, or "no (built without ...)". Static text.
+ */
+const char *census_bpf_build(void);
+
 /* census_scan_free - free what a scan holds. Accepts a zeroed scan. */
 void census_scan_free(struct census_scan *s);
 

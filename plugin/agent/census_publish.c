@@ -1,10 +1,14 @@
 /* SPDX-License-Identifier: MIT */
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/capability.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <sys/uio.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "agent/census_bpf.h"
 #include "agent/census_publish.h"
@@ -76,6 +80,20 @@ static int build(struct census_publisher *p, struct census_scan *s, uint64_t now
 	return r;
 }
 
+/* Whether this process holds what loading the census needs: CAP_BPF and CAP_PERFMON, or
+ * CAP_SYS_ADMIN. Then a refusal came from elsewhere: a seccomp profile, an LSM. */
+static bool holds_bpf_caps(void)
+{
+	struct __user_cap_header_struct h = { .version = _LINUX_CAPABILITY_VERSION_3 };
+	struct __user_cap_data_struct d[_LINUX_CAPABILITY_U32S_3] = { 0 };
+	uint64_t eff;
+
+	if (syscall(SYS_capget, &h, d) < 0)
+		return false;
+	eff = d[0].effective | (uint64_t)d[1].effective << 32;
+	return (eff >> CAP_SYS_ADMIN & 1) || ((eff >> CAP_BPF & 1) && (eff >> CAP_PERFMON & 1));
+}
+
 static const char *reason(int r)
 {
 	switch (r) {
@@ -83,6 +101,11 @@ static const char *reason(int r)
 		return "built without the BPF census";
 	case -EPERM:
 	case -EACCES:
+		/* CRI-O's and podman's RuntimeDefault seccomp profile (containers/common) lets bpf()
+		 * through only with CAP_SYS_ADMIN; containerd's and Docker's also with CAP_BPF */
+		if (holds_bpf_caps())
+			return "bpf() refused with CAP_BPF and CAP_PERFMON held: seccomp? (CRI-O's "
+			       "RuntimeDefault needs CAP_SYS_ADMIN for bpf())";
 		return "no capability to load the census BPF program (CAP_BPF, CAP_PERFMON)";
 	case -ENOENT:
 		return "no memory cgroup hierarchy";

@@ -12,6 +12,7 @@
 
 #include "cmd/cmd.h"
 #ifndef CZ_CHECK_BINARY
+#include "agent/census_bpf.h"
 #include "host/systemd.h"
 #endif
 #include "base/log.h"
@@ -84,7 +85,7 @@ static const char common_usage[] =
 	"  --kubeconfig FILE  kubeconfig (default: in-cluster service account)\n"
 	"  --max-output BYTES longest check line (default 256; match NPD's max_output_length)\n"
 	"  -v, --verbose      diagnostics on stderr\n"
-	"  --version, --help\n";
+	"  --version, --help  (-v --version: also how this binary was built)\n";
 
 static void usage(FILE *out, const struct cmd *only)
 {
@@ -377,6 +378,13 @@ static int run(int argc, char **argv)
 		c = find_cmd(argv[first]);
 	if (o.version) {
 		printf("cpuzombie %s\n", CZ_VERSION);
+		if (o.verbose)	/* build options on their own lines: --version stays one line */
+#ifdef CZ_CHECK_BINARY
+			printf("binary: static check binary (offline commands)\n"
+			       "census: no (the check binary reads the agent's census)\n");
+#else
+			printf("binary: full\ncensus: %s\n", census_bpf_build());
+#endif
 		return CZ_EXIT_OK;
 	}
 	if (o.help) {

@@ -89,3 +89,17 @@ class NamedZombies:
     def __exit__(self, *exc):
         self.release()
         return False
+
+
+def parse_census(text):
+    """The agent's memcg-census file (census_format): {("g"|"p", key): (count, bytes,
+    first_ms)} for its groups by pattern and by parent. Asserts the header."""
+    lines = text.splitlines()
+    assert lines and lines[0] == "cpuzombie-census 1", text
+    groups = {}
+    for ln in lines[1:]:
+        kind, _, rest = ln.partition(" ")
+        if kind in ("g", "p"):
+            count, nbytes, first, key = rest.split(" ")
+            groups[(kind, key)] = (int(count), int(nbytes), int(first))
+    return groups

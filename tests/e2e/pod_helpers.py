@@ -31,10 +31,53 @@ def podman(*args, check=True, timeout=600, **kw):
     return p
 
 
+# containers/common's default profile (podman's and CRI-O's RuntimeDefault) lets bpf() and
+# perf_event_open() through only with CAP_SYS_ADMIN. containerd's RuntimeDefault (1.6.x and
+# 1.7+, containerd PR 7301; Docker's since 23.0) also lets bpf() through with CAP_BPF and
+# perf_event_open() with CAP_PERFMON: what the chart's capabilities for the census and the
+# burst profiles count on, on containerd nodes.
+CONTAINERS_SECCOMP = "/usr/share/containers/seccomp.json"
+CAP_GATED = {"bpf": "CAP_BPF", "perf_event_open": "CAP_PERFMON"}
+
+
+def containerd_runtime_default(workdir):
+    """Writes RuntimeDefault as containerd applies it into @workdir: this machine's podman
+    profile with containerd's two capability gates (CAP_GATED) in place of its CAP_SYS_ADMIN-only
+    rules for those syscalls (allowed with either capability, EPERM without both, as
+    containerd). Returns the file's path, for Pod(seccomp=)."""
+    import json
+    with open(CONTAINERS_SECCOMP) as f:
+        prof = json.load(f)
+    rules = []
+    for r in prof["syscalls"]:
+        gated = [n for n in r["names"] if n in CAP_GATED]
+        admin_only = ["CAP_SYS_ADMIN"] in (r.get("includes", {}).get("caps"),
+                                           r.get("excludes", {}).get("caps"))
+        if gated and admin_only:
+            rest = dict(r, names=[n for n in r["names"] if n not in CAP_GATED])
+            if rest["names"]:
+                rules.append(rest)
+            continue
+        rules.append(r)
+    for name, cap in CAP_GATED.items():
+        for c in ("CAP_SYS_ADMIN", cap):
+            rules.append({"names": [name], "action": "SCMP_ACT_ALLOW", "includes": {"caps": [c]}})
+        rules.append({"names": [name], "action": "SCMP_ACT_ERRNO", "errnoRet": 1,
+                      "excludes": {"caps": ["CAP_SYS_ADMIN", cap]}})
+    prof["syscalls"] = rules
+    path = os.path.join(str(workdir), "seccomp-containerd-runtime-default.json")
+    with open(path, "w") as f:
+        json.dump(prof, f)
+    return path
+
+
 class Pod:
-    def __init__(self, objs, workdir, node, host_overrides=None):
+    def __init__(self, objs, workdir, node, host_overrides=None, seccomp=None):
         """@objs: the rendered chart; @host_overrides: {host path: test path} for hostPath
-        volumes that must not be the node's."""
+        volumes that must not be the node's; @seccomp: the profile file that RuntimeDefault
+        stands for (None: podman's own, i.e. CRI-O's; containerd_runtime_default() for
+        containerd's)."""
+        self.seccomp = seccomp
         self.objs = objs
         ds = next(o for o in objs if o["kind"] == "DaemonSet")
         self.spec = ds["spec"]["template"]["spec"]
@@ -110,6 +153,8 @@ class Pod:
         for cap in caps.get("add", []):
             a += ["--cap-add", cap.lower()]
         assert sc.get("seccompProfile", {}).get("type", "RuntimeDefault") == "RuntimeDefault"
+        if self.seccomp:
+            a += ["--security-opt", "seccomp=" + self.seccomp]
         for e in c.get("env", []):
             if "value" in e:
                 a += ["--env", "%s=%s" % (e["name"], e["value"])]

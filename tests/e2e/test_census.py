@@ -14,7 +14,7 @@ import time
 
 import pytest
 
-from census_helpers import NamedZombies
+from census_helpers import NamedZombies, parse_census
 from conftest import needs_root
 from memcg_helpers import memory_v1_root, v1_counts
 
@@ -39,15 +39,7 @@ def census_file(run):
     if "\ne built without the BPF census\n" in text:
         pytest.skip("this binary was built without the BPF census (no bpftool, clang, libbpf "
                     "or kernel BTF at build time: make test installs them)")
-    lines = text.splitlines()
-    assert lines[0] == "cpuzombie-census 1", text
-    groups = {}
-    for ln in lines[1:]:
-        kind, _, rest = ln.partition(" ")
-        if kind in ("g", "p"):
-            count, nbytes, first, key = rest.split(" ")
-            groups[(kind, key)] = (int(count), int(nbytes), int(first))
-    return text, groups
+    return text, parse_census(text)
 
 
 def agent_once(cz, tmp_path, prefix=(), extra=""):

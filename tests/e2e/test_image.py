@@ -7,6 +7,10 @@ command, env, securityContext and mounts).
 - the agent container: samples through /host/proc and /host/sys, its heartbeat and history
   appear in the run dir, it writes the metrics textfile, under a read-only root with every
   capability dropped;
+- the agent container with the chart's zombie census on (agent.zombieCensus: CAP_BPF and
+  CAP_PERFMON, under RuntimeDefault as containerd applies it): its BPF census lists the real
+  dying memcgs the test made by their former names, and the check in the image names their
+  group; without the capabilities, or under CRI-O's RuntimeDefault, it says why, and runs on;
 - the init container copies /opt/cpuzombie, then node-problem-detector in a container made from
   ../shared/bin/node-problem-detector (v0.8.20) runs the shipped config/npd/*.json unchanged on
   that copy; its Kubernetes exporter writes to the API server emulator over TLS and a real
@@ -31,6 +35,7 @@ import kube_helpers as kh
 import npd_helpers as nh
 import pod_helpers as ph
 from conftest import ROOT, is_root
+from census_helpers import NamedZombies, parse_census
 from memcg_helpers import DyingMemcgs
 from report_helpers import can_run_manager
 
@@ -83,9 +88,11 @@ def helm():
     return os.path.join(ROOT, "build", "tools", "bin", "helm")
 
 
-def chart(helm, *sets, bus=False):
+def chart(helm, *sets, bus=False, json_sets=()):
     args = ["--set", "image.repository=" + IMAGE_REPO, "--set", "image.tag=" + VERSION,
             "--set", "image.pullPolicy=Never"]
+    for s in json_sets:	# numbers that are not integers (--set would make them strings)
+        args += ["--set-json", s]
     if not bus and not os.path.exists(SYSTEM_BUS):
         # a kubelet refuses a hostPath of type Socket that is not there: without a system bus
         # on this host the chart's own switch leaves the mount out
@@ -157,6 +164,100 @@ def test_agent_container_as_the_daemonset_runs_it(image, helm, tmp_path):
             assert "\ne cannot connect to bus" in units, units
         assert not [l for l in pod.logs(c).splitlines() if "rror" in l and "systemd" not in l], \
             pod.logs(c)
+    finally:
+        pod.stop()
+
+
+# The census on, and `check memcg` told to name its group (no systemd hints; a threshold the
+# test's few zombies cross, so the check's line carries the census or why there is none).
+CENSUS_SETS = ("agent.zombieCensus=true", "config.memcg.systemd_hints=false",
+               "config.memcg.min_dying=5")
+CENSUS_JSON = ("config.memcg.max_ratio=0.001",)
+NO_CAPS = "no capability to load the census BPF program (CAP_BPF, CAP_PERFMON)"
+SECCOMP_REFUSED = "bpf() refused with CAP_BPF and CAP_PERFMON held: seccomp?"
+
+
+def agent_census(pod, c):
+    """The agent's first census (at its start) from the pod's run dir: (text, groups)."""
+    path = os.path.join(pod.vols["run"], "memcg-census")
+    text = wait_for(lambda: os.path.exists(path) and open(path).read(), "the agent's census",
+                    timeout=90, diag=lambda: pod.logs(c))
+    return text, parse_census(text)
+
+
+def image_check_memcg(c):
+    """`check memcg` with the static check binary the image hands to NPD, run in the agent's
+    container (the chart's config, host roots, the agent's run dir): NPD's view."""
+    return ph.podman("exec", c, "/opt/cpuzombie/bin/cpuzombie", "--config",
+                     "/etc/cpuzombie/cpuzombie.yaml", "check", "memcg", check=False)
+
+
+@pytest.mark.skipif(not os.path.isdir("/sys/fs/cgroup"), reason="no cgroup filesystem")
+def test_agent_container_census_names_real_zombies(image, helm, tmp_path):
+    """agent.zombieCensus=true as the chart renders it (CAP_BPF, CAP_PERFMON; census on), under
+    RuntimeDefault as containerd applies it: the image's agent loads its BPF census and lists
+    the dying memcgs the test made (one and two levels down a parent of its own) under their
+    former names, with exact counts; the check binary of the image names the census's top
+    group; `-v --version` says the image's agent was built with the census."""
+    objs = chart(helm, *CENSUS_SETS, json_sets=CENSUS_JSON)
+    pod = ph.Pod(objs, tmp_path, NODE, {"/var/lib/cpuzombie": str(tmp_path / "state")},
+                 seccomp=ph.containerd_runtime_default(tmp_path))
+    add = pod.container("agent")["securityContext"]["capabilities"]["add"]
+    assert {"BPF", "PERFMON"} <= set(add), add
+    try:
+        with NamedZombies(tmp_path) as z:
+            c = pod.start("agent")
+            text, g = agent_census(pod, c)
+            assert "\ne " not in text, (text, pod.logs(c))
+            flat, nested = ("g", z.name + "/ga-*"), ("g", z.name + "/nest-*/nb-*")
+            assert g.get(flat, (0,))[0] == z.flat, text
+            assert g.get(nested, (0,))[0] == z.nests * z.per_nest, text
+            assert g[("g", z.name + "/nest-*")][0] == z.nests, text	# dying parents
+            assert g[("p", z.name)][0] == z.flat + z.nests, text
+            assert g[flat][1] >= z.flat * z.size, text	# the page cache each was charged
+            p = image_check_memcg(c)
+            assert p.returncode == 1, (p.stdout, p.stderr)
+            top = [ln for ln in text.splitlines() if ln.startswith("g ")][0].split(" ")
+            # the census's top group: ours unless others' tests on this box made more
+            assert "; %s were %s, " % (top[1], top[4]) in p.stdout, (p.stdout, text)
+            print("check memcg in the image:", p.stdout.strip())
+            assert pod.running(c), pod.logs(c)
+            ver = ph.podman("exec", c, "/usr/local/bin/cpuzombie", "-v", "--version").stdout
+            assert re.search(r"^census: bpf \(CO-RE, libbpf v1\.\d+\)$", ver, re.M), ver
+            assert "Zombie census off" not in pod.logs(c), pod.logs(c)
+    finally:
+        pod.stop()
+
+
+@pytest.mark.skipif(not os.path.isdir("/sys/fs/cgroup"), reason="no cgroup filesystem")
+@pytest.mark.parametrize("how", ["no-capabilities", "crio-seccomp"])
+def test_agent_container_census_without_privileges_says_why(image, helm, tmp_path, how):
+    """The census on, but the agent cannot load BPF: its capabilities were taken away (an
+    admission policy, a values override), or it runs under CRI-O's RuntimeDefault (podman's
+    own profile here: bpf() only with CAP_SYS_ADMIN), which refuses bpf() though CAP_BPF is
+    held. The agent publishes why instead of a census, logs it, keeps running, and the check
+    line says it."""
+    objs = chart(helm, *CENSUS_SETS, json_sets=CENSUS_JSON)
+    seccomp, why = None, SECCOMP_REFUSED
+    ds = next(o for o in objs if o["kind"] == "DaemonSet")
+    agent = next(x for x in ds["spec"]["template"]["spec"]["containers"] if x["name"] == "agent")
+    if how == "no-capabilities":
+        caps = agent["securityContext"]["capabilities"]
+        caps["add"] = [x for x in caps["add"] if x not in ("BPF", "PERFMON")]
+        seccomp, why = ph.containerd_runtime_default(tmp_path), NO_CAPS
+    pod = ph.Pod(objs, tmp_path, NODE, {"/var/lib/cpuzombie": str(tmp_path / "state")},
+                 seccomp=seccomp)
+    try:
+        with NamedZombies(tmp_path, flat=6, nests=1, per_nest=2):
+            c = pod.start("agent")
+            text, g = agent_census(pod, c)
+            assert "\ne %s" % why in text and not g, (text, pod.logs(c))
+            p = image_check_memcg(c)
+            assert p.returncode == 1, (p.stdout, p.stderr)
+            assert "census: " + why in p.stdout, p.stdout
+            time.sleep(2)
+            assert pod.running(c), pod.logs(c)
+            assert "Zombie census off: " + why in pod.logs(c), pod.logs(c)
     finally:
         pod.stop()
 
