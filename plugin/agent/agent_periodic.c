@@ -14,6 +14,7 @@
 #include "agent/pods_publish.h"
 #include "agent/units_publish.h"
 #include "agent/census_publish.h"
+#include "agent/reclaimer.h"
 #include "report/report.h"
 #include "base/util.h"
 
@@ -54,7 +55,7 @@ int periodic_new(struct cz_ctx *ctx, struct periodic **ret)
 	/* --once keeps the failure, so that the one cycle reports it in its exit code */
 	if (!p->ka && !ctx->cfg.agent.metrics_textfile[0] && !ctx->cfg.memcg.systemd_hints &&
 	    !ctx->cfg.kubernetes.node_name[0] && !ctx->cfg.memcg.census_interval_ms &&
-	    !(ctx->once && p->kube_err < 0)) {
+	    ctx->cfg.remediation.reclaim == CZ_RECLAIM_OFF && !(ctx->once && p->kube_err < 0)) {
 		/* nothing to publish: the sampler alone is the agent's job */
 		periodic_free(p);
 		return 0;
@@ -92,6 +93,7 @@ static int metrics(struct periodic *p, struct report *r)
 		return e;
 	r->ena_rc = report_ena_load(cfg->paths.state, &ena_reset_state, &r->ena);
 	r->allowance_rc = report_ena_load(cfg->paths.state, &ena_allowance_state, &r->allowance);
+	r->reclaim_rc = state_read(cfg->paths.state, &reclaim_state_type, &r->reclaim);
 	e = metrics_write(r, cfg->agent.metrics_textfile);
 	if (e < 0)
 		log_fields_full(LOG_PRIO_ERR, &(struct log_fields){ LOG_MID_METRICS, NULL, -1, NULL },
@@ -112,6 +114,25 @@ static void census_on_leak(struct periodic *p, const char *const names[],
 					     now_realtime_ms());
 }
 
+/* remediation.reclaim, on this cycle's memcg status (reclaimer.h); its line joins the summary. */
+static int reclaim(struct periodic *p, const char *const names[], const struct npd_result res[],
+		   size_t n, char *summary, size_t size)
+{
+	char line[600];
+	int r = 0;
+
+	if (p->ctx->cfg.remediation.reclaim == CZ_RECLAIM_OFF)
+		return 0;
+	for (size_t i = 0; i < n; i++)
+		if (streq(names[i], "memcg"))
+			r = reclaimer_cycle(p->ctx, res[i].status, kube_agent_client(p->ka),
+					    &p->census, line, sizeof(line));
+	if (strlen(summary) + 2 < size)
+		snprintf(summary + strlen(summary), size - strlen(summary), "%s%s",
+			 *summary ? "; " : "", line);
+	return r < 0 ? r : 0;
+}
+
 /* Log each check whose status changed since the last cycle. */
 static void log_changes(struct periodic *p, const char *const names[],
 			const struct npd_result res[], size_t n)
@@ -130,17 +151,18 @@ int periodic_cycle(struct periodic *p)
 {
 	const char *names[MAX_RESULTS];
 	struct npd_result res[MAX_RESULTS];
-	char summary[1024] = "";
+	char summary[1024] = "", rsum[700] = "";
 	struct report *r;
 	size_t n;
-	int e = 0, m = 0;
+	int e = 0, m = 0, q;
 
 	/* first: `check memcg` in this cycle (and in NPD's container) reads what it publishes */
 	(void)units_publish_due(&p->units, &p->ctx->cfg, now_monotonic_ms(), now_realtime_ms());
 	p->pods.shared = kube_agent_client(p->ka);
 	(void)pods_publish_due(&p->pods, &p->ctx->cfg, now_monotonic_ms(), now_realtime_ms());
 	(void)census_publish_due(&p->census, p->ctx, now_monotonic_ms(), now_realtime_ms());
-	if (!p->ka && !p->ctx->cfg.agent.metrics_textfile[0])
+	if (!p->ka && !p->ctx->cfg.agent.metrics_textfile[0] &&
+	    p->ctx->cfg.remediation.reclaim == CZ_RECLAIM_OFF)
 		return p->kube_err;	/* the units were the only work (NPD runs the checks) */
 	n = kube_agent_run_checks(p->ctx, names, res, MAX_RESULTS);
 	census_on_leak(p, names, res, n);
@@ -149,12 +171,15 @@ int periodic_cycle(struct periodic *p)
 		e = kube_agent_cycle(p->ka, p->ctx, names, res, n, summary, sizeof(summary));
 		if (e < 0 || p->ctx->verbose)
 			log_fields_full(e < 0 ? LOG_PRIO_ERR : LOG_PRIO_INFO, NULL, "%s", summary);
-		if (p->ctx->once) {	/* `agent --once`: what the one cycle did, for its caller */
-			printf("%s\n", summary);
-			fflush(stdout);
-		}
 	} else if (p->kube_err < 0) {
 		e = p->kube_err;
+	}
+	/* after the conditions: the node says MemcgZombieLeak before it says what was done */
+	q = reclaim(p, names, res, n, rsum, sizeof(rsum));
+	e = e < 0 ? e : q;
+	if (p->ctx->once && (p->ka || *rsum)) {	/* `agent --once`: what the one cycle did */
+		printf("%s%s%s\n", summary, *summary && *rsum ? "; " : "", rsum);
+		fflush(stdout);
 	}
 	r = report_new(&p->ctx->cfg, now_realtime_ms());
 	if (!r)

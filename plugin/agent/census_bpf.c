@@ -17,6 +17,131 @@ void census_scan_free(struct census_scan *s)
 	*s = (struct census_scan){ 0 };
 }
 
+/* Index of each record's parent (records are in pre-order: a parent comes before its child). */
+static int link_parents(const struct census_rec *rec, size_t n, size_t *parent)
+{
+	size_t nslots = 64, *slot;
+
+	while (nslots < n * 2)
+		nslots <<= 1;
+	slot = calloc(nslots, sizeof(*slot));
+	if (!slot)
+		return -ENOMEM;
+	for (size_t i = 0; i < n; i++) {
+		uint64_t want = rec[i].parent;
+		size_t h;
+
+		parent[i] = SIZE_MAX;
+		for (h = (want * 0x9E3779B97F4A7C15ULL >> 20) & (nslots - 1); slot[h];
+		     h = (h + 1) & (nslots - 1))
+			if (rec[slot[h] - 1].self == want) {
+				parent[i] = slot[h] - 1;
+				break;
+			}
+		for (h = (rec[i].self * 0x9E3779B97F4A7C15ULL >> 20) & (nslots - 1); slot[h];
+		     h = (h + 1) & (nslots - 1))
+			;
+		slot[h] = i + 1;
+	}
+	free(slot);
+	return 0;
+}
+
+/* "a/b/c" for record @i: names up the parent chain, the root's own name left out. */
+static size_t path_of(const struct census_rec *rec, const size_t *parent, size_t i, char *out,
+		      size_t size)
+{
+	size_t chain[CENSUS_BPF_DEPTH_MAX + 1], n = 0, o = 0;
+
+	for (size_t j = i; j != SIZE_MAX && parent[j] != SIZE_MAX && n < ARRAY_SIZE(chain);
+	     j = parent[j])
+		chain[n++] = j;
+	while (n--) {
+		int w = snprintf(out + o, size - o, "%s%s", o ? "/" : "", rec[chain[n]].name);
+
+		if (w < 0 || (size_t)w >= size - o)
+			return size - 1;	/* cut: snprintf left it terminated */
+		o += (size_t)w;
+	}
+	if (o == 0)
+		o = (size_t)snprintf(out, size, "/");
+	return o;
+}
+
+/*
+ * Each record's own pages: its usage minus its children's. A memcg's page counter is
+ * hierarchical (a charge counts in every ancestor; v1's use_hierarchy=0 is gone since 5.11,
+ * and the census needs 6.1's cgroup iterator), so a dying parent of dying children would
+ * otherwise count their pages again, and the census's total would grow with the depth. The
+ * records are read one by one, not at one instant: a child may show more than its parent has
+ * left, which is 0, not a wrap-around.
+ */
+static void own_pages(const struct census_rec *rec, size_t n, const size_t *parent, uint64_t *own)
+{
+	for (size_t i = 0; i < n; i++)
+		own[i] = rec[i].pages;
+	for (size_t i = 0; i < n; i++) {
+		size_t p = parent[i];
+
+		if (p != SIZE_MAX)
+			own[p] = own[p] > rec[i].pages ? own[p] - rec[i].pages : 0;
+	}
+}
+
+int census_scan_records(const struct census_rec *rec, size_t n, const struct census_end *end,
+			uint64_t page_size, struct census_scan *ret)
+{
+	struct census_scan s = { 0 };
+	_cleanup_free_ size_t *parent = calloc(n ? n : 1, sizeof(*parent));
+	_cleanup_free_ uint64_t *own = calloc(n ? n : 1, sizeof(*own));
+	size_t ndying = 0, used = 0, cap;
+	int r = parent && own ? link_parents(rec, n, parent) : -ENOMEM;
+
+	if (r < 0)
+		return r;
+	own_pages(rec, n, parent, own);
+	for (size_t i = 0; i < n; i++)
+		ndying += rec[i].dying != 0;
+	cap = ndying * 128 + 1;
+	s.v = calloc(ndying ? ndying : 1, sizeof(*s.v));
+	s.storage = malloc(cap);
+	if (!s.v || !s.storage)
+		r = -ENOMEM;
+	for (size_t i = 0; r == 0 && i < n; i++) {
+		char path[1024];
+		size_t len;
+
+		if (!rec[i].dying)
+			continue;
+		len = path_of(rec, parent, i, path, sizeof(path));
+		if (used + len + 1 > cap) {
+			char *g = realloc(s.storage, cap * 2 + len + 1);
+
+			if (!g) {
+				r = -ENOMEM;
+				break;
+			}
+			s.storage = g;
+			cap = cap * 2 + len + 1;
+		}
+		memcpy(s.storage + used, path, len + 1);
+		s.v[s.n++] = (struct census_scan_item){ .path = (char *)(uintptr_t)used,
+							.bytes = own[i] * page_size,
+							.serial = rec[i].serial };
+		used += len + 1;
+	}
+	if (r < 0) {
+		census_scan_free(&s);
+		return r;
+	}
+	for (size_t i = 0; i < s.n; i++)	/* offsets to pointers, now storage is final */
+		s.v[i].path = s.storage + (uintptr_t)s.v[i].path;
+	s.visited = end ? end->nodes : 0;
+	s.truncated = end && (end->truncated || end->dropped);
+	*ret = s;
+	return 0;
+}
+
 #ifndef CZ_CENSUS_BPF
 
 int census_bpf_scan(int cgroup_fd, uint32_t max_nodes, uint32_t expect, struct census_scan *ret)
@@ -157,62 +282,10 @@ out:
 	return r < 0 ? r : (k->ended && !k->bad ? 0 : -EPROTO);
 }
 
-/* Index of each record's parent (records are in pre-order: a parent comes before its child). */
-static int link_parents(const struct sink *k, size_t *parent)
-{
-	size_t nslots = 64, *slot;
-
-	while (nslots < k->n * 2)
-		nslots <<= 1;
-	slot = calloc(nslots, sizeof(*slot));
-	if (!slot)
-		return -ENOMEM;
-	for (size_t i = 0; i < k->n; i++) {
-		uint64_t want = k->rec[i].parent;
-		size_t h;
-
-		parent[i] = SIZE_MAX;
-		for (h = (want * 0x9E3779B97F4A7C15ULL >> 20) & (nslots - 1); slot[h];
-		     h = (h + 1) & (nslots - 1))
-			if (k->rec[slot[h] - 1].self == want) {
-				parent[i] = slot[h] - 1;
-				break;
-			}
-		for (h = (k->rec[i].self * 0x9E3779B97F4A7C15ULL >> 20) & (nslots - 1); slot[h];
-		     h = (h + 1) & (nslots - 1))
-			;
-		slot[h] = i + 1;
-	}
-	free(slot);
-	return 0;
-}
-
-/* "a/b/c" for record @i: names up the parent chain, the root's own name left out. */
-static size_t path_of(const struct sink *k, const size_t *parent, size_t i, char *out, size_t size)
-{
-	size_t chain[CENSUS_BPF_DEPTH_MAX + 1], n = 0, o = 0;
-
-	for (size_t j = i; j != SIZE_MAX && parent[j] != SIZE_MAX && n < ARRAY_SIZE(chain);
-	     j = parent[j])
-		chain[n++] = j;
-	while (n--) {
-		int w = snprintf(out + o, size - o, "%s%s", o ? "/" : "", k->rec[chain[n]].name);
-
-		if (w < 0 || (size_t)w >= size - o)
-			return size - 1;	/* cut: snprintf left it terminated */
-		o += (size_t)w;
-	}
-	if (o == 0)
-		o = (size_t)snprintf(out, size, "/");
-	return o;
-}
-
 int census_bpf_scan(int cgroup_fd, uint32_t max_nodes, uint32_t expect, struct census_scan *ret)
 {
 	struct sink k = { 0 };
 	struct census_scan s = { 0 };
-	_cleanup_free_ size_t *parent = NULL;
-	size_t ndying = 0, used = 0, cap;
 	long page = sysconf(_SC_PAGESIZE);
 	int r;
 
@@ -227,54 +300,13 @@ int census_bpf_scan(int cgroup_fd, uint32_t max_nodes, uint32_t expect, struct c
 		k = (struct sink){ 0 };
 		r = run(cgroup_fd, max_nodes, all, &k);
 	}
-	parent = r == 0 ? calloc(k.n ? k.n : 1, sizeof(*parent)) : NULL;
-	if (r == 0 && !parent)
-		r = -ENOMEM;
 	if (r == 0)
-		r = link_parents(&k, parent);
-	for (size_t i = 0; r == 0 && i < k.n; i++)
-		ndying += k.rec[i].dying != 0;
-	cap = ndying * 128 + 1;
-	if (r == 0) {
-		s.v = calloc(ndying ? ndying : 1, sizeof(*s.v));
-		s.storage = malloc(cap);
-		if (!s.v || !s.storage)
-			r = -ENOMEM;
-	}
-	for (size_t i = 0; r == 0 && i < k.n; i++) {
-		char path[1024];
-		size_t len;
-
-		if (!k.rec[i].dying)
-			continue;
-		len = path_of(&k, parent, i, path, sizeof(path));
-		if (used + len + 1 > cap) {
-			char *g = realloc(s.storage, cap * 2 + len + 1);
-
-			if (!g) {
-				r = -ENOMEM;
-				break;
-			}
-			s.storage = g;
-			cap = cap * 2 + len + 1;
-		}
-		memcpy(s.storage + used, path, len + 1);
-		s.v[s.n++] = (struct census_scan_item){ .path = (char *)(uintptr_t)used,
-							.bytes = k.rec[i].pages * (uint64_t)page,
-							.serial = k.rec[i].serial };
-		used += len + 1;
-	}
-	for (size_t i = 0; r == 0 && i < s.n; i++)	/* offsets to pointers, now storage is final */
-		s.v[i].path = s.storage + (uintptr_t)s.v[i].path;
-	s.visited = k.end.nodes;
+		r = census_scan_records(k.rec, k.n, &k.end, page > 0 ? (uint64_t)page : 4096, &s);
+	free(k.rec);
+	if (r < 0)
+		return r;
 	s.load_us = k.load_us;
 	s.walk_us = k.walk_us;
-	s.truncated = k.end.truncated || k.end.dropped;
-	free(k.rec);
-	if (r < 0) {
-		census_scan_free(&s);
-		return r;
-	}
 	*ret = s;
 	return 0;
 }

@@ -16,7 +16,7 @@
 
 struct census_scan_item {
 	char *path;		/* below the memory root, "a/b/c"; points into the scan's storage */
-	uint64_t bytes;		/* memcg->memory.usage x the page size */
+	uint64_t bytes;		/* what it charges itself (its usage less its children's), bytes */
 	uint64_t serial;	/* css->serial_nr: the same memcg has the same one next time */
 };
 
@@ -29,6 +29,9 @@ struct census_scan {
 	char *storage;			/* the paths */
 };
 
+struct census_rec;
+struct census_end;
+
 #define CENSUS_ROOM_MIN 4096	/* records the ring buffer holds at least (~600 KiB) */
 
 /*
@@ -40,6 +43,17 @@ struct census_scan {
  * census, -EPERM when loading or attaching was refused (capabilities), -ENOMEM, or libbpf's.
  */
 int census_bpf_scan(int cgroup_fd, uint32_t max_nodes, uint32_t expect, struct census_scan *ret);
+
+/*
+ * census_scan_records - the pure half of census_bpf_scan: @n records of the BPF walk (in
+ * pre-order: a parent before its children; agent/census_rec.h) and its @end record (NULL: none)
+ * into the dying memcgs, each with its path (names up the parent chain, the root's left out)
+ * and the bytes it charges itself (@page_size x its pages less its children's: the counters are
+ * hierarchical). Returns 0 with *@ret filled (free with census_scan_free; load_us and walk_us
+ * left 0), or -ENOMEM with *@ret untouched.
+ */
+int census_scan_records(const struct census_rec *rec, size_t n, const struct census_end *end,
+			uint64_t page_size, struct census_scan *ret);
 
 /*
  * census_bpf_build - how this binary was built for the census, for `cpuzombie -v --version`

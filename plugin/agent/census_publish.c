@@ -37,20 +37,6 @@ static int by_serial(const void *a, const void *b)
 	return x->serial < y->serial ? -1 : x->serial > y->serial;
 }
 
-/* The memory hierarchy's root directory: v1's memory mount, else the unified one. */
-static int open_root(struct cz_ctx *ctx)
-{
-	char rel[256];
-	int fd;
-
-	memcg_find_hierarchy(&ctx->hf, false, rel, sizeof(rel));
-	fd = hostfs_openat(&ctx->hf, HOSTFS_SYS, rel, O_RDONLY | O_DIRECTORY);
-	if (fd >= 0)
-		return fd;
-	memcg_find_hierarchy(&ctx->hf, true, rel, sizeof(rel));
-	return hostfs_openat(&ctx->hf, HOSTFS_SYS, rel, O_RDONLY | O_DIRECTORY);
-}
-
 /* How many memory csses to expect: /proc/cgroups' num_cgroups (live + dying), else the last
  * census's count; the ring buffer is sized from it. */
 static uint32_t expect_nodes(struct cz_ctx *ctx, const struct census_publisher *p)
@@ -123,6 +109,8 @@ static const char *reason(int r)
 		return "no capability to load the census BPF program (CAP_BPF, CAP_PERFMON)";
 	case -ENOENT:
 		return "no memory cgroup hierarchy";
+	case -ENODATA:
+		return "no memory controller in /proc/cgroups";
 	default:
 		return NULL;
 	}
@@ -141,7 +129,7 @@ int census_publish(struct census_publisher *p, struct cz_ctx *ctx, uint64_t mono
 	int fd, q;
 
 	p->next_ms = mono_ms + cfg->memcg.census_interval_ms;
-	fd = open_root(ctx);
+	fd = memcg_open_root(&ctx->hf);
 	q = fd < 0 ? fd : census_bpf_scan(fd, 0, expect_nodes(ctx, p), &s);
 	if (fd >= 0)
 		close(fd);

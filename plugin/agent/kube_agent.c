@@ -21,12 +21,21 @@ int kube_agent_new(const struct cz_config *cfg, struct kube_agent **ret)
 	struct kube_agent *ka;
 	int r;
 
+	/* reclaim alone wants the client only for its Events: without one it still reclaims */
+	bool need = cfg->agent.set_conditions || cfg->remediation.mode != CZ_REMEDIATE_OFF;
+
 	*ret = NULL;
-	if (!cfg->agent.set_conditions && cfg->remediation.mode == CZ_REMEDIATE_OFF)
+	if (!need && cfg->remediation.reclaim == CZ_RECLAIM_OFF)
 		return 0;
-	if (!cfg->kubernetes.node_name[0])
+	if (!cfg->kubernetes.node_name[0]) {
+		if (!need) {
+			log_info("Reclaim Events off: no node name (kubernetes.node_name, $NODE_NAME "
+				 "or --node-name)");
+			return 0;
+		}
 		return log_error_errno(EINVAL, "No node name: set kubernetes.node_name, $NODE_NAME "
 				       "or --node-name");
+	}
 	ka = calloc(1, sizeof(*ka));
 	if (!ka)
 		return -ENOMEM;
@@ -34,6 +43,10 @@ int kube_agent_new(const struct cz_config *cfg, struct kube_agent **ret)
 				    &ka->kc);
 	if (r < 0) {
 		free(ka);
+		if (!need) {
+			log_warning_errno(r, "Reclaim Events off: no API client (the reason is above)");
+			return 0;
+		}
 		return r;
 	}
 	ka->cfg = cfg;

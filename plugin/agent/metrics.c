@@ -172,6 +172,33 @@ static void census(const struct report *r, FILE *out)
 		       r->census.group[i].bytes);
 }
 
+/* remediation.reclaim (checks/reclaim.h): what the agent's reclaims did, once there was one. */
+static void reclaim(const struct report *r, FILE *out)
+{
+	const struct reclaim_state *s = &r->reclaim;
+
+	if (r->reclaim_rc != STATE_LOADED || !s->last_ms)
+		return;
+	help(out, "cpuzombie_reclaim_runs_total", "counter",
+	     "Reclaims of the dying memcgs by the agent (remediation.reclaim), by result.");
+	for (int i = RECLAIM_OK; i < RECLAIM_RESULT_COUNT; i++)
+		fprintf(out, "cpuzombie_reclaim_runs_total{result=\"%s\"} %llu\n",
+			reclaim_result_name((enum reclaim_result)i),
+			(unsigned long long)s->runs[i]);
+	help(out, "cpuzombie_reclaim_freed_memcgs_total", "counter",
+	     "Dying memcgs the kernel freed within seconds of the agent's reclaims.");
+	fprintf(out, "cpuzombie_reclaim_freed_memcgs_total %llu\n", (unsigned long long)s->freed);
+	help(out, "cpuzombie_reclaim_last_timestamp_seconds", "gauge",
+	     "When the last reclaim (or dry run) began.");
+	fprintf(out, "cpuzombie_reclaim_last_timestamp_seconds %.3f\n", (double)s->last_ms / 1e3);
+	help(out, "cpuzombie_reclaim_last_dying", "gauge",
+	     "Dying memcgs before and after the last reclaim.");
+	fprintf(out, "cpuzombie_reclaim_last_dying{when=\"before\",method=\"%s\"} %llu\n"
+		     "cpuzombie_reclaim_last_dying{when=\"after\",method=\"%s\"} %llu\n",
+		reclaim_method_name(s->method), (unsigned long long)s->before,
+		reclaim_method_name(s->method), (unsigned long long)s->after);
+}
+
 /* The agent's kernel-event log: recognized kernel messages by kind, and what it missed. */
 static void kernel(const struct report *r, FILE *out)
 {
@@ -222,6 +249,7 @@ int metrics_format(const struct report *r, FILE *out)
 	ena(r, out);
 	units(r, out);
 	census(r, out);
+	reclaim(r, out);
 	kernel(r, out);
 	checks(r, out);
 	return ferror(out) ? -EIO : 0;

@@ -39,6 +39,7 @@ enum key_type {
 	T_METRIC,
 	T_MODE,
 	T_BUDGET,   /* "2" or "10%" */
+	T_RECLAIM,
 };
 
 struct key_def {
@@ -102,6 +103,8 @@ static const struct key_def keys[] = {
 	K("remediation", "uncordon_after", T_DUR, remediation.uncordon_after_ms),
 	K("remediation", "reboot_sentinel", T_STR, remediation.reboot_sentinel),
 	K("remediation", "lease_namespace", T_NAME, remediation.lease_namespace),
+	K("remediation", "reclaim", T_RECLAIM, remediation.reclaim),
+	K("remediation", "reclaim_interval", T_DUR_POS, remediation.reclaim_interval_ms),
 };
 
 static const char *const metric_names[] = {
@@ -116,6 +119,17 @@ static const char *const mode_names[] = {
 	[CZ_REMEDIATE_CORDON] = "cordon",
 	[CZ_REMEDIATE_DRAIN] = "drain",
 };
+
+static const char *const reclaim_names[] = {
+	[CZ_RECLAIM_OFF] = "off",
+	[CZ_RECLAIM_MEMORY_RECLAIM] = "memory.reclaim",
+	[CZ_RECLAIM_DROP_CACHES] = "drop_caches",
+};
+
+const char *config_reclaim_name(enum cz_reclaim_mode m)
+{
+	return (unsigned)m < ARRAY_SIZE(reclaim_names) ? reclaim_names[m] : "?";
+}
 
 const char *config_metric_name(enum cz_cpu_metric m)
 {
@@ -208,6 +222,8 @@ void config_defaults(struct cz_config *cfg)
 	snprintf(cfg->remediation.max_unavailable, sizeof(cfg->remediation.max_unavailable), "1");
 	cfg->remediation.drain_timeout_ms = 10 * 60 * 1000;
 	cfg->remediation.uncordon_after_ms = 30 * 60 * 1000;
+	cfg->remediation.reclaim = CZ_RECLAIM_OFF;
+	cfg->remediation.reclaim_interval_ms = 60 * 60 * 1000;
 	snprintf(cfg->remediation.lease_namespace, sizeof(cfg->remediation.lease_namespace),
 		 "kube-system");
 }
@@ -392,6 +408,12 @@ static int set_scalar(const struct key_def *k, const char *s, void *dst, const c
 		if (i < 0)
 			return *why = "expected off, dry-run, cordon or drain", -EINVAL;
 		*(enum cz_remediation_mode *)dst = (enum cz_remediation_mode)i;
+		return 0;
+	case T_RECLAIM:
+		i = lookup(reclaim_names, ARRAY_SIZE(reclaim_names), s);
+		if (i < 0)
+			return *why = "expected off, memory.reclaim or drop_caches", -EINVAL;
+		*(enum cz_reclaim_mode *)dst = (enum cz_reclaim_mode)i;
 		return 0;
 	case T_BUDGET:
 		if (set_budget(s, dst, k->size) < 0)
@@ -629,6 +651,9 @@ static void dump_value(const struct key_def *k, const void *p, FILE *out)
 		break;
 	case T_MODE:
 		fprintf(out, "%s", config_mode_name(*(const enum cz_remediation_mode *)p));
+		break;
+	case T_RECLAIM:
+		fprintf(out, "%s", config_reclaim_name(*(const enum cz_reclaim_mode *)p));
 		break;
 	case T_LIST: {
 		const struct cz_strlist *l = p;

@@ -40,6 +40,13 @@ enum cz_remediation_mode {
 	CZ_REMEDIATE_DRAIN,
 };
 
+/* remediation.reclaim: how the agent frees the dying memcgs (agent/reclaim.h) */
+enum cz_reclaim_mode {
+	CZ_RECLAIM_OFF,
+	CZ_RECLAIM_MEMORY_RECLAIM,	/* "memory.reclaim": v2 proactive reclaim, else drop_caches */
+	CZ_RECLAIM_DROP_CACHES,		/* "drop_caches": vm.drop_caches=1 (page cache only) */
+};
+
 struct cz_config {
 	struct {
 		char proc[CZ_PATH_MAX];		/* /proc */
@@ -108,6 +115,8 @@ struct cz_config {
 		uint64_t uncordon_after_ms;	/* 30m */
 		char reboot_sentinel[CZ_PATH_MAX]; /* "" = off; kured: /var/run/reboot-required */
 		char lease_namespace[CZ_NAME_MAX]; /* kube-system */
+		enum cz_reclaim_mode reclaim;	/* off */
+		uint64_t reclaim_interval_ms;	/* 1h: at most one reclaim per this */
 	} remediation;
 };
 
@@ -131,6 +140,7 @@ int config_load_string(const char *name, const char *text, size_t len, struct cz
 /* config_metric_name / config_mode_name - the YAML spelling of an enum value. */
 const char *config_metric_name(enum cz_cpu_metric m);
 const char *config_mode_name(enum cz_remediation_mode m);
+const char *config_reclaim_name(enum cz_reclaim_mode m);
 
 /* config_strlist_has - true when @name is in @l (exact match). */
 bool config_strlist_has(const struct cz_strlist *l, const char *name);

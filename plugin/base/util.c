@@ -289,6 +289,17 @@ bool next_line(const char **pos, const char **ret_line, size_t *ret_len)
 	return true;
 }
 
+bool line_kv(const char *line, size_t len, const char *key, const char **ret, size_t *ret_len)
+{
+	size_t k = strlen(key);
+
+	if (len <= k || strncmp(line, key, k) != 0 || line[k] != ' ')
+		return false;
+	*ret = line + k + 1;
+	*ret_len = len - k - 1;
+	return true;
+}
+
 bool valid_name(const char *s, size_t max)
 {
 	size_t n;

@@ -156,6 +156,12 @@ int buf_vappendf(char *buf, size_t size, size_t *off, bool cut, const char *fmt,
 bool next_line(const char **pos, const char **ret_line, size_t *ret_len);
 
 /*
+ * line_kv - true when the line @line (@len bytes, as next_line gives it) is "@key <value>":
+ * then *@ret and *@ret_len are the value (the rest of the line). For "key value" state files.
+ */
+bool line_kv(const char *line, size_t len, const char *key, const char **ret, size_t *ret_len);
+
+/*
  * valid_name - true when @s is a safe single path component or interface name: 1..@max bytes of
  * [A-Za-z0-9._:@-], not "." or "..". Config values pass through it before reaching a path or
  * an ifreq.

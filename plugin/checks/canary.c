@@ -9,17 +9,6 @@
 
 #define READ_MAX (1024 * 1024) /* numa_stat of a many-node root stays far below */
 
-static bool kv(const char *line, size_t len, const char *key, const char **ret, size_t *ret_len)
-{
-	size_t k = strlen(key);
-
-	if (len <= k || strncmp(line, key, k) != 0 || line[k] != ' ')
-		return false;
-	*ret = line + k + 1;
-	*ret_len = len - k - 1;
-	return true;
-}
-
 int canary_parse(const char *text, struct canary_result *ret)
 {
 	struct canary_result c = { 0 };
@@ -29,16 +18,16 @@ int canary_parse(const char *text, struct canary_result *ret)
 	uint64_t e;
 
 	while (next_line(&pos, &line, &len)) {
-		if (kv(line, len, "t_ms", &v, &vl) && parse_u64_n(v, vl, &c.t_ms) == 0)
+		if (line_kv(line, len, "t_ms", &v, &vl) && parse_u64_n(v, vl, &c.t_ms) == 0)
 			seen |= 1;
-		else if (kv(line, len, "read_us", &v, &vl) && parse_u64_n(v, vl, &c.read_us) == 0)
+		else if (line_kv(line, len, "read_us", &v, &vl) && parse_u64_n(v, vl, &c.read_us) == 0)
 			seen |= 2;
-		else if (kv(line, len, "bytes", &v, &vl) && parse_u64_n(v, vl, &c.bytes) == 0)
+		else if (line_kv(line, len, "bytes", &v, &vl) && parse_u64_n(v, vl, &c.bytes) == 0)
 			seen |= 4;
-		else if (kv(line, len, "err", &v, &vl) && parse_u64_n(v, vl, &e) == 0 && e < 4096) {
+		else if (line_kv(line, len, "err", &v, &vl) && parse_u64_n(v, vl, &e) == 0 && e < 4096) {
 			c.err = -(int)e;
 			seen |= 8;
-		} else if (kv(line, len, "file", &v, &vl) && vl > 0 && vl < sizeof(c.file)) {
+		} else if (line_kv(line, len, "file", &v, &vl) && vl > 0 && vl < sizeof(c.file)) {
 			memcpy(c.file, v, vl);
 			c.file[vl] = '\0';
 			seen |= 16;

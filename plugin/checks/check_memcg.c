@@ -95,6 +95,19 @@ int memcg_find_hierarchy(const struct hostfs *hf, bool v2, char *buf, size_t siz
 	return 0;
 }
 
+int memcg_open_root(const struct hostfs *hf)
+{
+	struct memcg_controller c;
+	char buf[8192], rel[256];
+	ssize_t n = hostfs_read(hf, HOSTFS_PROC, "cgroups", buf, sizeof(buf));
+	int e = n < 0 ? (int)n : memcg_parse_proc_cgroups(buf, &c);
+
+	if (e < 0)
+		return e;
+	memcg_find_hierarchy(hf, c.hierarchy == 0, rel, sizeof(rel));
+	return hostfs_openat(hf, HOSTFS_SYS, rel, O_RDONLY | O_DIRECTORY);
+}
+
 static int read_v1(struct cz_ctx *ctx, const struct memcg_controller *c, struct memcg_reading *r,
 		   struct npd_result *res)
 {

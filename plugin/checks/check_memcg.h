@@ -23,4 +23,14 @@ int memcg_read(struct cz_ctx *ctx, struct memcg_reading *r, struct npd_result *r
  */
 int memcg_find_hierarchy(const struct hostfs *hf, bool v2, char *buf, size_t size);
 
+/*
+ * memcg_open_root - open the root directory of the hierarchy that holds the memory controller,
+ * decided as check memcg decides it: /proc/cgroups' hierarchy column, 0 for the unified one
+ * (pure v2, or a hybrid host with memory on cgroup2), else v1's memory mount. Never guesses
+ * from what exists: on pure v2 "fs/cgroup/memory" may be a cgroup that happens to be so named.
+ * Returns an O_RDONLY|O_DIRECTORY fd (O_CLOEXEC), or -errno: -ENODATA no memory row, -EINVAL
+ * an unreadable /proc/cgroups, the open's -ENOENT/-ENOTDIR/-EACCES.
+ */
+int memcg_open_root(const struct hostfs *hf);
+
 #endif

@@ -54,6 +54,8 @@ static void gather_memcg(struct cz_ctx *ctx, struct report *r)
 		r->census_rc = census_load(ctx->cfg.paths.run, r->now_ms,
 					   2 * ctx->cfg.memcg.census_interval_ms + 60000, &r->census,
 					   r->census_err, sizeof(r->census_err));
+	/* remediation.reclaim's last run: the agent's state, read without a lock */
+	r->reclaim_rc = state_read(ctx->cfg.paths.state, &reclaim_state_type, &r->reclaim);
 	if (ctx->cfg.memcg.systemd_hints)
 		r->restarts_rc = units_load(ctx->cfg.paths.run, r->now_ms, &r->restarts,
 					    r->restarts_err, sizeof(r->restarts_err));

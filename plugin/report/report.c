@@ -266,6 +266,25 @@ static void print_census(const struct report *r, FILE *out)
 	}
 }
 
+/* remediation.reclaim: its last run, when there was one or it is on. */
+static void print_reclaim(const struct report *r, FILE *out)
+{
+	const struct reclaim_state *s = &r->reclaim;
+	char msg[400], d[32];
+
+	if (r->reclaim_rc == STATE_LOADED && s->last_ms) {
+		fprintf(out, "  reclaim    %s ago: %s\n",
+			format_duration(r->now_ms > s->last_ms
+						? (r->now_ms - s->last_ms) / 1000 * 1000 : 0,
+					d, sizeof(d)),
+			reclaim_message(s, msg, sizeof(msg)));
+	} else if (r->cfg->remediation.reclaim != CZ_RECLAIM_OFF) {
+		fprintf(out, "  reclaim    %s, not run yet (after MemcgZombieLeak is True for %s)\n",
+			config_reclaim_name(r->cfg->remediation.reclaim),
+			format_duration(r->cfg->remediation.for_ms, d, sizeof(d)));
+	}
+}
+
 static void print_canary(const struct report *r, FILE *out)
 {
 	char d[32];
@@ -323,6 +342,7 @@ static void print_memcg(const struct report *r, FILE *out)
 			m->source == MEMCG_V1 ? "cgroup v1; fixed in 5.8" : "cgroup v2");
 	print_canary(r, out);
 	print_census(r, out);
+	print_reclaim(r, out);
 	if (r->restarts_rc == 0 && r->restarts.n > 0) {
 		condmsg_restarts_hint(&r->restarts, hint, sizeof(hint));
 		fprintf(out, "  restarts   %s\n", safe(hint + strlen("top restarts: ")));

@@ -28,6 +28,7 @@
 #include "checks/history.h"
 #include "host/irq.h"
 #include "checks/memcg.h"
+#include "checks/reclaim.h"
 #include "base/npd.h"
 #include "host/systemd.h"
 
@@ -59,6 +60,8 @@ struct report {
 	int census_rc;			/* 0, or -errno with census_err (1: not asked, census off) */
 	char census_err[CENSUS_ERR_MAX + 32];
 	struct census census;		/* the agent's zombie census (checks/census.h) */
+	int reclaim_rc;			/* STATE_LOADED, STATE_NONE (never reclaimed) or -errno */
+	struct reclaim_state reclaim;	/* remediation.reclaim's last run (checks/reclaim.h) */
 
 	/* cores */
 	unsigned ncpu;			/* CPUs known (history, heartbeat or /proc/stat) */

@@ -153,6 +153,26 @@ static json_object *census(const struct report *r)
 	return o;
 }
 
+/* remediation.reclaim's last run: null when there was none. */
+static json_object *reclaim(const struct report *r)
+{
+	const struct reclaim_state *s = &r->reclaim;
+	json_object *o;
+
+	if (r->reclaim_rc != STATE_LOADED || !s->last_ms)
+		return NULL;
+	o = json_object_new_object();
+	add(o, "time_ms", ju64(s->last_ms));
+	add(o, "method", jstr(reclaim_method_name(s->method)));
+	add(o, "result", jstr(reclaim_result_name(s->result)));
+	add(o, "dying_before", ju64(s->before));
+	add(o, "dying_after", ju64(s->after));
+	add(o, "took_ms", ju64(s->took_ms));
+	add(o, "error", s->result == RECLAIM_FAILED ? jstr(strerror(s->err)) : NULL);
+	add(o, "freed_total", ju64(s->freed));
+	return o;
+}
+
 static json_object *canary(const struct report *r)
 {
 	json_object *o;
@@ -198,6 +218,7 @@ static json_object *memcg(const struct report *r)
 	add(o, "restarts", restarts(r));
 	if (r->census_rc <= 0)	/* the census off: no key (the JSON of before) */
 		add(o, "census", census(r));
+	add(o, "reclaim", reclaim(r));
 	return o;
 }
 

@@ -218,6 +218,43 @@ def test_pod_host_access_and_privileges(rendered):
         ["PERFMON", "SYSLOG", "BPF"]
 
 
+@pytest.mark.parametrize("how", ["drop_caches", "memory.reclaim"])
+def test_reclaim_mounts_exactly_what_it_writes(how, cz, tmp_path):
+    """config.remediation.reclaim (issue 18): the agent container, and only it, gets the host's
+    /proc/sys/vm writable (memory.reclaim: also /sys/fs/cgroup), and no capability (uid 0 is
+    what the kernel asks for: test_reclaim.py measures it); the rendered config is accepted."""
+    _, objs = render("default", ["--set", "config.remediation.reclaim=" + how])
+    spec = pod_spec(objs)
+    want = {"host-proc-sys-vm": "/proc/sys/vm"}
+    if how == "memory.reclaim":
+        want["host-cgroup"] = "/sys/fs/cgroup"
+    hostpaths = {x["name"]: x["hostPath"]["path"] for x in spec["volumes"] if "hostPath" in x}
+    assert {k: hostpaths.get(k) for k in want} == want, hostpaths
+    for c in spec["containers"] + spec.get("initContainers", []):
+        mounts = {m["name"]: m for m in c["volumeMounts"]}
+        for name, host in want.items():
+            if c["name"] != "agent":
+                assert name not in mounts, (c["name"], name)
+                continue
+            assert mounts[name]["mountPath"] == "/host" + host, mounts[name]
+            assert not mounts[name].get("readOnly"), mounts[name]
+        if c["name"] == "agent":
+            assert c["securityContext"]["capabilities"].get("add") == ["PERFMON", "SYSLOG"]
+    f = tmp_path / "cpuzombie.yaml"
+    f.write_text(rendered_config(objs))
+    r = cz("-v", "config", "check", "--config", str(f), check=0)
+    assert "  reclaim: %s\n" % how in r.out, r.out
+    # off (the default): neither mount
+    _, objs = render("default", [])
+    names = {x["name"] for x in pod_spec(objs)["volumes"]}
+    assert not names & {"host-proc-sys-vm", "host-cgroup"}, names
+    # a bare YAML off (false) or a typo is refused by the schema, not by the agent at start
+    for bad in ("false", "echo3"):
+        p = helm("template", "x", CHART, "--set", "config.remediation.reclaim=" + bad,
+                 check=False)
+        assert p.returncode != 0 and "reclaim" in p.stderr, p.stderr
+
+
 @needs_root
 def test_host_proc_without_host_pid(tmp_path):
     """Why the pod has no hostPID: from a child PID namespace, the host's /proc bind-mounted

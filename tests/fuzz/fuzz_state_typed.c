@@ -2,7 +2,7 @@
 /*
  * libFuzzer: the typed state store end to end, as a reader and as a writer meet a file on disk.
  * The first byte picks the state (memcg history, ENA, canary, the agent's burst log and
- * heartbeat) and whether the rest is wrapped in a valid envelope (so the checksum is no barrier)
+ * heartbeat, the reclaim state) and whether the rest is wrapped in a valid envelope (so the checksum is no barrier)
  * or written raw (torn and foreign files). The file goes through state_read() (lock-free, must
  * leave the file alone) and then state_begin() (must move a bad file aside and leave nothing but
  * a good file or none); a state that loads formats and loads again to the same object text.
@@ -21,6 +21,7 @@
 #include "checks/ena.h"
 #include "checks/history.h"
 #include "checks/memcg.h"
+#include "checks/reclaim.h"
 
 int LLVMFuzzerTestOneInput(const unsigned char *data, size_t size);
 
@@ -49,7 +50,7 @@ static void put(const char *name, const unsigned char *p, size_t n, int wrap)
 static void clean(void)
 {
 	static const char *const names[] = { STATE_MEMCG, STATE_ENA, STATE_CANARY, RUN_CPU_BURSTS,
-					     RUN_CPU_HEARTBEAT };
+					     RUN_CPU_HEARTBEAT, STATE_RECLAIM };
 	char path[128];
 
 	for (size_t i = 0; i < ARRAY_SIZE(names); i++)
@@ -111,7 +112,7 @@ int LLVMFuzzerTestOneInput(const unsigned char *data, size_t size)
 	if (size < 1)
 		return 0;
 	clean();
-	switch (data[0] % 5) {
+	switch (data[0] % 6) {
 	case 0:
 		one(&memcg_history_state, &ha, &hb, data + 1, size - 1, data[0] & 0x80);
 		break;
@@ -131,6 +132,21 @@ int LLVMFuzzerTestOneInput(const unsigned char *data, size_t size)
 		if (burst_log_read(dir, 0, ev, ARRAY_SIZE(ev)) > (int)ARRAY_SIZE(ev))
 			__builtin_trap();
 		break;
+	case 4: {
+		/* the reclaim state: what loads formats and loads again to the same object */
+		struct reclaim_state a = { 0 }, b = { 0 }, c = { 0 };
+		_cleanup_free_ char *text = NULL, *again = NULL;
+		ssize_t n, m;
+
+		one(&reclaim_state_type, &a, &b, data + 1, size - 1, data[0] & 0x80);
+		n = reclaim_state_type.format(&b, &text);
+		if (n < 0 || reclaim_state_type.parse(text, (size_t)n, &c) != 0)
+			__builtin_trap();
+		m = reclaim_state_type.format(&c, &again);
+		if (m != n || memcmp(text, again, (size_t)n) != 0)
+			__builtin_trap();
+		break;
+	}
 	default:
 		put(RUN_CPU_HEARTBEAT, data + 1, size - 1, data[0] & 0x80);
 		(void)heartbeat_read(dir, &hba);

@@ -1,7 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 #include <stdlib.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "testutil.h"
+#include "checks/check_memcg.h"
 #include "checks/cz.h"
 #include "checks/memcg.h"
 #include "base/util.h"
@@ -207,6 +210,7 @@ static void test_check_on_trees(void **state)
 		{ "v2-subsys", NPD_PROBLEM, "12840 dying memcgs vs 241 live (x53 >= x10)" },
 		{ "v2-descendants", NPD_PROBLEM, "12840 dying memcgs vs 241 live" },
 		{ "v2-healthy", NPD_OK, "2 dying memcgs vs 241 live" },
+		{ "v2-cgroup-named-memory", NPD_PROBLEM, "12840 dying memcgs vs 241 live" },
 		{ "this-vm-hybrid", NPD_OK, "" },
 		{ "no-mountinfo", NPD_PROBLEM, "12840 dying" },
 		{ "no-memory-row", NPD_UNKNOWN, "no memory controller in " },
@@ -247,13 +251,64 @@ static void test_check_on_trees(void **state)
 	}
 }
 
+/*
+ * The census's root (memcg_open_root): chosen by /proc/cgroups' hierarchy column, never by
+ * which directory exists. On pure v2 a cgroup named "memory" under the root is a cgroup, and
+ * attaching the census there would count only its subtree.
+ */
+static void test_open_root(void **state)
+{
+	static const struct {
+		const char *tree, *want; /* want: the directory under sys/ it must open */
+		int err;
+	} t[] = {
+		{ "v2-descendants", "fs/cgroup", 0 },
+		{ "v2-cgroup-named-memory", "fs/cgroup", 0 },
+		{ "v1-zombies", "fs/cgroup/memory", 0 },
+		{ "this-vm-hybrid", "fs/cgroup/memory", 0 },
+		{ "no-mountinfo", "fs/cgroup/memory", 0 },	/* the conventional v1 path */
+		{ "no-memory-row", NULL, -ENODATA },
+		{ "missing-cgroups", NULL, -ENOENT },
+		{ "garbage", NULL, -EINVAL },
+		{ "missing-hierarchy", NULL, -ENOENT },
+		{ "v2-missing-stat", NULL, -ENOENT },	/* no fs/cgroup directory at all */
+	};
+
+	(void)state;
+	for (size_t i = 0; i < ARRAY_SIZE(t); i++) {
+		struct hostfs hf;
+		struct stat got, want;
+		char proc[512], sys[512], dir[600];
+		int fd;
+
+		snprintf(proc, sizeof(proc), FIXTURES "/memcg/%s/proc", t[i].tree);
+		snprintf(sys, sizeof(sys), FIXTURES "/memcg/%s/sys", t[i].tree);
+		assert_int_equal(hostfs_open(&hf, proc, sys), 0);
+		fd = memcg_open_root(&hf);
+		hostfs_close(&hf);
+		if (!t[i].want) {
+			if (fd != t[i].err)
+				fail_msg("%s: got %d, want %d", t[i].tree, fd, t[i].err);
+			continue;
+		}
+		if (fd < 0)
+			fail_msg("%s: %d", t[i].tree, fd);
+		snprintf(dir, sizeof(dir), "%s/%s", sys, t[i].want);
+		assert_int_equal(fstat(fd, &got), 0);
+		assert_int_equal(stat(dir, &want), 0);
+		if (got.st_ino != want.st_ino || got.st_dev != want.st_dev)
+			fail_msg("%s: opened another directory than %s", t[i].tree, t[i].want);
+		close(fd);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_proc_cgroups),	 cmocka_unit_test(test_cgroup_stat),
 		cmocka_unit_test(test_meminfo_osrelease), cmocka_unit_test(test_find_mount),
 		cmocka_unit_test(test_verdict),		 cmocka_unit_test(test_history),
-		cmocka_unit_test(test_check_on_trees),
+		cmocka_unit_test(test_check_on_trees),	 cmocka_unit_test(test_open_root),
 	};
 	return cmocka_run_group_tests_name("memcg", tests, NULL, NULL);
 }

@@ -20,6 +20,11 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 system:serviceaccount:{{ .Release.Namespace }}:{{ .Values.serviceAccount.name }}
 {{- end -}}
 
+{{/* config.remediation.reclaim: "off", "memory.reclaim" or "drop_caches". */}}
+{{- define "cpuzombie.reclaim" -}}
+{{- toString (.Values.config.remediation.reclaim | default "off") -}}
+{{- end -}}
+
 {{- define "cpuzombie.remediating" -}}
 {{- if ne (toString .Values.config.remediation.mode) "off" }}true{{ end -}}
 {{- end -}}

@@ -1,0 +1,102 @@
+#!/bin/busybox sh
+# SPDX-License-Identifier: MIT
+# /init of the pure cgroup v2 VM (tests/tools/vm/census-v2-vm.sh, tests/e2e/test_census_v2.py).
+# Mounts cgroup2 at /sys/fs/cgroup (the kernel boots with cgroup_no_v1=all: no v1 hierarchy at
+# all), enables +memory down a private parent, makes real dying memcgs one and two levels down
+# (mkdir, a process inside charges tmpfs page cache, the process moves out, rmdir), runs one
+# census with the agent, then `check memcg` twice (with the census, and without it: the
+# nr_dying_descendants path and its subtree hint), and prints everything on the serial console
+# as "CZVM <what> <text>" lines that the test parses. Powers off at the end, whatever happened.
+/bin/busybox --install -s /bin
+export PATH=/bin
+mount -t proc proc /proc
+mount -t sysfs sysfs /sys
+mount -t devtmpfs dev /dev 2>/dev/null
+mount -t tmpfs tmpfs /run
+mount -t tmpfs tmpfs /tmp
+mkdir -p /var/lib/cz /run/cz /data
+mount -t tmpfs tmpfs /data
+. /etc/czvm.conf	# NAME FLAT NESTS PER_NEST SIZE (written by census-v2-vm.sh)
+
+say() { echo "CZVM $*"; }
+# a file as "CZVM <tag> <line>" lines, so kernel messages on the same console cannot pass for it
+show() { sed "s/^/CZVM $1 /" "$2" 2>/dev/null || say "$1-missing $2"; }
+finish() {
+	dmesg | grep -iE 'bpf|cgroup|memcg|oops|bug|warn' | tail -40 | sed 's/^/CZVM dmesg /'
+	say end
+	sync
+	poweroff -f
+	echo o >/proc/sysrq-trigger
+	sleep 60
+}
+
+say begin kernel $(uname -r)
+mount -t cgroup2 cgroup2 /sys/fs/cgroup || { say fail mount cgroup2; finish; }
+CG=/sys/fs/cgroup
+echo +memory >$CG/cgroup.subtree_control || { say fail enable memory at the root; finish; }
+show proc-cgroups /proc/cgroups
+grep cgroup /proc/self/mountinfo | sed 's/^/CZVM mountinfo /'
+
+# charge CG/REL: a shell moves itself in, writes SIZE bytes of tmpfs (page cache charged to
+# the memcg, pinned after rmdir: tmpfs pages are never written back), moves back to the root
+# (the one cgroup with controllers in subtree_control that may hold processes), and rmdirs it.
+charge() {
+	mkdir "$CG/$1" || return 1
+	sh -c "echo \$\$ >'$CG/$1/cgroup.procs' && \
+		dd if=/dev/zero of='/data/f-$2' bs=4096 count=$((SIZE / 4096)) 2>/dev/null; \
+		echo \$\$ >'$CG/cgroup.procs'" || return 1
+	rmdir "$CG/$1"
+}
+
+make_zombies() {
+	mkdir "$CG/$NAME" && echo +memory >"$CG/$NAME/cgroup.subtree_control" || return 1
+	i=0
+	while [ $i -lt "$FLAT" ]; do
+		charge "$NAME/ga-$i" "ga-$i" || return 1
+		i=$((i + 1))
+	done
+	j=0
+	while [ $j -lt "$NESTS" ]; do
+		mkdir "$CG/$NAME/nest-$j" && echo +memory >"$CG/$NAME/nest-$j/cgroup.subtree_control" ||
+			return 1
+		i=0
+		while [ $i -lt "$PER_NEST" ]; do
+			charge "$NAME/nest-$j/nb-$i" "nb-$j-$i" || return 1
+			i=$((i + 1))
+		done
+		rmdir "$CG/$NAME/nest-$j" || return 1	# a dying parent of dying children
+		j=$((j + 1))
+	done
+	mkdir "$CG/$NAME/live-a"	# one live memcg beside them: never listed as dying
+}
+make_zombies || { say fail making the zombies; finish; }
+say made name=$NAME flat=$FLAT nests=$NESTS per_nest=$PER_NEST size=$SIZE
+show root-cgroup-stat $CG/cgroup.stat
+show parent-cgroup-stat $CG/$NAME/cgroup.stat
+say parent-memory-current $(cat $CG/$NAME/memory.current)
+
+cz() { /cz/cpuzombie --config /etc/cz.yaml --state-dir /var/lib/cz --run-dir /run/cz "$@"; }
+check() {
+	c=/cz/cpuzombie-check
+	[ -x $c ] || c=/cz/cpuzombie
+	$c --config "$1" --state-dir /var/lib/cz --run-dir /run/cz check memcg
+}
+cz agent --once >/tmp/agent.out 2>/tmp/agent.err
+say agent-rc $?
+show agent-err /tmp/agent.err
+show census /run/cz/memcg-census
+check /etc/cz.yaml >/tmp/check.out 2>/tmp/check.err
+say check-rc $?
+show check /tmp/check.out
+show check-err /tmp/check.err
+cz report --json >/tmp/report.json 2>/tmp/report.err
+say report-rc $?
+show report-json /tmp/report.json
+show report-err /tmp/report.err
+# no census (census_interval 0): the v2 counters alone, and the subtree hint from them
+rm -f /run/cz/memcg-census
+check /etc/cz-nocensus.yaml >/tmp/check.out 2>/tmp/check.err
+say check-nocensus-rc $?
+show check-nocensus /tmp/check.out
+show check-nocensus-err /tmp/check.err
+finish

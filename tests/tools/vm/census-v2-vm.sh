@@ -1,0 +1,148 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# Boots Debian's kernel on pure cgroup v2 in qemu and runs the zombie census there
+# (tests/e2e/test_census_v2.py; the guest's /init is census-v2-init.sh next to this file).
+#
+#   census-v2-vm.sh CPUZOMBIE OUTDIR
+#
+# CPUZOMBIE is the binary under test (its shared libraries are copied in through ldd; a static
+# cpuzombie-check beside it is copied too). The kernel is the vmlinuz of the package that
+# Debian's linux-image-amd64 depends on, fetched with `apt-get download` (never installed) and
+# kept in CZ_VM_CACHE (default /var/cache/cpuzombie/vm) under its package version.
+# The zombies' shape comes from CZVM_NAME, CZVM_FLAT, CZVM_NESTS, CZVM_PER_NEST, CZVM_SIZE.
+# Writes OUTDIR/console.log (the guest's serial console) and OUTDIR/accel (kvm or tcg).
+# Exit 0: the guest ran (the test judges the console); 77: skipped, the reason on the last line
+# of stdout ("SKIP: ..."); anything else: a failure, the reason on stderr.
+set -euo pipefail
+
+cz=${1:?usage: census-v2-vm.sh CPUZOMBIE OUTDIR}
+out=${2:?usage: census-v2-vm.sh CPUZOMBIE OUTDIR}
+here=$(cd "$(dirname "$0")" && pwd)
+cache=${CZ_VM_CACHE:-/var/cache/cpuzombie/vm}
+
+skip() {
+	echo "SKIP: $*"
+	exit 77
+}
+
+[ "$(id -u)" -eq 0 ] || skip "needs root (apt-get download into the cache, qemu with /dev/kvm)"
+command -v qemu-system-x86_64 >/dev/null || skip "no qemu-system-x86_64 (Debian qemu-system-x86)"
+[ -x /bin/busybox ] && ! ldd /bin/busybox >/dev/null 2>&1 ||
+	skip "no static /bin/busybox (Debian busybox-static)"
+[ -x "$cz" ] || { echo "no binary at $cz" >&2; exit 2; }
+mkdir -p "$out" "$cache"
+
+# -- the kernel: linux-image-amd64's dependency, its vmlinuz cached by package version --------
+kernel_pkg() {
+	apt-cache depends linux-image-amd64 2>/dev/null |
+		awk '$1 == "Depends:" && $2 ~ /^linux-image-[0-9]/ { print $2; exit }'
+}
+fetch_kernel() {	# prints the cached vmlinuz path; the .deb itself is not kept (70 MB)
+	local pkg ver f dl
+	pkg=$(kernel_pkg)
+	if [ -z "$pkg" ]; then
+		apt-get update -qq >/dev/null 2>&1 || true
+		pkg=$(kernel_pkg)
+	fi
+	[ -n "$pkg" ] || return 1
+	ver=$(apt-cache policy "$pkg" | awk '$1 == "Candidate:" { print $2 }')
+	f="$cache/vmlinuz-${pkg}_${ver//[^A-Za-z0-9.+~-]/_}"
+	if [ ! -s "$f" ]; then
+		dl=$(mktemp -d "$cache/dl.XXXXXX")
+		# (stale lists name a version the mirror dropped: update once and retry)
+		if ! (cd "$dl" && apt-get download -qq -o APT::Sandbox::User=root "$pkg" >/dev/null 2>&1); then
+			apt-get update -qq >/dev/null 2>&1 || true
+			(cd "$dl" && apt-get download -qq -o APT::Sandbox::User=root "$pkg" >/dev/null 2>&1) ||
+				{ rm -rf "$dl"; return 1; }
+		fi
+		dpkg-deb --fsys-tarfile "$dl"/*.deb | tar -x -C "$dl" --wildcards './boot/vmlinuz-*'
+		mv "$dl"/boot/vmlinuz-* "$f.tmp" && mv "$f.tmp" "$f"
+		rm -rf "$dl"
+	fi
+	echo "$f"
+}
+exec 8>"$cache/.lock"
+flock 8	# two checkouts fetching at once share one download
+kernel=$(fetch_kernel) || skip "could not fetch Debian's kernel package (apt-get download linux-image-amd64's dependency)"
+flock -u 8
+echo "kernel: $kernel" >"$out/kernel"
+
+# -- the initramfs: busybox, the binary with its libraries, /init ------------------------------
+root="$out/root"
+rm -rf "$root"
+mkdir -p "$root"/{bin,cz,etc,proc,sys,dev,run,tmp,var/lib}
+cp /bin/busybox "$root/bin/busybox"
+cp "$here/census-v2-init.sh" "$root/init"
+chmod 0755 "$root/init"
+cp "$cz" "$root/cz/cpuzombie"
+if [ -x "$(dirname "$cz")/cpuzombie-check" ]; then
+	cp "$(dirname "$cz")/cpuzombie-check" "$root/cz/cpuzombie-check"
+fi
+for bin in "$root"/cz/*; do
+	# "name => /path (addr)" and the loader's own "/path (addr)"; vdso has no path
+	ldd "$bin" 2>/dev/null | awk '{ for (i = 1; i <= NF; i++) if ($i ~ /^\//) print $i }' |
+		while read -r lib; do
+			mkdir -p "$root$(dirname "$lib")"
+			cp -L "$lib" "$root$lib"
+		done
+done
+cat >"$root/etc/czvm.conf" <<EOF
+NAME=${CZVM_NAME:-czvmcensus}
+FLAT=${CZVM_FLAT:-20}
+NESTS=${CZVM_NESTS:-2}
+PER_NEST=${CZVM_PER_NEST:-5}
+SIZE=${CZVM_SIZE:-65536}
+EOF
+printf 'cpu:\n  inline_window: 1s\nmemcg:\n  systemd_hints: false\n  min_dying: 5\n  max_ratio: 0.001\n  census_interval: 10m\n' \
+	>"$root/etc/cz.yaml"
+printf 'cpu:\n  inline_window: 1s\nmemcg:\n  systemd_hints: false\n  min_dying: 5\n  max_ratio: 0.001\n  census_interval: 0\n' \
+	>"$root/etc/cz-nocensus.yaml"
+(cd "$root" && find . | busybox cpio -o -H newc -R 0:0 2>/dev/null) >"$out/initrd.cpio"
+
+# -- boot: KVM, else TCG ----------------------------------------------------------------------
+qpid=
+trap '[ -n "$qpid" ] && kill "$qpid" 2>/dev/null; true' EXIT	# never leave a guest behind
+began() { grep -q '^CZVM begin' "$out/console.log" 2>/dev/null; }
+boot() {	# accel seconds-to-begin seconds-in-all: 0 when the guest ran to its end
+	local accel=$1 wait_begin=$2 t=$3 cpu=max i
+	[ "$accel" = kvm ] && cpu=host
+	rm -f "$out/console.log"
+	qemu-system-x86_64 -accel "$accel" -cpu "$cpu" -m 1024 -smp 1 \
+		-nodefaults -no-user-config -display none -no-reboot -serial "file:$out/console.log" \
+		-kernel "$kernel" -initrd "$out/initrd.cpio" \
+		-append "console=ttyS0 panic=-1 loglevel=4 cgroup_no_v1=all rdinit=/init" \
+		>"$out/qemu-$accel.log" 2>&1 &
+	qpid=$!
+	for ((i = 0; i < t * 5; i++)); do
+		kill -0 "$qpid" 2>/dev/null || break
+		# a guest that has not reached /init by then is stuck (seen: nested KVM under
+		# Firecracker hangs right after the decompressor), not slow
+		[ "$i" -ge $((wait_begin * 5)) ] && ! began && break
+		sleep 0.2
+	done
+	if kill "$qpid" 2>/dev/null; then
+		began && echo "qemu ($accel): the guest did not finish in $t s" >&2 ||
+			echo "qemu ($accel): the guest did not reach /init in $wait_begin s" >&2
+	fi
+	wait "$qpid" 2>/dev/null || true
+	qpid=
+	began && grep -q '^CZVM end' "$out/console.log"
+}
+accel=kvm
+if ! { [ -w /dev/kvm ] && boot kvm "${CZ_VM_BEGIN_KVM:-15}" "${CZ_VM_TIMEOUT_KVM:-180}"; }; then
+	if began; then	# KVM booted it, and the guest did not finish: a failure, not a fallback
+		echo "the guest did not finish under KVM (console in $out/console.log)" >&2
+		exit 1
+	fi
+	# KVM refused or hung (no module, nested virtualization off or broken): TCG, slower
+	echo "falling back to TCG" >&2
+	accel=tcg
+	if ! boot tcg "${CZ_VM_BEGIN_TCG:-300}" "${CZ_VM_TIMEOUT_TCG:-900}"; then
+		began || skip "neither KVM nor TCG booted the guest (qemu said:" \
+			"$(tail -c 200 "$out/qemu-tcg.log" | tr '\n' ' '))"
+		echo "the guest did not finish under TCG (console in $out/console.log)" >&2
+		exit 1
+	fi
+fi
+echo "$accel" >"$out/accel"
+exit 0
