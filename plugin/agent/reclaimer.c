@@ -162,7 +162,7 @@ int reclaimer_cycle(struct cz_ctx *ctx, int status, struct kube_client *kc,
 	struct target t = { 0 };
 	struct census_group top = { 0 };
 	char msg[512], extra[200];
-	uint64_t before = 0, after, t0;
+	uint64_t before = 0, after, t0, since, seen;
 	bool had = census && census->has_last && census->last.ngroups > 0;
 	int r, e;
 
@@ -175,6 +175,7 @@ int reclaimer_cycle(struct cz_ctx *ctx, int status, struct kube_client *kc,
 		return log_error_errno(r, "Reclaim off this cycle: cannot lock or read '%s/%s': %m",
 				       cfg->paths.state, STATE_RECLAIM);
 	}
+	since = s.since_ms, seen = s.seen_ms;
 	reclaim_observe(&s, status, in.now_ms, cfg->remediation.for_ms);
 	if (status == NPD_PROBLEM && dying_now(ctx, &before, &in.v2) == 0) {
 		t.v2 = in.v2;
@@ -191,6 +192,8 @@ int reclaimer_cycle(struct cz_ctx *ctx, int status, struct kube_client *kc,
 	reclaim_plan(&in, &s, &plan);
 	snprintf(out, size, "reclaim: %s", plan.why);
 	if (plan.verdict != RECLAIM_WOULD && plan.verdict != RECLAIM_GO) {
+		if (s.since_ms == since && s.seen_ms == seen)
+			return 0;	/* a healthy node: nothing to write, cycle after cycle */
 		r = state_commit(&txn, &s);
 		return r < 0 ? log_error_errno(r, "Failed to save the reclaim state: %m") : 0;
 	}

@@ -270,6 +270,8 @@ def test_reclaim_waits_for_the_condition_to_last(tmp_path):
     p = once(cfg, healthy, tmp_path, "n2")
     assert "reclaim: MemcgZombieLeak is not True" in p.stdout, p.stdout
     assert read(healthy, "proc", "sys", "vm", "drop_caches") == ""
+    # and nothing written for it: a healthy node's state dir sees no write cycle after cycle
+    assert not os.path.exists(os.path.join(str(tmp_path), "state-n2", "reclaim"))
 
 
 def v2_tree(tmp_path, subtree="system.slice", with_reclaim=True):
