@@ -111,7 +111,7 @@ fetch_kernel() {	# prints the cached vmlinuz path; the .deb itself is not kept (
 			busybox depmod -b "$dl" "${tree##*/}" || { rm -rf "$dl"; return 1; }
 			modules_closure "$tree" "${want_mods[@]}" >"$dl/order" || { rm -rf "$dl"; return 1; }
 			mkdir -p "$mods"
-			(cd "$tree" && cp --parents $(cat "$dl/order") "$mods/")
+			(cd "$tree" && xargs -a "$dl/order" cp --parents -t "$mods/")
 			echo "${tree##*/}" >"$mods/version"
 			mv "$dl/order" "$mods/$key.order"
 		fi

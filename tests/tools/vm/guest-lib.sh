@@ -30,7 +30,7 @@ finish() {
 
 # the modules census-v2-vm.sh put in, in load order (CZVM_MODULES); "CZVM fail" on a refusal
 load_modules() {
-	for m in $(cat /etc/czvm-modules); do
+	while read -r m; do
 		insmod "$m" || { say fail insmod "$m"; return 1; }
-	done
+	done </etc/czvm-modules
 }

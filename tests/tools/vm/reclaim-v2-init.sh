@@ -5,8 +5,8 @@
 # The zombies must pin reclaimable page cache: tmpfs pages (the census VM's) are freed by no
 # reclaim without swap, and the initramfs root is no better. So the test attaches an ext4 disk
 # image (/dev/vda; virtio and ext4 are modules in Debian's kernel, loaded from
-# /etc/czvm-modules), and each zombie writes its file there, clean before it dies (fsync, then
-# one sync for the metadata), as a real zombie's old pages are.
+# /etc/czvm-modules), and each zombie writes its file there and syncs before it dies, and two
+# journal commits follow: clean and settled, as a real zombie's old pages are.
 # Two sets of named zombies: A (NAME, FLAT, NESTS, PER_NEST) and B (B_NAME, B_FLAT, B_NESTS,
 # B_PER_NEST), A the larger, so the subtree holding most is A's. Then:
 #   mr: `agent --once` with remediation.reclaim memory.reclaim: A's subtree only, B untouched;
@@ -31,7 +31,8 @@ show proc-cgroups /proc/cgroups
 # writeback list, and the kernel moves only clean inodes to the parent's writeback when the
 # memcg dies; a dirty one keeps the dead memcg's writeback, and so the memcg, until the inode
 # is evicted (measured: with fsync alone, drop_caches freed the page cache of the last set made
-# and none of its 15 zombies in 3 of 5 boots; drop_caches=2, the inodes, then freed 14)
+# and none of its 15 zombies in 3 of 5 boots; drop_caches=2, the inodes, then freed 14 of the
+# 16 left in both boots that tried it)
 charge() {
 	mkdir "$CG/$1" || return 1
 	sh -c "echo \$\$ >'$CG/$1/cgroup.procs' && \
