@@ -21,6 +21,14 @@ static void help(FILE *out, const char *name, const char *type, const char *text
 	fprintf(out, "# HELP %s %s\n# TYPE %s %s\n", name, text, name, type);
 }
 
+/* One sample of @name with one label, @key="@value" (outside text, escaped): name{key="v"} n */
+static void series(FILE *out, const char *name, const char *key, const char *value, uint64_t v)
+{
+	fprintf(out, "%s{%s=\"", name, key);
+	label(out, value);
+	fprintf(out, "\"} %llu\n", (unsigned long long)v);
+}
+
 static void memcg(const struct report *r, FILE *out)
 {
 	const struct memcg_reading *m = &r->memcg;
@@ -126,11 +134,9 @@ static void ena(const struct report *r, FILE *out)
 	ena_counters(r, &r->ena, ENA_CLASS_RESET, "cpuzombie_ena_resets_total", "cause", out);
 	help(out, "cpuzombie_ena_resets_window", "gauge",
 	     "ENA device resets seen within ena.window.");
-	for (size_t i = 0; i < r->ena.n; i++) {
-		fputs("cpuzombie_ena_resets_window{interface=\"", out);
-		label(out, r->ena.ifs[i].base.ifname);
-		fprintf(out, "\"} %llu\n", (unsigned long long)ena_history_resets(&r->ena.ifs[i].hist));
-	}
+	for (size_t i = 0; i < r->ena.n; i++)
+		series(out, "cpuzombie_ena_resets_window", "interface", r->ena.ifs[i].base.ifname,
+		       ena_history_resets(&r->ena.ifs[i].hist));
 	help(out, "cpuzombie_ena_allowance_exceeded_total", "counter",
 	     "Packets queued or dropped because an instance network allowance was exceeded.");
 	ena_counters(r, &r->allowance, ENA_CLASS_ALLOWANCE, "cpuzombie_ena_allowance_exceeded_total",
@@ -144,11 +150,9 @@ static void units(const struct report *r, FILE *out)
 		return;
 	help(out, "cpuzombie_systemd_unit_restarts", "gauge",
 	     "NRestarts of the service units that restarted most (top units only).");
-	for (size_t i = 0; i < r->restarts.n; i++) {
-		fputs("cpuzombie_systemd_unit_restarts{unit=\"", out);
-		label(out, r->restarts.u[i].name);
-		fprintf(out, "\"} %llu\n", (unsigned long long)r->restarts.u[i].restarts);
-	}
+	for (size_t i = 0; i < r->restarts.n; i++)
+		series(out, "cpuzombie_systemd_unit_restarts", "unit", r->restarts.u[i].name,
+		       r->restarts.u[i].restarts);
 }
 
 /* The agent's zombie census: dying memcgs by group, for its top groups. */
@@ -158,18 +162,14 @@ static void census(const struct report *r, FILE *out)
 		return;
 	help(out, "cpuzombie_memcg_dying_by_group", "gauge",
 	     "Dying memcgs by former path pattern (the agent's BPF census; top groups only).");
-	for (size_t i = 0; i < r->census.ngroups; i++) {
-		fputs("cpuzombie_memcg_dying_by_group{group=\"", out);
-		label(out, r->census.group[i].key);
-		fprintf(out, "\"} %llu\n", (unsigned long long)r->census.group[i].count);
-	}
+	for (size_t i = 0; i < r->census.ngroups; i++)
+		series(out, "cpuzombie_memcg_dying_by_group", "group", r->census.group[i].key,
+		       r->census.group[i].count);
 	help(out, "cpuzombie_memcg_pinned_bytes_by_group", "gauge",
 	     "Bytes the dying memcgs of a group still charge (the agent's BPF census).");
-	for (size_t i = 0; i < r->census.ngroups; i++) {
-		fputs("cpuzombie_memcg_pinned_bytes_by_group{group=\"", out);
-		label(out, r->census.group[i].key);
-		fprintf(out, "\"} %llu\n", (unsigned long long)r->census.group[i].bytes);
-	}
+	for (size_t i = 0; i < r->census.ngroups; i++)
+		series(out, "cpuzombie_memcg_pinned_bytes_by_group", "group", r->census.group[i].key,
+		       r->census.group[i].bytes);
 }
 
 /* remediation.reclaim (checks/reclaim.h): what the agent's reclaims did, once there was one. */

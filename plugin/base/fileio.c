@@ -40,19 +40,15 @@ int fileio_open(int dirfd, const char *path, unsigned flags)
 }
 
 /*
- * Reads until EOF into @buf, NUL-terminated: from the current position, or with pread from
- * offset 0 (@positional). One spare byte: a file that fills the buffer is larger than it, not
- * complete (-EFBIG). procfs and sysfs files can come in several chunks.
+ * Reads into @buf[*@off, @cap) until EOF (returns 0) or until it is full (returns 1), moving
+ * *@off; from the current position, or with pread from the same offset in the file
+ * (@positional). -errno on a read error. procfs and sysfs files can come in several chunks.
  */
-static ssize_t read_all(int fd, char *buf, size_t size, bool positional)
+static int read_until(int fd, char *buf, size_t cap, size_t *off, bool positional)
 {
-	size_t off = 0;
-
-	if (size < 2)
-		return -EINVAL;
-	for (;;) {
-		ssize_t n = positional ? pread(fd, buf + off, size - off, (off_t)off)
-				       : read(fd, buf + off, size - off);
+	while (*off < cap) {
+		ssize_t n = positional ? pread(fd, buf + *off, cap - *off, (off_t)*off)
+				       : read(fd, buf + *off, cap - *off);
 
 		if (n < 0) {
 			if (errno == EINTR)
@@ -60,11 +56,29 @@ static ssize_t read_all(int fd, char *buf, size_t size, bool positional)
 			return -errno;
 		}
 		if (n == 0)
-			break;
-		off += (size_t)n;
-		if (off >= size)
-			return -EFBIG;
+			return 0;
+		*off += (size_t)n;
 	}
+	return 1;
+}
+
+/*
+ * Reads until EOF into @buf, NUL-terminated: from the current position, or with pread from
+ * offset 0 (@positional). One spare byte: a file that fills the buffer is larger than it, not
+ * complete (-EFBIG).
+ */
+static ssize_t read_all(int fd, char *buf, size_t size, bool positional)
+{
+	size_t off = 0;
+	int r;
+
+	if (size < 2)
+		return -EINVAL;
+	r = read_until(fd, buf, size, &off, positional);
+	if (r < 0)
+		return r;
+	if (r > 0)
+		return -EFBIG;
 	buf[off] = '\0';
 	return (ssize_t)off;
 }
@@ -132,27 +146,23 @@ int fileio_read_alloc_fd(int fd, size_t max, char **ret, size_t *ret_len)
 	if (!buf)
 		return -ENOMEM;
 	for (;;) {
-		ssize_t n = read(fd, buf + off, cap - off);
+		int r = read_until(fd, buf, cap, &off, false);
+		size_t ncap;
+		char *nb;
 
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			return -errno;
-		}
-		if (n == 0)
+		if (r <= 0) {
+			if (r < 0)
+				return r;
 			break;
-		off += (size_t)n;
+		}
 		if (off > max)
 			return -EFBIG;
-		if (off == cap) {
-			size_t ncap = cap * 2 > max + 1 ? max + 1 : cap * 2;
-			char *nb = realloc(buf, ncap + 1);
-
-			if (!nb)
-				return -ENOMEM;
-			buf = nb;
-			cap = ncap;
-		}
+		ncap = cap * 2 > max + 1 ? max + 1 : cap * 2; /* full: grow */
+		nb = realloc(buf, ncap + 1);
+		if (!nb)
+			return -ENOMEM;
+		buf = nb;
+		cap = ncap;
 	}
 	buf[off] = '\0';
 	*ret = TAKE_PTR(buf);

@@ -136,10 +136,19 @@ int state_lock(const char *dir, const char *name, struct state_lock *ret_lock)
 		ret_lock->fd = -1;
 		return dir && valid_state_name(name) ? 0 : -EINVAL;
 	}
-	r = writable_path(path, sizeof(path), dir, name, ".lock");
+	if (!dir || !valid_state_name(name))
+		return -EINVAL;
+	r = join(path, sizeof(path), dir, name, ".lock");
 	if (r < 0)
 		return r;
 	fd = open_lock(path);
+	if (fd == -ENOENT) { /* the first writer creates the directories (a check runs often:
+			     * the mkdir of each level is not paid on every run) */
+		r = writable_path(path, sizeof(path), dir, name, ".lock");
+		if (r < 0)
+			return r;
+		fd = open_lock(path);
+	}
 	if (not_ours(fd)) {
 		move_aside(dir, name, ".lock", not_ours(fd));
 		fd = open_lock(path);
@@ -373,6 +382,42 @@ int state_write(const char *dir, const struct state_type *t, const void *obj)
 	txn.t = t;
 	r = state_lock(dir, t->name, &txn.lock);
 	return r < 0 ? r : state_commit(&txn, obj);
+}
+
+/* "stamp <20 digits>\n": fixed width, so a rewrite in place never leaves a longer tail behind */
+#define STAMP_FMT "stamp %020" PRIu64 "\n"
+#define STAMP_LEN 27
+
+int state_stamp_get(const struct state_txn *txn, uint64_t *ret)
+{
+	char buf[STAMP_LEN + 1];
+	const char *p;
+	ssize_t n;
+
+	if (!txn || txn->lock.fd < 0)
+		return -ENODATA;
+	n = pread(txn->lock.fd, buf, sizeof(buf), 0);
+	if (n < 0)
+		return -errno;
+	if (n != STAMP_LEN || buf[STAMP_LEN - 1] != '\n' || !(p = startswith(buf, "stamp ")))
+		return -ENODATA;
+	return parse_u64_n(p, STAMP_LEN - 7, ret) < 0 ? -ENODATA : 0;
+}
+
+int state_stamp_set(struct state_txn *txn, uint64_t v)
+{
+	char buf[STAMP_LEN + 1];
+	ssize_t n;
+
+	if (read_only)
+		return 0;
+	if (!txn || txn->lock.fd < 0)
+		return -EBADF;
+	snprintf(buf, sizeof(buf), STAMP_FMT, v);
+	n = pwrite(txn->lock.fd, buf, STAMP_LEN, 0);
+	if (n < 0)
+		return -errno;
+	return n == STAMP_LEN ? 0 : -EIO;
 }
 
 void state_move_aside(const char *dir, const char *name, const char *why)

@@ -146,6 +146,27 @@ int state_commit(struct state_txn *txn, const void *obj);
 void state_end(struct state_txn *txn);
 
 /*
+ * The stamp: one number kept beside a state, in its lock file, for what changes on every run
+ * while the state itself does not (check ena: when the devices were last read, for its rate
+ * limit, while the counters stay put). Written in place without fsync and without a rename, so
+ * it costs a write(2) where a durable state_commit() costs two fsyncs, and a crash may lose it:
+ * the owner may keep only what it can afford to lose there (an earlier time makes the next run
+ * do the work again), never what a verdict depends on.
+ */
+
+/*
+ * state_stamp_get - the stamp @txn's lock holds (call between state_begin() and state_end()).
+ * Returns 0 and sets *@ret, or -ENODATA when there is none (a new lock file, one written by
+ * someone else, read-only mode): *@ret untouched then.
+ */
+int state_stamp_get(const struct state_txn *txn, uint64_t *ret);
+
+/*
+ * state_stamp_set - keep @v as @txn's stamp (nothing in read-only mode). Returns 0 or -errno.
+ */
+int state_stamp_set(struct state_txn *txn, uint64_t v);
+
+/*
  * state_write - replace @t in @dir with @obj under the lock, without reading the old file first
  * (the agent's heartbeat, every 2 s). Returns 0 or -errno.
  */

@@ -233,6 +233,44 @@ uint64_t now_monotonic_ms(void)
 	return clock_ms(CLOCK_MONOTONIC);
 }
 
+int buf_vappendf(char *buf, size_t size, size_t *off, bool cut, const char *fmt, va_list ap)
+{
+	int w;
+
+	if (*off >= size)
+		return -ENOBUFS; /* not even room for the NUL */
+	w = vsnprintf(buf + *off, size - *off, fmt, ap);
+	if (w < 0)
+		return -EINVAL;
+	if ((size_t)w < size - *off) {
+		*off += (size_t)w;
+		return 0;
+	}
+	if (cut)
+		*off = size - 1;
+	return -ENOBUFS;
+}
+
+int buf_appendf(char *buf, size_t size, size_t *off, const char *fmt, ...)
+{
+	va_list ap;
+	int r;
+
+	va_start(ap, fmt);
+	r = buf_vappendf(buf, size, off, false, fmt, ap);
+	va_end(ap);
+	return r;
+}
+
+void buf_appendf_cut(char *buf, size_t size, size_t *off, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	(void)buf_vappendf(buf, size, off, true, fmt, ap);
+	va_end(ap);
+}
+
 bool next_line(const char **pos, const char **ret_line, size_t *ret_len)
 {
 	const char *p = *pos, *nl;

@@ -7,6 +7,7 @@
  * parsing, durations, clocks. Everything here is pure except the clock and the cleanup helpers.
  */
 
+#include <stdarg.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -127,6 +128,25 @@ char *utc_datetime(uint64_t ms, char *buf, size_t size);
 /* Milliseconds on CLOCK_REALTIME (wall time, stored in state) and CLOCK_MONOTONIC. */
 uint64_t now_realtime_ms(void);
 uint64_t now_monotonic_ms(void);
+
+/*
+ * buf_appendf - printf into @buf (@size bytes) at *@off, moving *@off past what it wrote.
+ * Returns 0, or -ENOBUFS when the text does not fit whole: *@off is unchanged then (the bytes
+ * from *@off on hold a cut copy, NUL-terminated), so a caller building a file line by line can
+ * fail the whole of it.
+ */
+int buf_appendf(char *buf, size_t size, size_t *off, const char *fmt, ...) _printf_(4, 5);
+
+/*
+ * buf_appendf_cut - the same for a message that may be cut: what does not fit is cut and
+ * *@off stops at @size - 1 (then only "" still fits).
+ */
+void buf_appendf_cut(char *buf, size_t size, size_t *off, const char *fmt, ...) _printf_(4, 5);
+
+/* buf_vappendf - buf_appendf (@cut false) or buf_appendf_cut (@cut true) with a va_list. Returns
+ * 0, -ENOBUFS (did not fit whole; cut when @cut) or -EINVAL (an encoding error: nothing added). */
+int buf_vappendf(char *buf, size_t size, size_t *off, bool cut, const char *fmt, va_list ap)
+	_printf_(5, 0);
 
 /*
  * next_line - iterate over the lines of a NUL-terminated buffer without modifying it.

@@ -1,7 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 #include <errno.h>
 #include <fcntl.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -226,21 +225,16 @@ int census_build(const struct census_dying *v, size_t n, uint64_t t_ms, uint64_t
 	return r;
 }
 
-static bool emit(char *buf, size_t size, size_t *o, const char *fmt, ...)
-	__attribute__((format(printf, 4, 5)));
-
-static bool emit(char *buf, size_t size, size_t *o, const char *fmt, ...)
+/* The first @n bytes of @s (fewer at a NUL) into @buf as printable ASCII, '?' for the others:
+ * an error text, one line of the file whatever the agent's error said. */
+static void printable(const char *s, size_t n, char *buf, size_t size)
 {
-	va_list ap;
-	int n;
+	size_t k = 0;
 
-	va_start(ap, fmt);
-	n = vsnprintf(buf + *o, size - *o, fmt, ap);
-	va_end(ap);
-	if (n < 0 || (size_t)n >= size - *o)
-		return false;
-	*o += (size_t)n;
-	return true;
+	for (size_t i = 0; i < n && s[i] && k + 1 < size; i++)
+		buf[k++] = s[i] >= ' ' && s[i] < 0x7f ? s[i] : '?';
+	if (size)
+		buf[k] = '\0';
 }
 
 size_t census_format(const struct census *c, const char *err, char *buf, size_t size)
@@ -248,29 +242,26 @@ size_t census_format(const struct census *c, const char *err, char *buf, size_t 
 	size_t o = 0;
 	bool ok;
 
-	ok = emit(buf, size, &o, HEADER "t %llu\n", (unsigned long long)c->t_ms);
+	ok = buf_appendf(buf, size, &o, HEADER "t %llu\n", (unsigned long long)c->t_ms) == 0;
 	if (err) {
 		char clean[CENSUS_ERR_MAX];
-		size_t i;
 
-		for (i = 0; err[i] && i + 1 < sizeof(clean); i++)
-			clean[i] = err[i] >= ' ' && err[i] < 0x7f ? err[i] : '?';
-		clean[i] = '\0';
-		ok = ok && emit(buf, size, &o, "e %s\n", clean);
+		printable(err, SIZE_MAX, clean, sizeof(clean));
+		ok = ok && buf_appendf(buf, size, &o, "e %s\n", clean) == 0;
 		return ok ? o : 0;
 	}
-	ok = ok && emit(buf, size, &o, "n %llu %llu %llu %d\n", (unsigned long long)c->dying,
-			(unsigned long long)c->bytes, (unsigned long long)c->visited,
-			c->truncated ? 1 : 0);
+	ok = ok && buf_appendf(buf, size, &o, "n %llu %llu %llu %d\n",
+			       (unsigned long long)c->dying, (unsigned long long)c->bytes,
+			       (unsigned long long)c->visited, c->truncated ? 1 : 0) == 0;
 	for (int k = 0; k < 2; k++) {
 		const struct census_group *g = k ? c->parent : c->group;
 		size_t n = k ? c->nparents : c->ngroups;
 
 		for (size_t i = 0; i < n && i < CENSUS_GROUPS_MAX; i++)
-			ok = ok && emit(buf, size, &o, "%c %llu %llu %llu %s\n", k ? 'p' : 'g',
-					(unsigned long long)g[i].count,
-					(unsigned long long)g[i].bytes,
-					(unsigned long long)g[i].first_ms, g[i].key);
+			ok = ok && buf_appendf(buf, size, &o, "%c %llu %llu %llu %s\n",
+					       k ? 'p' : 'g', (unsigned long long)g[i].count,
+					       (unsigned long long)g[i].bytes,
+					       (unsigned long long)g[i].first_ms, g[i].key) == 0;
 	}
 	return ok ? o : 0;
 }
@@ -350,13 +341,7 @@ static int parse_line(const char *s, size_t len, struct census *c, bool *has_n, 
 	case 'e':
 		if (*has_n || *has_e)
 			return -EINVAL;
-		if (err_size) {
-			size_t k = 0;
-
-			for (size_t i = 2; i < len && k + 1 < err_size; i++)
-				err[k++] = s[i] >= ' ' && s[i] < 0x7f ? s[i] : '?';
-			err[k] = '\0';
-		}
+		printable(s + 2, len - 2, err, err_size);
 		*has_e = true;
 		return 0;
 	default:

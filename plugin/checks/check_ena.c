@@ -8,6 +8,15 @@
  * answers from its state. State is one file per check in the state dir, keyed by bus_info so
  * a renamed interface keeps its baseline; the reset check also keeps the reset events of the
  * last ena.window there, which keeps the condition True for the window instead of flapping.
+ *
+ * The state is rewritten (durably: two fsyncs) only when a reading tells the verdicts something
+ * new: a counter moved, an event came or expired, a device came, went or changed. A reading that
+ * changes nothing (most of them) leaves the file alone and only moves the lock file's stamp (a
+ * write(2), see base/state.h), which the rate limit reads. The stored read times then lag the
+ * last read; a rewrite at least every window/REFRESH_DIV bounds that lag, and what judges a
+ * baseline's age allows for it (older than the window plus the lag), so a baseline is never
+ * judged too old or forgotten earlier than with a rewrite on every read: no reset is missed.
+ * A lost stamp (a crash) only makes the next run read the devices again.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -19,9 +28,24 @@
 #include "checks/ena.h"
 #include "checks/ena_kernel.h"
 #include "checks/ena_link.h"
+#include "base/log.h"
 #include "base/state.h"
 #include "base/util.h"
 
+/* A reading that changed nothing still rewrites the state when the stored one is older than
+ * window/REFRESH_DIV (5 minutes of the default hour). */
+#define REFRESH_DIV 12
+
+static uint64_t refresh_ms(const struct cz_config *cfg)
+{
+	return cfg->ena.window_ms / REFRESH_DIV;
+}
+
+/* How old a baseline may be: the window, plus what its stored read time may lag the last read. */
+static uint64_t keep_ms(const struct cz_config *cfg)
+{
+	return cfg->ena.window_ms + refresh_ms(cfg);
+}
 
 void ena_devices_free(struct ena_devices *d)
 {
@@ -90,21 +114,36 @@ int ena_read_devices(const struct cz_config *cfg, const struct ethtool_ops *ops,
 	return 0;
 }
 
-/* Lock and load a check's state. A corrupt or unreadable payload is a new baseline (noted). */
+/*
+ * Lock and load a check's state. A corrupt or unreadable payload is a new baseline (noted).
+ * Returns the enum state_status or -errno; *@ret_read_ms is when the devices were last read:
+ * the stamp when it is later than the state's own time.
+ */
 static int load(const char *dir, const struct state_type *t, struct state_txn *txn,
-		struct ena_state *st, bool *ret_corrupt)
+		struct ena_state *st, uint64_t *ret_read_ms)
 {
+	uint64_t stamp;
 	int r;
 
 	memset(st, 0, sizeof(*st));
 	r = state_begin(txn, dir, t, st);
-	*ret_corrupt = r == STATE_DISCARDED;
-	return r < 0 ? r : 0;
+	if (r < 0)
+		return r;
+	*ret_read_ms = st->read_ms;
+	if (st->read_ms && state_stamp_get(txn, &stamp) == 0 && stamp > st->read_ms)
+		*ret_read_ms = stamp;
+	return r;
 }
 
-/* Forget devices not seen for a whole window and without events in it. Returns true when
+/* Read less than ena.min_read_interval ago: answer from the state (each read holds RTNL). */
+static bool read_recently(const struct cz_config *cfg, uint64_t read_ms, uint64_t now_ms)
+{
+	return read_ms && now_ms >= read_ms && now_ms - read_ms < cfg->ena.min_read_interval_ms;
+}
+
+/* Forget devices not seen for @keep_ms and without events in the window. Returns true when
  * something was dropped (the state must be saved). */
-static bool forget_old(struct ena_state *st, uint64_t now_ms, uint64_t window_ms)
+static bool forget_old(struct ena_state *st, uint64_t now_ms, uint64_t window_ms, uint64_t keep_ms)
 {
 	size_t k = 0, events = 0, n = st->n;
 
@@ -114,7 +153,7 @@ static bool forget_old(struct ena_state *st, uint64_t now_ms, uint64_t window_ms
 		events += f->hist.n;
 		ena_history_prune(&f->hist, now_ms, window_ms);
 		events -= f->hist.n;
-		if (f->hist.n == 0 && (f->read_ms > now_ms || now_ms - f->read_ms > window_ms)) {
+		if (f->hist.n == 0 && (f->read_ms > now_ms || now_ms - f->read_ms > keep_ms)) {
 			ethtool_dump_free(&f->base);
 			continue;
 		}
@@ -128,21 +167,59 @@ static bool forget_old(struct ena_state *st, uint64_t now_ms, uint64_t window_ms
 	return events > 0 || k != n;
 }
 
+struct pass {
+	const struct cz_config *cfg;
+	struct ena_lists l;
+	uint64_t now_ms;
+	uint64_t stored_ms;	/* the state's read time: devices read then carry it too */
+	size_t stored_n;	/* how many devices carry it */
+	size_t same;		/* of those, read again in this pass with nothing new */
+	bool changed;		/* the state must be rewritten */
+	size_t seen;		/* ENA devices read in this pass */
+	char seen_if[ETHTOOL_IFNAME_MAX + 1];
+	char risk[NPD_MSG_MAX / 2];
+	char notes[NPD_MSG_MAX / 2];
+	const struct ena_qc_source *src; /* queue -> CPU, asked only when something happened */
+};
+
+/* Before a read: remember which devices the stored state says the last read saw. */
+static void pass_start(struct pass *p, const struct ena_state *st, int status)
+{
+	p->stored_ms = st->read_ms;
+	p->changed = status != STATE_LOADED || !st->read_ms;
+	for (size_t i = 0; i < st->n; i++)
+		p->stored_n += st->ifs[i].read_ms == st->read_ms;
+}
+
+/* After a read: the state must be rewritten when it changed, when a device the last read saw
+ * was not read again, or when its stored time is due a refresh (or lies in the future). */
+static bool pass_dirty(const struct pass *p)
+{
+	return p->changed || p->same != p->stored_n || p->now_ms < p->stored_ms ||
+	       p->now_ms - p->stored_ms >= refresh_ms(p->cfg);
+}
+
 /* Store @d (filtered) as the new baseline of @key; returns the entry or NULL. */
-static struct ena_ifstate *rebase(struct ena_state *st, const char *key,
-				  const struct ethtool_devdump *d, const struct ena_lists *l,
-				  uint64_t now_ms)
+static struct ena_ifstate *rebase(struct pass *p, struct ena_state *st, const char *key,
+				  const struct ethtool_devdump *d)
 {
 	struct ena_ifstate *f = ena_state_find(st, key);
 	struct ethtool_devdump filtered;
 
 	if (!f)
 		f = ena_state_add(st, key);
-	if (!f || ena_filter(d, l, &filtered) < 0)
+	if (!f || ena_filter(d, &p->l, &filtered) < 0) {
+		p->changed = true;
 		return NULL;
+	}
+	/* read_ms moves to now: a second reading of the same key in one pass is a change */
+	if (f->read_ms == p->stored_ms && ena_baseline_same(&f->base, &filtered))
+		p->same++;
+	else
+		p->changed = true;
 	ethtool_dump_free(&f->base);
 	f->base = filtered;
-	f->read_ms = now_ms;
+	f->read_ms = p->now_ms;
 	return f;
 }
 
@@ -168,24 +245,13 @@ static void add_note(char *buf, size_t size, const char *fmt, ...)
 	va_list ap;
 
 	if (len + 3 >= size)
-		return;
+		return; /* no room for "; " and a character */
 	if (len)
-		len += (size_t)snprintf(buf + len, size - len, "; ");
+		buf_appendf_cut(buf, size, &len, "; ");
 	va_start(ap, fmt);
-	vsnprintf(buf + len, size - len, fmt, ap);
+	(void)buf_vappendf(buf, size, &len, true, fmt, ap);
 	va_end(ap);
 }
-
-struct pass {
-	const struct cz_config *cfg;
-	struct ena_lists l;
-	uint64_t now_ms;
-	size_t seen;		/* ENA devices read in this pass */
-	char seen_if[ETHTOOL_IFNAME_MAX + 1];
-	char risk[NPD_MSG_MAX / 2];
-	char notes[NPD_MSG_MAX / 2];
-	const struct ena_qc_source *src; /* queue -> CPU, asked only when something happened */
-};
 
 #define QC_MAX 512
 
@@ -208,7 +274,7 @@ static int diff_linked(struct pass *p, const struct ena_ifstate *f,
 
 static void compare_one(struct pass *p, struct ena_state *st, const struct ethtool_devdump *d)
 {
-	uint64_t window = p->cfg->ena.window_ms;
+	uint64_t keep = keep_ms(p->cfg);
 	struct ena_verdict v;
 	struct ena_ifstate *f;
 	char key[ETHTOOL_INFO_MAX + 8], age[32];
@@ -217,24 +283,47 @@ static void compare_one(struct pass *p, struct ena_state *st, const struct ethto
 		return;
 	f = ena_state_find(st, key);
 	if (f && diff_linked(p, f, d, &v) == 0) {
-		bool stale = f->read_ms > p->now_ms || p->now_ms - f->read_ms > window;
+		bool stale = f->read_ms > p->now_ms || p->now_ms - f->read_ms > keep;
 
 		if ((v.resets || v.reset_fail) && stale)
 			add_note(p->notes, sizeof(p->notes), "%s %" PRIu64 " resets in %s before now, "
 				 "older baseline than the window", d->ifname, v.resets,
 				 format_duration(p->now_ms - f->read_ms, age, sizeof(age)));
-		else if (v.resets || v.reset_fail)
+		else if (v.resets || v.reset_fail) {
 			ena_history_add(&f->hist, p->now_ms, v.resets ? v.resets : 1, v.cause);
-		else if (v.new_baseline)
+			p->changed = true;
+		} else if (v.new_baseline)
 			add_note(p->notes, sizeof(p->notes),
 				 "%s counters went down (driver reloaded): new baseline", d->ifname);
 		else if (v.cause[0])
 			add_note(p->risk, sizeof(p->risk), "%s %s", d->ifname, v.cause);
 	} else if (!f)
 		add_note(p->notes, sizeof(p->notes), "%s first reading", d->ifname);
-	f = rebase(st, key, d, &p->l, p->now_ms);
+	f = rebase(p, st, key, d);
 	if (!f)
 		add_note(p->notes, sizeof(p->notes), "%s not remembered (state full)", d->ifname);
+}
+
+/*
+ * Forget what is old, then rewrite the state when anything changed (or after a read, when its
+ * stored time is due a refresh); after a read that changed nothing only move the stamp (the
+ * rate limit's time). 0 or -errno from the rewrite; a stamp that cannot be written is ignored:
+ * the next run reads the devices again.
+ */
+static int save(struct state_txn *txn, struct pass *p, struct ena_state *st, bool read)
+{
+	int r;
+
+	if (forget_old(st, p->now_ms, p->cfg->ena.window_ms, keep_ms(p->cfg)) ||
+	    (read && pass_dirty(p)))
+		return state_commit(txn, st);
+	if (!read)
+		return 0; /* a rate-limited answer that changed nothing leaves everything alone */
+	r = state_stamp_set(txn, p->now_ms);
+	if (r < 0)
+		(void)log_debug_errno(r, "Failed to write the stamp of state '%s': %m, ignoring",
+				      txn->t->name);
+	return 0;
 }
 
 static int read_pass(struct pass *p, const struct ethtool_ops *ops, struct ena_state *st,
@@ -360,29 +449,28 @@ int ena_check_resets_kernel(const struct cz_config *cfg, const struct ethtool_op
 	_cleanup_(ena_state_free) struct ena_state st = { 0 };
 	struct pass p = { .cfg = cfg, .l = ena_lists_from_config(cfg), .now_ms = now_ms,
 			  .src = src };
-	bool corrupt, dirty = false;
-	int r;
+	uint64_t last_read = 0;
+	bool read = false;
+	int r, status;
 
-	r = load(state_dir, &ena_reset_state, &txn, &st, &corrupt);
-	if (r < 0)
-		return npd_unknown(res, r, "cannot read state '%s/ena'", state_dir);
-	if (corrupt)
+	status = load(state_dir, &ena_reset_state, &txn, &st, &last_read);
+	if (status < 0)
+		return npd_unknown(res, status, "cannot read state '%s/ena'", state_dir);
+	if (status == STATE_DISCARDED)
 		add_note(p.notes, sizeof(p.notes), "state was corrupt: new baseline");
-	if (!(st.read_ms && now_ms >= st.read_ms &&
-	      now_ms - st.read_ms < cfg->ena.min_read_interval_ms)) {
+	if (!read_recently(cfg, last_read, now_ms)) {
+		pass_start(&p, &st, status);
 		r = read_pass(&p, ops, &st, res);
 		if (r != NPD_OK)
 			return r;
-		dirty = true;
+		read = true;
 	} else {
 		/* rate-limited: answer for the devices the last read saw */
 		for (size_t i = 0; i < st.n; i++)
 			if (st.ifs[i].read_ms == st.read_ms && p.seen++ == 0)
 				memcpy(p.seen_if, st.ifs[i].base.ifname, sizeof(p.seen_if));
 	}
-	/* a rate-limited answer that changed nothing leaves the file alone (no fsync) */
-	dirty |= forget_old(&st, now_ms, cfg->ena.window_ms);
-	r = dirty ? state_commit(&txn, &st) : 0;
+	r = save(&txn, &p, &st, read);
 	if (r < 0)
 		return npd_unknown(res, r, "cannot save state '%s/ena'", state_dir);
 	return resets_verdict(&p, &st, kr, res);
@@ -407,7 +495,7 @@ static void allowance_one(struct pass *p, struct ena_state *st, const struct eth
 			 ena_allowance_format(&a, floor, text, sizeof(text)));
 	} else if (!f)
 		add_note(p->notes, sizeof(p->notes), "%s first reading", d->ifname);
-	if (!rebase(st, key, d, &p->l, p->now_ms))
+	if (!rebase(p, st, key, d))
 		add_note(p->notes, sizeof(p->notes), "%s not remembered (state full)", d->ifname);
 }
 
@@ -418,18 +506,20 @@ int ena_check_allowance(const struct cz_config *cfg, const struct ethtool_ops *o
 	_cleanup_(ena_state_free) struct ena_state st = { 0 };
 	struct pass p = { .cfg = cfg, .l = ena_lists_from_config(cfg), .now_ms = now_ms };
 	struct ena_devices devs;
-	bool corrupt, problem = false;
+	uint64_t last_read = 0;
+	bool problem = false;
 	char buf[128];
-	int r;
+	int r, status;
 
-	r = load(state_dir, &ena_allowance_state, &txn, &st, &corrupt);
-	if (r < 0)
-		return npd_unknown(res, r, "cannot read state '%s/ena-allowance'", state_dir);
-	if (st.read_ms && now_ms >= st.read_ms && now_ms - st.read_ms < cfg->ena.min_read_interval_ms)
+	status = load(state_dir, &ena_allowance_state, &txn, &st, &last_read);
+	if (status < 0)
+		return npd_unknown(res, status, "cannot read state '%s/ena-allowance'", state_dir);
+	if (read_recently(cfg, last_read, now_ms))
 		return npd_set(res, NPD_OK, "not read: last read less than %s ago",
 			       format_duration(cfg->ena.min_read_interval_ms, buf, sizeof(buf)));
-	if (corrupt)
+	if (status == STATE_DISCARDED)
 		add_note(p.notes, sizeof(p.notes), "state was corrupt: new baseline");
+	pass_start(&p, &st, status);
 	r = ena_read_devices(cfg, ops, NULL, 0, &devs);
 	if (r < 0)
 		return npd_unknown(res, r, "cannot list network interfaces");
@@ -441,8 +531,7 @@ int ena_check_allowance(const struct cz_config *cfg, const struct ethtool_ops *o
 	p.seen = devs.n;
 	ena_devices_free(&devs);
 	st.read_ms = now_ms;
-	forget_old(&st, now_ms, cfg->ena.window_ms);
-	r = state_commit(&txn, &st);
+	r = save(&txn, &p, &st, true);
 	if (r < 0)
 		return npd_unknown(res, r, "cannot save state '%s/ena-allowance'", state_dir);
 	if (problem)

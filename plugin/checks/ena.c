@@ -112,6 +112,23 @@ int ena_filter(const struct ethtool_devdump *d, const struct ena_lists *l,
 	return 0;
 }
 
+bool ena_baseline_same(const struct ethtool_devdump *a, const struct ethtool_devdump *b)
+{
+	if (!streq(a->ifname, b->ifname) || !streq(a->driver, b->driver) ||
+	    !streq(a->bus_info, b->bus_info) || a->n != b->n)
+		return false;
+	for (size_t i = 0; i < a->n; i++) {
+		const struct ethtool_stat *x = &a->stats[i], *y = &b->stats[i];
+
+		if (!streq(x->name, y->name))
+			return false;
+		if (x->value != y->value && !is_queue_cnt(x->name) &&
+		    !streq(x->name, ENA_CONNTRACK_AVAILABLE))
+			return false;
+	}
+	return true;
+}
+
 /* ---- the verdict ---------------------------------------------------------------------------- */
 
 /* Bounded "; "-joined text. */
@@ -124,25 +141,12 @@ static void text_add(struct text *t, const char *fmt, ...) _printf_(2, 3);
 static void text_add(struct text *t, const char *fmt, ...)
 {
 	va_list ap;
-	int r;
 
-	if (t->len + 1 >= t->size)
-		return;
-	if (t->len > 0) {
-		r = snprintf(t->buf + t->len, t->size - t->len, "; ");
-		t->len += (size_t)r;
-		if (t->len >= t->size) {
-			t->len = t->size - 1;
-			return;
-		}
-	}
+	if (t->len > 0)
+		buf_appendf_cut(t->buf, t->size, &t->len, "; ");
 	va_start(ap, fmt);
-	r = vsnprintf(t->buf + t->len, t->size - t->len, fmt, ap);
+	(void)buf_vappendf(t->buf, t->size, &t->len, true, fmt, ap);
 	va_end(ap);
-	if (r > 0)
-		t->len += (size_t)r;
-	if (t->len >= t->size)
-		t->len = t->size - 1;
 }
 
 static int rank(const struct ena_counter *c)
@@ -492,10 +496,16 @@ struct ena_ifstate *ena_state_add(struct ena_state *s, const char *key)
 
 	if (s->n == ENA_STATE_MAX_IFACES || strlen(key) >= sizeof(f->key))
 		return NULL;
-	if (!s->ifs) {
-		s->ifs = calloc(ENA_STATE_MAX_IFACES, sizeof(*s->ifs));
-		if (!s->ifs)
+	if (s->n == s->cap) {
+		/* grown as needed: an entry is ~3.5 KiB, and a check runs on every exec (room for
+		 * all 64 at once was 224 KiB to clear per run) */
+		size_t cap = s->cap ? s->cap * 2 : 4;
+		struct ena_ifstate *ifs = reallocarray(s->ifs, cap, sizeof(*ifs));
+
+		if (!ifs)
 			return NULL;
+		s->ifs = ifs;
+		s->cap = cap;
 	}
 	f = &s->ifs[s->n++];
 	memset(f, 0, sizeof(*f));

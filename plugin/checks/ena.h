@@ -114,6 +114,17 @@ int ena_diff(const struct ethtool_devdump *before, const struct ethtool_devdump 
 int ena_filter(const struct ethtool_devdump *d, const struct ena_lists *l,
 	       struct ethtool_devdump *ret);
 
+/*
+ * ena_baseline_same - pure: would the filtered reading @b, as a new baseline, tell the verdicts
+ * nothing that @a does not? True when both name the same device (ifname, driver, bus_info) and
+ * hold the same counters in the same order with the same values, except those the verdicts never
+ * take a delta of: the per-queue tx_cnt/rx_cnt (compared only to see them go down, the
+ * "queue counters zeroed" of a restart note, not a verdict; an older value may miss a zeroing
+ * once the new count has passed it, so the caller bounds how old a kept baseline gets) and the
+ * conntrack gauge (read as it is). A caller may keep @a instead of writing @b when this is true.
+ */
+bool ena_baseline_same(const struct ethtool_devdump *a, const struct ethtool_devdump *b);
+
 /* ---- allowance (throttling) ----------------------------------------------------------------- */
 
 struct ena_allowance {
@@ -173,8 +184,8 @@ struct ena_ifstate {
 
 struct ena_state {
 	uint64_t read_ms;			/* last time the devices were read (rate limit) */
-	size_t n;
-	struct ena_ifstate *ifs;		/* n entries, owned */
+	size_t n, cap;
+	struct ena_ifstate *ifs;		/* n entries (room for cap), owned */
 };
 
 /* ena_state_free - free everything @s owns and zero it. NULL-safe. */
@@ -185,7 +196,8 @@ struct ena_ifstate *ena_state_find(struct ena_state *s, const char *key);
 
 /*
  * ena_state_add - append an empty entry for @key (whose base is empty). Returns it, or NULL
- * when full (ENA_STATE_MAX_IFACES) or out of memory.
+ * when full (ENA_STATE_MAX_IFACES) or out of memory. The array grows: a pointer to an entry
+ * does not survive the next add.
  */
 struct ena_ifstate *ena_state_add(struct ena_state *s, const char *key);
 

@@ -4,6 +4,7 @@
  */
 #include <errno.h>
 #include <inttypes.h>
+#include <limits.h>
 
 #include "checks/ena_kernel.h"
 #include "checks/klog_incident.h"
@@ -107,10 +108,17 @@ int ena_kernel_resets(const struct kevents *k, uint64_t now_ms, uint64_t window_
 int ena_kernel_load(const char *run_dir, uint64_t now_ms, uint64_t window_ms,
 		    struct ena_kernel *ret)
 {
-	_cleanup_free_ struct kevents *k = calloc(1, sizeof(*k));
+	_cleanup_free_ struct kevents *k = NULL;
+	char path[PATH_MAX];
 	int r;
 
 	memset(ret, 0, sizeof(*ret));
+	/* no agent, or agent.kmsg off: nothing to read, and no 80 KiB buffer to clear for it
+	 * (check ena runs on every NPD interval) */
+	if (snprintf(path, sizeof(path), "%s/%s", run_dir, RUN_KERNEL_EVENTS) < (int)sizeof(path) &&
+	    access(path, F_OK) < 0 && errno == ENOENT)
+		return 0;
+	k = calloc(1, sizeof(*k));
 	if (!k)
 		return -ENOMEM;
 	r = state_read(run_dir, &kevents_state, k);

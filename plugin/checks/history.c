@@ -2,7 +2,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
-#include <stdarg.h>
 #include <sys/stat.h>
 
 #include "checks/history.h"
@@ -17,22 +16,6 @@
 static const char ring_magic[8] = "CZHIST1\n";
 
 /* ---- escaping ---- */
-
-static int appendf(char *buf, size_t size, size_t *off, const char *fmt, ...) _printf_(4, 5);
-static int appendf(char *buf, size_t size, size_t *off, const char *fmt, ...)
-{
-	va_list ap;
-	int w;
-
-	va_start(ap, fmt);
-	w = vsnprintf(buf + *off, size - *off, fmt, ap);
-	va_end(ap);
-	if (w < 0 || (size_t)w >= size - *off)
-		return -ENOBUFS;
-	*off += (size_t)w;
-	return 0;
-}
-
 
 static bool plain(unsigned char c)
 {
@@ -49,16 +32,15 @@ static int put_esc(char *buf, size_t size, size_t *off, const char *s)
 		s = "-";
 	else if (dash)
 		s = "";
-	if (dash && appendf(buf, size, off, "%%2D") < 0)
+	if (dash && buf_appendf(buf, size, off, "%%2D") < 0)
 		return -ENOBUFS;
 	for (; *s; s++) {
 		unsigned char c = (unsigned char)*s;
-		int w = plain(c) ? snprintf(buf + *off, size - *off, "%c", c)
-				 : snprintf(buf + *off, size - *off, "%%%02X", c);
+		int r = plain(c) ? buf_appendf(buf, size, off, "%c", c)
+				 : buf_appendf(buf, size, off, "%%%02X", c);
 
-		if (w < 0 || (size_t)w >= size - *off)
-			return -ENOBUFS;
-		*off += (size_t)w;
+		if (r < 0)
+			return r;
 	}
 	return 0;
 }
@@ -101,33 +83,33 @@ int burst_log_format(const struct burst_event *ev, char *buf, size_t size)
 	size_t off = 0;
 	int r;
 
-	r = appendf(buf, size, &off, "burst %u %" PRIu64 " %" PRIu64 " %.1f %.1f %s irqs=", ev->cpu,
-		    ev->start_ms, ev->end_ms, ev->peak_pct, ev->mean_pct,
-		    config_metric_name(ev->metric));
+	r = buf_appendf(buf, size, &off, "burst %u %" PRIu64 " %" PRIu64 " %.1f %.1f %s irqs=",
+			ev->cpu, ev->start_ms, ev->end_ms, ev->peak_pct, ev->mean_pct,
+			config_metric_name(ev->metric));
 	r = r ?: put_esc(buf, size, &off, ev->irqs);
-	r = r ?: appendf(buf, size, &off, " tasks=");
+	r = r ?: buf_appendf(buf, size, &off, " tasks=");
 	for (size_t i = 0; r == 0 && i < ev->ntasks && i < HISTORY_TASKS_MAX; i++) {
 		const struct burst_task *t = &ev->task[i];
 
-		r = appendf(buf, size, &off, "%s%d/%d/", i ? "," : "", t->pid, t->tid);
+		r = buf_appendf(buf, size, &off, "%s%d/%d/", i ? "," : "", t->pid, t->tid);
 		r = r ?: put_esc(buf, size, &off, t->comm);
-		r = r ?: appendf(buf, size, &off, "/%" PRIu64, t->stime_ms);
+		r = r ?: buf_appendf(buf, size, &off, "/%" PRIu64, t->stime_ms);
 	}
 	if (r == 0 && ev->ntasks == 0)
-		r = appendf(buf, size, &off, "-");
-	r = r ?: appendf(buf, size, &off, " stack=");
+		r = buf_appendf(buf, size, &off, "-");
+	r = r ?: buf_appendf(buf, size, &off, " stack=");
 	r = r ?: put_esc(buf, size, &off, ev->stack);
 	if (ev->profile[0] || ev->hot[0] || ev->why[0]) {
-		r = r ?: appendf(buf, size, &off, " profile=");
+		r = r ?: buf_appendf(buf, size, &off, " profile=");
 		r = r ?: put_esc(buf, size, &off, ev->profile);
-		r = r ?: appendf(buf, size, &off, " hot=");
+		r = r ?: buf_appendf(buf, size, &off, " hot=");
 		r = r ?: put_esc(buf, size, &off, ev->hot);
 		if (ev->hot[0])
-			r = r ?: appendf(buf, size, &off, "/%u", ev->hot_pct);
-		r = r ?: appendf(buf, size, &off, " why=");
+			r = r ?: buf_appendf(buf, size, &off, "/%u", ev->hot_pct);
+		r = r ?: buf_appendf(buf, size, &off, " why=");
 		r = r ?: put_esc(buf, size, &off, ev->why);
 	}
-	r = r ?: appendf(buf, size, &off, "\n");
+	r = r ?: buf_appendf(buf, size, &off, "\n");
 	return r < 0 ? r : (int)off;
 }
 
@@ -396,25 +378,25 @@ int heartbeat_format(const struct heartbeat *hb, char *buf, size_t size)
 	size_t off = 0;
 	int r;
 
-	r = appendf(buf, size, &off,
-		    "pid %d\ntime_ms %" PRIu64 "\ninterval_ms %" PRIu64 "\nmetric %s\nncpu %u\n"
-		    "stopped %d\n",
-		    hb->pid, hb->time_ms, hb->interval_ms, config_metric_name(hb->metric), hb->ncpu,
-		    hb->stopped ? 1 : 0);
+	r = buf_appendf(buf, size, &off,
+			"pid %d\ntime_ms %" PRIu64 "\ninterval_ms %" PRIu64 "\nmetric %s\nncpu %u\n"
+			"stopped %d\n",
+			hb->pid, hb->time_ms, hb->interval_ms, config_metric_name(hb->metric),
+			hb->ncpu, hb->stopped ? 1 : 0);
 	for (size_t i = 0; r == 0 && i < hb->nactive && i < HISTORY_ACTIVE_MAX; i++) {
 		const struct burst_event *a = &hb->active[i];
 
-		r = appendf(buf, size, &off, "active %u %" PRIu64 " %" PRIu64 " %.1f %.1f", a->cpu,
-			    a->start_ms, a->end_ms, a->peak_pct, a->mean_pct);
+		r = buf_appendf(buf, size, &off, "active %u %" PRIu64 " %" PRIu64 " %.1f %.1f",
+				a->cpu, a->start_ms, a->end_ms, a->peak_pct, a->mean_pct);
 		for (size_t k = 0; r == 0 && k < a->ntasks && k < HISTORY_TASKS_MAX; k++) {
 			const struct burst_task *tk = &a->task[k];
 
-			r = appendf(buf, size, &off, "%s%d/%d/", k ? "," : " tasks=", tk->pid,
-				    tk->tid);
+			r = buf_appendf(buf, size, &off, "%s%d/%d/", k ? "," : " tasks=",
+					tk->pid, tk->tid);
 			r = r ?: put_esc(buf, size, &off, tk->comm);
-			r = r ?: appendf(buf, size, &off, "/%" PRIu64, tk->stime_ms);
+			r = r ?: buf_appendf(buf, size, &off, "/%" PRIu64, tk->stime_ms);
 		}
-		r = r ?: appendf(buf, size, &off, "\n");
+		r = r ?: buf_appendf(buf, size, &off, "\n");
 	}
 	return r < 0 ? r : (int)off;
 }

@@ -364,17 +364,10 @@ static void add(struct text *t, const char *fmt, ...) _printf_(2, 3);
 static void add(struct text *t, const char *fmt, ...)
 {
 	va_list ap;
-	int n;
 
-	if (t->len + 1 >= t->size)
-		return;
 	va_start(ap, fmt);
-	n = vsnprintf(t->buf + t->len, t->size - t->len, fmt, ap);
+	(void)buf_vappendf(t->buf, t->size, &t->len, true, fmt, ap);
 	va_end(ap);
-	if (n > 0)
-		t->len += (size_t)n;
-	if (t->len >= t->size)
-		t->len = t->size - 1;
 }
 
 static void lockup_words(struct text *t, const struct klog_event *e, int cpu)

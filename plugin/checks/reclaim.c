@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* Reclaim as a remediation, the pure half: see reclaim.h. */
 #include <errno.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -243,6 +244,32 @@ char *reclaim_message(const struct reclaim_state *s, char *buf, size_t size)
 
 /* ---- the state file ---- */
 
+/* The state's number lines, by key. */
+static const struct {
+	const char *key;
+	size_t off;
+} u64_keys[] = {
+	{ "since", offsetof(struct reclaim_state, since_ms) },
+	{ "seen", offsetof(struct reclaim_state, seen_ms) },
+	{ "last", offsetof(struct reclaim_state, last_ms) },
+	{ "before", offsetof(struct reclaim_state, before) },
+	{ "after", offsetof(struct reclaim_state, after) },
+	{ "took_ms", offsetof(struct reclaim_state, took_ms) },
+	{ "freed", offsetof(struct reclaim_state, freed) },
+};
+
+/* "@key <u64>" for one of u64_keys into @s: true when @line was one (and a valid number). */
+static bool parse_u64_line(const char *line, size_t n, struct reclaim_state *s)
+{
+	const char *v;
+	size_t vl;
+
+	for (size_t i = 0; i < ARRAY_SIZE(u64_keys); i++)
+		if (line_kv(line, n, u64_keys[i].key, &v, &vl))
+			return parse_u64_n(v, vl, (uint64_t *)((char *)s + u64_keys[i].off)) == 0;
+	return false;
+}
+
 static int state_parse(const char *payload, size_t len, void *obj)
 {
 	struct reclaim_state s = { 0 };
@@ -253,19 +280,7 @@ static int state_parse(const char *payload, size_t len, void *obj)
 
 	(void)len;
 	while (next_line(&pos, &line, &n)) {
-		if (line_kv(line, n, "since", &v, &vl) && parse_u64_n(v, vl, &s.since_ms) == 0)
-			continue;
-		if (line_kv(line, n, "seen", &v, &vl) && parse_u64_n(v, vl, &s.seen_ms) == 0)
-			continue;
-		if (line_kv(line, n, "last", &v, &vl) && parse_u64_n(v, vl, &s.last_ms) == 0)
-			continue;
-		if (line_kv(line, n, "before", &v, &vl) && parse_u64_n(v, vl, &s.before) == 0)
-			continue;
-		if (line_kv(line, n, "after", &v, &vl) && parse_u64_n(v, vl, &s.after) == 0)
-			continue;
-		if (line_kv(line, n, "took_ms", &v, &vl) && parse_u64_n(v, vl, &s.took_ms) == 0)
-			continue;
-		if (line_kv(line, n, "freed", &v, &vl) && parse_u64_n(v, vl, &s.freed) == 0)
+		if (parse_u64_line(line, n, &s))
 			continue;
 		if (line_kv(line, n, "target", &v, &vl) && vl < sizeof(s.target)) {
 			char t[RECLAIM_TARGET_MAX];

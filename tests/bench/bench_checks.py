@@ -12,6 +12,8 @@ binary (argv[1]) for comparison.
   check cpu (inline)    no agent: samples cpu.inline_window (3 s, the default) itself
   check ena             this NIC's driver through a temp config, min_read_interval 0 (every exec
                         reads the device, as at NPD's 30 s interval)  vs  ethtool -S | awk
+  check ena (durable)   same, ena.window 12ms: the state rewritten (fsync'd) on every exec, as
+                        a reading that changed something does
   check ena-allowance   same                         vs  ethtool -S | awk (allowance counters)
 """
 import os
@@ -55,6 +57,12 @@ def main():
         cfg = os.path.join(tmp, "cz.yaml")
         with open(cfg, "w") as f:
             f.write("ena:\n  drivers: [%s]\n  min_read_interval: 0s\n" % (driver or "ena"))
+        # the same with a 12 ms window: its state is due a refresh (window/12) on every exec,
+        # so each exec pays the durable rewrite that a quiet reading otherwise skips
+        cfg_durable = os.path.join(tmp, "cz-durable.yaml")
+        with open(cfg_durable, "w") as f:
+            f.write("ena:\n  drivers: [%s]\n  min_read_interval: 0s\n  window: 12ms\n"
+                    % (driver or "ena"))
         cgroot = memory_v1_root() or "/sys/fs/cgroup"
         state = os.path.join(tmp, "state")
         agent = start_agent(os.path.join(shm, "run"), os.path.join(tmp, "agent-state"))
@@ -84,6 +92,9 @@ def main():
             rows += [
                 ("ena", "cpuzombie-check check ena (%s, %s)" % (ifname, driver),
                  base + ["check", "ena"], N),
+                ("ena-durable", "cpuzombie-check check ena, state rewritten on every exec "
+                 "(window 12ms)", [CHECK, "--config", cfg_durable, "--state-dir",
+                                   os.path.join(tmp, "state-durable"), "check", "ena"], N),
                 ("naive-ena", "naive: ethtool -S | awk (reset counters)",
                  ["sh", "-c", "ethtool -S %s | awk '/%s/ {s += $2} END {print s; exit s > 0}'"
                   % (ifname, resets)], N // 2),

@@ -148,6 +148,41 @@ def test_corrupt_and_unwritable_state(netns, czns, tmp_path):
     assert r.returncode == 2 and "state" in r.stdout, r
 
 
+@needs_root
+@needs_tools
+def test_quiet_reads_leave_the_state_file_alone(netns, czns, tmp_path):
+    """A reading that tells the verdicts nothing new does not rewrite the state (that rewrite
+    was two fsyncs on every exec); it moves the stamp in the lock file. A change is written."""
+    cfg = veth_config(tmp_path)
+    state = czns.state / "ena"
+    for check in ("ena", "ena-allowance"):
+        czns(netns, "--config", cfg, "check", check, check=0)
+    ino = {n: os.stat(czns.state / n).st_ino for n in ("ena", "ena-allowance")}
+    before = state.read_bytes()
+    for _ in range(3):
+        r = czns(netns, "--config", cfg, "check", "ena", check=0)
+        assert r.stdout.strip() == "2 ENA interfaces: no resets in 1h", r.stdout
+        r = czns(netns, "--config", cfg, "check", "ena-allowance", check=0)
+        assert "no ENA allowance exceeded on 2 interfaces" in r.stdout, r.stdout
+    assert {n: os.stat(czns.state / n).st_ino for n in ino} == ino
+    assert state.read_bytes() == before
+    stamp = (czns.state / "ena.lock").read_text()
+    assert re.fullmatch(r"stamp \d{20}\n", stamp), stamp
+    stored = int(re.search(r"^read (\d+)$", before.decode(), re.M).group(1))
+    assert int(stamp.split()[1]) >= stored
+    # someone else's bytes in the lock file: no stamp, the check reads and works on
+    (czns.state / "ena.lock").write_text("not a stamp\n")
+    r = czns(netns, "--config", cfg, "check", "ena", check=0)
+    assert r.stdout.strip() == "2 ENA interfaces: no resets in 1h", r.stdout
+    # a device that goes is news: written
+    sh("ip", "-n", netns, "link", "set", "veth-b", "down")
+    sh("ip", "-n", netns, "link", "set", "veth-b", "name", "veth-c")
+    r = czns(netns, "--config", cfg, "check", "ena", check=0)
+    assert "veth-c first reading" in r.stdout
+    assert os.stat(state).st_ino != ino["ena"]
+    assert "iface if:veth-c " in state.read_text()
+
+
 def after_of(path, tmp_path, changes, name="after.txt"):
     text = open(path).read()
     for k, v in changes.items():

@@ -229,6 +229,68 @@ def test_agent_container_census_names_real_zombies(image, helm, tmp_path):
         pod.stop()
 
 
+RECLAIM_SETS = ("config.remediation.reclaim=drop_caches", "config.remediation.for=0s",
+                "agent.zombieCensus=true", "config.memcg.systemd_hints=false",
+                "config.memcg.min_dying=5")
+
+
+def reclaim_state(pod):
+    path = os.path.join(pod.overrides["/var/lib/cpuzombie"], "reclaim")
+    if not os.path.exists(path):
+        return None
+    return dict(ln.split(" ", 1) for ln in open(path).read().splitlines()[1:-1])
+
+
+@pytest.mark.skipif(not os.path.isdir("/sys/fs/cgroup"), reason="no cgroup filesystem")
+@pytest.mark.parametrize("mounted", [True, False], ids=["charts-mounts", "proc-read-only"])
+def test_agent_container_reclaims_with_the_charts_mounts(image, helm, tmp_path, mounted):
+    """config.remediation.reclaim=drop_caches as the chart renders it: the agent container
+    (uid 0, every capability dropped, read-only root) reclaims through the host's /proc/sys/vm
+    that the chart mounts writable over the read-only /host/proc, and the named zombies go.
+    Without that mount (the pod as it was before: /host/proc read-only) the write is refused
+    with EROFS, which the agent records and says, and it keeps running."""
+    objs = chart(helm, *RECLAIM_SETS, json_sets=CENSUS_JSON)
+    if not mounted:
+        ds = next(o for o in objs if o["kind"] == "DaemonSet")
+        agent = next(x for x in ds["spec"]["template"]["spec"]["containers"]
+                     if x["name"] == "agent")
+        agent["volumeMounts"] = [m for m in agent["volumeMounts"]
+                                 if m["name"] != "host-proc-sys-vm"]
+    pod = ph.Pod(objs, tmp_path, NODE, {"/var/lib/cpuzombie": str(tmp_path / "state")},
+                 seccomp=ph.containerd_runtime_default(tmp_path))
+    agent = pod.container("agent")
+    assert "add" not in agent["securityContext"]["capabilities"] or \
+        not {"SYS_ADMIN", "DAC_OVERRIDE"} & set(agent["securityContext"]["capabilities"]["add"])
+    try:
+        with NamedZombies(tmp_path, flat=40, nests=1, per_nest=5) as z:
+            os.sync()	# as time would: drop_caches drops clean pages only (test_reclaim.py)
+            c = pod.start("agent")
+            st = wait_for(lambda: (reclaim_state(pod) or {}).get("result") not in
+                          (None, "none", "started") and reclaim_state(pod),
+                          "the agent's reclaim", timeout=120, diag=lambda: pod.logs(c))
+            logs = pod.logs(c)
+            if mounted:
+                assert st["result"] == "ok" and st["method"] == "drop_caches", (st, logs)
+                assert int(st["before"]) >= z.flat + z.nests * z.per_nest, (st, logs)
+                assert "vm.drop_caches=1 freed %s of %s" % (
+                    int(st["before"]) - int(st["after"]), st["before"]) in logs, logs
+                # the census the agent took after it: ours are (nearly) all gone
+                text = open(os.path.join(pod.vols["run"], "memcg-census")).read()
+                left = sum(n for (kind, key), (n, *_r) in parse_census(text).items()
+                           if kind == "g" and key.startswith(z.name))
+                assert left <= (z.flat + z.nests * z.per_nest) // 10, (text, logs)
+                print("reclaim in the image:", [l for l in logs.splitlines() if "freed" in l])
+            else:
+                assert st["result"] == "failed" and st["err"] == "30", (st, logs)	# EROFS
+                assert "refused: Read-only file system (the agent needs root and the " \
+                    "host's /proc/sys/vm writable)" in logs, logs
+            assert "Reclaim Events off" in logs, logs	# no API server here: no Event
+            time.sleep(1)
+            assert pod.running(c), pod.logs(c)
+    finally:
+        pod.stop()
+
+
 @pytest.mark.skipif(not os.path.isdir("/sys/fs/cgroup"), reason="no cgroup filesystem")
 @pytest.mark.parametrize("how", ["no-capabilities", "crio-seccomp"])
 def test_agent_container_census_without_privileges_says_why(image, helm, tmp_path, how):

@@ -418,6 +418,142 @@ static void test_check_rate_limit_and_count_change(void **s)
 	assert_true(strncmp(res.msg, "eth0 1 reset/1h: tx_timeout +1", 30) == 0);
 }
 
+/* The state file's inode: a rewrite (O_TMPFILE, rename) gives the name a new one. */
+static ino_t file_ino(const char *name)
+{
+	char path[128];
+	struct stat st;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	assert_int_equal(stat(path, &st), 0);
+	return st.st_ino;
+}
+
+static void test_check_quiet_reads_keep_the_file(void **s)
+{
+	struct fake_dev *d = oot("eth0", "0000:00:05.0");
+	struct npd_result res;
+	unsigned calls;
+	ino_t ino;
+
+	cfg.ena.min_read_interval_ms = 5000;
+	assert_int_equal(run(1000 * MIN, &res), NPD_OK);
+	ino = file_ino("ena");
+	/* packets flowed and the conntrack gauge moved: nothing a verdict diffs, no rewrite */
+	fake_set(d, "queue_5_tx_cnt", 5000);
+	fake_set(d, "conntrack_allowance_available", 4000);
+	calls = F.calls;
+	assert_int_equal(run(1000 * MIN + 6000, &res), NPD_OK);
+	assert_true(F.calls > calls); /* read */
+	assert_true(file_ino("ena") == ino);
+	assert_string_equal(res.msg, "eth0: no ENA resets in 1h");
+	/* the rate limit counts from that read (the stamp), not from the state's own time */
+	calls = F.calls;
+	assert_int_equal(run(1000 * MIN + 8000, &res), NPD_OK);
+	assert_int_equal(F.calls, calls);
+	assert_string_equal(res.msg, "eth0: no ENA resets in 1h");
+	/* a reset after quiet reads is caught, against the kept baseline, and written */
+	fake_set(d, "total_resets", 1);
+	fake_set(d, "tx_timeout", 1);
+	assert_int_equal(run(1000 * MIN + 12000, &res), NPD_PROBLEM);
+	assert_true(strncmp(res.msg, "eth0 1 reset/1h: tx_timeout +1", 30) == 0);
+	assert_true(file_ino("ena") != ino);
+	ino = file_ino("ena");
+	assert_int_equal(run(1001 * MIN, &res), NPD_PROBLEM); /* still True, nothing new */
+	assert_true(file_ino("ena") == ino);
+	/* nothing changes, but the stored time is due a refresh (window/12 = 5 minutes) */
+	assert_int_equal(run(1006 * MIN, &res), NPD_PROBLEM);
+	assert_true(file_ino("ena") != ino);
+	/* a risk counter that moved is news: written, so the next run does not say it again */
+	ino = file_ino("ena");
+	fake_set(d, "queue_5_tx_missed_tx", 3);
+	assert_int_equal(run(1007 * MIN, &res), NPD_PROBLEM);
+	assert_true(file_ino("ena") != ino);
+}
+
+static void test_check_kept_baseline_never_misses_a_reset(void **s)
+{
+	struct fake_dev *d = oot("eth0", "0000:00:05.0");
+	struct npd_result res;
+	ino_t ino;
+
+	assert_int_equal(run(1000 * MIN, &res), NPD_OK);
+	ino = file_ino("ena");
+	assert_int_equal(run(1004 * MIN, &res), NPD_OK); /* quiet: the state still says 1000 */
+	assert_true(file_ino("ena") == ino);
+	/* 59 minutes after the last read (63 after the stored time): within the window, a reset */
+	fake_set(d, "total_resets", 1);
+	fake_set(d, "tx_timeout", 1);
+	assert_int_equal(run(1063 * MIN, &res), NPD_PROBLEM);
+	assert_true(strncmp(res.msg, "eth0 1 reset/1h: tx_timeout +1", 30) == 0);
+}
+
+static void test_check_device_set_change_is_written(void **s)
+{
+	struct fake_dev *a = oot("eth0", "0000:00:05.0");
+	struct npd_result res;
+	ino_t ino;
+
+	oot("eth1", "0000:00:06.0");
+	assert_int_equal(run(1000 * MIN, &res), NPD_OK);
+	ino = file_ino("ena");
+	F.dev[1].gone = true; /* the last read saw two devices: this one sees one */
+	assert_int_equal(run(1001 * MIN, &res), NPD_OK);
+	assert_true(file_ino("ena") != ino);
+	assert_string_equal(res.msg, "eth0: no ENA resets in 1h");
+	ino = file_ino("ena");
+	snprintf(a->name, sizeof(a->name), "ens5"); /* renamed: same key, new name */
+	assert_int_equal(run(1002 * MIN, &res), NPD_OK);
+	assert_true(file_ino("ena") != ino);
+	assert_string_equal(res.msg, "ens5: no ENA resets in 1h");
+}
+
+static void test_baseline_same(void **s)
+{
+	struct ethtool_devdump a = parse1("NIC statistics:\n     total_resets: 1\n"
+					  "     queue_0_tx_cnt: 10\n"
+					  "     conntrack_allowance_available: 100\n");
+	struct ethtool_devdump b = parse1("NIC statistics:\n     total_resets: 1\n"
+					  "     queue_0_tx_cnt: 99\n"
+					  "     conntrack_allowance_available: 7\n");
+	struct ethtool_devdump c = parse1("NIC statistics:\n     total_resets: 2\n"
+					  "     queue_0_tx_cnt: 10\n"
+					  "     conntrack_allowance_available: 100\n");
+	struct ethtool_devdump d = parse1("NIC statistics:\n     total_resets: 1\n"
+					  "     queue_0_tx_cnt: 10\n");
+
+	assert_true(ena_baseline_same(&a, &a));
+	assert_true(ena_baseline_same(&a, &b));	 /* packets and the gauge only */
+	assert_false(ena_baseline_same(&a, &c)); /* a reset counter moved */
+	assert_false(ena_baseline_same(&a, &d)); /* a counter went away */
+	snprintf(b.ifname, sizeof(b.ifname), "ens5");
+	assert_false(ena_baseline_same(&a, &b)); /* renamed */
+	ethtool_dump_free(&a);
+	ethtool_dump_free(&b);
+	ethtool_dump_free(&c);
+	ethtool_dump_free(&d);
+}
+
+static void test_check_allowance_quiet_keeps_the_file(void **s)
+{
+	struct fake_dev *d = oot("eth0", "0000:00:05.0");
+	struct ethtool_ops ops = fake_ops(&F);
+	struct npd_result res;
+	ino_t ino;
+
+	assert_int_equal(ena_check_allowance(&cfg, &ops, dir, 1000 * MIN, &res), NPD_OK);
+	ino = file_ino("ena-allowance");
+	fake_set(d, "queue_5_tx_cnt", 9000);
+	assert_int_equal(ena_check_allowance(&cfg, &ops, dir, 1001 * MIN, &res), NPD_OK);
+	assert_true(file_ino("ena-allowance") == ino);
+	/* a rise is an event once: written, so the next quiet read reports nothing */
+	fake_set(d, "bw_out_allowance_exceeded", 4);
+	assert_int_equal(ena_check_allowance(&cfg, &ops, dir, 1002 * MIN, &res), NPD_PROBLEM);
+	assert_string_equal(res.msg, "eth0 bw_out_allowance_exceeded +4");
+	assert_true(file_ino("ena-allowance") != ino);
+	assert_int_equal(ena_check_allowance(&cfg, &ops, dir, 1003 * MIN, &res), NPD_OK);
+}
+
 static void test_check_unknown(void **s)
 {
 	struct npd_result res;
@@ -468,6 +604,15 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_check_stale_baseline, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_check_reload_and_corrupt, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_check_rate_limit_and_count_change, setup, teardown),
+		cmocka_unit_test(test_baseline_same),
+		cmocka_unit_test_setup_teardown(test_check_allowance_quiet_keeps_the_file, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_check_quiet_reads_keep_the_file, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_check_kept_baseline_never_misses_a_reset, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_check_device_set_change_is_written, setup,
+						teardown),
 		cmocka_unit_test_setup_teardown(test_check_unknown, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_check_allowance, setup, teardown),
 	};

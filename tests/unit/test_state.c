@@ -291,6 +291,47 @@ static void test_readers_write_nothing(void **state)
 	state_set_read_only(false);
 }
 
+/* The stamp: kept in the lock file in place, read back under the lock, never a state file. */
+static void test_stamp(void **state)
+{
+	_cleanup_(state_end) struct state_txn txn = STATE_TXN_INIT;
+	struct kv k = { 0 };
+	uint64_t v = 7;
+	FILE *f;
+
+	assert_int_equal(state_begin(&txn, dir, &kv_type, &k), STATE_NONE);
+	assert_int_equal(state_stamp_get(&txn, &v), -ENODATA); /* a new lock file holds none */
+	assert_int_equal(v, 7);
+	assert_int_equal(state_stamp_set(&txn, 1796098697016ull), 0);
+	assert_int_equal(state_stamp_get(&txn, &v), 0);
+	assert_true(v == 1796098697016ull);
+	assert_int_equal(state_stamp_set(&txn, 5), 0); /* shorter: fixed width, no tail left */
+	assert_int_equal(state_stamp_get(&txn, &v), 0);
+	assert_true(v == 5);
+	assert_false(exists("kv")); /* the state itself is not written */
+	state_end(&txn);
+	/* someone else's bytes in the lock file are no stamp */
+	f = fopen(path_of("kv.lock"), "w");
+	assert_non_null(f);
+	fputs("stamp 0000000000000000000x\n", f);
+	fclose(f);
+	assert_int_equal(state_begin(&txn, dir, &kv_type, &k), STATE_NONE);
+	assert_int_equal(state_stamp_get(&txn, &v), -ENODATA);
+	assert_true(v == 5);
+	state_end(&txn);
+	/* read-only (report): nothing written, and no lock to read a stamp from */
+	state_set_read_only(true);
+	assert_int_equal(state_begin(&txn, dir, &kv_type, &k), STATE_NONE);
+	assert_int_equal(state_stamp_set(&txn, 9), 0);
+	assert_int_equal(state_stamp_get(&txn, &v), -ENODATA);
+	state_end(&txn);
+	state_set_read_only(false);
+	f = fopen(path_of("kv.lock"), "r");
+	assert_non_null(f);
+	assert_int_equal(fgetc(f), 's');
+	fclose(f);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -300,6 +341,7 @@ int main(void)
 		cmocka_unit_test(test_stale_temporary_replaced),
 		cmocka_unit_test(test_not_regular_moved_aside),
 		cmocka_unit_test(test_typed),
+		cmocka_unit_test(test_stamp),
 		cmocka_unit_test(test_readers_write_nothing),
 	};
 	return cmocka_run_group_tests_name("state", tests, setup, teardown);

@@ -126,13 +126,45 @@ static void test_next_line_and_names(void **state)
 	assert_false(valid_name("a b", 15));
 }
 
+static void test_buf_appendf(void **state)
+{
+	char buf[8];
+	size_t off = 0;
+
+	assert_int_equal(buf_appendf(buf, sizeof(buf), &off, "%s=%d", "a", 12), 0);
+	assert_string_equal(buf, "a=12");
+	assert_int_equal(off, 4);
+	/* does not fit whole: the offset stays, the caller fails the whole line */
+	assert_int_equal(buf_appendf(buf, sizeof(buf), &off, " %s", "toolong"), -ENOBUFS);
+	assert_int_equal(off, 4);
+	assert_int_equal(buf_appendf(buf, sizeof(buf), &off, ";%c", 'b'), 0);
+	assert_string_equal(buf, "a=12;b");
+	assert_int_equal(buf_appendf(buf, sizeof(buf), &off, "c"), 0); /* exactly full */
+	assert_int_equal(off, 7);
+	assert_int_equal(buf_appendf(buf, sizeof(buf), &off, "%s", ""), 0);
+	assert_int_equal(buf_appendf(buf, sizeof(buf), &off, "d"), -ENOBUFS);
+	assert_string_equal(buf, "a=12;bc");
+	/* the cut variant: a message that may be cut stops one short of the end */
+	off = 0;
+	buf_appendf_cut(buf, sizeof(buf), &off, "%s", "abc");
+	buf_appendf_cut(buf, sizeof(buf), &off, "; %s", "defgh");
+	assert_string_equal(buf, "abc; de");
+	assert_int_equal(off, 7);
+	buf_appendf_cut(buf, sizeof(buf), &off, "more");
+	assert_string_equal(buf, "abc; de");
+	assert_int_equal(off, 7);
+	off = 9; /* past the end: nothing written */
+	assert_int_equal(buf_appendf(buf, sizeof(buf), &off, "x"), -ENOBUFS);
+	assert_int_equal(buf_appendf(buf, 0, &(size_t){ 0 }, "x"), -ENOBUFS);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_parse_u64),	   cmocka_unit_test(test_parse_u64_n),
 		cmocka_unit_test(test_parse_double),	   cmocka_unit_test(test_durations),
 		cmocka_unit_test(test_format_bytes),	   cmocka_unit_test(test_format_ratio),
-		cmocka_unit_test(test_next_line_and_names),
+		cmocka_unit_test(test_next_line_and_names), cmocka_unit_test(test_buf_appendf),
 	};
 	return cmocka_run_group_tests_name("util", tests, NULL, NULL);
 }
