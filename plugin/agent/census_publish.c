@@ -138,8 +138,14 @@ int census_publish(struct census_publisher *p, struct cz_ctx *ctx, uint64_t mono
 	load_us = s.load_us, walk_us = s.walk_us;
 	census_scan_free(&s);
 	p->last_us = mono_us() - t0;
-	if (q < 0) {
+	if (q < 0 && fd < 0 && q != -ENOENT && q != -ENODATA)
+		/* the hierarchy itself could not be opened (a missing or unreadable host mount):
+		 * not the BPF program's refusal, whatever the errno */
+		snprintf(err, sizeof(err), "cannot open the memory cgroup hierarchy: %s",
+			 strerror(-q));
+	else if (q < 0)
 		snprintf(err, sizeof(err), "%s", reason(q) ? reason(q) : strerror(-q));
+	if (q < 0) {
 		if (q != p->last_rc)	/* a change of state, not every period */
 			log_warning_errno(q, "Zombie census off: %s", err);
 		c = (struct census){ .t_ms = now_ms };

@@ -87,3 +87,20 @@ def emu(certs, tmp_path):
     e = kh.Emulator(certs, str(tmp_path)).start()
     yield e
     e.stop()
+
+
+def reachable_tmp(prefix):
+    """A fresh directory that nobody (65534) can traverse, for tests that run the binary as
+    nobody: pytest's own /tmp/pytest-of-root is reset to 0700 whenever another pytest session
+    starts on the machine, which made such tests fail under a concurrent run. Outside it, made
+    0711 here, removed afterwards. Use as a module's own `tmp_path` fixture (yield from)."""
+    import pathlib
+    import shutil
+    import tempfile
+    d = tempfile.mkdtemp(prefix=prefix, dir="/tmp")
+    os.chmod(d, 0o711)
+    try:
+        yield pathlib.Path(d)
+    finally:
+        subprocess.run(["umount", "-R", "-q", d], stderr=subprocess.DEVNULL, check=False)
+        shutil.rmtree(d, ignore_errors=True)

@@ -15,10 +15,16 @@ import time
 import pytest
 
 from census_helpers import NamedZombies, parse_census
-from conftest import needs_root
+from conftest import reachable_tmp, needs_root
 from memcg_helpers import memory_v1_root, v1_counts
 
 pytestmark = [needs_root]
+
+
+@pytest.fixture
+def tmp_path():
+    """Our own, not pytest's: nobody must reach it (conftest.reachable_tmp says why)."""
+    yield from reachable_tmp("cz-census-")
 
 CFG = """cpu:
   inline_window: 1s

@@ -26,12 +26,19 @@ import time
 import pytest
 
 import hardening_helpers as hh
+from conftest import reachable_tmp
 
 NOBODY = 65534
 pytestmark = pytest.mark.skipif(os.geteuid() != 0 or not shutil.which("setpriv"),
                                 reason="needs root and setpriv to run as another uid with "
                                        "chosen capabilities")
 MEMCG = os.path.join(hh.FIXTURES, "memcg", "this-vm-hybrid")
+
+
+@pytest.fixture
+def tmp_path():
+    """Our own, not pytest's: nobody must reach it (conftest.reachable_tmp says why)."""
+    yield from reachable_tmp("cz-priv-")
 
 
 def as_user(*caps, uid=NOBODY):

@@ -121,9 +121,11 @@ int census(struct bpf_iter__cgroup *ctx)
 	struct cgroup *cgrp = ctx->cgroup;
 	struct census_end *end;
 	struct walk w = {};
+	/* both relocated to the running kernel: its subsystem list may differ from the build's */
 	int id = bpf_core_enum_value(enum cgroup_subsys_id, memory_cgrp_id);
+	int count = bpf_core_enum_value(enum cgroup_subsys_id, CGROUP_SUBSYS_COUNT);
 
-	if (!cgrp || id < 0 || id >= CGROUP_SUBSYS_COUNT)
+	if (!cgrp || id < 0 || id >= count)
 		return 0;
 	w.root = BPF_CORE_READ(cgrp, subsys[id]);
 	if (!w.root)
