@@ -24,6 +24,7 @@ struct target {
 	bool v2;
 	char rel[256];		/* the v2 mount, relative to the sys root */
 	char sub[256];		/* below it; "" = the root */
+	uint64_t dying;		/* the dying memcgs below it */
 };
 
 static int dying_now(struct cz_ctx *ctx, uint64_t *ret, bool *v2)
@@ -46,7 +47,9 @@ static void target_find(struct cz_ctx *ctx, struct target *t)
 
 	memcg_find_hierarchy(&ctx->hf, true, t->rel, sizeof(t->rel));
 	if (memcg_where_find(&ctx->hf, t->rel, t->sub, sizeof(t->sub), &n) < 0)
-		t->sub[0] = '\0';
+		t->sub[0] = '\0';	/* the root: all of them (t->dying, from the caller) */
+	else
+		t->dying = n;
 }
 
 static void target_file(const struct target *t, const char *file, char *buf, size_t size)
@@ -76,7 +79,7 @@ static int do_reclaim(struct cz_ctx *ctx, enum reclaim_method m, const struct ta
 {
 	_cleanup_close_ int fd = -1;
 	char rel[600], buf[8192], info[8192], num[32];
-	uint64_t amount;
+	uint64_t amount, extra;
 	ssize_t a, b;
 
 	if (m == RECLAIM_DROP_CACHES) {
@@ -89,6 +92,8 @@ static int do_reclaim(struct cz_ctx *ctx, enum reclaim_method m, const struct ta
 	b = hostfs_read(&ctx->hf, HOSTFS_PROC, "meminfo", info, sizeof(info));
 	if (reclaim_amount(a >= 0 ? buf : NULL, b >= 0 ? info : NULL, &amount) < 0)
 		return log_warning_errno(ENODATA, "No inactive_file in %s or meminfo", rel);
+	extra = reclaim_active_allowance(a >= 0 ? buf : NULL, t->dying);
+	amount = amount > UINT64_MAX - extra ? UINT64_MAX : amount + extra;
 	fd = open_reclaim(ctx, t);
 	if (fd < 0)
 		return fd;
@@ -179,6 +184,7 @@ int reclaimer_cycle(struct cz_ctx *ctx, int status, struct kube_client *kc,
 	reclaim_observe(&s, status, in.now_ms, cfg->remediation.for_ms);
 	if (status == NPD_PROBLEM && dying_now(ctx, &before, &in.v2) == 0) {
 		t.v2 = in.v2;
+		t.dying = before;
 		if (t.v2) {
 			_cleanup_close_ int fd = -1;
 

@@ -15,7 +15,8 @@
  * counts), and the amount its memory.stat inactive_file: the zombies' pages are never touched
  * again, so they age onto the inactive list; asking for all of it frees them without forcing
  * the live workloads' hot pages out first (proactive reclaim scans every memcg in the subtree,
- * dying ones included).
+ * dying ones included). Plus a bounded share of its active_file, a few KiB per zombie
+ * (reclaim_active_allowance): the pages a zombie read that others touched again are active.
  */
 
 #include <stddef.h>

@@ -193,6 +193,17 @@ int reclaim_amount(const char *memory_stat, const char *meminfo, uint64_t *ret)
 	return 0;
 }
 
+uint64_t reclaim_active_allowance(const char *memory_stat, uint64_t dying)
+{
+	uint64_t v, cap = dying > UINT64_MAX / RECLAIM_ACTIVE_PER_MEMCG
+			      ? UINT64_MAX : dying * RECLAIM_ACTIVE_PER_MEMCG;
+
+	if (!stat_value(memory_stat, "active_file", 1, &v))
+		return 0;
+	/* whole 4 KiB pages: the kernel reclaims pages and reads the ask in pages */
+	return (v < cap ? v : cap) & ~(uint64_t)4095;
+}
+
 static const char *what(enum reclaim_method m)
 {
 	return m == RECLAIM_MEMORY_RECLAIM ? "memory.reclaim" : "vm.drop_caches=1";

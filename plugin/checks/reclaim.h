@@ -140,6 +140,20 @@ void reclaim_end(struct reclaim_state *s, int err, uint64_t after, uint64_t took
 int reclaim_amount(const char *memory_stat, const char *meminfo, uint64_t *ret);
 
 /*
+ * reclaim_active_allowance - pure: the bytes of active file pages memory.reclaim may take
+ * beyond reclaim_amount: the "active_file" of the target's memory.stat text @memory_stat, at
+ * most RECLAIM_ACTIVE_PER_MEMCG for each of the @dying memcgs below the target, in whole 4 KiB
+ * pages; 0 when the text is NULL or lacks it. Why: a zombie whose pages were touched again after it first read them
+ * (a directory or inode-table block the next writers used too) sits on the active list, which
+ * an inactive_file-sized ask never reaches (measured on 6.1: 4 of 32 zombies left). Past the
+ * inactive pages the kernel deactivates in proportion, but scans a dying memcg's whole small
+ * list at every priority and a live one's 1/4096 (get_scan_count), so the extra goes to the
+ * zombies first, and live work's hot pages lose at most this much.
+ */
+#define RECLAIM_ACTIVE_PER_MEMCG (8u << 10)
+uint64_t reclaim_active_allowance(const char *memory_stat, uint64_t dying);
+
+/*
  * reclaim_message - pure: the Event's, the log's and the report's line for the reclaim recorded
  * in @s, into @buf: "vm.drop_caches=1 freed 56 of 65 dying memcgs (9 left) in 1.2 s",
  * "dry-run: would reclaim with vm.drop_caches=1: 65 dying memcgs", or the refusal with its

@@ -8,17 +8,13 @@ cgroup2 at /sys/fs/cgroup with +memory, makes real dying memcgs one and two leve
 (each charged a known amount of tmpfs page cache), runs one census with `agent --once`, then
 `check memcg` with and without the census, and prints it all on the serial console; this test
 judges that text. One boot serves all the tests here (module fixture)."""
-import os
-import subprocess
-import time
-
 import pytest
 
-from conftest import ROOT, needs_root
+from conftest import needs_root
+from vm_helpers import boot, no_sanitizer_reports
 
 pytestmark = [needs_root]
 
-SCRIPT = os.path.join(ROOT, "tests", "tools", "vm", "census-v2-vm.sh")
 SPEC = {"NAME": "czvmcensus", "FLAT": 20, "NESTS": 2, "PER_NEST": 5, "SIZE": 64 * 1024}
 # What a memcg charged with SIZE bytes of page cache still pins beyond them (the writer's own
 # allocations while inside): the same margin as test_census.py on the host's v1 hierarchy.
@@ -26,52 +22,11 @@ SPEC = {"NAME": "czvmcensus", "FLAT": 20, "NESTS": 2, "PER_NEST": 5, "SIZE": 64 
 SLACK = 128 * 1024
 
 
-class Guest:
-    def __init__(self, console, accel, seconds):
-        self.console = console
-        self.accel = accel
-        self.seconds = seconds
-        self.lines = {}
-        for ln in console.splitlines():
-            ln = ln.rstrip("\r")
-            if not ln.startswith("CZVM "):
-                continue
-            tag, _, text = ln[5:].partition(" ")
-            self.lines.setdefault(tag, []).append(text)
-
-    def one(self, tag):
-        v = self.lines.get(tag)
-        assert v and len(v) == 1, (tag, v, self.console[-4000:])
-        return v[0]
-
-    def all(self, tag):
-        return self.lines.get(tag, [])
-
-    def stat(self, tag):
-        return {k: int(v) for k, v in (x.split() for x in self.all(tag))}
-
-
 @pytest.fixture(scope="module")
 def guest(cz_bin, tmp_path_factory):
     out = str(tmp_path_factory.mktemp("census-v2-vm"))
-    env = dict(os.environ, **{"CZVM_" + k: str(v) for k, v in SPEC.items()})
-    t0 = time.monotonic()
-    p = subprocess.run(["bash", SCRIPT, cz_bin, out], capture_output=True, text=True, env=env,
-                       timeout=1800)
-    seconds = time.monotonic() - t0
-    if p.returncode == 77:
-        pytest.skip(p.stdout.strip().splitlines()[-1].removeprefix("SKIP: "))
-    assert p.returncode == 0, (p.stdout, p.stderr)
-    console = open(os.path.join(out, "console.log"), errors="replace").read()
-    accel = open(os.path.join(out, "accel")).read().strip()
-    g = Guest(console, accel, seconds)
-    print("census-v2 VM: %s, %s, %.1f s in all (%s)"
-          % (g.one("begin"), accel, seconds, p.stderr.strip().replace("\n", " ")[:200]))
-    assert "end" in g.lines, ("the guest did not finish its script", console[-4000:])
-    assert "fail" not in g.lines, (g.lines["fail"], console[-4000:])
-    for tag in ("agent-err", "check-err", "check-nocensus-err", "report-err"):
-        err = "\n".join(g.all(tag))	# a sanitizer report in the guest fails as on the host
-        assert "runtime error:" not in err and "Sanitizer" not in err, (tag, err)
+    g = boot(cz_bin, out, {"CZVM_" + k: str(v) for k, v in SPEC.items()}, "census-v2")
+    no_sanitizer_reports(g, "agent-err", "check-err", "check-nocensus-err", "report-err")
     census = "\n".join(g.all("census"))
     if "\ne built without the BPF census" in "\n" + census:
         pytest.skip("this binary was built without the BPF census (no bpftool, clang, libbpf "

@@ -21,6 +21,7 @@ test=(
 	clang libclang-rt-14-dev					# libFuzzer targets
 	bpftool libbpf-dev		# the zombie census (with clang): built when these are there
 	qemu-system-x86 busybox-static	# the census on pure cgroup v2 in a VM (test_census_v2)
+	e2fsprogs			# mkfs.ext4: the reclaim VM's disk (test_reclaim_v2)
 	sysstat ethtool iproute2 util-linux procps			# mpstat, ethtool -S, ip netns, taskset
 	openssl ca-certificates unzip nodejs				# API emulator TLS, kubectl/helm from npm
 	prometheus							# promtool (its server is not started)

@@ -255,6 +255,28 @@ static void test_amount(void **unused)
 			 -EINVAL);
 }
 
+static void test_active_allowance(void **unused)
+{
+	static const char st[] = "inactive_file 734003200\nactive_file 28672\n";
+
+	(void)unused;
+	/* the zombies' few active pages: all of them (the 6.1 VM's: 7 pages, 32 zombies) */
+	assert_int_equal(reclaim_active_allowance(st, 32), 28672);
+	/* a live workload's big active list: no more than RECLAIM_ACTIVE_PER_MEMCG a zombie */
+	assert_int_equal(reclaim_active_allowance("active_file 900000000\n", 3),
+			 3 * RECLAIM_ACTIVE_PER_MEMCG);
+	assert_int_equal(reclaim_active_allowance(st, 0), 0);
+	assert_int_equal(reclaim_active_allowance("active_file 12288\n", UINT64_MAX), 12288);
+	/* whole pages only: a remainder below 4 KiB is nothing to reclaim */
+	assert_int_equal(reclaim_active_allowance("active_file 12289\n", 9), 12288);
+	assert_int_equal(reclaim_active_allowance("active_file 1\n", 9), 0);
+	/* absent, not a number, a longer key, or no memory.stat: nothing extra */
+	assert_int_equal(reclaim_active_allowance("inactive_file 5\n", 9), 0);
+	assert_int_equal(reclaim_active_allowance("active_file lots\n", 9), 0);
+	assert_int_equal(reclaim_active_allowance("active_file_x 5\n", 9), 0);
+	assert_int_equal(reclaim_active_allowance(NULL, 9), 0);
+}
+
 static void test_config_keys(void **unused)
 {
 	struct cz_config c;
@@ -287,6 +309,7 @@ int main(void)
 		cmocka_unit_test(test_hostile_target),
 		cmocka_unit_test(test_state_roundtrip_and_bad),
 		cmocka_unit_test(test_amount),
+		cmocka_unit_test(test_active_allowance),
 		cmocka_unit_test(test_config_keys),
 	};
 

@@ -7,28 +7,9 @@
 # census with the agent, then `check memcg` twice (with the census, and without it: the
 # nr_dying_descendants path and its subtree hint), and prints everything on the serial console
 # as "CZVM <what> <text>" lines that the test parses. Powers off at the end, whatever happened.
-/bin/busybox --install -s /bin
-export PATH=/bin
-mount -t proc proc /proc
-mount -t sysfs sysfs /sys
-mount -t devtmpfs dev /dev 2>/dev/null
-mount -t tmpfs tmpfs /run
-mount -t tmpfs tmpfs /tmp
-mkdir -p /var/lib/cz /run/cz /data
+. /lib/czvm.sh	# czvm_setup say show finish (guest-lib.sh)
+czvm_setup	# NAME FLAT NESTS PER_NEST SIZE from /etc/czvm.conf (written by census-v2-vm.sh)
 mount -t tmpfs tmpfs /data
-. /etc/czvm.conf	# NAME FLAT NESTS PER_NEST SIZE (written by census-v2-vm.sh)
-
-say() { echo "CZVM $*"; }
-# a file as "CZVM <tag> <line>" lines, so kernel messages on the same console cannot pass for it
-show() { sed "s/^/CZVM $1 /" "$2" 2>/dev/null || say "$1-missing $2"; }
-finish() {
-	dmesg | grep -iE 'bpf|cgroup|memcg|oops|bug|warn' | tail -40 | sed 's/^/CZVM dmesg /'
-	say end
-	sync
-	poweroff -f
-	echo o >/proc/sysrq-trigger
-	sleep 60
-}
 
 say begin kernel $(uname -r)
 mount -t cgroup2 cgroup2 /sys/fs/cgroup || { say fail mount cgroup2; finish; }

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
-# Boots Debian's kernel on pure cgroup v2 in qemu and runs the zombie census there
-# (tests/e2e/test_census_v2.py; the guest's /init is census-v2-init.sh next to this file).
+# Boots Debian's kernel on pure cgroup v2 in qemu and runs one guest script there: the zombie
+# census (tests/e2e/test_census_v2.py, guest /init census-v2-init.sh, the default) or reclaim
+# (tests/e2e/test_reclaim_v2.py, reclaim-v2-init.sh), chosen by CZVM_INIT.
 #
 #   census-v2-vm.sh CPUZOMBIE OUTDIR
 #
@@ -9,7 +10,14 @@
 # cpuzombie-check beside it is copied too). The kernel is the vmlinuz of the package that
 # Debian's linux-image-amd64 depends on, fetched with `apt-get download` (never installed) and
 # kept in CZ_VM_CACHE (default /var/cache/cpuzombie/vm) under its package version.
-# The zombies' shape comes from CZVM_NAME, CZVM_FLAT, CZVM_NESTS, CZVM_PER_NEST, CZVM_SIZE.
+# The environment chooses the rest:
+#   CZVM_INIT     the guest's /init: a file next to this script (default census-v2-init.sh)
+#   CZVM_MODULES  kernel modules the guest needs ("virtio_pci virtio_blk ext4"): taken with
+#                 their dependencies from the same package (cached beside the vmlinuz), put in
+#                 the initramfs, and listed in load order in /etc/czvm-modules for the guest
+#   CZVM_DISK     a raw disk image attached as a virtio disk (/dev/vda in the guest)
+#   CZVM_*        the guest's parameters, in its /etc/czvm.conf without the prefix (the census's
+#                 zombies: CZVM_NAME, CZVM_FLAT, CZVM_NESTS, CZVM_PER_NEST, CZVM_SIZE)
 # Writes OUTDIR/console.log (the guest's serial console) and OUTDIR/accel (kvm or tcg).
 # Exit 0: the guest ran (the test judges the console); 77: skipped, the reason on the last line
 # of stdout ("SKIP: ..."); anything else: a failure, the reason on stderr.
@@ -30,6 +38,11 @@ command -v qemu-system-x86_64 >/dev/null || skip "no qemu-system-x86_64 (Debian 
 [ -x /bin/busybox ] && ! ldd /bin/busybox >/dev/null 2>&1 ||
 	skip "no static /bin/busybox (Debian busybox-static)"
 [ -x "$cz" ] || { echo "no binary at $cz" >&2; exit 2; }
+init=${CZVM_INIT:-census-v2-init.sh}
+[ -f "$here/$init" ] || { echo "no guest script $here/$init (CZVM_INIT)" >&2; exit 2; }
+disk=${CZVM_DISK:-}
+[ -z "$disk" ] || [ -f "$disk" ] || { echo "no disk image at $disk (CZVM_DISK)" >&2; exit 2; }
+read -r -a want_mods <<<"${CZVM_MODULES:-}"
 mkdir -p "$out" "$cache"
 
 # -- the kernel: linux-image-amd64's dependency, its vmlinuz cached by package version --------
@@ -37,8 +50,41 @@ kernel_pkg() {
 	apt-cache depends linux-image-amd64 2>/dev/null |
 		awk '$1 == "Depends:" && $2 ~ /^linux-image-[0-9]/ { print $2; exit }'
 }
+download() {	# download DIR PKG: the .deb into DIR
+	# (stale lists name a version the mirror dropped: update once and retry)
+	(cd "$1" && apt-get download -qq -o APT::Sandbox::User=root "$2" >/dev/null 2>&1) && return
+	apt-get update -qq >/dev/null 2>&1 || true
+	(cd "$1" && apt-get download -qq -o APT::Sandbox::User=root "$2" >/dev/null 2>&1)
+}
+# modules_closure TREE NAME...: the .ko files (relative to TREE, the package's
+# lib/modules/<version>) that NAME... need, dependencies first, from TREE/modules.dep
+modules_closure() {
+	local tree=$1 k v name p
+	shift
+	declare -A dep=() seen=() byname=()
+	while IFS= read -r k; do
+		v=${k#*:}
+		k=${k%%:*}
+		dep[$k]=$v
+		name=${k##*/}
+		name=${name%.ko*}
+		byname[${name//-/_}]=$k
+	done <"$tree/modules.dep"
+	visit() {
+		local d
+		[ -n "${seen[$1]:-}" ] && return 0
+		seen[$1]=1
+		for d in ${dep[$1]}; do visit "$d"; done
+		echo "$1"
+	}
+	for name in "$@"; do
+		p=${byname[${name//-/_}]:-}
+		[ -n "$p" ] || { echo "no module $name in the kernel package" >&2; return 1; }
+		visit "$p"
+	done
+}
 fetch_kernel() {	# prints the cached vmlinuz path; the .deb itself is not kept (70 MB)
-	local pkg ver f dl
+	local pkg ver f dl mods key tree
 	pkg=$(kernel_pkg)
 	if [ -z "$pkg" ]; then
 		apt-get update -qq >/dev/null 2>&1 || true
@@ -47,24 +93,39 @@ fetch_kernel() {	# prints the cached vmlinuz path; the .deb itself is not kept (
 	[ -n "$pkg" ] || return 1
 	ver=$(apt-cache policy "$pkg" | awk '$1 == "Candidate:" { print $2 }')
 	f="$cache/vmlinuz-${pkg}_${ver//[^A-Za-z0-9.+~-]/_}"
-	if [ ! -s "$f" ]; then
+	# the modules asked for so far, with their dependencies and a list in load order per set
+	mods="$cache/modules-${pkg}_${ver//[^A-Za-z0-9.+~-]/_}"
+	key=$(printf '%s\n' "${want_mods[@]}" | sort -u | tr '\n' ' ' | tr -c 'A-Za-z0-9_-' _)
+	if [ ! -s "$f" ] || { [ ${#want_mods[@]} -gt 0 ] && [ ! -s "$mods/$key.order" ]; }; then
 		dl=$(mktemp -d "$cache/dl.XXXXXX")
-		# (stale lists name a version the mirror dropped: update once and retry)
-		if ! (cd "$dl" && apt-get download -qq -o APT::Sandbox::User=root "$pkg" >/dev/null 2>&1); then
-			apt-get update -qq >/dev/null 2>&1 || true
-			(cd "$dl" && apt-get download -qq -o APT::Sandbox::User=root "$pkg" >/dev/null 2>&1) ||
-				{ rm -rf "$dl"; return 1; }
+		download "$dl" "$pkg" || { rm -rf "$dl"; return 1; }
+		if [ ! -s "$f" ]; then
+			dpkg-deb --fsys-tarfile "$dl"/*.deb | tar -x -C "$dl" --wildcards './boot/vmlinuz-*'
+			mv "$dl"/boot/vmlinuz-* "$f.tmp" && mv "$f.tmp" "$f"
 		fi
-		dpkg-deb --fsys-tarfile "$dl"/*.deb | tar -x -C "$dl" --wildcards './boot/vmlinuz-*'
-		mv "$dl"/boot/vmlinuz-* "$f.tmp" && mv "$f.tmp" "$f"
+		if [ ${#want_mods[@]} -gt 0 ]; then
+			# the package has no modules.dep (depmod writes it at install): busybox's
+			# depmod writes one for the unpacked tree
+			dpkg-deb --fsys-tarfile "$dl"/*.deb | tar -x -C "$dl" './lib/modules'
+			tree=$(echo "$dl"/lib/modules/*)
+			busybox depmod -b "$dl" "${tree##*/}" || { rm -rf "$dl"; return 1; }
+			modules_closure "$tree" "${want_mods[@]}" >"$dl/order" || { rm -rf "$dl"; return 1; }
+			mkdir -p "$mods"
+			(cd "$tree" && xargs -a "$dl/order" cp --parents -t "$mods/")
+			echo "${tree##*/}" >"$mods/version"
+			mv "$dl/order" "$mods/$key.order"
+		fi
 		rm -rf "$dl"
 	fi
 	echo "$f"
+	[ ${#want_mods[@]} -eq 0 ] || echo "$mods" "$mods/$key.order"
 }
 exec 8>"$cache/.lock"
 flock 8	# two checkouts fetching at once share one download
-kernel=$(fetch_kernel) || skip "could not fetch Debian's kernel package (apt-get download linux-image-amd64's dependency)"
+fetched=$(fetch_kernel) ||
+	skip "could not fetch Debian's kernel package (apt-get download linux-image-amd64's dependency)"
 flock -u 8
+kernel=$(sed -n 1p <<<"$fetched")
 echo "kernel: $kernel" >"$out/kernel"
 
 # -- the initramfs: busybox, the binary with its libraries, /init ------------------------------
@@ -72,8 +133,20 @@ root="$out/root"
 rm -rf "$root"
 mkdir -p "$root"/{bin,cz,etc,proc,sys,dev,run,tmp,var/lib}
 cp /bin/busybox "$root/bin/busybox"
-cp "$here/census-v2-init.sh" "$root/init"
+cp "$here/$init" "$root/init"
 chmod 0755 "$root/init"
+mkdir -p "$root/lib"
+cp "$here/guest-lib.sh" "$root/lib/czvm.sh"
+: >"$root/etc/czvm-modules"
+if [ ${#want_mods[@]} -gt 0 ]; then
+	read -r mods order <<<"$(sed -n 2p <<<"$fetched")"
+	kver=$(cat "$mods/version")
+	while read -r m; do
+		mkdir -p "$root/lib/modules/$kver/$(dirname "$m")"
+		cp "$mods/$m" "$root/lib/modules/$kver/$m"
+		echo "/lib/modules/$kver/$m" >>"$root/etc/czvm-modules"
+	done <"$order"
+fi
 cp "$cz" "$root/cz/cpuzombie"
 if [ -x "$(dirname "$cz")/cpuzombie-check" ]; then
 	cp "$(dirname "$cz")/cpuzombie-check" "$root/cz/cpuzombie-check"
@@ -93,6 +166,11 @@ NESTS=${CZVM_NESTS:-2}
 PER_NEST=${CZVM_PER_NEST:-5}
 SIZE=${CZVM_SIZE:-65536}
 EOF
+# the guest script's own parameters: every other CZVM_ variable, quoted for its shell
+for v in $(compgen -v CZVM_); do
+	case ${v#CZVM_} in NAME | FLAT | NESTS | PER_NEST | SIZE | INIT | MODULES | DISK) continue ;; esac
+	printf '%s=%q\n' "${v#CZVM_}" "${!v}" >>"$root/etc/czvm.conf"
+done
 printf 'cpu:\n  inline_window: 1s\nmemcg:\n  systemd_hints: false\n  min_dying: 5\n  max_ratio: 0.001\n  census_interval: 10m\n' \
 	>"$root/etc/cz.yaml"
 printf 'cpu:\n  inline_window: 1s\nmemcg:\n  systemd_hints: false\n  min_dying: 5\n  max_ratio: 0.001\n  census_interval: 0\n' \
@@ -110,6 +188,7 @@ boot() {	# accel seconds-to-begin seconds-in-all: 0 when the guest ran to its en
 	qemu-system-x86_64 -accel "$accel" -cpu "$cpu" -m 1024 -smp 1 \
 		-nodefaults -no-user-config -display none -no-reboot -serial "file:$out/console.log" \
 		-kernel "$kernel" -initrd "$out/initrd.cpio" \
+		${disk:+-drive "file=$disk,if=virtio,format=raw,cache=unsafe"} \
 		-append "console=ttyS0 panic=-1 loglevel=4 cgroup_no_v1=all rdinit=/init" \
 		>"$out/qemu-$accel.log" 2>&1 &
 	qpid=$!
