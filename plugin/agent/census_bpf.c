@@ -159,6 +159,39 @@ const char *census_bpf_build(void)
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 #include <census.skel.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+
+#include "base/log.h"
+
+/* libbpf's own messages go to our log at debug level (-v), never straight to stderr: every
+ * failure they describe reaches the user once, as the census's one-line reason. */
+static int libbpf_to_log(enum libbpf_print_level level, const char *fmt, va_list ap)
+{
+	char line[512];
+	size_t n;
+
+	(void)level;
+	vsnprintf(line, sizeof(line), fmt, ap);
+	n = strlen(line);
+	while (n > 0 && line[n - 1] == '\n')
+		line[--n] = '\0';
+	log_debug("%s", line);	/* libbpf's lines already begin with "libbpf: " */
+	return 0;
+}
+
+static void set_print(void)
+{
+	libbpf_set_print(libbpf_to_log);
+}
+
+static void quiet_libbpf(void)
+{
+	static pthread_once_t once = PTHREAD_ONCE_INIT;
+
+	pthread_once(&once, set_print);
+}
 
 const char *census_bpf_build(void)
 {
@@ -234,6 +267,7 @@ static int run(int cgroup_fd, uint32_t max_nodes, uint32_t room, struct sink *k)
 	 * buffer is kernel memory charged to the agent's cgroup while the census runs */
 	while (ring < (size_t)room * (sizeof(struct census_rec) + 8) + 4096 && ring < 1u << 30)
 		ring <<= 1;
+	quiet_libbpf();
 	skel = census_bpf__open();
 	if (!skel)
 		return -errno ? -errno : -ENOMEM;

@@ -116,35 +116,56 @@ static const char *reason(int r)
 	}
 }
 
+/* Count now into *@c (@p remembers when each was first seen); on failure the reason in @err.
+ * Returns 0 or -errno. */
+static int count(struct census_publisher *p, struct cz_ctx *ctx, uint64_t now_ms,
+		 struct census *c, char *err, size_t err_size, uint64_t *load_us, uint64_t *walk_us)
+{
+	struct census_scan s = { 0 };
+	int fd, q;
+
+	fd = memcg_open_root(&ctx->hf);
+	q = fd < 0 ? fd : census_bpf_scan(fd, 0, expect_nodes(ctx, p), &s);
+	if (fd >= 0)
+		close(fd);
+	if (q == 0)
+		q = build(p, &s, now_ms, c);
+	*load_us = s.load_us, *walk_us = s.walk_us;
+	census_scan_free(&s);
+	if (q < 0 && fd < 0 && q != -ENOENT && q != -ENODATA)
+		/* the hierarchy itself could not be opened (a missing or unreadable host mount):
+		 * not the BPF program's refusal, whatever the errno */
+		snprintf(err, err_size, "cannot open the memory cgroup hierarchy: %s", strerror(-q));
+	else if (q < 0)
+		snprintf(err, err_size, "%s", reason(q) ? reason(q) : strerror(-q));
+	return q;
+}
+
+int census_take(struct cz_ctx *ctx, uint64_t now_ms, struct census *ret, char *why,
+		size_t why_size)
+{
+	struct census_publisher p = { 0 };
+	uint64_t load_us, walk_us;
+	int q = count(&p, ctx, now_ms, ret, why, why_size, &load_us, &walk_us);
+
+	census_publisher_done(&p);
+	return q;
+}
+
 int census_publish(struct census_publisher *p, struct cz_ctx *ctx, uint64_t mono_ms,
 		   uint64_t now_ms)
 {
 	static char buf[CENSUS_FILE_MAX];	/* the agent's one periodic thread publishes */
 	static struct census c;
 	const struct cz_config *cfg = &ctx->cfg;
-	struct census_scan s = { 0 };
 	char err[CENSUS_ERR_MAX] = "";
 	uint64_t t0 = mono_us(), load_us = 0, walk_us = 0;
 	size_t n;
-	int fd, q;
+	int q;
 
 	p->next_ms = mono_ms + cfg->memcg.census_interval_ms;
-	fd = memcg_open_root(&ctx->hf);
-	q = fd < 0 ? fd : census_bpf_scan(fd, 0, expect_nodes(ctx, p), &s);
-	if (fd >= 0)
-		close(fd);
-	if (q == 0)
-		q = build(p, &s, now_ms, &c);
-	load_us = s.load_us, walk_us = s.walk_us;
-	census_scan_free(&s);
+	q = count(p, ctx, now_ms, &c, err, sizeof(err), &load_us, &walk_us);
 	p->last_us = mono_us() - t0;
-	if (q < 0 && fd < 0 && q != -ENOENT && q != -ENODATA)
-		/* the hierarchy itself could not be opened (a missing or unreadable host mount):
-		 * not the BPF program's refusal, whatever the errno */
-		snprintf(err, sizeof(err), "cannot open the memory cgroup hierarchy: %s",
-			 strerror(-q));
-	else if (q < 0)
-		snprintf(err, sizeof(err), "%s", reason(q) ? reason(q) : strerror(-q));
 	if (q < 0) {
 		if (q != p->last_rc)	/* a change of state, not every period */
 			log_warning_errno(q, "Zombie census off: %s", err);

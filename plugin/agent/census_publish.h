@@ -45,6 +45,14 @@ int census_publish_due(struct census_publisher *p, struct cz_ctx *ctx, uint64_t 
 int census_publish(struct census_publisher *p, struct cz_ctx *ctx, uint64_t mono_ms,
 		   uint64_t now_ms);
 
+/*
+ * census_take - count now into *@ret without publishing or remembering anything (every memcg
+ * "first seen" now): `report` run by hand where no agent publishes (ctx->census_direct).
+ * Returns 0, or -errno with the one-line reason in @why.
+ */
+int census_take(struct cz_ctx *ctx, uint64_t now_ms, struct census *ret, char *why,
+		size_t why_size);
+
 /* census_publisher_done - free what @p holds. */
 void census_publisher_done(struct census_publisher *p);
 

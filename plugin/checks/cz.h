@@ -27,6 +27,7 @@ enum cz_exit {
 #define CZ_GROUP_BY_MAX 6	/* fleet --group-by labels */
 
 struct systemd_restarts;
+struct census;
 
 struct cz_ctx {
 	struct cz_config cfg;
@@ -54,6 +55,12 @@ struct cz_ctx {
 	 * static check binary, which never talks to systemd, and in the checks' paths. */
 	int (*restarts_direct)(const char *bus, const char *state_dir, uint64_t now_ms,
 			       struct systemd_restarts *ret, char *why, size_t why_size);
+	/* Take the zombie census here and now (agent/census_publish.h's census_take): set by the
+	 * full binary's main.c only, so that `report` run by hand where no agent published one
+	 * (`make run`) still names the groups the dying memcgs came from. NULL in the static check
+	 * binary (no libbpf) and in the checks' paths: a check never loads BPF. */
+	int (*census_direct)(struct cz_ctx *ctx, uint64_t now_ms, struct census *ret, char *why,
+			     size_t why_size);
 };
 
 /*

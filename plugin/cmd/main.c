@@ -13,6 +13,7 @@
 #include "cmd/cmd.h"
 #ifndef CZ_CHECK_BINARY
 #include "agent/census_bpf.h"
+#include "agent/census_publish.h"
 #include "host/systemd.h"
 #endif
 #include "base/log.h"
@@ -419,6 +420,7 @@ static int run(int argc, char **argv)
 	ctx.until = o.until;
 #ifndef CZ_CHECK_BINARY
 	ctx.restarts_direct = systemd_restarts_update;
+	ctx.census_direct = census_take;
 #endif
 	ctx.selector = o.selector;
 	memcpy(ctx.group_by, o.group_by, sizeof(ctx.group_by));

@@ -58,7 +58,7 @@ struct report {
 	char restarts_err[256];
 	struct systemd_restarts restarts;
 	int census_rc;			/* 0, or -errno with census_err (1: not asked, census off) */
-	char census_err[CENSUS_ERR_MAX + 32];
+	char census_err[2 * CENSUS_ERR_MAX + 64]; /* the agent's reason, and ours when we counted */
 	struct census census;		/* the agent's zombie census (checks/census.h) */
 	int reclaim_rc;			/* STATE_LOADED, STATE_NONE (never reclaimed) or -errno */
 	struct reclaim_state reclaim;	/* remediation.reclaim's last run (checks/reclaim.h) */

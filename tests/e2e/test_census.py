@@ -8,6 +8,7 @@ v1 memory hierarchy (no cgroup v2). Without the capabilities to load BPF the age
 reason and the check line says it."""
 import json
 import os
+import re
 import shutil
 import subprocess
 import time
@@ -271,3 +272,36 @@ def test_census_runs_at_once_when_the_leak_turns_true(czb, tmp_path):
     finally:
         agent.terminate()
         agent.wait(timeout=30)
+
+
+def test_report_by_hand_counts_the_census_itself(czb, tmp_path):
+    """`make run` is `report` with no agent: the full binary takes the census itself (the
+    static check binary never does), so the one command names the groups; without the
+    privileges for BPF it says both why there is none from an agent and why not here."""
+    cz = czb
+    cfg = tmp_path / "agent.yaml"
+    cfg.write_text(CFG)
+    with NamedZombies(tmp_path, flat=12, nests=1, per_nest=3) as z:
+        r = cz("--config", str(cfg), "report", "--json", timeout=120)
+        cen = json.loads(r.out)["memcg"]["census"]
+        if "error" in cen and "built without the BPF census" in cen["error"]:
+            pytest.skip("this binary was built without the BPF census")
+        groups = {x["group"]: x for x in cen["groups"]}
+        assert groups[z.name + "/ga-*"]["dying"] == z.flat, cen
+        assert groups[z.name + "/nest-*/nb-*"]["dying"] == z.nests * z.per_nest, cen
+        assert not os.path.exists(os.path.join(str(cz.run), "memcg-census")), \
+            "a report publishes nothing"
+        text = cz("--config", str(cfg), "report", timeout=120).out
+        assert re.search(r"  census     \d+ dying, ", text), text
+        # the check NPD runs stays with what an agent published: none here
+        p = run_check(cz, tmp_path)
+        assert "census: no census from the agent" in p.stdout, p.stdout
+        if not shutil.which("setpriv"):
+            return
+        drop = ["setpriv", "--inh-caps=-all", "--bounding-set=-all", "--"]
+        p = subprocess.run([*drop, cz.bin, "--config", str(cfg), "--state-dir", str(cz.state),
+                            "--run-dir", str(cz.run), "report"], capture_output=True,
+                           text=True, timeout=120)
+        assert "census     unavailable: no census from the agent, and counting here failed: " \
+            "no capability to load the census BPF program (CAP_BPF, CAP_PERFMON)" in p.stdout, \
+            p.stdout
