@@ -18,39 +18,9 @@ echo +memory >$CG/cgroup.subtree_control || { say fail enable memory at the root
 show proc-cgroups /proc/cgroups
 grep cgroup /proc/self/mountinfo | sed 's/^/CZVM mountinfo /'
 
-# charge CG/REL: a shell moves itself in, writes SIZE bytes of tmpfs (page cache charged to
-# the memcg, pinned after rmdir: tmpfs pages are never written back), moves back to the root
-# (the one cgroup with controllers in subtree_control that may hold processes), and rmdirs it.
-charge() {
-	mkdir "$CG/$1" || return 1
-	sh -c "echo \$\$ >'$CG/$1/cgroup.procs' && \
-		dd if=/dev/zero of='/data/f-$2' bs=4096 count=$((SIZE / 4096)) 2>/dev/null; \
-		echo \$\$ >'$CG/cgroup.procs'" || return 1
-	rmdir "$CG/$1"
-}
-
-make_zombies() {
-	mkdir "$CG/$NAME" && echo +memory >"$CG/$NAME/cgroup.subtree_control" || return 1
-	i=0
-	while [ $i -lt "$FLAT" ]; do
-		charge "$NAME/ga-$i" "ga-$i" || return 1
-		i=$((i + 1))
-	done
-	j=0
-	while [ $j -lt "$NESTS" ]; do
-		mkdir "$CG/$NAME/nest-$j" && echo +memory >"$CG/$NAME/nest-$j/cgroup.subtree_control" ||
-			return 1
-		i=0
-		while [ $i -lt "$PER_NEST" ]; do
-			charge "$NAME/nest-$j/nb-$i" "nb-$j-$i" || return 1
-			i=$((i + 1))
-		done
-		rmdir "$CG/$NAME/nest-$j" || return 1	# a dying parent of dying children
-		j=$((j + 1))
-	done
-	mkdir "$CG/$NAME/live-a"	# one live memcg beside them: never listed as dying
-}
-make_zombies || { say fail making the zombies; finish; }
+# the zombies: guest-lib.sh's zombies(), charged with tmpfs pages (pinned after rmdir: tmpfs
+# pages are never written back), which is all the census needs
+zombies "$NAME" "$FLAT" "$NESTS" "$PER_NEST" || { say fail making the zombies; finish; }
 say made name=$NAME flat=$FLAT nests=$NESTS per_nest=$PER_NEST size=$SIZE
 show root-cgroup-stat $CG/cgroup.stat
 show parent-cgroup-stat $CG/$NAME/cgroup.stat

@@ -25,44 +25,15 @@ CG=/sys/fs/cgroup
 echo +memory >$CG/cgroup.subtree_control || { say fail enable memory at the root; finish; }
 show proc-cgroups /proc/cgroups
 
-# charge REL FILE: a shell moves itself into CG/REL, writes SIZE bytes to /data/FILE, syncs
-# (clean page cache charged to the memcg), moves back to the root and the cgroup is rmdir'd.
+# guest-lib.sh's charge() and zombies(), with CZVM_CHARGE_SYNC=1: each zombie syncs its file
+# (clean page cache charged to the memcg) before it moves out.
 # sync, not just the file's fsync: fsync writes the pages but leaves the inode on the memcg's
 # writeback list, and the kernel moves only clean inodes to the parent's writeback when the
 # memcg dies; a dirty one keeps the dead memcg's writeback, and so the memcg, until the inode
 # is evicted (measured: with fsync alone, drop_caches freed the page cache of the last set made
 # and none of its 15 zombies in 3 of 5 boots; drop_caches=2, the inodes, then freed 14 of the
 # 16 left in both boots that tried it)
-charge() {
-	mkdir "$CG/$1" || return 1
-	sh -c "echo \$\$ >'$CG/$1/cgroup.procs' && \
-		dd if=/dev/zero of='/data/$2' bs=4096 count=$((SIZE / 4096)) 2>/dev/null && sync; \
-		echo \$\$ >'$CG/cgroup.procs'" || return 1
-	rmdir "$CG/$1"
-}
-
-# zombies NAME FLAT NESTS PER_NEST: NAME/ga-* and NAME/nest-*/nb-* dying, NAME/live-a live
-zombies() {
-	mkdir "$CG/$1" && echo +memory >"$CG/$1/cgroup.subtree_control" || return 1
-	i=0
-	while [ $i -lt "$2" ]; do
-		charge "$1/ga-$i" "$1-ga-$i" || return 1
-		i=$((i + 1))
-	done
-	j=0
-	while [ $j -lt "$3" ]; do
-		mkdir "$CG/$1/nest-$j" && echo +memory >"$CG/$1/nest-$j/cgroup.subtree_control" ||
-			return 1
-		i=0
-		while [ $i -lt "$4" ]; do
-			charge "$1/nest-$j/nb-$i" "$1-nb-$j-$i" || return 1
-			i=$((i + 1))
-		done
-		rmdir "$CG/$1/nest-$j" || return 1
-		j=$((j + 1))
-	done
-	mkdir "$CG/$1/live-a"
-}
+CZVM_CHARGE_SYNC=1
 
 # counts PHASE WHEN: the root's and each set's cgroup.stat, and each set's file pages
 counts() {
