@@ -118,7 +118,7 @@ static void census_on_leak(struct periodic *p, const char *const names[],
 static int reclaim(struct periodic *p, const char *const names[], const struct npd_result res[],
 		   size_t n, char *summary, size_t size)
 {
-	char line[600];
+	char line[600] = "";
 	int r = 0;
 
 	if (p->ctx->cfg.remediation.reclaim == CZ_RECLAIM_OFF)
@@ -127,7 +127,7 @@ static int reclaim(struct periodic *p, const char *const names[], const struct n
 		if (streq(names[i], "memcg"))
 			r = reclaimer_cycle(p->ctx, res[i].status, kube_agent_client(p->ka),
 					    &p->census, line, sizeof(line));
-	if (strlen(summary) + 2 < size)
+	if (*line && strlen(summary) + 2 < size)
 		snprintf(summary + strlen(summary), size - strlen(summary), "%s%s",
 			 *summary ? "; " : "", line);
 	return r < 0 ? r : 0;
