@@ -39,6 +39,8 @@ static void keep(struct kevents *k, uint64_t t_ms, uint64_t seq, const char *msg
 	ke->msg[len] = '\0';
 	while (len > 0 && ke->msg[len - 1] == ' ')
 		ke->msg[--len] = '\0'; /* the format's "ev t seq text" must parse back the same */
+	if (len == 0)
+		memcpy(ke->msg, "?", 2); /* nothing but blanks: "ev t seq " would not parse back */
 }
 
 /* The last kept event is a missed-Tx line of the same device and queue, not long ago. */

@@ -6,6 +6,7 @@
  * folded_hot_frame), and a fold built from the input's lines must format and parse back with the
  * same sample count. Invariants: no crash, no read past the input, outputs consistent.
  */
+#include <stdio.h>
 #include <errno.h>
 #include <stdint.h>
 #include <stdlib.h>

@@ -108,6 +108,25 @@ static void test_bounded_and_bad_payloads(void **s)
 		assert_int_equal(kevents_parse(bad[i], strlen(bad[i]), &c), -EINVAL);
 		assert_memory_equal(&c, &untouched, sizeof(c));
 	}
+	/* a message of blanks only (fuzz_kmsg found it): kept as "?", so the log it is written
+	 * into still parses back, with the same event */
+	{
+		static struct kevents b, again;
+		static const char blanks[] = "ev 1796087964770 100  \n";
+		char *payload = NULL;
+		ssize_t n;
+
+		assert_int_equal(kevents_parse(blanks, strlen(blanks), &b), 0);
+		assert_int_equal(b.n, 1);
+		assert_string_equal(b.ev[0].msg, "?");
+		n = kevents_format(&b, &payload);
+		assert_true(n > 0);
+		assert_int_equal(kevents_parse(payload, (size_t)n, &again), 0);
+		assert_int_equal(again.n, 1);
+		assert_string_equal(again.ev[0].msg, "?");
+		assert_int_equal(again.ev[0].seq, 100);
+		free(payload);
+	}
 }
 
 /* check cpu: a soft lockup is a burst on its CPU, unless the sampler already has that burst. */
