@@ -331,10 +331,7 @@ static int set_list(struct loader *ld, const struct key_def *k, const yaml_node_
 
 static int lookup(const char *const *names, size_t n, const char *s)
 {
-	for (size_t i = 0; i < n; i++)
-		if (names[i] && streq(names[i], s))
-			return (int)i;
-	return -1;
+	return name_index(names, n, s, strlen(s));
 }
 
 static int set_budget(const char *s, char *dst, size_t size)

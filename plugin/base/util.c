@@ -289,6 +289,14 @@ bool next_line(const char **pos, const char **ret_line, size_t *ret_len)
 	return true;
 }
 
+int name_index(const char *const *names, size_t n, const char *s, size_t len)
+{
+	for (size_t i = 0; i < n; i++)
+		if (names[i] && strlen(names[i]) == len && memcmp(names[i], s, len) == 0)
+			return (int)i;
+	return -1;
+}
+
 bool line_kv(const char *line, size_t len, const char *key, const char **ret, size_t *ret_len)
 {
 	size_t k = strlen(key);

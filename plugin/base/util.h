@@ -156,6 +156,12 @@ int buf_vappendf(char *buf, size_t size, size_t *off, bool cut, const char *fmt,
 bool next_line(const char **pos, const char **ret_line, size_t *ret_len);
 
 /*
+ * name_index - the index of the @len bytes at @s in the table @names (@n entries, NULL entries
+ * skipped; a name matches only whole), or -1. For the enum <-> name tables of config and state.
+ */
+int name_index(const char *const *names, size_t n, const char *s, size_t len);
+
+/*
  * line_kv - true when the line @line (@len bytes, as next_line gives it) is "@key <value>":
  * then *@ret and *@ret_len are the value (the rest of the line). For "key value" state files.
  */

@@ -37,14 +37,6 @@ const char *reclaim_result_name(enum reclaim_result r)
 	return (unsigned)r < ARRAY_SIZE(result_names) ? result_names[r] : "none";
 }
 
-static int lookup(const char *const *names, size_t n, const char *v, size_t vl)
-{
-	for (size_t i = 0; i < n; i++)
-		if (strlen(names[i]) == vl && strncmp(names[i], v, vl) == 0)
-			return (int)i;
-	return -1;
-}
-
 void reclaim_observe(struct reclaim_state *s, int status, uint64_t now_ms, uint64_t for_ms)
 {
 	switch (status) {
@@ -295,19 +287,19 @@ static int state_parse(const char *payload, size_t len, void *obj)
 			continue;
 		}
 		if (line_kv(line, n, "method", &v, &vl) &&
-		    (i = lookup(method_names, ARRAY_SIZE(method_names), v, vl)) >= 0) {
+		    (i = name_index(method_names, ARRAY_SIZE(method_names), v, vl)) >= 0) {
 			s.method = (enum reclaim_method)i;
 			continue;
 		}
 		if (line_kv(line, n, "result", &v, &vl) &&
-		    (i = lookup(result_names, ARRAY_SIZE(result_names), v, vl)) >= 0) {
+		    (i = name_index(result_names, ARRAY_SIZE(result_names), v, vl)) >= 0) {
 			s.result = (enum reclaim_result)i;
 			continue;
 		}
 		if (n > 5 && strncmp(line, "runs ", 5) == 0) {	/* "runs <result> <n>" */
 			const char *sp = memchr(line + 5, ' ', n - 5);
 
-			i = sp ? lookup(result_names, ARRAY_SIZE(result_names), line + 5,
+			i = sp ? name_index(result_names, ARRAY_SIZE(result_names), line + 5,
 					(size_t)(sp - line - 5)) : -1;
 			if (i >= 0 && parse_u64_n(sp + 1, n - (size_t)(sp + 1 - line), &u) == 0) {
 				s.runs[i] = u;
