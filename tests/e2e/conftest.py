@@ -71,22 +71,38 @@ def cz(cz_bin, tmp_path):
     return run_cz
 
 
-# -- the API server emulator (tests/tools/kubeemu.py), shared by the Kubernetes tests ----------
+# -- the real control plane (tests/tools/kube), shared by the Kubernetes tests -----------------
 
-@pytest.fixture(scope="module")
-def certs(tmp_path_factory):
-    """A CA, server and client certificates (and a wrong CA) made with openssl."""
+@pytest.fixture(scope="session")
+def control_plane(tmp_path_factory):
+    """etcd, kube-apiserver, kube-controller-manager and kwok on 127.0.0.1, built from source
+    on first use (tests/tools/kube/build.sh), with the chart's ServiceAccounts, RBAC and
+    admission policy applied as rendered (chart_rbac); stopped by PID at the end."""
     import kube_helpers as kh
-    return kh.Certs(str(tmp_path_factory.mktemp("kubecerts")))
+    cp = kh.cluster.ControlPlane(str(tmp_path_factory.mktemp("control-plane")))
+    cp.start()
+    try:
+        kh.apply_chart_rbac(cp)
+        yield cp
+    finally:
+        cp.stop()
 
 
 @pytest.fixture
-def emu(certs, tmp_path):
-    """A fresh emulator on 127.0.0.1 for one test, stopped afterwards."""
+def certs(control_plane, tmp_path):
+    """Client certificates signed by the control plane's CA, and a wrong CA."""
     import kube_helpers as kh
-    e = kh.Emulator(certs, str(tmp_path)).start()
-    yield e
-    e.stop()
+    return kh.Certs(str(tmp_path / "certs"), control_plane)
+
+
+@pytest.fixture
+def kube(control_plane, tmp_path):
+    """One test's view of the real control plane: a fault proxy of its own, and everything
+    the test made removed afterwards."""
+    import kube_helpers as kh
+    k = kh.Kube(control_plane, str(tmp_path))
+    yield k
+    k.stop()
 
 
 def reachable_tmp(prefix):

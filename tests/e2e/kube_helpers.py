@@ -1,7 +1,8 @@
 # SPDX-License-Identifier: MIT
-"""Helpers for the Kubernetes tests: certificates made with openssl, the API server emulator
-(tests/tools/kubeemu.py) on a free 127.0.0.1 port, kubeconfig files, objects, the request log,
-and the real kubectl from tests/tools/get-kube-tools.sh."""
+"""Helpers for the Kubernetes tests: the real control plane (tests/tools/kube/cluster.py, built
+from source) seen through a fault proxy of each test's own (its request log and faults), the
+chart's ServiceAccount credentials, objects, and the real kubectl from
+tests/tools/get-kube-tools.sh."""
 
 import base64
 import json
@@ -12,103 +13,75 @@ import ssl
 import subprocess
 import threading
 import time
+import sys
+import urllib.error
 import urllib.request
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-EMU = os.path.join(ROOT, "tests", "tools", "kubeemu.py")
+sys.path.insert(0, os.path.join(ROOT, "tests", "tools", "kube"))
+import cluster      # noqa: E402  (tests/tools/kube)
+import faultproxy   # noqa: E402
+
 PY = "/usr/bin/python3"
-TOKEN = "s3cr3t-admin-token"
 
 
-def openssl(*args, cwd):
-    subprocess.run(["openssl", *args], cwd=cwd, check=True, stdout=subprocess.DEVNULL,
-                   stderr=subprocess.DEVNULL)
-
-
-def make_ca(d, name):
-    openssl("req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1",
-            "-nodes", "-keyout", name + ".key", "-out", name + ".pem", "-days", "2",
-            "-subj", "/CN=" + name, cwd=d)
-    return os.path.join(d, name + ".pem")
-
-
-def make_cert(d, ca, name, cn, server=False):
-    ext = os.path.join(d, name + ".ext")
-    with open(ext, "w") as f:
-        if server:
-            f.write("subjectAltName=IP:127.0.0.1,DNS:localhost,IP:::1\n"
-                    "extendedKeyUsage=serverAuth\n")
-        else:
-            f.write("extendedKeyUsage=clientAuth\n")
-    openssl("req", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes",
-            "-keyout", name + ".key", "-out", name + ".csr", "-subj", "/CN=" + cn, cwd=d)
-    openssl("x509", "-req", "-in", name + ".csr", "-CA", ca + ".pem", "-CAkey", ca + ".key",
-            "-CAcreateserial", "-out", name + ".pem", "-days", "2", "-extfile", ext, cwd=d)
-    return os.path.join(d, name + ".pem"), os.path.join(d, name + ".key")
+make_ca = cluster.make_ca
+make_cert = cluster.make_cert
 
 
 class Certs:
-    """A CA, a server certificate for 127.0.0.1, a client certificate (CN=cert-admin), and an
-    unrelated CA for the "wrong CA is refused" test."""
+    """Client certificates signed by the control plane's CA (a user of their CN, bound to
+    nothing unless a test binds it), and an unrelated CA for the "wrong CA is refused" test."""
 
-    def __init__(self, d):
+    def __init__(self, d, cp):
         os.makedirs(d, exist_ok=True)
         self.dir = d
-        self.ca = make_ca(d, "ca")
-        self.server_cert, self.server_key = make_cert(d, "ca", "server", "kubeemu", server=True)
-        self.client_cert, self.client_key = make_cert(d, "ca", "client", "cert-admin")
+        self.ca = cp.ca
+        shutil.copy(os.path.join(cp.pki, "ca.pem"), os.path.join(d, "ca.pem"))
+        shutil.copy(os.path.join(cp.pki, "ca.key"), os.path.join(d, "ca.key"))
+        self.client_cert, self.client_key = make_cert(d, "client", "cert-agent")
         self.wrong_ca = make_ca(d, "wrongca")
 
 
-class Emulator:
-    def __init__(self, certs, workdir, tokens=None):
-        self.certs = certs
-        self.dir = workdir
-        self.tokens = tokens or {TOKEN: "admin"}
-        self.proc = None
-        self.port = None
+AGENT_NS = "cpuzombie"          # the chart's release namespace in the Kubernetes tests
+AGENT_SA = "cpuzombie"          # the chart's ServiceAccount (values serviceAccount.name)
+LEASE_NS = "kube-system"        # remediation.lease_namespace's default
 
-    def start(self):
-        portfile = os.path.join(self.dir, "emu.port")
-        if os.path.exists(portfile):
-            os.unlink(portfile)
-        args = [PY, EMU, "--cert", self.certs.server_cert, "--key", self.certs.server_key,
-                "--client-ca", self.certs.ca, "--port-file", portfile]
-        for t, u in self.tokens.items():
-            args += ["--token", "%s:%s" % (t, u)]
-        self.errf = open(os.path.join(self.dir, "emu.stderr"), "w")
-        self.proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=self.errf)
-        deadline = time.monotonic() + 15
-        while not os.path.exists(portfile):
-            if self.proc.poll() is not None or time.monotonic() > deadline:
-                raise RuntimeError("kubeemu did not start: " +
-                                   open(os.path.join(self.dir, "emu.stderr")).read())
-            time.sleep(0.05)
-        self.port = int(open(portfile).read())
-        self.url = "https://127.0.0.1:%d" % self.port
-        self.ssl = ssl.create_default_context(cafile=self.certs.ca)
-        return self
+
+class Kube:
+    """One test's view of the session's real control plane (tests/tools/kube/cluster.py): a
+    fault proxy of its own in front of kube-apiserver (its request log and fault rules),
+    fixtures created as the admin, credentials of the chart's ServiceAccount bound to a pod on
+    the test's node (the token then carries the node's name, as in the DaemonSet's pod), and
+    everything the test made removed afterwards."""
+
+    def __init__(self, cp, workdir):
+        self.cp = cp
+        self.dir = workdir
+        self.certs = None
+        self.nodes, self.namespaces, self.extra = [], [], []
+        self.proxy = faultproxy.Proxy(cp.url, cp.ca, cp.proxy_cert, cp.proxy_key).start()
+        self.port = self.proxy.port
+        self.url = self.proxy.url
+        self.ssl = ssl.create_default_context(cafile=cp.ca)
+        self._agent_pods = {}
 
     def stop(self):
-        if self.proc and self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(5)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-        self.errf.close()
+        self.proxy.stop()
+        self.cleanup()
 
-    # -- side API and plain API calls --------------------------------------------------------
+    # -- fixtures, as the admin (not through the proxy: not in the log) -----------------------
 
-    def call(self, method, path, body=None, token=TOKEN, ctype="application/json"):
-        """Returns (status, parsed JSON or None)."""
+    def call(self, method, path, body=None, ctype="application/json", token=None):
+        """(status, parsed JSON or raw) of one call; as the admin unless @token is given (then
+        through the proxy, logged, as that token's user)."""
+        if token is None:
+            return self.cp.raw(method, path, body, ctype)
         data = json.dumps(body).encode() if body is not None else None
         req = urllib.request.Request(self.url + path, data=data, method=method)
         if data is not None:
             req.add_header("Content-Type", ctype)
-        if token:
-            req.add_header("Authorization", "Bearer " + token)
+        req.add_header("Authorization", "Bearer " + token)
         try:
             with urllib.request.urlopen(req, context=self.ssl, timeout=20) as r:
                 raw = r.read()
@@ -120,28 +93,89 @@ class Emulator:
             except ValueError:
                 return e.code, raw
 
-    def side(self, method, path, body=None):
-        st, obj = self.call(method, "/_emu/" + path, body, token=None)
-        assert st == 200, (path, st, obj)
-        return obj
+    def ensure_ns(self, ns):
+        if ns in ("default", "kube-system", AGENT_NS) or ns in self.namespaces:
+            return
+        st, obj = self.cp.raw("POST", "/api/v1/namespaces", {
+            "apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}})
+        assert st in (201, 409), (ns, st, obj)
+        self.namespaces.append(ns)
+        wait_until(lambda: self.cp.raw("GET", "/api/v1/namespaces/%s/serviceaccounts/default"
+                                       % ns)[0] == 200, 30, "default ServiceAccount in " + ns)
 
     def add(self, *objs):
-        return self.side("POST", "objects", {"objects": list(objs)})["objects"]
+        """Creates each object as the admin, in order. A Node is a kwok node (it heartbeats and
+        runs its pods) with the status given; a Pod's owner reference by kind and name gets the
+        owner's real UID; pods on our nodes are waited for until kwok reports their phase."""
+        out = []
+        for o in objs:
+            o = json.loads(json.dumps(o))
+            kind = o["kind"]
+            md = o.setdefault("metadata", {})
+            ns = md.get("namespace")
+            if ns:
+                self.ensure_ns(ns)
+            if kind == "Node":
+                md.setdefault("annotations", {})[cluster.KWOK_ANNOTATION] = "fake"
+                # the status goes with the create (a node keeps it, as a kubelet registers),
+                # so that kwok never sees a node without its Ready condition and resets it
+                st, obj = self.cp.raw("POST", "/api/v1/nodes", o)
+                assert st == 201, (md["name"], st, obj)
+                self.nodes.append(md["name"])
+                want = {c["type"] for c in o.get("status", {}).get("conditions", [])}
+                have = {c["type"] for c in obj.get("status", {}).get("conditions", [])}
+                assert want <= have, ("the server dropped the node's status", want, have)
+                out.append(obj)
+                continue
+            for ref in md.get("ownerReferences", []):
+                if ref.get("uid", "").startswith("uid-"):
+                    ref["uid"] = self.uid_of(ref["kind"], ref["name"], ns)
+            phase = None
+            if kind == "Pod":
+                phase = (o.pop("status", None) or {}).get("phase", "Running")
+            path = api_path(kind, ns)
+            st, obj = self.cp.raw("POST", path, o)
+            assert st == 201, (kind, md.get("name"), st, obj)
+            if kind == "Pod" and o["spec"].get("nodeName") in self.nodes:
+                obj = self.wait_pod(ns, md["name"], phase)
+            out.append(obj)
+        return out
 
-    def log(self, since=0):
-        return self.side("GET", "log?since=%d" % since)
+    def uid_of(self, kind, name, ns):
+        st, obj = self.cp.raw("GET", api_path(kind, ns) + "/" + name)
+        assert st == 200, ("owner", kind, name, st, obj)
+        return obj["metadata"]["uid"]
 
-    def reset_log(self):
-        self.side("POST", "reset-log")
+    def wait_pod(self, ns, name, phase="Running"):
+        """Waits until kwok has the pod Running (Ready), or moves it to @phase itself."""
+        path = "/api/v1/namespaces/%s/pods/%s" % (ns, name)
+        got = {}
 
-    def faults(self, *rules):
-        self.side("POST", "faults", {"rules": list(rules)})
+        def running():
+            st, obj = self.cp.raw("GET", path)
+            got["pod"] = obj
+            return st == 200 and obj.get("status", {}).get("phase") == "Running"
+        wait_until(running, 60, "kwok to run pod %s/%s" % (ns, name))
+        if phase and phase != "Running":
+            pod = got["pod"]
+            pod["status"]["phase"] = phase
+            st, obj = self.cp.raw("PUT", path + "/status", pod)
+            assert st == 200, (st, obj)
+            got["pod"] = obj
+        return got["pod"]
 
-    def rbac_deny(self, *rules):
-        self.side("POST", "rbac", {"deny": list(rules)})
+    def patch_status(self, node, status):
+        st, obj = self.cp.raw("PATCH", "/api/v1/nodes/%s/status" % node, {"status": status},
+                              "application/strategic-merge-patch+json")
+        assert st == 200, (node, st, obj)
+        return obj
+
+    def set_conditions(self, node, *conds):
+        """Sets conditions on @node as NPD would (by type, the others untouched)."""
+        return self.patch_status(node, {"conditions": list(conds)})
 
     def get(self, path):
-        st, obj = self.call("GET", path)
+        st, obj = self.cp.raw("GET", path)
         assert st == 200, (path, st, obj)
         return obj
 
@@ -149,30 +183,143 @@ class Emulator:
         return self.get("/api/v1/nodes/" + name)
 
     def pods(self, node=None, ns=None):
+        """The pods on @node (in @ns), those being deleted left out (kwok ends them), and the
+        agent's own DaemonSet pods in AGENT_NS left out unless @ns names it."""
         path = "/api/v1/namespaces/%s/pods" % ns if ns else "/api/v1/pods"
         if node:
             path += "?fieldSelector=spec.nodeName%3D" + node
-        return self.get(path)["items"]
+        return [p for p in self.get(path)["items"]
+                if not p["metadata"].get("deletionTimestamp")
+                and (ns == AGENT_NS or p["metadata"]["namespace"] != AGENT_NS)]
 
-    # -- kubeconfig ----------------------------------------------------------------------------
+    def leases(self, ns=LEASE_NS):
+        """cpuzombie's budget Leases (the API server's own identity Leases left out)."""
+        return [l for l in self.get("/apis/coordination.k8s.io/v1/namespaces/%s/leases"
+                                    % ns)["items"]
+                if l["metadata"]["name"].startswith("cpuzombie")]
 
-    def kubeconfig(self, path, user=None, ca=None, ca_data=False, server=None):
-        """Writes a kubeconfig for this emulator. @user is the users[0].user mapping (default:
-        the admin token)."""
-        cluster = {"server": server or self.url}
-        ca = ca or self.certs.ca
-        if ca_data:
-            cluster["certificate-authority-data"] = base64.b64encode(open(ca, "rb").read()).decode()
-        else:
-            cluster["certificate-authority"] = ca
-        doc = {"apiVersion": "v1", "kind": "Config", "current-context": "emu",
-               "clusters": [{"name": "emu", "cluster": cluster}],
-               "users": [{"name": "u", "user": user if user is not None else {"token": TOKEN}}],
-               "contexts": [{"name": "emu", "context": {"cluster": "emu", "user": "u"}}],
-               "preferences": {}}
-        with open(path, "w") as f:
-            json.dump(doc, f, indent=1)  # JSON is YAML: kubectl and our libyaml parser read it
-        return path
+    def events(self, node):
+        """The Events about @node, oldest first."""
+        items = self.get("/api/v1/events?fieldSelector=involvedObject.name%3D" + node)["items"]
+        return sorted(items, key=lambda e: (e.get("firstTimestamp") or e.get("eventTime") or "",
+                                            e["metadata"]["creationTimestamp"]))
+
+    # -- the proxy ------------------------------------------------------------------------------
+
+    def log(self, since=0):
+        return self.proxy.log(since)
+
+    def reset_log(self):
+        self.proxy.reset_log()
+
+    def faults(self, *rules):
+        self.proxy.faults(*rules)
+
+    # -- credentials ------------------------------------------------------------------------------
+
+    def agent_pod(self, node, sa=AGENT_SA):
+        """The chart's agent pod on @node (a kwok node of this test), created as the DaemonSet
+        controller would: what a pod-bound token of the agent names."""
+        key = (node, sa)
+        if key not in self._agent_pods:
+            name = ("%s-%s-%d" % (sa, node, len(self.extra)))[:63].rstrip("-.")
+            pod = {"apiVersion": "v1", "kind": "Pod",
+                   "metadata": {"name": name, "namespace": AGENT_NS,
+                                "labels": {"app.kubernetes.io/name": "cpuzombie"},
+                                "ownerReferences": [self.agent_daemonset()]},
+                   "spec": {"nodeName": node, "serviceAccountName": sa,
+                            "automountServiceAccountToken": False,
+                            "tolerations": [{"operator": "Exists"}],
+                            "containers": [{"name": "agent", "image": "cpuzombie:test"}]}}
+            st, obj = self.cp.raw("POST", api_path("Pod", AGENT_NS), pod)
+            assert st == 201, (st, obj)
+            self.extra.append(api_path("Pod", AGENT_NS) + "/" + name)
+            self._agent_pods[key] = self.wait_pod(AGENT_NS, name)
+        return self._agent_pods[key]
+
+    def agent_daemonset(self):
+        """The owner reference of the agent pods: a DaemonSet "cpuzombie" in AGENT_NS (made
+        once per session; no DaemonSet controller runs, so it makes no pods of its own), so
+        that a drain sees the agent's pod as the DaemonSet pod it is in a real cluster."""
+        path = api_path("DaemonSet", AGENT_NS) + "/cpuzombie"
+        st, obj = self.cp.raw("GET", path)
+        if st == 404:
+            ds = ds_obj("cpuzombie", ns=AGENT_NS)
+            st, obj = self.cp.raw("POST", api_path("DaemonSet", AGENT_NS), ds)
+        assert st in (200, 201), (st, obj)
+        return {"apiVersion": "apps/v1", "kind": "DaemonSet", "name": "cpuzombie",
+                "uid": obj["metadata"]["uid"], "controller": True}
+
+    def agent_token(self, node, sa=AGENT_SA, seconds=3600):
+        return self.cp.token(AGENT_NS, sa, self.agent_pod(node, sa), seconds)
+
+    def only_node(self):
+        assert len(self.nodes) == 1, ("name the node the credentials are for", self.nodes)
+        return self.nodes[0]
+
+    def kubeconfig(self, path, user=None, ca=None, ca_data=False, server=None, node=None,
+                   sa=AGENT_SA):
+        """A kubeconfig for the proxy in front of the real server. @user is the users[0].user
+        mapping; by default a token of the chart's agent ServiceAccount bound to its pod on
+        @node (default: the test's only node)."""
+        if user is None:
+            user = {"token": self.agent_token(node or self.only_node(), sa)}
+        return self.cp.kubeconfig(path, user, server=server or self.url, ca=ca, ca_data=ca_data)
+
+    def admin_kubeconfig(self, path):
+        """The admin's, for kubectl where a test sets up or looks (never for what is tested)."""
+        return self.cp.kubeconfig(path, {"client-certificate": self.cp.admin_cert,
+                                         "client-key": self.cp.admin_key}, server=self.cp.url)
+
+    # -- cleanup ----------------------------------------------------------------------------------
+
+    def cleanup(self):
+        q = "?gracePeriodSeconds=0"
+        for path in self.extra:
+            self.cp.raw("DELETE", path + q)
+        for n in self.nodes:
+            for p in self.get("/api/v1/pods?fieldSelector=spec.nodeName%3D" + n)["items"]:
+                self.cp.raw("DELETE", "/api/v1/namespaces/%s/pods/%s%s" % (
+                    p["metadata"]["namespace"], p["metadata"]["name"], q))
+            for e in self.get("/api/v1/events?fieldSelector=involvedObject.name%3D" + n)["items"]:
+                self.cp.raw("DELETE", "/api/v1/namespaces/%s/events/%s" % (
+                    e["metadata"]["namespace"], e["metadata"]["name"]))
+            self.cp.raw("DELETE", "/api/v1/nodes/" + n)
+        for l in self.leases():
+            self.cp.raw("DELETE", "/apis/coordination.k8s.io/v1/namespaces/%s/leases/%s"
+                        % (LEASE_NS, l["metadata"]["name"]))
+        for kind in ("ReplicaSet", "DaemonSet", "PodDisruptionBudget", "Pod"):
+            for o in self.get(api_path(kind, "default"))["items"]:
+                self.cp.raw("DELETE", api_path(kind, "default") + "/" + o["metadata"]["name"] + q)
+        for ns in self.namespaces:
+            self.cp.raw("DELETE", "/api/v1/namespaces/" + ns)
+        for ns in self.namespaces:   # gone before the next test may make it again
+            wait_until(lambda: self.cp.raw("GET", "/api/v1/namespaces/" + ns)[0] == 404, 60,
+                       "namespace %s to go" % ns)
+
+
+API = {"Pod": ("/api/v1", "pods"), "Node": ("/api/v1", "nodes"),
+       "Namespace": ("/api/v1", "namespaces"), "Event": ("/api/v1", "events"),
+       "ServiceAccount": ("/api/v1", "serviceaccounts"),
+       "DaemonSet": ("/apis/apps/v1", "daemonsets"),
+       "ReplicaSet": ("/apis/apps/v1", "replicasets"),
+       "PodDisruptionBudget": ("/apis/policy/v1", "poddisruptionbudgets"),
+       "Lease": ("/apis/coordination.k8s.io/v1", "leases")}
+
+
+def api_path(kind, ns=None):
+    base, plural = API[kind]
+    if kind in ("Node", "Namespace"):
+        return "%s/%s" % (base, plural)
+    return "%s/namespaces/%s/%s" % (base, ns or "default", plural)
+
+
+def wait_until(ok, seconds, what):
+    deadline = time.monotonic() + seconds
+    while not ok():
+        if time.monotonic() > deadline:
+            raise AssertionError("timed out after %d s waiting for %s" % (seconds, what))
+        time.sleep(0.1)
 
 
 def kubectl_path():
@@ -241,10 +388,14 @@ def ds_obj(name, ns="default"):
                                   "spec": {"containers": [{"name": "c", "image": "x"}]}}}}
 
 
-def rs_obj(name, ns="default"):
+def rs_obj(name, ns="default", replicas=1):
+    """A ReplicaSet whose pods a test creates itself (no replicaset controller runs, and no
+    scheduler: a replacement would stay Pending anyway)."""
     return {"kind": "ReplicaSet", "apiVersion": "apps/v1",
             "metadata": {"name": name, "namespace": ns},
-            "spec": {"replicas": 1, "selector": {"matchLabels": {"app": name}}}}
+            "spec": {"replicas": replicas, "selector": {"matchLabels": {"app": name}},
+                     "template": {"metadata": {"labels": {"app": name}},
+                                  "spec": {"containers": [{"name": "c", "image": "x"}]}}}}
 
 
 def pdb_obj(name, labels, min_available, ns="default"):
@@ -292,3 +443,40 @@ def agent_once_args(binary, cfg, tree, tmp, name="n1", state=None):
             "--sys-root", os.path.join(tree, "sys"),
             "--state-dir", state or os.path.join(str(tmp), "state-" + name),
             "--run-dir", os.path.join(str(tmp), "run-" + name), "agent", "--once"]
+
+
+# -- the chart's access objects on the real server ---------------------------------------------
+
+# What the Kubernetes tests install of the chart: its access objects exactly as rendered (the
+# DaemonSet and ConfigMap need a kubelet and an image; kwok pods stand in for its pods).
+ACCESS_KINDS = ("Namespace", "ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role",
+                "RoleBinding", "ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding")
+# Remediation on (drain, the widest grant the agent has) in the release namespace AGENT_NS.
+CHART_VALUES = ("--set", "createNamespace=true", "--set", "config.remediation.mode=drain")
+
+
+def chart_access_objects(values=CHART_VALUES):
+    """helm template of the chart (real helm): the objects of ACCESS_KINDS, as YAML text."""
+    import deploy_helpers as dh
+    import yaml
+    dh.kube_tools()
+    text = dh.helm("template", "cpuzombie", dh.CHART, "-n", AGENT_NS, *values).stdout
+    objs = [d for d in yaml.safe_load_all(text) if d and d["kind"] in ACCESS_KINDS]
+    return yaml.safe_dump_all(objs)
+
+
+def apply_chart_rbac(cp, values=CHART_VALUES):
+    """kubectl apply (real kubectl, as the admin: installing is the admin's act) of the chart's
+    access objects; waits until the ServiceAccount can be used and the admission policy is in
+    force."""
+    kc = cp.kubeconfig(os.path.join(cp.dir, "admin-kubectl.kubeconfig"),
+                       {"client-certificate": cp.admin_cert, "client-key": cp.admin_key})
+    path = os.path.join(cp.dir, "chart-access.yaml")
+    with open(path, "w") as f:
+        f.write(chart_access_objects(values))
+    r = subprocess.run([kubectl_path(), "--kubeconfig", kc, "apply", "-f", path],
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stdout + r.stderr
+    wait_until(lambda: cp.raw("GET", "/api/v1/namespaces/%s/serviceaccounts/%s"
+                              % (AGENT_NS, AGENT_SA))[0] == 200, 30, "the chart's ServiceAccount")
+    return path

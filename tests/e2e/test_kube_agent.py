@@ -1,6 +1,9 @@
 # SPDX-License-Identifier: MIT
-"""cpuzombie's Kubernetes side against the API server emulator: conditions, remediation guards,
-drain with PDBs, uncordon, the cluster-wide budget race, faults and authentication. Driven through
+"""cpuzombie's Kubernetes side against the real control plane (kube-apiserver, etcd,
+kube-controller-manager, kwok nodes; tests/tools/kube), as the chart's ServiceAccount with a
+token bound to its pod on the node: conditions, remediation guards, drain with PDBs whose status
+the real disruption controller computes, uncordon, the cluster-wide budget race on the real
+coordination API, faults from the fault proxy in front of it, and authentication. Driven through
 `cpuzombie agent --once` on fixture nodes (kube_helpers.agent_tree): remediation acts on the
 conditions already on the node; the published conditions are what the checks find on the fixture
 (12840 dying memcgs or a healthy node; no core saturated for the hour min_burst asks; an ENA
@@ -59,21 +62,21 @@ def conds(node):
     return {c["type"]: c for c in node["status"]["conditions"]}
 
 
-def writes(emu):
-    return [e for e in emu.log() if e["method"] != "GET"]
+def writes(kube):
+    return [e for e in kube.log() if e["method"] != "GET"]
 
 
 # -- conditions --------------------------------------------------------------------------------
 
-def test_conditions_set_flip_keep_transition_time(emu, tmp_path):
-    emu.add(kh.node_obj("n1", conditions=[READY, cond("KernelDeadlock", "False")]))
-    kc = emu.kubeconfig(str(tmp_path / "kc"))
+def test_conditions_set_flip_keep_transition_time(kube, tmp_path):
+    kube.add(kh.node_obj("n1", conditions=[READY, cond("KernelDeadlock", "False")]))
+    kc = kube.kubeconfig(str(tmp_path / "kc"))
     cfg = config(tmp_path, kc, "n1", mode="off", set_conditions="true")
     sick, healthy = kh.agent_tree(tmp_path, "v1-zombies"), kh.agent_tree(tmp_path, "v1-healthy")
     no_state = kh.unusable_state_dir(tmp_path)     # the ena check: Unknown
     r = cycle(cfg, sick, state=no_state)
     assert r.returncode == 0, r.stderr
-    c = conds(emu.node("n1"))
+    c = conds(kube.node("n1"))
     assert c["MemcgZombieLeak"]["status"] == "True"
     assert c["MemcgZombieLeak"]["reason"] == "ZombieMemcgsHigh"
     assert c["MemcgZombieLeak"]["message"].startswith("12840 dying")
@@ -83,113 +86,114 @@ def test_conditions_set_flip_keep_transition_time(emu, tmp_path):
     assert c["Ready"] == READY and c["KernelDeadlock"]["status"] == "False"  # untouched
     t0 = c["MemcgZombieLeak"]["lastTransitionTime"]
     hb0 = c["MemcgZombieLeak"]["lastHeartbeatTime"]
-    ev0 = [e for e in emu.log() if e["path"].endswith("/events") and e["method"] == "POST"]
+    ev0 = [e for e in kube.log() if e["path"].endswith("/events") and e["method"] == "POST"]
     assert {e["body"]["reason"] for e in ev0} == {"ZombieMemcgsHigh", "NoCoreSaturation",
                                                   "NoENAResets"}
     time.sleep(1.1)
-    emu.reset_log()
+    kube.reset_log()
     cycle(cfg, sick, state=no_state)
-    c = conds(emu.node("n1"))
+    c = conds(kube.node("n1"))
     assert c["MemcgZombieLeak"]["lastTransitionTime"] == t0        # same status: kept
     assert c["MemcgZombieLeak"]["lastHeartbeatTime"] != hb0        # heartbeat refreshed
-    assert not [e for e in emu.log() if e["path"].endswith("/events")]  # no flip, no event
-    patch = [e for e in emu.log() if e["method"] == "PATCH"][0]
+    assert not [e for e in kube.log() if e["path"].endswith("/events")]  # no flip, no event
+    patch = [e for e in kube.log() if e["method"] == "PATCH"][0]
     assert patch["path"] == "/api/v1/nodes/n1/status"
     assert patch["ctype"] == "application/strategic-merge-patch+json"
     time.sleep(1.1)
     cycle(cfg, healthy, state=no_state)
-    c = conds(emu.node("n1"))
+    c = conds(kube.node("n1"))
     assert c["MemcgZombieLeak"]["status"] == "False"
     assert c["MemcgZombieLeak"]["lastTransitionTime"] != t0         # flipped: new time
-    ev = [e["body"] for e in emu.log() if e["path"].endswith("/events")]
+    ev = [e["body"] for e in kube.log() if e["path"].endswith("/events")]
     assert [(e["reason"], e["type"]) for e in ev] == [("ZombieMemcgsNormal", "Normal")]
-    assert ev[0]["involvedObject"]["uid"] == emu.node("n1")["metadata"]["uid"]
+    assert ev[0]["involvedObject"]["uid"] == kube.node("n1")["metadata"]["uid"]
 
 
 # -- remediation guards ------------------------------------------------------------------------
 
-def test_cordon_once_with_event_and_annotation_then_uncordon(emu, tmp_path):
-    emu.add(kh.node_obj("n1", conditions=[READY, cond("MemcgZombieLeak", "True")]))
-    kc = emu.kubeconfig(str(tmp_path / "kc"))
+def test_cordon_once_with_event_and_annotation_then_uncordon(kube, tmp_path):
+    kube.add(kh.node_obj("n1", conditions=[READY, cond("MemcgZombieLeak", "True")]))
+    kc = kube.kubeconfig(str(tmp_path / "kc"))
     cfg = config(tmp_path, kc, "n1")
     r = cycle(cfg)
     assert r.returncode == 0 and "cordoned" in r.stdout, r.stdout + r.stderr
-    n = emu.node("n1")
+    n = kube.node("n1")
     assert n["spec"]["unschedulable"] is True
     assert "MemcgZombieLeak" in n["metadata"]["annotations"]["cpuzombie.io/cordoned"]
     cycle(cfg)   # still True: nothing more
-    cordons = [e for e in emu.log() if e["method"] == "PATCH" and e.get("unschedulable")]
+    cordons = [e for e in kube.log() if e["method"] == "PATCH" and e.get("unschedulable")]
     assert len(cordons) == 1
-    evs = [e["body"]["reason"] for e in emu.log() if e["path"].endswith("/events")]
+    evs = [e["body"]["reason"] for e in kube.log() if e["path"].endswith("/events")]
     assert evs == ["CpuzombieCordon"]
-    leases = emu.get("/apis/coordination.k8s.io/v1/namespaces/kube-system/leases")["items"]
+    leases = kube.leases()
     assert [l["spec"]["holderIdentity"] for l in leases] == ["n1"]
     # recovery: False for longer than uncordon_after -> uncordon, lease released
-    emu.call("PATCH", "/api/v1/nodes/n1/status", {"status": {"conditions": [
+    kube.call("PATCH", "/api/v1/nodes/n1/status", {"status": {"conditions": [
         cond("MemcgZombieLeak", "False")]}}, ctype="application/strategic-merge-patch+json")
     r = cycle(cfg)
     assert "uncordoned" in r.stdout, r.stdout + r.stderr
-    n = emu.node("n1")
+    n = kube.node("n1")
     assert not n["spec"].get("unschedulable")
     assert "cpuzombie.io/cordoned" not in n["metadata"].get("annotations", {})
-    assert emu.get("/apis/coordination.k8s.io/v1/namespaces/kube-system/leases")["items"] == []
-    # kubectl agrees with what cpuzombie did
+    assert kube.leases() == []
+    # kubectl agrees with what cpuzombie did (the person looking is the admin)
     if kh.kubectl_path():
-        out = kh.kubectl(kc, "describe", "node", "n1").stdout
+        out = kh.kubectl(kube.admin_kubeconfig(str(tmp_path / "admin")), "describe", "node",
+                         "n1").stdout
         assert "CpuzombieCordon" in out and "CpuzombieUncordon" in out
 
 
-def test_guard_for_not_reached(emu, tmp_path):
+def test_guard_for_not_reached(kube, tmp_path):
     now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
-    emu.add(kh.node_obj("n1", conditions=[READY, cond("MemcgZombieLeak", "True", ltt=now)]))
-    cfg = config(tmp_path, emu.kubeconfig(str(tmp_path / "kc")), "n1", **{"for": "10m"})
+    kube.add(kh.node_obj("n1", conditions=[READY, cond("MemcgZombieLeak", "True", ltt=now)]))
+    cfg = config(tmp_path, kube.kubeconfig(str(tmp_path / "kc")), "n1", **{"for": "10m"})
     r = cycle(cfg)
     assert r.returncode == 0 and "none" in r.stdout
-    assert writes(emu) == []
+    assert writes(kube) == []
 
 
-def test_guard_unschedulable_by_someone_else_and_uncordon_only_ours(emu, tmp_path):
-    emu.add(kh.node_obj("n1", unschedulable=True,
+def test_guard_unschedulable_by_someone_else_and_uncordon_only_ours(kube, tmp_path):
+    kube.add(kh.node_obj("n1", unschedulable=True,
                         conditions=[READY, cond("MemcgZombieLeak", "True")]))
-    cfg = config(tmp_path, emu.kubeconfig(str(tmp_path / "kc")), "n1")
+    cfg = config(tmp_path, kube.kubeconfig(str(tmp_path / "kc")), "n1")
     r = cycle(cfg)
     assert "skipped" in r.stdout and "someone else" in r.stdout
-    emu.call("PATCH", "/api/v1/nodes/n1/status", {"status": {"conditions": [
+    kube.call("PATCH", "/api/v1/nodes/n1/status", {"status": {"conditions": [
         cond("MemcgZombieLeak", "False")]}}, ctype="application/strategic-merge-patch+json")
     cycle(cfg)   # recovered, but we did not cordon it: it stays cordoned
-    assert emu.node("n1")["spec"]["unschedulable"] is True
-    assert writes(emu) == [e for e in writes(emu) if e["path"].endswith("/status")]
+    assert kube.node("n1")["spec"]["unschedulable"] is True
+    assert writes(kube) == [e for e in writes(kube) if e["path"].endswith("/status")]
 
 
-def test_guard_control_plane(emu, tmp_path):
-    emu.add(kh.node_obj("cp", labels={"node-role.kubernetes.io/control-plane": ""},
+def test_guard_control_plane(kube, tmp_path):
+    kube.add(kh.node_obj("cp", labels={"node-role.kubernetes.io/control-plane": ""},
                         conditions=[READY, cond("MemcgZombieLeak", "True")]))
-    kc = emu.kubeconfig(str(tmp_path / "kc"))
+    kc = kube.kubeconfig(str(tmp_path / "kc"))
     r = cycle(config(tmp_path, kc, "cp"))
-    assert "control-plane" in r.stdout and writes(emu) == []
+    assert "control-plane" in r.stdout and writes(kube) == []
     r = cycle(config(tmp_path, kc, "cp", allow_control_plane="true"))
     assert "cordoned" in r.stdout
 
 
-def test_dry_run_changes_nothing(emu, tmp_path):
-    emu.add(kh.node_obj("n1", conditions=[READY, cond("MemcgZombieLeak", "True")]),
+def test_dry_run_changes_nothing(kube, tmp_path):
+    kube.add(kh.node_obj("n1", conditions=[READY, cond("MemcgZombieLeak", "True")]),
             kh.pod_obj("p", "n1"))
-    cfg = config(tmp_path, emu.kubeconfig(str(tmp_path / "kc")), "n1", mode="dry-run")
-    before = emu.node("n1")
+    cfg = config(tmp_path, kube.kubeconfig(str(tmp_path / "kc")), "n1", mode="dry-run")
+    before = kube.node("n1")
     for _ in range(2):
         r = cycle(cfg)
         assert "dry-run" in r.stdout
-    w = writes(emu)
+    w = writes(kube)
     assert all(e["path"].endswith("/events") for e in w), w
     assert [e["status"] for e in w] == [201, 409]      # one Event per episode, not per cycle
-    assert emu.node("n1")["metadata"]["resourceVersion"] == before["metadata"]["resourceVersion"]
-    assert len(emu.pods("n1")) == 1
+    assert kube.node("n1")["metadata"]["resourceVersion"] == before["metadata"]["resourceVersion"]
+    assert len(kube.pods("n1")) == 1
 
 
 # -- drain -------------------------------------------------------------------------------------
 
-def test_drain_evicts_right_pods_and_waits_out_pdb(emu, tmp_path):
-    emu.add(kh.node_obj("n1", conditions=[READY, cond("MemcgZombieLeak", "True")]),
+def test_drain_evicts_right_pods_and_waits_out_pdb(kube, tmp_path):
+    kube.add(kh.node_obj("n1", conditions=[READY, cond("MemcgZombieLeak", "True")]),
             kh.node_obj("n2"), kh.ds_obj("agent"), kh.rs_obj("web"),
             kh.pod_obj("web-1", "n1", owner=("ReplicaSet", "web"), labels={"app": "web"}),
             kh.pod_obj("web-2", "n2", owner=("ReplicaSet", "web"), labels={"app": "web"}),
@@ -198,61 +202,61 @@ def test_drain_evicts_right_pods_and_waits_out_pdb(emu, tmp_path):
             kh.pod_obj("done", "n1", phase="Succeeded"),
             kh.pdb_obj("web", {"app": "web"}, 2))
     sentinel = str(tmp_path / "reboot-required")
-    cfg = config(tmp_path, emu.kubeconfig(str(tmp_path / "kc")), "n1", mode="drain",
+    cfg = config(tmp_path, kube.kubeconfig(str(tmp_path / "kc"), node="n1"), "n1", mode="drain",
                  reboot_sentinel=sentinel)
     p = cycle(cfg, popen=True)
     # wait until the drain has met the PDB (a 429), however slow this shared machine is today
     deadline = time.time() + 30
-    while not any(e["path"].endswith("/eviction") and e["status"] == 429 for e in emu.log()):
+    while not any(e["path"].endswith("/eviction") and e["status"] == 429 for e in kube.log()):
         assert p.poll() is None, p.communicate()
         assert time.time() < deadline, "no eviction refused by the PDB within 30 s"
         time.sleep(0.1)
     time.sleep(1)
     assert p.poll() is None                               # waiting out the PDB
     assert not os.path.exists(sentinel)
-    emu.add(kh.pod_obj("web-3", "n2", owner=("ReplicaSet", "web"), labels={"app": "web"}))
+    kube.add(kh.pod_obj("web-3", "n2", owner=("ReplicaSet", "web"), labels={"app": "web"}))
     out, err = p.communicate(timeout=30)
     assert p.returncode == 0 and "drained" in out, out + err
-    left = sorted(x["metadata"]["name"] for x in emu.pods("n1"))
+    left = sorted(x["metadata"]["name"] for x in kube.pods("n1"))
     assert left == ["agent-n1", "done", "static-n1"]
-    ev = [e for e in emu.log() if e["path"].endswith("/eviction")]
+    ev = [e for e in kube.log() if e["path"].endswith("/eviction")]
     assert {e["path"].split("/")[-2] for e in ev} == {"web-1"}
     assert ev[0]["status"] == 429 and ev[-1]["status"] == 201
-    assert not any(e["method"] == "DELETE" and "/pods/" in e["path"] for e in emu.log())
+    assert not any(e["method"] == "DELETE" and "/pods/" in e["path"] for e in kube.log())
     assert os.path.exists(sentinel)
-    n = emu.node("n1")
+    n = kube.node("n1")
     assert "cpuzombie.io/drained" in n["metadata"]["annotations"]
 
 
-def test_drain_refuses_emptydir_unless_allowed(emu, tmp_path):
-    emu.add(kh.node_obj("n1", conditions=[READY, cond("MemcgZombieLeak", "True")]),
+def test_drain_refuses_emptydir_unless_allowed(kube, tmp_path):
+    kube.add(kh.node_obj("n1", conditions=[READY, cond("MemcgZombieLeak", "True")]),
             kh.pod_obj("scratch", "n1", emptydir=True))
-    kc = emu.kubeconfig(str(tmp_path / "kc"))
+    kc = kube.kubeconfig(str(tmp_path / "kc"))
     r = cycle(config(tmp_path, kc, "n1", mode="drain"))
-    assert "emptyDir" in r.stdout and len(emu.pods("n1")) == 1
+    assert "emptyDir" in r.stdout and len(kube.pods("n1")) == 1
     r = cycle(config(tmp_path, kc, "n1", mode="drain", delete_emptydir_data="true"))
-    assert "drained" in r.stdout and emu.pods("n1") == []
+    assert "drained" in r.stdout and kube.pods("n1") == []
 
 
 # -- the budget race ---------------------------------------------------------------------------
 
-def test_race_twenty_nodes_budget_two(emu, tmp_path):
+def test_race_twenty_nodes_budget_two(kube, tmp_path):
     nodes = ["node-%02d" % i for i in range(20)]
-    emu.add(*[kh.node_obj(n, conditions=[READY, cond("MemcgZombieLeak", "True")])
+    kube.add(*[kh.node_obj(n, conditions=[READY, cond("MemcgZombieLeak", "True")])
               for n in nodes])
-    kc = emu.kubeconfig(str(tmp_path / "kc"))
-    cfgs = {n: config(tmp_path, kc, n, max_unavailable="2") for n in nodes}
+    cfgs = {n: config(tmp_path, kube.kubeconfig(str(tmp_path / ("kc-" + n)), node=n), n,
+                      max_unavailable="2") for n in nodes}
     with concurrent.futures.ThreadPoolExecutor(20) as ex:
         outs = list(ex.map(lambda n: cycle(cfgs[n]), nodes))
     assert all(o.returncode == 0 for o in outs), [o.stderr for o in outs]
-    held = [n for n in nodes if emu.node(n)["spec"].get("unschedulable")]
+    held = [n for n in nodes if kube.node(n)["spec"].get("unschedulable")]
     assert len(held) == 2, held
 
     def max_concurrent():
         cur, peak = set(), 0
         # replay node writes in the order the server applied them (resourceVersion), not the
         # order their log lines were appended
-        writes_ = sorted((e for e in emu.log() if e["method"] == "PATCH" and "rv" in e
+        writes_ = sorted((e for e in kube.log() if e["method"] == "PATCH" and "rv" in e
                           and not e["path"].endswith("/status")),
                          key=lambda e: e["rv"])
         for e in writes_:
@@ -267,76 +271,104 @@ def test_race_twenty_nodes_budget_two(emu, tmp_path):
     assert max_concurrent() == 2
     # the two recover; the others race again for the freed slots
     for n in held:
-        emu.call("PATCH", "/api/v1/nodes/%s/status" % n, {"status": {"conditions": [
+        kube.call("PATCH", "/api/v1/nodes/%s/status" % n, {"status": {"conditions": [
             cond("MemcgZombieLeak", "False")]}}, ctype="application/strategic-merge-patch+json")
     with concurrent.futures.ThreadPoolExecutor(20) as ex:
         list(ex.map(lambda n: cycle(cfgs[n]), nodes))
     assert max_concurrent() <= 2
-    now_held = [n for n in nodes if emu.node(n)["spec"].get("unschedulable")]
+    now_held = [n for n in nodes if kube.node(n)["spec"].get("unschedulable")]
     assert len(now_held) <= 2 and not set(now_held) & set(held)
 
 
 # -- faults ------------------------------------------------------------------------------------
 
-def test_faults_retried_bounded_and_nothing_done_twice(emu, tmp_path):
-    emu.add(kh.node_obj("n1", conditions=[READY, cond("MemcgZombieLeak", "True")]))
-    cfg = config(tmp_path, emu.kubeconfig(str(tmp_path / "kc")), "n1")
-    emu.faults({"method": "GET", "path": "^/api/v1/nodes/n1$", "status": 503, "count": 2},
+def test_faults_retried_bounded_and_nothing_done_twice(kube, tmp_path):
+    kube.add(kh.node_obj("n1", conditions=[READY, cond("MemcgZombieLeak", "True")]))
+    cfg = config(tmp_path, kube.kubeconfig(str(tmp_path / "kc")), "n1")
+    kube.faults({"method": "GET", "path": "^/api/v1/nodes/n1$", "status": 503, "count": 2},
                {"method": "POST", "path": "leases$", "status": 429, "count": 1},
                {"method": "PATCH", "path": "^/api/v1/nodes/n1$", "drop": True, "when": "after",
                 "count": 1},
                {"method": "POST", "path": "events$", "delay_ms": 300, "count": 1})
     r = cycle(cfg)
     assert "HTTP 503" in r.stderr and "retry" in r.stderr     # the log says what happened
-    n = emu.node("n1")
+    n = kube.node("n1")
     assert n["spec"]["unschedulable"] is True
-    patches = [e for e in emu.log() if e["method"] == "PATCH"]
-    assert len(patches) <= 2 and patches[0]["status"] == "dropped-after"
-    leases = emu.get("/apis/coordination.k8s.io/v1/namespaces/kube-system/leases")["items"]
+    patches = [e for e in kube.log() if e["method"] == "PATCH"]
+    assert len(patches) <= 2 and patches[0]["fault"] == "lost answer"
+    leases = kube.leases()
     assert len(leases) == 1                                  # one slot taken, not two
     assert leases[0]["spec"]["holderIdentity"] == "n1"
-    emu.reset_log()
+    kube.reset_log()
     cycle(cfg)                                               # already held: nothing repeated
-    assert not [e for e in emu.log() if e["method"] == "PATCH"]
-    assert not [e for e in emu.log() if e["path"].endswith("/events")]
+    assert not [e for e in kube.log() if e["method"] == "PATCH"]
+    assert not [e for e in kube.log() if e["path"].endswith("/events")]
     # retries stop at their bound: a server failing every request
-    emu.reset_log()
-    emu.faults({"path": "^/api/v1/nodes/n1$", "status": 500, "count": 1000})
+    kube.reset_log()
+    kube.faults({"path": "^/api/v1/nodes/n1$", "status": 500, "count": 1000})
     t0 = time.monotonic()
     r = cycle(cfg)
     assert r.returncode != 0 and time.monotonic() - t0 < 30
-    assert len([e for e in emu.log() if e["path"] == "/api/v1/nodes/n1"]) == 5
+    assert len([e for e in kube.log() if e["path"] == "/api/v1/nodes/n1"]) == 5
 
 
 # -- auth --------------------------------------------------------------------------------------
 
-def auth_cycle(emu, tmp_path, user=None, **kw):
-    kc = emu.kubeconfig(str(tmp_path / ("kc-%d" % time.monotonic_ns())), user=user, **kw)
+SA_USER = "system:serviceaccount:%s:%s" % (kh.AGENT_NS, kh.AGENT_SA)
+
+
+def auth_cycle(kube, tmp_path, user=None, **kw):
+    kc = kube.kubeconfig(str(tmp_path / ("kc-%d" % time.monotonic_ns())), user=user, **kw)
     return cycle(config(tmp_path, kc, "n1", mode="dry-run"))
 
 
-def test_auth_kubeconfig_variants_and_wrong_ca(emu, tmp_path, certs):
-    emu.add(kh.node_obj("n1", conditions=[READY]))
-    assert auth_cycle(emu, tmp_path).returncode == 0
-    assert emu.log()[-1]["user"] == "admin"
-    r = auth_cycle(emu, tmp_path, user={"client-certificate": certs.client_cert,
-                                        "client-key": certs.client_key}, ca_data=True)
+def bind_cert_user(kube, cn):
+    """Grants the client-certificate user @cn the chart's condition role (what the agent's
+    dry-run cycle calls), as an installer would for a node credential of its own."""
+    st, obj = kube.call("POST", "/apis/rbac.authorization.k8s.io/v1/clusterrolebindings", {
+        "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
+        "metadata": {"name": "cz-test-" + cn},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole",
+                    "name": "cpuzombie-conditions"},
+        "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": cn}]})
+    assert st == 201, (st, obj)
+    kube.extra.append("/apis/rbac.authorization.k8s.io/v1/clusterrolebindings/cz-test-" + cn)
+
+
+def audited_users(kube, mark):
+    return {e["user"]["username"] for e in kube.cp.audit(mark)[0]}
+
+
+def test_auth_kubeconfig_variants_and_wrong_ca(kube, tmp_path, certs):
+    kube.add(kh.node_obj("n1", conditions=[READY]))
+    assert auth_cycle(kube, tmp_path).returncode == 0
+    assert kube.log()[-1]["user"] == SA_USER
+    # client certificates cannot pass the proxy: straight to the real server, whose audit log
+    # names the user
+    bind_cert_user(kube, "cert-agent")
+    direct = kube.cp.url
+    mark = kube.cp.audit_mark()
+    r = auth_cycle(kube, tmp_path, user={"client-certificate": certs.client_cert,
+                                        "client-key": certs.client_key}, ca_data=True,
+                   server=direct)
     assert r.returncode == 0, r.stderr
-    assert emu.log()[-1]["user"] == "cert-admin"
+    assert audited_users(kube, mark) == {"cert-agent"}
     import base64
     b64 = lambda p: base64.b64encode(open(p, "rb").read()).decode()
-    r = auth_cycle(emu, tmp_path, user={"client-certificate-data": b64(certs.client_cert),
-                                        "client-key-data": b64(certs.client_key)})
-    assert r.returncode == 0 and emu.log()[-1]["user"] == "cert-admin", r.stderr
-    n = len(emu.log())
-    r = auth_cycle(emu, tmp_path, ca=certs.wrong_ca)
-    assert r.returncode != 0 and len(emu.log()) == n          # refused before any request
-    r = auth_cycle(emu, tmp_path, user={"token": "wrong"})
+    mark = kube.cp.audit_mark()
+    r = auth_cycle(kube, tmp_path, user={"client-certificate-data": b64(certs.client_cert),
+                                        "client-key-data": b64(certs.client_key)},
+                   server=direct)
+    assert r.returncode == 0 and audited_users(kube, mark) == {"cert-agent"}, r.stderr
+    n = len(kube.log())
+    r = auth_cycle(kube, tmp_path, ca=certs.wrong_ca)
+    assert r.returncode != 0 and len(kube.log()) == n          # refused before any request
+    r = auth_cycle(kube, tmp_path, user={"token": "wrong"})
     assert r.returncode != 0 and "401" in r.stdout + r.stderr
 
 
-def test_auth_exec_plugin(emu, tmp_path):
-    emu.add(kh.node_obj("n1", conditions=[READY]))
+def test_auth_exec_plugin(kube, tmp_path):
+    kube.add(kh.node_obj("n1", conditions=[READY]))
     plugin = tmp_path / "get-token.sh"
     plugin.write_text("#!/bin/sh\ncase \"$KUBERNETES_EXEC_INFO\" in *ExecCredential*) ;; *) "
                       "exit 3;; esac\necho run >> %s/plugin-runs\n"
@@ -344,34 +376,55 @@ def test_auth_exec_plugin(emu, tmp_path):
                       "\"kind\":\"ExecCredential\",\"status\":{\"token\":\"%%s\"}}' \"$TOK\"\n"
                       % tmp_path)
     plugin.chmod(0o755)
-    r = auth_cycle(emu, tmp_path, user={"exec": {
+    r = auth_cycle(kube, tmp_path, user={"exec": {
         "apiVersion": "client.authentication.k8s.io/v1", "command": str(plugin),
-        "env": [{"name": "TOK", "value": kh.TOKEN}], "interactiveMode": "Never"}})
+        "env": [{"name": "TOK", "value": kube.agent_token("n1")}],
+        "interactiveMode": "Never"}})
     assert r.returncode == 0, r.stderr
-    assert emu.log()[-1]["user"] == "admin"
+    assert kube.log()[-1]["user"] == SA_USER
     assert (tmp_path / "plugin-runs").read_text().count("run") == 1   # cached within a run
 
 
-def test_auth_in_cluster_token_rotation_and_ipv6_host(emu, tmp_path, certs):
-    emu.add(kh.node_obj("n1", conditions=[READY]))
+def test_auth_in_cluster_token_rotation_and_ipv6_host(kube, tmp_path, certs):
+    """The projected token as the kubelet rotates it: the agent reads the file again. The first
+    token is bound to a pod that is then deleted, so the real server refuses it from then on:
+    only a re-read token passes."""
+    kube.add(kh.node_obj("n1", conditions=[READY]))
+    old_pod = kube.agent_pod("n1")
     sa = tmp_path / "sa"
     sa.mkdir()
-    (sa / "token").write_text(kh.TOKEN + "\n")
+    (sa / "token").write_text(kube.agent_token("n1") + "\n")
     (sa / "ca.crt").write_bytes(open(certs.ca, "rb").read())
     cfg = config(tmp_path, "", "n1", mode="dry-run")
-    env = {"KUBERNETES_SERVICE_HOST": "127.0.0.1", "KUBERNETES_SERVICE_PORT": str(emu.port),
+    env = {"KUBERNETES_SERVICE_HOST": "127.0.0.1", "KUBERNETES_SERVICE_PORT": str(kube.port),
            "CZ_SERVICEACCOUNT_DIR": str(sa)}
     r = cycle(cfg, env=env)
     assert r.returncode == 0, r.stderr
-    emu.side("POST", "tokens", {"rotated-token": "sa-user"})
-    (sa / "token").write_text("rotated-token")
+    assert kube.log()[-1]["user"] == SA_USER
+    # the pod goes (its token with it); the new pod's token is written to the same file
+    st, _ = kube.call("DELETE", "/api/v1/namespaces/%s/pods/%s?gracePeriodSeconds=0"
+                      % (kh.AGENT_NS, old_pod["metadata"]["name"]))
+    assert st == 200
+    kh.wait_until(lambda: kube.call("GET", "/api/v1/namespaces/%s/pods/%s" % (
+        kh.AGENT_NS, old_pod["metadata"]["name"]))[0] == 404, 30, "the old agent pod to go")
+    kube._agent_pods.clear()
+    old = (sa / "token").read_text().strip()
+    # the server caches a good token's verdict for some seconds: until it notices
+    kh.wait_until(lambda: kube.call("GET", "/api/v1/nodes/n1", token=old)[0] == 401, 60,
+                  "the server to refuse the deleted pod's token")
+    mark = len(kube.log())
     r = cycle(cfg, env=env)
-    assert r.returncode == 0 and emu.log()[-1]["user"] == "sa-user", r.stderr
-    # an IPv6 service host is bracketed (the emulator listens on IPv4 only: connection refused)
+    assert r.returncode != 0 and "401" in r.stdout + r.stderr      # the old token is dead
+    (sa / "token").write_text(kube.agent_token("n1"))
+    r = cycle(cfg, env=env)
+    assert r.returncode == 0, r.stderr
+    assert [e["status"] for e in kube.log()[mark:]][0] == 401
+    assert kube.log()[-1]["user"] == SA_USER and kube.log()[-1]["status"] < 300
+    # an IPv6 service host is bracketed in the URL, so the client connects to ::1 on the port
+    # (the proxy listens on IPv4 only: refused)
     r = cycle(cfg, env=dict(env, KUBERNETES_SERVICE_HOST="::1"))
-    assert r.returncode != 0 and "[::1]" not in r.stderr.replace("https://[::1]", "") or True
-    assert "Could not connect" in r.stderr or "Failed to connect" in r.stderr or \
-        "Couldn't connect" in r.stderr or "connect" in r.stderr.lower()
+    assert r.returncode != 0
+    assert "connect to ::1 port %d" % kube.port in r.stderr, r.stderr
 
 
 def test_checks_never_load_libcurl(tmp_path):

@@ -1,0 +1,105 @@
+#!/usr/bin/env bash
+# Builds the real control plane the Kubernetes tests run on, from the Go modules at the versions
+# in versions.sh, into $CZ_KUBE_CACHE/<name>-<version>/ (outside the clone: one build per machine
+# and version). Prints the bin directory of each component, one "name=dir" line per component.
+#   build.sh [all|kube|etcd|kwok|npd]...     (default: all)
+# Already built: nothing is done (a stamp file per component). Building says so on stderr with
+# the time it took.
+#
+# Why go.mod files of our own: k8s.io/kubernetes replaces its staging modules (k8s.io/api, ...)
+# with ./staging paths, and go.etcd.io/etcd/server/v3 replaces its siblings with ../ paths, so
+# neither can be `go install`ed; a module of ours requires them and pins every replaced module
+# to its published twin (staging v0.<minor>.<patch>, etcd's siblings at the same v3.6.x).
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+# shellcheck source=versions.sh
+. "$here/versions.sh"
+export CGO_ENABLED=0 GOFLAGS=-mod=mod GOTOOLCHAIN=local
+command -v go >/dev/null || { echo "kube/build.sh: 'go' is required (Go 1.26)" >&2; exit 1; }
+
+# The one module our own go.mod requires, plus "old => new" pins read from its go.mod's replace
+# directives of local paths.
+write_mod() {	# DIR MODULE VERSION PIN_VERSION
+	local dir=$1 mod=$2 ver=$3 pin=$4 gomod
+	gomod=$(go mod download -json "$mod@$ver" | sed -n 's/^\s*"GoMod": "\(.*\)",$/\1/p')
+	[ -s "$gomod" ] || { echo "kube/build.sh: cannot download $mod@$ver" >&2; exit 1; }
+	{
+		echo "module cpuzombie.test/build"
+		echo "go $(go env GOVERSION | sed 's/^go//')"
+		echo "require $mod $ver"
+		awk -v pin="$pin" '
+			/^replace \(/ { inr = 1; next }
+			inr && /^\)/ { inr = 0; next }
+			{ line = $0; sub(/^replace /, "", line) }
+			(inr || /^replace /) && line ~ /=> \.\.?\// && line !~ /FORBIDDEN/ {
+				split(line, f, " "); print "replace " f[1] " => " f[1] " " pin }
+		' "$gomod"
+	} >"$dir/go.mod"
+}
+
+stamp_ok() { [ -f "$1/.built" ] && [ "$(cat "$1/.built")" = "$2" ]; }
+
+build_one() {	# NAME VERSION MODULE PIN_VERSION LDFLAGS PKG:OUT...
+	local name=$1 ver=$2 mod=$3 pin=$4 ldflags=$5; shift 5
+	local out=$CZ_KUBE_CACHE/$name-$ver want
+	want="$ver $*"
+	if stamp_ok "$out" "$want"; then echo "$name=$out/bin"; return; fi
+	local t0=$SECONDS work
+	echo "kube/build.sh: building $name $ver from $mod (first use on this machine)" >&2
+	mkdir -p "$CZ_KUBE_CACHE"
+	work=$(mktemp -d "$CZ_KUBE_CACHE/.build-$name.XXXXXX")
+	# shellcheck disable=SC2064
+	trap "rm -rf '$work'" RETURN
+	if [ -n "$pin" ]; then
+		write_mod "$work" "$mod" "$ver" "$pin"
+	else
+		printf 'module cpuzombie.test/build\ngo %s\nrequire %s %s\n' \
+			"$(go env GOVERSION | sed 's/^go//')" "$mod" "$ver" >"$work/go.mod"
+	fi
+	mkdir -p "$work/bin"
+	local p
+	for p in "$@"; do
+		(cd "$work" && go build -trimpath -ldflags "-s -w $ldflags" -o "bin/${p#*:}" "${p%%:*}") \
+			>"$work/build.log" 2>&1 || {
+			echo "kube/build.sh: building $name ${p%%:*} failed; last lines:" >&2
+			tail -n 20 "$work/build.log" >&2; exit 1; }
+	done
+	rm -rf "$out"
+	mkdir -p "$out"
+	mv "$work/bin" "$out/bin"
+	echo "$want" >"$out/.built"
+	echo "kube/build.sh: built $name $ver in $((SECONDS - t0)) s" >&2
+	echo "$name=$out/bin"
+}
+
+kube() {
+	local v=${KUBE_VERSION#v} major minor
+	major=${v%%.*}; minor=${v#*.}; minor=${minor%%.*}
+	local x=k8s.io/component-base/version
+	build_one kube "$KUBE_VERSION" k8s.io/kubernetes "v0.${v#*.}" \
+		"-X $x.gitVersion=$KUBE_VERSION -X $x.gitMajor=$major -X $x.gitMinor=$minor -X $x.gitTreeState=clean" \
+		k8s.io/kubernetes/cmd/kube-apiserver:kube-apiserver \
+		k8s.io/kubernetes/cmd/kube-controller-manager:kube-controller-manager
+}
+etcd() {
+	build_one etcd "$ETCD_VERSION" go.etcd.io/etcd/server/v3 "$ETCD_VERSION" "" \
+		go.etcd.io/etcd/server/v3:etcd
+}
+kwok() {
+	build_one kwok "$KWOK_VERSION" sigs.k8s.io/kwok "" \
+		"-X sigs.k8s.io/kwok/pkg/consts.Version=$KWOK_VERSION" sigs.k8s.io/kwok/cmd/kwok:kwok
+}
+npd() {
+	build_one npd "$NPD_VERSION" k8s.io/node-problem-detector "" \
+		"-X k8s.io/node-problem-detector/pkg/version.version=$NPD_VERSION" \
+		k8s.io/node-problem-detector/cmd/nodeproblemdetector:node-problem-detector
+}
+
+[ $# -eq 0 ] && set -- all
+for c in "$@"; do
+	case $c in
+	all) etcd; kwok; npd; kube ;;
+	kube|etcd|kwok|npd) "$c" ;;
+	*) echo "kube/build.sh: unknown component '$c' (all, kube, etcd, kwok, npd)" >&2; exit 2 ;;
+	esac
+done

@@ -1,0 +1,14 @@
+# The control plane the Kubernetes tests run on, built from source (build.sh). One place for the
+# pins: `make test` uses these; `make test-kube KUBE_VERSION=v1.34.4` swaps only Kubernetes.
+#   KUBE_VERSION  k8s.io/kubernetes: kube-apiserver, kube-controller-manager (the current minor's
+#                 newest patch; its staging modules are pinned to v0.<minor>.<patch>)
+#   ETCD_VERSION  go.etcd.io/etcd/server/v3 (3.6.x; Debian's etcd-server is 3.4)
+#   KWOK_VERSION  sigs.k8s.io/kwok: fake kubelets (v0.8.0's go.mod asks Go 1.26.0: the machine's)
+#   NPD_VERSION   k8s.io/node-problem-detector: the current release (Kubernetes-style versions
+#                 after v0.8.20; v1.34.0 is the newest the module proxy serves here)
+: "${KUBE_VERSION:=v1.37.2}"
+: "${ETCD_VERSION:=v3.6.16}"
+: "${KWOK_VERSION:=v0.8.0}"
+: "${NPD_VERSION:=v1.34.0}"
+# Outside the clone, keyed by version: a machine builds each once.
+: "${CZ_KUBE_CACHE:=/var/cache/cpuzombie/kube}"
