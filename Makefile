@@ -2,7 +2,10 @@
 #   make            build/cpuzombie (everything: agent, libcurl, libsystemd) and
 #                   build/cpuzombie-check (-static-pie: checks, report, ena-diff, config check)
 #   make run        build, then report on this node with the embedded default config
-#   make test       install what the tests need (as root), then unit + e2e, plain and ASan+UBSan
+#   make test       install what the tests need (as root), build the real control plane the
+#                   Kubernetes tests run on (tests/tools/kube: once per machine and version,
+#                   cached in /var/cache/cpuzombie/kube), then unit + e2e, plain and ASan+UBSan
+#   make test-kube  KUBE_VERSION=v1.34.4: only the Kubernetes e2e tests, on that Kubernetes
 #   make bench      tests/bench: measured tables (ratios against naive alternatives)
 #   make fuzz       every libFuzzer target for FUZZ_TIME seconds (default 300)
 #   make install    PREFIX=/usr/local DESTDIR=
@@ -101,8 +104,8 @@ Q := @
 say = printf '  %-4s %s\n'
 endif
 
-.PHONY: all run test test-unit test-e2e test-asan deps deps-build image tools hdr-check \
-	check-layers bench fuzz fuzz-smoke install clean
+.PHONY: all run test test-unit test-e2e test-asan test-kube deps deps-build image tools \
+	control-plane hdr-check check-layers bench fuzz fuzz-smoke install clean
 
 all: $(B)/cpuzombie $(B)/cpuzombie-check
 
@@ -184,6 +187,21 @@ deps:
 
 tools: deps
 	@tests/tools/get-kube-tools.sh
+	@$(MAKE) --no-print-directory control-plane
+
+# kube-apiserver, kube-controller-manager, etcd, kwok and node-problem-detector from their Go
+# modules at the versions of tests/tools/kube/versions.sh (KUBE_VERSION=... overrides): built
+# once per machine and version (the first build says so and how long it took), then cached.
+control-plane:
+	@tests/tools/kube/build.sh >/dev/null
+
+# The Kubernetes end-to-end tests alone, on another Kubernetes: make test-kube KUBE_VERSION=v1.34.4
+KUBE_TESTS = $(shell grep -l -E '\b(kube|control_plane)\b' tests/e2e/test_*.py | sort)
+test-kube: $(B)/cpuzombie $(B)/cpuzombie-check
+	@tests/tools/get-kube-tools.sh
+	@KUBE_VERSION=$(KUBE_VERSION) tests/tools/kube/build.sh >/dev/null
+	@KUBE_VERSION=$(KUBE_VERSION) CZ_BIN=$(CURDIR)/$(B)/cpuzombie CZ_BUILD=$(CURDIR)/$(B) \
+		$(PYTHON) -m pytest -q -rs $(KUBE_TESTS)
 
 # The image (manifests/image/Dockerfile) with podman; cached layers between runs.
 image:

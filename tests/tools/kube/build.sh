@@ -15,6 +15,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 # shellcheck source=versions.sh
 . "$here/versions.sh"
 export CGO_ENABLED=0 GOFLAGS=-mod=mod GOTOOLCHAIN=local
+command -v go >/dev/null || PATH=$PATH:/usr/local/go/bin
 command -v go >/dev/null || { echo "kube/build.sh: 'go' is required (Go 1.26)" >&2; exit 1; }
 
 # The one module our own go.mod requires, plus "old => new" pins read from its go.mod's replace
