@@ -115,3 +115,43 @@ remediation:
         got = kh.kubectl(kc, "get", "node", "n1", "-o",
                          "jsonpath={.spec.unschedulable}").stdout
         assert got in ("", "false")
+
+
+def test_drain_the_serviceaccount_may_not_evict_for(kube, tmp_path):
+    """A real RBAC denial (rbac_helpers: a ServiceAccount of its own with the chart's grants as
+    applied on the server, minus create pods/eviction, its token bound to its pod on n1): the
+    agent still sets the condition and cordons, each eviction is refused 403 by the server's
+    RBAC, the pod stays, and the cycle says the drain is incomplete (no crash, no exit 1)."""
+    import rbac_helpers as rh
+    kube.add(kh.node_obj("n1"), kh.rs_obj("web"),
+             kh.pod_obj("web-1", "n1", owner=("ReplicaSet", "web")))
+    sa = rh.restricted_sa(kube, "create pods/eviction", node="n1", sa=REMEDIATION_SA)
+    kc = sa.kubeconfig(str(tmp_path / "kc"), node="n1")
+    cfg = tmp_path / "cz.yaml"
+    cfg.write_text(kh.AGENT_CPU + f"""kubernetes:
+  node_name: n1
+  kubeconfig: {kc}
+  timeout: 5s
+agent:
+  set_conditions: true
+remediation:
+  mode: drain
+  for: 0s
+  drain_timeout: 5s
+""")
+    r = agent_once(str(cfg), node_tree(tmp_path, "v1-zombies"), tmp_path / "state",
+                   tmp_path / "run")
+    assert r.returncode == 0, r.stderr
+    assert "remediation drain: drain-incomplete" in r.stdout, r.stdout
+    assert 'HTTP 403: pods "web-1" is forbidden: User "%s" cannot create resource ' \
+        '"pods/eviction"' % sa.user in r.stderr, r.stderr
+    log = kube.log()
+    assert {e["user"] for e in log} == {sa.user}, log
+    evictions = [e for e in log if e["path"].endswith("/eviction")]
+    assert evictions and all(e["status"] == 403 for e in evictions), evictions
+    assert [p["metadata"]["name"] for p in kube.pods("n1")] == ["web-1"]
+    n = kube.node("n1")
+    assert n["spec"]["unschedulable"] is True                  # the cordon was granted
+    assert conds(n)["MemcgZombieLeak"]["status"] == "True"
+    # everything else the agent asked was granted and admitted
+    assert all(e["status"] in (200, 201) for e in log if e not in evictions), log
