@@ -2,9 +2,14 @@
 """Helpers for the hardening tests (bad inputs, valgrind, privileges, crash safety).
 
 RawApi: a tiny TLS server on 127.0.0.1 that answers each request from a Python function with
-arbitrary bytes, slowly if asked: what the emulator (tests/tools/kubeemu.py) cannot do, since it
-only ever sends well-formed objects. Each connection is served by its own thread; the server stops
-by itself when the test calls stop() (no process is left behind: it runs in the test's process).
+arbitrary bytes, slowly if asked: the hostile API server that the real control plane
+(tests/tools/kube) cannot be made to be, since kube-apiserver only ever sends well-formed
+objects and the fault proxy in front of it only delays, cuts or replaces whole answers (malformed
+JSON, a Content-Length that lies, bytes that are not UTF-8, a body that never ends). Its serving
+certificate is signed by the control plane's CA (the `certs` fixture), so the client under test
+trusts it as it trusts the real server. Each connection is served by its own thread; the server
+stops by itself when the test calls stop() (no process is left behind: it runs in the test's
+process).
 """
 import json
 import os
@@ -32,12 +37,25 @@ class Reply:
         self.length = len(self.body) if length is None else length
 
 
+def server_cert(certs):
+    """A serving certificate for 127.0.0.1 signed by @certs' CA (ca.pem and ca.key in
+    certs.dir: kube_helpers.Certs copies the control plane's), made once per directory."""
+    if getattr(certs, "server_cert", None):
+        return certs.server_cert, certs.server_key
+    import kube_helpers as kh
+    cert, key = (os.path.join(certs.dir, "rawapi" + ext) for ext in (".pem", ".key"))
+    if not os.path.exists(cert):
+        cert, key = kh.make_cert(certs.dir, "rawapi", "rawapi", server=True)
+    return cert, key
+
+
 class RawApi:
     def __init__(self, certs, handler):
         self.handler = handler
         self.requests = []
         self.ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-        self.ctx.load_cert_chain(certs.server_cert, certs.server_key)
+        cert, key = server_cert(certs)
+        self.ctx.load_cert_chain(cert, key)
         self.sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         self.sock.bind(("127.0.0.1", 0))

@@ -1,9 +1,11 @@
 # SPDX-License-Identifier: MIT
 """The whole chain through `cpuzombie agent --once`, one cycle per call: the agent's own
 checks read a node with thousands of zombie memcgs (a fixture tree whose /proc/stat is the real
-one, so the sampler runs on this kernel), it sets MemcgZombieLeak on the emulated API server,
-cordons and drains once the condition has been True for remediation.for, and uncordons after
-recovery. Finally kubectl, driving the same emulator, agrees with what cpuzombie did."""
+one, so the sampler runs on this kernel), it sets MemcgZombieLeak on the real API server (tests/tools/kube, through the test's fault
+proxy; kwok runs the node's pods), cordons and drains once the condition has been True for
+remediation.for, and uncordons after recovery. It acts as a ServiceAccount of the chart with a
+token bound to its pod on the node (REMEDIATION_SA). Finally real kubectl, as the admin looking
+at the same server, agrees with what cpuzombie did."""
 import os
 import shutil
 import subprocess
@@ -15,6 +17,13 @@ import kube_helpers as kh
 from conftest import FIXTURES
 
 BIN = os.environ.get("CZ_BIN", os.path.join(kh.ROOT, "build", "cpuzombie"))
+
+# The credentials the agent cycles run with, in one place: the chart's agent ServiceAccount,
+# which still holds the remediation grants (the chart rendered with
+# config.remediation.mode=drain). When remediation moves to `cpuzombie remediator` and its own
+# ServiceAccount, name that one here (and its command in agent_once).
+REMEDIATION_SA = kh.AGENT_SA
+REMEDIATION_USER = "system:serviceaccount:%s:%s" % (kh.AGENT_NS, REMEDIATION_SA)
 
 
 def node_tree(tmp_path, case):
@@ -37,14 +46,14 @@ def conds(node):
     return {c["type"]: c for c in node["status"]["conditions"]}
 
 
-def test_agent_sets_condition_cordons_drains_and_uncordons(emu, tmp_path):
+def test_agent_sets_condition_cordons_drains_and_uncordons(kube, tmp_path):
     ready = {"type": "Ready", "status": "True", "reason": "KubeletReady", "message": "ok",
              "lastHeartbeatTime": "2024-01-01T00:00:00Z",
              "lastTransitionTime": "2024-01-01T00:00:00Z"}
-    emu.add(kh.node_obj("n1", conditions=[ready]),
-            kh.pod_obj("web-1", "n1", owner=("ReplicaSet", "web")),
-            kh.pod_obj("npd-x", "n1", owner=("DaemonSet", "npd")))
-    kc = emu.kubeconfig(str(tmp_path / "kc"))
+    kube.add(kh.node_obj("n1", conditions=[ready]), kh.rs_obj("web"), kh.ds_obj("npd"),
+             kh.pod_obj("web-1", "n1", owner=("ReplicaSet", "web")),
+             kh.pod_obj("npd-x", "n1", owner=("DaemonSet", "npd")))
+    kc = kube.kubeconfig(str(tmp_path / "kc"), node="n1", sa=REMEDIATION_SA)
     cfg = tmp_path / "cz.yaml"
     # kh.AGENT_CPU: a second of sampling and an hour's min_burst, so CPUCoreSaturation is False
     # whatever this shared machine burns meanwhile (recovery needs every listed condition False)
@@ -64,40 +73,85 @@ remediation:
     sick = node_tree(tmp_path, "v1-zombies")
     r = agent_once(str(cfg), sick, state, run)
     assert r.returncode == 0, r.stderr
-    c = conds(emu.node("n1"))
+    c = conds(kube.node("n1"))
     assert c["MemcgZombieLeak"]["status"] == "True"
     assert c["MemcgZombieLeak"]["reason"] == "ZombieMemcgsHigh"
     assert c["MemcgZombieLeak"]["message"].startswith("12840 dying memcgs vs 12 live")
     assert c["Ready"]["status"] == "True"  # untouched
-    assert not emu.node("n1")["spec"].get("unschedulable")  # not True long enough yet
+    assert not kube.node("n1")["spec"].get("unschedulable")  # not True long enough yet
     time.sleep(2.5)
     r = agent_once(str(cfg), sick, state, run)
     assert r.returncode == 0, r.stderr
-    n = emu.node("n1")
+    n = kube.node("n1")
     assert n["spec"]["unschedulable"] is True
     assert "MemcgZombieLeak" in n["metadata"]["annotations"]["cpuzombie.io/cordoned"]
-    pods = {p["metadata"]["name"] for p in emu.pods("n1")}
+    pods = {p["metadata"]["name"] for p in kube.pods("n1")}
     assert pods == {"npd-x"}, pods  # evicted the ReplicaSet pod, kept the DaemonSet pod
-    evictions = [e for e in emu.log() if e["path"].endswith("/eviction")]
+    evictions = [e for e in kube.log() if e["path"].endswith("/eviction")]
     assert len(evictions) == 1
+    assert evictions[0]["path"] == "/api/v1/namespaces/default/pods/web-1/eviction", evictions
+    assert evictions[0]["status"] == 201 and evictions[0]["user"] == REMEDIATION_USER, evictions
     # recovery: the same node without zombies
     healthy = node_tree(tmp_path, "v1-healthy")
     r = agent_once(str(cfg), healthy, state, run)
-    assert conds(emu.node("n1"))["MemcgZombieLeak"]["status"] == "False"
+    assert conds(kube.node("n1"))["MemcgZombieLeak"]["status"] == "False"
     time.sleep(2.5)
     r = agent_once(str(cfg), healthy, state, run)
     assert r.returncode == 0, r.stderr
-    n = emu.node("n1")
+    n = kube.node("n1")
     assert not n["spec"].get("unschedulable"), (r.stdout, {t: (c["status"], c["lastTransitionTime"])
                                                           for t, c in conds(n).items()})
     assert "cpuzombie.io/cordoned" not in n["metadata"].get("annotations", {})
-    cordons = [e for e in emu.log() if e["method"] == "PATCH" and e["path"] == "/api/v1/nodes/n1"
+    cordons = [e for e in kube.log() if e["method"] == "PATCH" and e["path"] == "/api/v1/nodes/n1"
                and (e.get("body") or {}).get("spec", {}).get("unschedulable") is True]
     assert len(cordons) == 1, cordons  # exactly once
+    assert cordons[0]["status"] == 200 and cordons[0]["user"] == REMEDIATION_USER, cordons
     if kh.kubectl_path():
+        # the person looking is the admin (the agent's ServiceAccount may not list events)
+        kc = kube.admin_kubeconfig(str(tmp_path / "admin"))
         out = kh.kubectl(kc, "describe", "node", "n1").stdout
         assert "MemcgZombieLeak" in out and "CpuzombieCordon" in out
         assert "CpuzombieUncordon" in out
         got = kh.kubectl(kc, "get", "node", "n1", "-o",
                          "jsonpath={.spec.unschedulable}").stdout
         assert got in ("", "false")
+
+
+def test_drain_the_serviceaccount_may_not_evict_for(kube, tmp_path):
+    """A real RBAC denial (rbac_helpers: a ServiceAccount of its own with the chart's grants as
+    applied on the server, minus create pods/eviction, its token bound to its pod on n1): the
+    agent still sets the condition and cordons, each eviction is refused 403 by the server's
+    RBAC, the pod stays, and the cycle says the drain is incomplete (no crash, no exit 1)."""
+    import rbac_helpers as rh
+    kube.add(kh.node_obj("n1"), kh.rs_obj("web"),
+             kh.pod_obj("web-1", "n1", owner=("ReplicaSet", "web")))
+    sa = rh.restricted_sa(kube, "create pods/eviction", node="n1", sa=REMEDIATION_SA)
+    kc = sa.kubeconfig(str(tmp_path / "kc"), node="n1")
+    cfg = tmp_path / "cz.yaml"
+    cfg.write_text(kh.AGENT_CPU + f"""kubernetes:
+  node_name: n1
+  kubeconfig: {kc}
+  timeout: 5s
+agent:
+  set_conditions: true
+remediation:
+  mode: drain
+  for: 0s
+  drain_timeout: 5s
+""")
+    r = agent_once(str(cfg), node_tree(tmp_path, "v1-zombies"), tmp_path / "state",
+                   tmp_path / "run")
+    assert r.returncode == 0, r.stderr
+    assert "remediation drain: drain-incomplete" in r.stdout, r.stdout
+    assert 'HTTP 403: pods "web-1" is forbidden: User "%s" cannot create resource ' \
+        '"pods/eviction"' % sa.user in r.stderr, r.stderr
+    log = kube.log()
+    assert {e["user"] for e in log} == {sa.user}, log
+    evictions = [e for e in log if e["path"].endswith("/eviction")]
+    assert evictions and all(e["status"] == 403 for e in evictions), evictions
+    assert [p["metadata"]["name"] for p in kube.pods("n1")] == ["web-1"]
+    n = kube.node("n1")
+    assert n["spec"]["unschedulable"] is True                  # the cordon was granted
+    assert conds(n)["MemcgZombieLeak"]["status"] == "True"
+    # everything else the agent asked was granted and admitted
+    assert all(e["status"] in (200, 201) for e in log if e not in evictions), log

@@ -1,6 +1,8 @@
 # SPDX-License-Identifier: MIT
 """Bad-input catalogue, the credential side (issue 16, findings 7 and 8), against the API server
-emulator:
+real control plane
+(tests/tools/kube, through the test's fault proxy), as the chart's agent ServiceAccount with a
+token bound to its pod on the node:
 
 - an exec credential plugin starts clean: the default signal mask and dispositions even when the
   agent's periodic thread (which blocks every signal) starts it, only fds 0-2 (stdin /dev/null),
@@ -41,14 +43,19 @@ def once(tmp, cfg, env=None, timeout=90):
                           text=True, timeout=timeout)
 
 
-def plugin(tmp, name, body):
-    """An exec credential plugin: a shell script; $TOK is the emulator's admin token."""
+# who the plugins' token names: the chart's agent ServiceAccount (fault proxy log's user)
+AGENT_USER = "system:serviceaccount:%s:%s" % (kh.AGENT_NS, kh.AGENT_SA)
+
+
+def plugin(tmp, name, body, token="unused"):
+    """An exec credential plugin: a shell script; $TOK is @token (a real ServiceAccount token
+    where the plugin prints it: kube.agent_token(node))."""
     p = os.path.join(str(tmp), name)
     with open(p, "w") as f:
         f.write("#!/bin/sh\n" + body)
     os.chmod(p, 0o755)
     return {"exec": {"apiVersion": "client.authentication.k8s.io/v1", "command": p,
-                     "env": [{"name": "TOK", "value": kh.TOKEN}], "interactiveMode": "Never"}}
+                     "env": [{"name": "TOK", "value": token}], "interactiveMode": "Never"}}
 
 
 PRINT_TOKEN = ("printf '{\"apiVersion\":\"client.authentication.k8s.io/v1\","
@@ -80,10 +87,10 @@ def wait_gone(pgid, secs=10):
 
 # -- finding 7: the plugin's environment ------------------------------------------------------
 
-def test_exec_plugin_starts_clean_from_the_running_agent(emu, tmp_path):
+def test_exec_plugin_starts_clean_from_the_running_agent(kube, tmp_path):
     """Started by the agent's periodic thread (every signal blocked there), with a socket and a
     pipe inherited by the agent: the plugin sees none of it."""
-    emu.add(kh.node_obj("n1", conditions=[READY]))
+    kube.add(kh.node_obj("n1", conditions=[READY]))
     rec = tmp_path / "plugin-env"
     # mawk, not a shell: a shell blocks signals around its own forks and waits and resets the
     # mask of its children, so only the exec'd program itself can say what it was given
@@ -105,8 +112,9 @@ def test_exec_plugin_starts_clean_from_the_running_agent(emu, tmp_path):
                    "}\n" % (rec, rec, rec, rec, rec))
     awk.chmod(0o755)
     user = {"exec": {"apiVersion": "client.authentication.k8s.io/v1", "command": str(awk),
-                     "env": [{"name": "TOK", "value": kh.TOKEN}], "interactiveMode": "Never"}}
-    cfg = config(tmp_path, emu.kubeconfig(str(tmp_path / "kc"), user=user))
+                     "env": [{"name": "TOK", "value": kube.agent_token("n1")}],
+                     "interactiveMode": "Never"}}
+    cfg = config(tmp_path, kube.kubeconfig(str(tmp_path / "kc"), user=user))
     leak = socket.socket()
     r, w = os.pipe()
     args = kh.agent_once_args(BIN, cfg, kh.agent_tree(tmp_path, "v1-healthy"), tmp_path)[:-1]
@@ -140,36 +148,37 @@ def test_exec_plugin_starts_clean_from_the_running_agent(emu, tmp_path):
     extra = {n: t for n, t in fds.items() if n > 2 and t != script}
     assert extra == {}, text                             # no socket, pipe or file of ours
     assert p.returncode == 0, err
-    assert any(e["user"] == "admin" for e in emu.log()), emu.log()
+    assert any(e["user"] == AGENT_USER and e["status"] == 200 for e in kube.log()), kube.log()
 
 
-def test_exec_plugin_timeout_kills_its_whole_group(emu, tmp_path):
+def test_exec_plugin_timeout_kills_its_whole_group(kube, tmp_path):
     """A plugin that never answers, with a child of its own: at the timeout both are killed."""
-    emu.add(kh.node_obj("n1", conditions=[READY]))
+    kube.add(kh.node_obj("n1", conditions=[READY]))
     rec = tmp_path / "pgid"
     user = plugin(tmp_path, "hang.sh", "echo $$ > %s\nsleep 1000 &\nexec sleep 1000\n" % rec)
-    cfg = config(tmp_path, emu.kubeconfig(str(tmp_path / "kc"), user=user), timeout="2s")
+    cfg = config(tmp_path, kube.kubeconfig(str(tmp_path / "kc"), user=user), timeout="2s")
     t0 = time.monotonic()
     r = once(tmp_path, cfg)
     assert r.returncode == 2, (r.stdout, r.stderr)
     assert time.monotonic() - t0 < 60
     assert "ran longer than 2000ms" in r.stderr and "process group" in r.stderr, r.stderr
     assert wait_gone(int(rec.read_text())) == []         # no `sleep 1000` left under init
-    assert [e for e in emu.log() if e["path"].startswith("/api/v1/nodes")] == []
+    assert [e for e in kube.log() if e["path"].startswith("/api/v1/nodes")] == []
 
 
-def test_exec_plugin_leftover_child_is_killed_after_it_answers(emu, tmp_path):
+def test_exec_plugin_leftover_child_is_killed_after_it_answers(kube, tmp_path):
     """A plugin that answers at once but leaves a background child (its stdout detached, so we
     do not wait for it): the child goes with the plugin's group."""
-    emu.add(kh.node_obj("n1", conditions=[READY]))
+    kube.add(kh.node_obj("n1", conditions=[READY]))
     rec = tmp_path / "pgid"
     user = plugin(tmp_path, "daemonish.sh",
-                  "echo $$ > %s\nsleep 1000 >/dev/null 2>&1 &\n" % rec + PRINT_TOKEN)
-    cfg = config(tmp_path, emu.kubeconfig(str(tmp_path / "kc"), user=user))
+                  "echo $$ > %s\nsleep 1000 >/dev/null 2>&1 &\n" % rec + PRINT_TOKEN,
+                  token=kube.agent_token("n1"))
+    cfg = config(tmp_path, kube.kubeconfig(str(tmp_path / "kc"), user=user))
     r = once(tmp_path, cfg)
     assert r.returncode == 0, r.stderr
     assert wait_gone(int(rec.read_text())) == []
-    assert emu.log() and all(e["user"] == "admin" for e in emu.log())
+    assert kube.log() and all(e["user"] == AGENT_USER for e in kube.log()), kube.log()
 
 
 # -- finding 8: control characters in tokens --------------------------------------------------
@@ -177,51 +186,52 @@ def test_exec_plugin_leftover_child_is_killed_after_it_answers(emu, tmp_path):
 EVIL = "t\r\nX-Evil: injected"
 
 
-def assert_refused(emu, r, what):
+def assert_refused(kube, r, what):
     assert r.returncode == 2, (r.stdout, r.stderr)
     assert "control characters" in r.stderr and what in r.stderr, r.stderr
-    assert emu.log() == []                                # nothing reached the server
+    assert kube.log() == []                               # nothing reached the server
     assert "X-Evil" not in r.stdout
 
 
 @pytest.mark.parametrize("tok", [EVIL, "t\nX", "t\rX", "t\x1b[2J", "t\x7f"],
                          ids=["crlf", "lf", "cr", "escape", "del"])
-def test_kubeconfig_token_with_control_characters(emu, tmp_path, tok):
-    emu.add(kh.node_obj("n1", conditions=[READY]))
-    cfg = config(tmp_path, emu.kubeconfig(str(tmp_path / "kc"), user={"token": tok}))
-    assert_refused(emu, once(tmp_path, cfg), "kubeconfig")
+def test_kubeconfig_token_with_control_characters(kube, tmp_path, tok):
+    kube.add(kh.node_obj("n1", conditions=[READY]))
+    cfg = config(tmp_path, kube.kubeconfig(str(tmp_path / "kc"), user={"token": tok}))
+    assert_refused(kube, once(tmp_path, cfg), "kubeconfig")
 
 
 @pytest.mark.parametrize("tok", [EVIL + "\n", "t\rX\n", "\x00t"], ids=["crlf", "cr", "nul"])
-def test_token_file_with_control_characters(emu, tmp_path, tok):
-    emu.add(kh.node_obj("n1", conditions=[READY]))
+def test_token_file_with_control_characters(kube, tmp_path, tok):
+    kube.add(kh.node_obj("n1", conditions=[READY]))
     tf = tmp_path / "token"
     tf.write_bytes(tok.encode())
-    cfg = config(tmp_path, emu.kubeconfig(str(tmp_path / "kc"), user={"tokenFile": str(tf)}))
-    assert_refused(emu, once(tmp_path, cfg), str(tf))
+    cfg = config(tmp_path, kube.kubeconfig(str(tmp_path / "kc"), user={"tokenFile": str(tf)}))
+    assert_refused(kube, once(tmp_path, cfg), str(tf))
 
 
-def test_exec_plugin_token_with_control_characters(emu, tmp_path):
-    emu.add(kh.node_obj("n1", conditions=[READY]))
+def test_exec_plugin_token_with_control_characters(kube, tmp_path):
+    kube.add(kh.node_obj("n1", conditions=[READY]))
     user = plugin(tmp_path, "evil.sh",
                   "printf '{\"apiVersion\":\"client.authentication.k8s.io/v1\","
                   "\"kind\":\"ExecCredential\",\"status\":{\"token\":\"t\\\\r\\\\nX-Evil: "
                   "exec\"}}'\n")
-    cfg = config(tmp_path, emu.kubeconfig(str(tmp_path / "kc"), user=user))
-    assert_refused(emu, once(tmp_path, cfg), "evil.sh")
+    cfg = config(tmp_path, kube.kubeconfig(str(tmp_path / "kc"), user=user))
+    assert_refused(kube, once(tmp_path, cfg), "evil.sh")
 
 
-def test_in_cluster_token_with_control_characters(emu, tmp_path, certs):
-    emu.add(kh.node_obj("n1", conditions=[READY]))
+def test_in_cluster_token_with_control_characters(kube, tmp_path, certs):
+    kube.add(kh.node_obj("n1", conditions=[READY]))
     sa = tmp_path / "sa"
     sa.mkdir()
     (sa / "ca.crt").write_bytes(open(certs.ca, "rb").read())
-    (sa / "token").write_text(kh.TOKEN + "\rX-Evil: in-cluster\n")
-    env = {"KUBERNETES_SERVICE_HOST": "127.0.0.1", "KUBERNETES_SERVICE_PORT": str(emu.port),
+    token = kube.agent_token("n1")        # as the kubelet mounts it: pod-bound, real
+    (sa / "token").write_text(token + "\rX-Evil: in-cluster\n")
+    env = {"KUBERNETES_SERVICE_HOST": "127.0.0.1", "KUBERNETES_SERVICE_PORT": str(kube.port),
            "CZ_SERVICEACCOUNT_DIR": str(sa)}
     cfg = config(tmp_path, "")
-    assert_refused(emu, once(tmp_path, cfg, env=env), str(sa / "token"))
-    (sa / "token").write_text(kh.TOKEN + "\n")            # the same file, fixed: accepted
+    assert_refused(kube, once(tmp_path, cfg, env=env), str(sa / "token"))
+    (sa / "token").write_text(token + "\n")               # the same file, fixed: accepted
     r = once(tmp_path, cfg, env=env)
     assert r.returncode == 0, r.stderr
-    assert emu.log() and emu.log()[-1]["user"] == "admin"
+    assert kube.log() and kube.log()[-1]["user"] == AGENT_USER, kube.log()

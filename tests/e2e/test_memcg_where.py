@@ -52,22 +52,25 @@ def test_ok_verdict_names_no_subtree(cz, tmp_path):
     assert r.rc == 0 and "most under" not in r.line, r
 
 
-def test_pod_named_from_what_the_agent_published(cz, emu, tmp_path):
-    """The agent lists its node's pods from the API server (the emulator, TLS) and publishes
-    them by UID; check memcg then names the pod holding the zombies by namespace/name."""
+def test_pod_named_from_what_the_agent_published(cz, kube, tmp_path):
+    """The agent lists its node's pods from the API server (the real one, through the test's
+    fault proxy, as the chart's agent ServiceAccount with a token bound to its pod on the node)
+    and publishes them by UID; check memcg then names the pod holding the zombies by
+    namespace/name."""
     import shutil
     import kube_helpers as kh
-    emu.add(kh.node_obj("where-node"),
-            kh.pod_obj("web-7f9c", "where-node", ns="team-a"),
-            kh.pod_obj("other", "another-node", ns="team-b"))
-    uid = next(p["metadata"]["uid"] for p in emu.pods("where-node")
+    kube.add(kh.node_obj("where-node"), kh.node_obj("another-node"),
+             kh.pod_obj("web-7f9c", "where-node", ns="team-a"),
+             kh.pod_obj("other", "another-node", ns="team-b"))
+    # the UID the server gave the pod
+    uid = next(p["metadata"]["uid"] for p in kube.pods("where-node")
                if p["metadata"]["name"] == "web-7f9c")
     # the fixture tree, its pod cgroup renamed to this pod's UID (systemd driver: '_' for '-')
     tree = tmp_path / "tree"
     shutil.copytree(os.path.join(FIXTURES, "memcg", "v2-where-pod"), tree, symlinks=True)
     burst = tree / "sys/fs/cgroup/kubepods.slice/kubepods-burstable.slice"
     os.rename(burst / POD, burst / ("kubepods-burstable-pod%s.slice" % uid.replace("-", "_")))
-    kc = emu.kubeconfig(str(tmp_path / "kubeconfig"))
+    kc = kube.kubeconfig(str(tmp_path / "kubeconfig"), node="where-node")
     cfg = tmp_path / "agent.yaml"
     cfg.write_text("kubernetes:\n  kubeconfig: %s\ncpu:\n  inline_window: 1s\n" % kc)
     roots = ["--proc-root", str(tree / "proc"), "--sys-root", str(tree / "sys")]
@@ -77,8 +80,10 @@ def test_pod_named_from_what_the_agent_published(cz, emu, tmp_path):
     pods = (cz.run / "pods").read_text()
     assert re.search(r"^p %s team-a web-7f9c$" % uid, pods, re.M), pods
     assert "other" not in pods                                # another node's pod
-    gets = [e for e in emu.log() if e["method"] == "GET" and e["path"] == "/api/v1/pods"]
+    gets = [e for e in kube.log() if e["method"] == "GET" and e["path"] == "/api/v1/pods"]
     assert gets and "spec.nodeName%3Dwhere-node" in gets[0]["query"], gets
+    assert gets[0]["status"] == 200, gets      # the chart's grant (list pods) is enough
+    assert gets[0]["user"] == "system:serviceaccount:%s:%s" % (kh.AGENT_NS, kh.AGENT_SA), gets
     r = cz(*roots, "check", "memcg")
     assert r.rc == 1 and "; most under pod team-a/web-7f9c (12300);" in r.line, r
     # without the agent's list, the cgroup's path instead

@@ -3,7 +3,8 @@
 True for remediation.for, at most once per reclaim_interval, and says how many went.
 
 On the real kernel: named dying memcgs (NamedZombies, their page cache written back first, as a
-real zombie's long is) are freed by vm.drop_caches=1; the Event on the node (emulated API server)
+real zombie's long is) are freed by vm.drop_caches=1; the Event on the node (the real API server, through the test's fault proxy; the agent acts as the
+chart's ServiceAccount with a token bound to its pod on the node)
 carries the before/after counts, the census rerun after the reclaim no longer lists them, and the
 metrics, `report --json` and a second cycle (rate-limited) agree. dry-run frees nothing. What it
 needs is measured: uid 0 with no capability writes drop_caches; nobody with CAP_SYS_ADMIN or
@@ -69,9 +70,13 @@ def census_groups(run):
     return out
 
 
-def events(emu, reason_prefix="CpuzombieReclaim"):
-    return [e["body"] for e in emu.log() if e["path"].endswith("/events") and
-            e["method"] == "POST" and e["body"]["reason"].startswith(reason_prefix)]
+def events(kube, reason_prefix="CpuzombieReclaim"):
+    """The reclaim Events the agent posted (the proxy's log of its requests); each one the
+    real server must have created (201: the chart's grant and admission policy let it)."""
+    posts = [e for e in kube.log() if e["path"].endswith("/events") and
+             e["method"] == "POST" and e["body"]["reason"].startswith(reason_prefix)]
+    assert all(e["status"] == 201 for e in posts), posts
+    return [e["body"] for e in posts]
 
 
 def real_config(tmp_path, kc=None, extra=""):
@@ -86,9 +91,9 @@ def real_config(tmp_path, kc=None, extra=""):
 # -- the real kernel ---------------------------------------------------------------------------
 
 @needs_root
-def test_reclaim_frees_real_zombies_and_the_event_counts_them(cz, emu, tmp_path):
-    emu.add(kh.node_obj("n1"))
-    kc = emu.kubeconfig(str(tmp_path / "kc"))
+def test_reclaim_frees_real_zombies_and_the_event_counts_them(cz, kube, tmp_path):
+    kube.add(kh.node_obj("n1"))
+    kc = kube.kubeconfig(str(tmp_path / "kc"))
     prom = tmp_path / "cz.prom"
     cfg = real_config(tmp_path, kc, "agent:\n  metrics_textfile: %s\n"
                       "remediation:\n  reclaim: drop_caches\n  for: 0s\n" % prom)
@@ -110,7 +115,7 @@ def test_reclaim_frees_real_zombies_and_the_event_counts_them(cz, emu, tmp_path)
         assert left_ours <= ours // 10, (groups, r.out)
         print("ours: %d dying before, %d after" % (ours, left_ours))
         # the Event on the node says the same, as `kubectl describe node` finds it
-        ev = events(emu)
+        ev = events(kube)
         assert len(ev) == 1, ev
         assert ev[0]["reason"] == "CpuzombieReclaim" and ev[0]["type"] == "Normal", ev
         assert ev[0]["involvedObject"]["name"] == "n1", ev
@@ -132,20 +137,20 @@ def test_reclaim_frees_real_zombies_and_the_event_counts_them(cz, emu, tmp_path)
         text = cz("--config", cfg, "report", timeout=120).out
         assert "  reclaim    " in text and m.group(0) in text, text
         # the next cycle: at most one per reclaim_interval, no second Event
-        emu.reset_log()
+        kube.reset_log()
         r2 = cz("--config", cfg, "agent", "--once", timeout=120)
         assert r2.rc == 0, r2
         assert "reclaim: last reclaim 0s ago, at most one per 1h" in r2.out or \
             "at most one per 1h" in r2.out, r2.out
-        assert events(emu) == [], emu.log()
+        assert events(kube) == [], kube.log()
 
 
-def test_reclaim_dry_run_writes_nothing_and_describe_node_shows_it(emu, tmp_path):
+def test_reclaim_dry_run_writes_nothing_and_describe_node_shows_it(kube, tmp_path):
     """dry-run (remediation.mode) honoured: the Event says what would be done, nothing is
     written; real kubectl's `describe node` shows that Event (it asks by the node's UID and by
     its name: the agent uses the name, as kubelet does)."""
-    emu.add(kh.node_obj("n1"))
-    kc = emu.kubeconfig(str(tmp_path / "kc"))
+    kube.add(kh.node_obj("n1"))
+    kc = kube.kubeconfig(str(tmp_path / "kc"))
     tree = fixture(tmp_path, "v1-zombies")
     cfg = fixture_config(tmp_path, "n1", kc, mode="dry-run", reclaim="drop_caches",
                          **{"for": "0s"})
@@ -154,18 +159,20 @@ def test_reclaim_dry_run_writes_nothing_and_describe_node_shows_it(emu, tmp_path
     msg = "dry-run: would reclaim with vm.drop_caches=1: 12840 dying memcgs"
     assert "reclaim: " + msg in p.stdout, p.stdout
     assert read(tree, "proc", "sys", "vm", "drop_caches") == ""
-    ev = events(emu)
+    ev = events(kube)
     assert [(e["reason"], e["type"], e["message"]) for e in ev] == \
         [("CpuzombieReclaimDryRun", "Normal", msg)], ev
     # rate-limited like a reclaim: one Event per reclaim_interval, not one per cycle
-    emu.reset_log()
+    kube.reset_log()
     p = once(cfg, tree, tmp_path, "n1")
-    assert "at most one per 1h" in p.stdout and events(emu) == [], p.stdout
+    assert "at most one per 1h" in p.stdout and events(kube) == [], p.stdout
     kubectl = kh.kubectl_path()
     if not kubectl:
         pytest.skip("no kubectl (tests/tools/get-kube-tools.sh could not fetch it): the "
                     "describe half is not run")
-    out = kh.kubectl(kc, "describe", "node", "n1").stdout
+    # the person looking is the admin (the agent's ServiceAccount may not list events)
+    out = kh.kubectl(kube.admin_kubeconfig(str(tmp_path / "admin")), "describe", "node",
+                     "n1").stdout
     assert "CpuzombieReclaimDryRun" in out and "would reclaim with vm.drop_caches=1" in out, out
 
 
@@ -306,29 +313,29 @@ def test_reclaim_v2_without_memory_reclaim_falls_back_and_says_why(tmp_path):
     assert "no memory.reclaim (5.19+): vm.drop_caches=1 instead" in p.stderr, p.stderr
 
 
-def test_reclaim_hostile_subtree_name_is_escaped_everywhere(emu, tmp_path):
-    emu.add(kh.node_obj("n1"))
-    kc = emu.kubeconfig(str(tmp_path / "kc"))
+def test_reclaim_hostile_subtree_name_is_escaped_everywhere(kube, tmp_path):
+    kube.add(kh.node_obj("n1"))
+    kc = kube.kubeconfig(str(tmp_path / "kc"))
     evil = "evil\x1b[31m slice\u202e"
     tree, sub = v2_tree(tmp_path, subtree=evil)
     cfg = fixture_config(tmp_path, "n1", kc, reclaim="memory.reclaim", **{"for": "0s"})
     p = once(cfg, tree, tmp_path, "n1")
     assert p.returncode == 0, p
     assert read(sub, "memory.reclaim") == "734003200"   # the real path, not the escaped one
-    ev = events(emu)
+    ev = events(kube)
     assert len(ev) == 1 and "memory.reclaim of evil?[31m?slice???" in ev[0]["message"], ev
     for text in (p.stdout, ev[0]["message"]):
         assert "\x1b" not in text and "\u202e" not in text, text
 
 
 @needs_root
-def test_reclaim_refused_by_a_read_only_mount_is_a_warning_and_rate_limited(emu, tmp_path):
+def test_reclaim_refused_by_a_read_only_mount_is_a_warning_and_rate_limited(kube, tmp_path):
     """What the chart guards against: the host's /proc/sys/vm mounted read-only (a container's
     default). The agent says what to grant, in a Warning Event, and does not retry every cycle."""
     if not shutil.which("unshare"):
         pytest.skip("needs unshare for a private read-only bind mount")
-    emu.add(kh.node_obj("n1"))
-    kc = emu.kubeconfig(str(tmp_path / "kc"))
+    kube.add(kh.node_obj("n1"))
+    kc = kube.kubeconfig(str(tmp_path / "kc"))
     tree = fixture(tmp_path, "v1-zombies")
     vm = os.path.join(tree, "proc", "sys", "vm")
     cfg = fixture_config(tmp_path, "n1", kc, reclaim="drop_caches", **{"for": "0s"})
@@ -339,11 +346,11 @@ def test_reclaim_refused_by_a_read_only_mount_is_a_warning_and_rate_limited(emu,
     msg = ("reclaim with vm.drop_caches=1 refused: Read-only file system (the agent needs root "
            "and the host's /proc/sys/vm writable)")
     assert msg in p.stdout, p
-    ev = events(emu)
+    ev = events(kube)
     assert [(e["reason"], e["type"], e["message"]) for e in ev] == \
         [("CpuzombieReclaimFailed", "Warning", msg)], ev
     assert read(tree, "proc", "sys", "vm", "drop_caches") == ""
-    emu.reset_log()
+    kube.reset_log()
     p = once(cfg, tree, tmp_path, "n1", prefix=ro)
     assert p.returncode == 0 and "at most one per 1h" in p.stdout, p
-    assert events(emu) == []
+    assert events(kube) == []
