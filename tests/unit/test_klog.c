@@ -555,6 +555,77 @@ static void test_kind_names(void **state)
 	assert_string_equal(klog_kind_name((enum klog_kind)999), "none");
 }
 
+/* Feed @text in pieces of @step bytes; the lines seen, joined by '|', into @out. */
+static unsigned split(const char *text, size_t n, size_t step, char *out, size_t size,
+		      struct klog_lines *ls)
+{
+	const char *line;
+	size_t len, o = 0;
+
+	memset(ls, 0, sizeof(*ls));
+	out[0] = '\0';
+	for (size_t at = 0; at < n;) {
+		size_t piece = n - at < step ? n - at : step;
+
+		for (size_t i = 0; i < piece;) {
+			i += klog_lines_feed(ls, text + at + i, piece - i, &line, &len);
+			if (line)
+				o += (size_t)snprintf(out + o, size - o, "%.*s|", (int)len, line);
+		}
+		at += piece;
+	}
+	if (klog_lines_end(ls, &line, &len))
+		o += (size_t)snprintf(out + o, size - o, "%.*s|", (int)len, line);
+	return ls->lines;
+}
+
+/* Issue 24: an over-long line keeps its head and its tail is skipped, whatever the pieces the
+ * stream comes in (the tail was read as a line of its own, and a read past the buffer). */
+static void test_lines_split(void **state)
+{
+	static char text[3 * KLOG_LINE_MAX + 64], want[2 * KLOG_LINE_MAX], got[4 * KLOG_LINE_MAX];
+	static const size_t steps[] = { 1, 2, 7, 100, KLOG_LINE_MAX - 1, KLOG_LINE_MAX,
+					KLOG_LINE_MAX + 1, 65536 };
+	struct klog_lines ls;
+	size_t n = 0;
+
+	n += (size_t)snprintf(text + n, sizeof(text) - n, "a\n\nbc\n");
+	memset(text + n, 'x', 2 * KLOG_LINE_MAX);
+	memcpy(text + n + KLOG_LINE_MAX, "TAIL", 4); /* in the tail: never a line */
+	n += 2 * KLOG_LINE_MAX;
+	n += (size_t)snprintf(text + n, sizeof(text) - n, "\nlast");
+	memset(want, 'x', KLOG_LINE_MAX);
+	want[KLOG_LINE_MAX] = '\0';
+	for (size_t k = 0; k < ARRAY_SIZE(steps); k++) {
+		char exp[2 * KLOG_LINE_MAX + 32];
+
+		snprintf(exp, sizeof(exp), "a||bc|%s|last|", want);
+		assert_int_equal(split(text, n, steps[k], got, sizeof(got), &ls), 5);
+		assert_string_equal(got, exp);
+		assert_int_equal(ls.nul_line, 0);
+	}
+	/* exactly KLOG_LINE_MAX bytes, then '\n': one line, the next one read */
+	memset(text, 'y', KLOG_LINE_MAX);
+	memcpy(text + KLOG_LINE_MAX, "\nz\n", 3);
+	for (size_t k = 0; k < ARRAY_SIZE(steps); k++) {
+		assert_int_equal(split(text, KLOG_LINE_MAX + 3, steps[k], got, sizeof(got), &ls), 2);
+		assert_int_equal(strlen(got), KLOG_LINE_MAX + 3);
+		assert_string_equal(got + KLOG_LINE_MAX, "|z|");
+	}
+	/* a line that never ends (/dev/zero-like, but no NUL): one head, nothing else */
+	memset(text, 'q', sizeof(text));
+	assert_int_equal(split(text, sizeof(text), 100, got, sizeof(got), &ls), 1);
+	assert_int_equal(strlen(got), KLOG_LINE_MAX + 1);
+	/* a NUL names its line, also in a skipped tail */
+	assert_int_equal(split("ok\nx\0y\n", 7, 3, got, sizeof(got), &ls), 2);
+	assert_int_equal(ls.nul_line, 2);
+	memset(text, 'w', sizeof(text));
+	text[0] = '\n';
+	text[KLOG_LINE_MAX + 500] = '\0';
+	split(text, sizeof(text), 64, got, sizeof(got), &ls);
+	assert_int_equal(ls.nul_line, 2);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -570,6 +641,7 @@ int main(void)
 		cmocka_unit_test(test_bare_dump),
 		cmocka_unit_test(test_log_bounded),
 		cmocka_unit_test(test_kind_names),
+		cmocka_unit_test(test_lines_split),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1,0 +1,105 @@
+# SPDX-License-Identifier: MIT
+"""The bad-input catalogue, third round (issue 24): each case here was a defect on main before
+issue 24 (a heap overflow, a tail of a line read as a line of its own, a quoted file name read
+as the kernel's word, run-dir files that trusted the clock, a second agent on one run dir, ...).
+Outcomes as in test_bad_inputs.py: our own failure is exit 2 with one line naming what was
+wrong, never 1, never a signal, never a sanitizer report."""
+import os
+import re
+
+import pytest
+
+import hardening_helpers as hh
+
+KLOG = os.path.join(hh.FIXTURES, "klog")
+KEEPALIVE = "ena 0000:00:05.0 eth0: Keep alive watchdog timeout."
+CHUNK = 64 << 10  # explain's read size
+
+
+def write(p, data):
+    os.makedirs(os.path.dirname(p), exist_ok=True)
+    with open(p, "wb") as f:
+        f.write(data if isinstance(data, bytes) else data.encode())
+    return p
+
+
+def run(*args, timeout=60, **kw):
+    p = hh.run(list(args), timeout=timeout, **kw)
+    hh.assert_no_sanitizer(p.stderr)
+    assert p.returncode >= 0, "killed by signal %d: %s" % (-p.returncode, p.stderr)
+    return p
+
+
+# -- explain: long lines, their tails, text that is not text (items 1, 2, 9) -------------------
+
+def test_explain_long_line_not_at_chunk_start(tmp_path):
+    """A read that ends inside an over-long line that began after the chunk start: the next
+    read wrote up to 64 KiB past the buffer (free(): invalid next size, exit 134)."""
+    p = write(str(tmp_path / "a.log"), "short\n" + "Jul 14 14:17:34 host kubelet: " +
+              "y" * 200000 + "\n" + "[ 5.000000] " + KEEPALIVE + "\n")
+    r = run("explain", p)
+    assert r.returncode == 1, (r.returncode, r.stdout, r.stderr)
+    # the line after the long one is read, and is line 3
+    assert re.search(r"^ENA reset 1 \(line 3", r.stdout, re.M), r.stdout
+
+
+def test_explain_syslog_of_long_kubelet_lines(tmp_path):
+    """A 364 KB syslog of long kubelet lines (each above the kept line length, some starting
+    mid-chunk) is read to its end: no crash, no event, every line counted once."""
+    lines = []
+    for i in range(120):
+        lines.append("Jul 14 14:17:%02d ip-10-0-1-23 kubelet[2212]: I0714 %s" %
+                     (i % 60, ("reflector.go:%d " % i) * (150 + 13 * (i % 7))))
+    text = "\n".join(lines) + "\n"
+    assert len(text) > 300000
+    r = run("explain", write(str(tmp_path / "syslog"), text))
+    assert r.returncode == 0, (r.returncode, r.stdout, r.stderr)
+    assert r.stdout.rstrip().endswith("in 0 kernel lines (120 lines of other programs skipped)"), \
+        r.stdout
+
+
+def test_explain_tail_of_long_line_is_not_a_line(tmp_path):
+    """One user-space syslog line padded so that a later chunk starts with an ENA driver
+    message: that tail is part of the user's line, not a kernel message (was "ENA reset ...
+    keep-alive watchdog timeout", exit 1)."""
+    head = "Jul 14 14:17:34 host myapp: "
+    p = write(str(tmp_path / "b.log"), head + "x" * (CHUNK - len(head)) + KEEPALIVE + "\n")
+    r = run("explain", p)
+    assert r.returncode == 0, (r.returncode, r.stdout, r.stderr)
+    assert "0 ENA resets" in r.stdout and "in 0 kernel lines (1 line of other" in r.stdout
+
+
+def test_explain_tail_inside_a_chunk_is_not_a_line(tmp_path):
+    """The same with the long line starting mid-chunk and its tail inside the same chunk."""
+    head = "Jul 14 14:17:34 host myapp: "
+    p = write(str(tmp_path / "c.log"), "x\n" + head + "x" * 3000 + KEEPALIVE + "\n")
+    r = run("explain", p)
+    assert r.returncode == 0, (r.returncode, r.stdout, r.stderr)
+    assert "0 ENA resets" in r.stdout
+
+
+def test_explain_dev_zero_is_not_text():
+    """/dev/zero is no kernel log: exit 2 naming the line, not thousands of "kernel lines"."""
+    r = run("explain", "/dev/zero", timeout=30)
+    assert r.returncode == 2, (r.returncode, r.stdout, r.stderr)
+    assert "kernel lines" not in r.stdout
+    assert re.search(r"/dev/zero:1: .*NUL", r.stderr), r.stderr
+
+
+@pytest.mark.parametrize("enc", ["utf-16", "utf-16-le", "utf-16-be"])
+def test_explain_utf16_is_not_text(enc, tmp_path):
+    """A kernel log saved as UTF-16 (Windows editors, PowerShell redirection) said "0 ENA
+    resets", exit 0: it is unreadable input, exit 2 (as ena-diff does with NULs)."""
+    text = open(os.path.join(KLOG, "keepalive.kmsg")).read()
+    p = write(str(tmp_path / "u.log"), text.encode(enc))
+    r = run("explain", p)
+    assert r.returncode == 2, (r.returncode, r.stdout, r.stderr)
+    assert r.stdout == "" and re.search(re.escape(p) + r":1: .*(UTF-16|NUL)", r.stderr), r.stderr
+
+
+def test_explain_nul_on_a_later_line_names_it(tmp_path):
+    text = open(os.path.join(KLOG, "keepalive.kmsg")).read().split("\n")
+    text[3] = text[3][:5] + "\0" + text[3][5:]
+    p = write(str(tmp_path / "n.log"), "\n".join(text))
+    r = run("explain", p)
+    assert r.returncode == 2 and re.search(re.escape(p) + r":4: .*NUL", r.stderr), r.stderr
