@@ -103,3 +103,35 @@ def test_explain_nul_on_a_later_line_names_it(tmp_path):
     p = write(str(tmp_path / "n.log"), "\n".join(text))
     r = run("explain", p)
     assert r.returncode == 2 and re.search(re.escape(p) + r":4: .*NUL", r.stderr), r.stderr
+
+
+# -- the kernel's own word, not text it quotes (item 3) -----------------------------------------
+
+QUOTED = [
+    # arch/x86/mm/fault.c show_signal_msg(): the crashing file's name follows " in "
+    "evil[4242]: segfault at 0 ip 0000000000401000 sp 00007ffc2c3d1e40 error 4 in "
+    "BUG: soft lockup - CPU#0 stuck for 99s! [kubelet:1][400000+1000] likely on CPU 0",
+    "evil[4243]: segfault at 0 ip 0 sp 0 error 4 in watchdog: Watchdog detected hard LOCKUP on "
+    "cpu 1[400000+1000]",
+    "evil[4244]: segfault at 0 ip 0 sp 0 error 4 in INFO: task a:1 blocked for more than 999 "
+    "seconds.[400000+1000]",
+    "evil[4245]: segfault at 0 ip 0 sp 0 error 4 in rcu: INFO: rcu_sched self-detected stall on "
+    "CPU[400000+1000]",
+    "evil[4246]: segfault at 0 ip 0 sp 0 error 4 in NETDEV WATCHDOG: eth0 (ena): transmit queue "
+    "5 timed out[400000+1000]",
+]
+
+
+def test_explain_quoted_lockup_is_not_a_lockup(tmp_path):
+    """Kernel records (facility 0, /dev/kmsg format) that quote a lockup, hung-task, RCU-stall
+    or NETDEV WATCHDOG message inside a file name: no event, exit 0 (was exit 1: the patterns
+    matched anywhere in the record)."""
+    recs = "".join("6,%d,%d,-;%s\n" % (100 + i, 5000000 + i, m) for i, m in enumerate(QUOTED))
+    r = run("explain", write(str(tmp_path / "q.kmsg"), recs))
+    assert r.returncode == 0, (r.returncode, r.stdout, r.stderr)
+    assert "0 lockup/stall/hung-task/watchdog events in 5 kernel lines" in r.stdout, r.stdout
+    # the kernel's own lines beside them still count
+    own = recs + "0,200,6000000,-;watchdog: BUG: soft lockup - CPU#2 stuck for 23s! [kubelet:7]\n"
+    r = run("explain", write(str(tmp_path / "o.kmsg"), own))
+    assert r.returncode == 1 and "1 lockup/stall/hung-task/watchdog event in 6" in r.stdout, \
+        r.stdout

@@ -122,6 +122,12 @@ static const struct msg_case msgs[] = {
 	{ "kernel/rcu/tree_stall.h 5.0+",
 	  "rcu: INFO: rcu_preempt self-detected stall on CPU",
 	  KLOG_RCU_STALL, -1, -1, -1, 0, 0, "", "", "", "", false },
+	{ "kernel/watchdog_hld.c before 4.x's nmi_panic(): panic() with the message",
+	  "Kernel panic - not syncing: Watchdog detected hard LOCKUP on cpu 2",
+	  KLOG_HARD_LOCKUP, -1, 2, -1, 0, 0, "", "", "", "", false },
+	{ "kernel/watchdog.c before 4.13 WARN(1, ...) behind no prefix",
+	  "BUG: soft lockup - CPU#1 stuck for 23s! [kubelet:2212]",
+	  KLOG_SOFT_LOCKUP, -1, 1, 2212, 23, 0, "", "", "kubelet", "", false },
 	{ "kernel/rcu/tree_stall.h 4.x: CPU in braces",
 	  "INFO: rcu_sched detected stalls on CPUs/tasks: { 6} (detected by 2, t=60002 jiffies)",
 	  KLOG_RCU_STALL, -1, 6, -1, 0, 0, "", "", "", "", false },
@@ -186,6 +192,24 @@ static void test_not_events(void **state)
 		"INFO: task kubelet:2212 blocked for more than many seconds.",
 		"NETDEV WATCHDOG: eth0 (ena): transmit queue x timed out",
 		"\x01\x02\xff\xfe binary",
+		/* issue 24: text the kernel quotes is not its own word. arch/x86/mm/fault.c
+		 * show_signal_msg() prints the crashing file's name (any user chooses it) and the
+		 * task's comm; a module, a device or a task may carry any of these words */
+		"evil[4242]: segfault at 0 ip 0000000000401000 sp 00007ffc2c3d1e40 error 4 in "
+		"BUG: soft lockup - CPU#0 stuck for 99s! [kubelet:1][400000+1000] likely on CPU 0",
+		"evil[4242]: segfault at 0 ip 0000000000401000 sp 00007ffc2c3d1e40 error 4 in "
+		"watchdog: BUG: soft lockup - CPU#0 stuck for 99s! [k:1][400000+1000]",
+		"evil[4242]: segfault at 0 ip 0 sp 0 error 4 in Watchdog detected hard LOCKUP on cpu "
+		"0[400000+1000]",
+		"evil[4242]: segfault at 0 ip 0 sp 0 error 4 in INFO: task a:1 blocked for more than "
+		"999 seconds.[400000+1000]",
+		"evil[4242]: segfault at 0 ip 0 sp 0 error 4 in rcu: INFO: rcu_sched self-detected "
+		"stall on CPU[400000+1000]",
+		"evil[4242]: segfault at 0 ip 0 sp 0 error 4 in x detected stalls on CPUs/tasks: { 3}",
+		"evil[4242]: segfault at 0 ip 0 sp 0 error 4 in NETDEV WATCHDOG: eth0 (ena): transmit "
+		"queue 5 timed out[400000+1000]",
+		"usb 1-1: Product: NETDEV WATCHDOG: eth0 (ena): transmit queue 5 timed out",
+		"foo: BUG: soft lockup - CPU#3 stuck for 23s! [kubelet:2212]",
 	};
 	struct klog_event e = { .kind = KLOG_ENA_TRIGGER, .queue = 99 };
 
