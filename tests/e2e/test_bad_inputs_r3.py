@@ -135,3 +135,25 @@ def test_explain_quoted_lockup_is_not_a_lockup(tmp_path):
     r = run("explain", write(str(tmp_path / "o.kmsg"), own))
     assert r.returncode == 1 and "1 lockup/stall/hung-task/watchdog event in 6" in r.stdout, \
         r.stdout
+
+
+# -- memcg counts no kernel keeps (item 12) -----------------------------------------------------
+
+MEMCG = os.path.join(hh.FIXTURES, "memcg", "this-vm-hybrid")
+
+
+@pytest.mark.parametrize("num", [2 ** 64 - 1000, 2 ** 31])
+def test_memcg_num_cgroups_past_int_is_damage(num, tmp_path):
+    """/proc/cgroups num_cgroups near 2^64 gave an astronomical ratio and exit 1; the kernel
+    counts cgroups in an int, so such a count is damage: exit 2 naming the file."""
+    import shutil
+    t = str(tmp_path / "tree")
+    shutil.copytree(MEMCG, t, symlinks=True)
+    p = os.path.join(t, "proc", "cgroups")
+    text = open(p).read()
+    text = re.sub(r"^(memory\t\d+\t)\d+", lambda m: m.group(1) + str(num), text, flags=re.M)
+    write(p, text)
+    r = run("--proc-root", t + "/proc", "--sys-root", t + "/sys", "--state-dir",
+            str(tmp_path / "st"), "check", "memcg")
+    assert r.returncode == 2, (r.returncode, r.stdout, r.stderr)
+    assert re.match(r"^cannot read .*cgroups", r.stdout), r.stdout
