@@ -157,3 +157,30 @@ def test_memcg_num_cgroups_past_int_is_damage(num, tmp_path):
             str(tmp_path / "st"), "check", "memcg")
     assert r.returncode == 2, (r.returncode, r.stdout, r.stderr)
     assert re.match(r"^cannot read .*cgroups", r.stdout), r.stdout
+
+
+# -- ena-diff: texts that are no pair of dumps of one device (item 10) -------------------------
+
+FX01 = os.path.join(hh.FIXTURES, "ena", "01-ethq15-ena-1.2.0k-ethtool-i-and-S.txt")
+
+
+def test_ena_diff_counter_twice_in_one_dump(tmp_path):
+    """A counter twice in one dump: which value is the device's? (the answer depended on the
+    order of the lines) exit 2 naming FILE:LINE."""
+    text = open(FX01).read()
+    assert "tx_timeout: 0" in text
+    after = write(str(tmp_path / "after.txt"), text.replace("tx_timeout: 0",
+                                                             "tx_timeout: 5\n     tx_timeout: 0", 1))
+    for order in ((FX01, after), (after, FX01)):
+        r = run("ena-diff", *order)
+        assert r.returncode == 2, (order, r.returncode, r.stdout, r.stderr)
+        assert re.search(r"after\.txt:\d+: counter 'tx_timeout' appears twice", r.stderr), r.stderr
+
+
+def test_ena_diff_no_counter_in_common(tmp_path):
+    """Two dumps with no counter in common said "no reset": there is nothing to compare."""
+    b = write(str(tmp_path / "b.txt"), "NIC statistics:\n     alpha: 1\n     beta: 2\n")
+    a = write(str(tmp_path / "a.txt"), "NIC statistics:\n     gamma: 1\n     delta: 2\n")
+    r = run("ena-diff", b, a)
+    assert r.returncode == 2, (r.returncode, r.stdout, r.stderr)
+    assert "no counter in common" in r.stderr and "no reset" not in r.stdout
