@@ -184,3 +184,31 @@ def test_ena_diff_no_counter_in_common(tmp_path):
     r = run("ena-diff", b, a)
     assert r.returncode == 2, (r.returncode, r.stdout, r.stderr)
     assert "no counter in common" in r.stderr and "no reset" not in r.stdout
+
+
+# -- check cpu: a stopped sampler's bursts (item 4) --------------------------------------------
+
+def envelope(name, payload):
+    import zlib
+    return b"cpuzombie-state 1 %s\n%send %08x\n" % (name.encode(), payload, zlib.crc32(payload))
+
+
+def test_check_cpu_stopped_sampler_keeps_its_bursts(tmp_path):
+    """After the agent exits (heartbeat 'stopped 1'), check cpu sampled inline, ignored the
+    burst log and said OK while report listed a 4.8 s burst from seconds before."""
+    import time
+    run_dir = str(tmp_path / "run")
+    now = int(time.time() * 1000)
+    write(os.path.join(run_dir, "cpu-heartbeat"), envelope("cpu-heartbeat", (
+        b"pid 1\ntime_ms %d\ninterval_ms 250\nmetric system\nncpu %d\nstopped 1\n"
+        % (now - 1000, os.cpu_count()))))
+    write(os.path.join(run_dir, "cpu-bursts"), envelope("cpu-bursts", (
+        b"burst 0 %d %d 99.0 98.0 system irqs=- tasks=4242/4242/kubelet/3000 stack=-\n"
+        % (now - 7000, now - 2200))))
+    # threshold 99%: the logged burst (peak 99) counts; an idle-enough machine gives none inline
+    cfg = write(str(tmp_path / "cz.yaml"), "cpu:\n  inline_window: 2s\n  min_burst: 2s\n"
+                "  threshold_pct: 99\n")
+    r = run("--config", cfg, "--run-dir", run_dir, "--state-dir", str(tmp_path / "st"),
+            "check", "cpu")
+    assert r.returncode == 1, (r.returncode, r.stdout, r.stderr)
+    assert r.stdout.startswith("cpu0 ") and "sampler stopped" in r.stdout, r.stdout
