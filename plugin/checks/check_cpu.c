@@ -343,6 +343,21 @@ static const char *stale_reason(const struct cz_config *cfg, int hr, const struc
 	return NULL;
 }
 
+/* The bursts the sampler logged since lookback into @ev (EVENTS_MAX places), *@n of them. */
+static int recent_bursts(const struct cz_config *cfg, struct burst_event *ev, size_t *n,
+			 struct npd_result *res)
+{
+	uint64_t now = now_realtime_ms();
+	int r = burst_log_read(cfg->paths.run, now > cfg->cpu.lookback_ms ?
+					       now - cfg->cpu.lookback_ms : 0,
+			       ev, HISTORY_EVENTS_MAX);
+
+	if (r < 0)
+		return npd_unknown(res, r, "cannot read burst log in '%s'", cfg->paths.run);
+	*n = (size_t)r;
+	return NPD_OK;
+}
+
 int check_cpu(struct cz_ctx *ctx, struct npd_result *res)
 {
 	_cleanup_free_ struct burst_event *ev = calloc(EVENTS_MAX, sizeof(*ev));
@@ -358,14 +373,10 @@ int check_cpu(struct cz_ctx *ctx, struct npd_result *res)
 	r = heartbeat_read(cfg->paths.run, hb);
 	stale = stale_reason(cfg, r, hb, why, sizeof(why));
 	if (!stale) {
-		uint64_t now = now_realtime_ms();
-
-		r = burst_log_read(cfg->paths.run, now > cfg->cpu.lookback_ms ?
-							   now - cfg->cpu.lookback_ms : 0,
-				   ev, HISTORY_EVENTS_MAX);
-		if (r < 0)
-			return npd_unknown(res, r, "cannot read burst log in '%s'", cfg->paths.run);
-		n = (size_t)r;
+		r = recent_bursts(cfg, ev, &n, res);
+		if (r != NPD_OK)
+			return r;
+		r = (int)n;
 		for (size_t i = 0; i < hb->nactive && n < EVENTS_MAX; i++) {
 			size_t j; /* an ongoing run already logged as ended is the same burst */
 
@@ -383,6 +394,11 @@ int check_cpu(struct cz_ctx *ctx, struct npd_result *res)
 		return npd_set(res, NPD_UNKNOWN, "%s and cpu.inline_window %s < cpu.min_burst: "
 			       "cannot sample inline", stale,
 			       format_duration(cfg->cpu.inline_window_ms, d, sizeof(d)));
+	/* a burst the sampler logged inside lookback is a problem whether or not it still runs
+	 * (a stopped or crashed agent must not make the check forget it) */
+	r = recent_bursts(cfg, ev, &n, res);
+	if (r != NPD_OK)
+		return r;
 	r = sample_inline(ctx, ev, EVENTS_MAX, &n, res);
 	if (r != NPD_OK)
 		return r;

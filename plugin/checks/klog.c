@@ -404,16 +404,77 @@ static void comm_pid(struct klog_event *e, const char *s, const char *stop)
 		e->pid = (int)pid;
 }
 
+/*
+ * @s starts with @word, maybe after one of the NULL-terminated @prefixes (the pr_fmt the kernel
+ * prints before its own format string): returns where @word starts, or NULL. Never a search
+ * inside the message: a kernel record quotes text others chose (the x86 segfault report prints
+ * the crashing file's name, a USB device its product string), which is not the kernel's word.
+ */
+static const char *lead(const char *s, const char *end, const char *const *prefixes,
+			const char *word)
+{
+	size_t wl = strlen(word);
+
+	for (size_t i = 0; prefixes && prefixes[i]; i++) {
+		size_t pl = strlen(prefixes[i]);
+
+		if ((size_t)(end - s) >= pl && !memcmp(s, prefixes[i], pl)) {
+			s += pl;
+			break;
+		}
+	}
+	return (size_t)(end - s) >= wl && !memcmp(s, word, wl) ? s : NULL;
+}
+
+/* "CPU%u: " (kernel/watchdog.c's buddy detector names the CPU that saw the lockup first) */
+static const char *skip_cpu_tag(const char *s, const char *end)
+{
+	const char *p = s + 3;
+
+	if (end - s < 6 || memcmp(s, "CPU", 3) != 0 || *p < '0' || *p > '9')
+		return s;
+	while (p < end && *p >= '0' && *p <= '9')
+		p++;
+	return end - p >= 2 && p[0] == ':' && p[1] == ' ' ? p + 2 : s;
+}
+
+/* pr_fmt of kernel/watchdog.c (4.13+), of it and kernel/watchdog_hld.c before */
+static const char *const watchdog_pfx[] = { "watchdog: ", "NMI watchdog: ", NULL };
+/* the same, and panic()'s own prefix (hardlockup_panic before nmi_panic("Hard LOCKUP")) */
+static const char *const hardlockup_pfx[] = { "watchdog: ", "NMI watchdog: ",
+					       "Kernel panic - not syncing: ", NULL };
+/* pr_fmt of kernel/rcu/tree.c (5.0+) */
+static const char *const rcu_pfx[] = { "rcu: ", NULL };
+
+/* "INFO: %s self-detected stall on CPU" / "INFO: %s detected stalls on CPUs/tasks": the RCU
+ * flavour's name is one word */
+static const char *rcu_stall(const char *s, const char *end)
+{
+	const char *p = lead(s, end, rcu_pfx, "INFO: "), *w;
+
+	if (!p)
+		return NULL;
+	p += 6;
+	w = p;
+	while (p < end && *p > ' ' && *p < 0x7f)
+		p++;
+	if (p == w)
+		return NULL;
+	if (lead(p, end, NULL, " self-detected stall on CPU") ||
+	    lead(p, end, NULL, " detected stalls on CPUs/tasks"))
+		return p + 1;
+	return NULL;
+}
+
 static bool match_lockups(const char *s, const char *end, struct klog_event *ret)
 {
-	size_t len = (size_t)(end - s);
 	int64_t num[PAT_NUMS];
 	size_t nn = 0;
 	const char *p;
 
 	/* kernel/watchdog.c watchdog_timer_fn(): pr_emerg("BUG: soft lockup - CPU#%d stuck for
 	 * %us! [%s:%d]"), with pr_fmt "watchdog: " (4.13+) or "NMI watchdog: " (4.x) before it */
-	if ((p = find(s, len, "BUG: soft lockup - CPU#")) &&
+	if ((p = lead(s, end, watchdog_pfx, "BUG: soft lockup - CPU#")) &&
 	    pat_match("BUG: soft lockup - CPU#%d stuck for %ds! [", p, end, num, &nn)) {
 		const char *open = memchr(p, '[', (size_t)(end - p)), *close;
 
@@ -426,7 +487,9 @@ static bool match_lockups(const char *s, const char *end, struct klog_event *ret
 	}
 	/* kernel/watchdog_perf.c (watchdog_hld.c before 6.5), kernel/watchdog.c buddy detector:
 	 * "Watchdog detected hard LOCKUP on cpu %d", also inside "Kernel panic - not syncing:" */
-	if ((p = find(s, len, "Watchdog detected hard LOCKUP on cpu ")) &&
+	if (((p = lead(s, end, hardlockup_pfx, "Watchdog detected hard LOCKUP on cpu ")) ||
+	     (p = lead(skip_cpu_tag(lead(s, end, watchdog_pfx, ""), end), end, NULL,
+		       "Watchdog detected hard LOCKUP on cpu "))) &&
 	    pat_match("Watchdog detected hard LOCKUP on cpu %d", p, end, num, &nn)) {
 		event_init(ret, KLOG_HARD_LOCKUP);
 		apply(ret, "c", num, nn);
@@ -434,7 +497,7 @@ static bool match_lockups(const char *s, const char *end, struct klog_event *ret
 	}
 	/* kernel/hung_task.c check_hung_task(): "INFO: task %s:%d blocked for more than %ld
 	 * seconds." */
-	if ((p = find(s, len, "INFO: task ")) && (p += 11) &&
+	if ((p = lead(s, end, NULL, "INFO: task ")) && (p += 11) &&
 	    pat_match("%* blocked for more than %d seconds", p, end, num, &nn)) {
 		const char *b = find(p, (size_t)(end - p), " blocked for more than ");
 
@@ -445,8 +508,7 @@ static bool match_lockups(const char *s, const char *end, struct klog_event *ret
 	}
 	/* kernel/rcu/tree_stall.h: "INFO: %s self-detected stall on CPU" and "INFO: %s detected
 	 * stalls on CPUs/tasks:" (pr_fmt "rcu: " since 5.0); 4.x appends "{ 3}" to the line */
-	if ((p = find(s, len, "self-detected stall on CPU")) ||
-	    (p = find(s, len, "detected stalls on CPUs/tasks"))) {
+	if ((p = rcu_stall(s, end))) {
 		const char *brace = memchr(p, '{', (size_t)(end - p));
 
 		event_init(ret, KLOG_RCU_STALL);
@@ -463,7 +525,7 @@ static bool match_lockups(const char *s, const char *end, struct klog_event *ret
 static bool match_watchdog(const char *s, const char *end, const struct devpfx *d,
 			   struct klog_event *ret)
 {
-	const char *p = find(s, (size_t)(end - s), "NETDEV WATCHDOG: ");
+	const char *p = lead(s, end, NULL, "NETDEV WATCHDOG: ");
 	int64_t num[PAT_NUMS];
 	size_t nn = 0;
 

@@ -151,6 +151,38 @@ void klog_reader_init(struct klog_reader *rd);
 int klog_reader_line(struct klog_reader *rd, const char *line, size_t len,
 		     struct klog_event *ret);
 
+/* ---- splitting a stream into lines -------------------------------------------------------- */
+
+/*
+ * A byte stream (a file, a pipe) cut into lines for klog_reader_line(), in bounded memory: a
+ * line longer than KLOG_LINE_MAX keeps its first KLOG_LINE_MAX bytes and its tail is skipped
+ * up to the next '\n' (the tail is never read as a line of its own). Zero it before the
+ * first bytes.
+ */
+struct klog_lines {
+	char buf[KLOG_LINE_MAX];
+	size_t len;		/* bytes of the current line held in @buf */
+	bool skipping;		/* inside the tail of an over-long line */
+	unsigned lines;		/* lines completed so far (the current one is lines + 1) */
+	unsigned nul_line;	/* the first line holding a NUL byte (0: none yet) */
+};
+
+/*
+ * klog_lines_feed - pure: take bytes from @data (@n > 0) up to and including the end of the
+ * next line. Returns how many bytes were taken (1..@n); when a line is complete (or the kept
+ * head of an over-long one), *@ret_line and *@ret_len point at it (valid until the next call;
+ * at most KLOG_LINE_MAX bytes, without '\n'), else *@ret_line is NULL. The caller calls again
+ * with the rest.
+ */
+size_t klog_lines_feed(struct klog_lines *ls, const char *data, size_t n, const char **ret_line,
+		       size_t *ret_len);
+
+/*
+ * klog_lines_end - the last line of the stream when it did not end in '\n': returns true and
+ * sets *@ret_line and *@ret_len, or false when nothing is left.
+ */
+bool klog_lines_end(struct klog_lines *ls, const char **ret_line, size_t *ret_len);
+
 /* ---- /dev/kmsg records ------------------------------------------------------------------- */
 
 /* One record of /dev/kmsg (Documentation/ABI/testing/dev-kmsg). */

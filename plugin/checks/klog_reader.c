@@ -415,6 +415,56 @@ int klog_reader_line(struct klog_reader *rd, const char *line, size_t len, struc
 	return 1;
 }
 
+/* ---- lines of a stream ------------------------------------------------------------------- */
+
+size_t klog_lines_feed(struct klog_lines *ls, const char *data, size_t n, const char **ret_line,
+		       size_t *ret_len)
+{
+	const char *nl = memchr(data, '\n', n);
+	size_t seg = nl ? (size_t)(nl - data) : n, take = nl ? seg + 1 : n, room;
+
+	*ret_line = NULL;
+	if (!ls->nul_line && memchr(data, '\0', seg))
+		ls->nul_line = ls->lines + 1;
+	if (ls->skipping) { /* the tail of an over-long line: up to its end, unread */
+		ls->skipping = !nl;
+		ls->lines += !!nl;
+		return take;
+	}
+	room = KLOG_LINE_MAX - ls->len;
+	memcpy(ls->buf + ls->len, data, seg < room ? seg : room);
+	if (seg > room || (!nl && seg == room)) { /* over-long: keep the head, skip the tail */
+		ls->len = 0;
+		ls->skipping = !nl;
+		ls->lines += !!nl;
+		*ret_line = ls->buf;
+		*ret_len = KLOG_LINE_MAX;
+		return take;
+	}
+	ls->len += seg;
+	if (nl) {
+		*ret_line = ls->buf;
+		*ret_len = ls->len;
+		ls->len = 0;
+		ls->lines++;
+	}
+	return take;
+}
+
+bool klog_lines_end(struct klog_lines *ls, const char **ret_line, size_t *ret_len)
+{
+	if (ls->skipping || ls->len == 0) {
+		ls->lines += ls->skipping; /* an over-long last line: its head was given already */
+		ls->skipping = false;
+		return false;
+	}
+	*ret_line = ls->buf;
+	*ret_len = ls->len;
+	ls->len = 0;
+	ls->lines++;
+	return true;
+}
+
 /* ---- /dev/kmsg ---------------------------------------------------------------------------- */
 
 static bool field_u64(struct cur *c, char stop, uint64_t *ret)

@@ -36,6 +36,22 @@ static int split(const char *line, size_t len, char f[MAX_FIELDS][FIELD_MAX])
 	return n;
 }
 
+/* A count of cgroups: the kernel keeps them in an int (struct cgroup_subsys's root count,
+ * cgroup->nr_descendants, ->nr_dying_descendants, ->nr_dying_subsys[]), so a larger number is
+ * a damaged or forged file, never a count: -ERANGE (as memcg_history_growth() refuses them). */
+static int parse_count(const char *s, uint64_t *ret)
+{
+	uint64_t v;
+	int r = parse_u64(s, &v);
+
+	if (r < 0)
+		return r;
+	if (v > INT32_MAX)
+		return -ERANGE;
+	*ret = v;
+	return 0;
+}
+
 int memcg_parse_proc_cgroups(const char *text, struct memcg_controller *ret)
 {
 	char f[MAX_FIELDS][FIELD_MAX];
@@ -75,7 +91,7 @@ int memcg_parse_proc_cgroups(const char *text, struct memcg_controller *ret)
 			return -EINVAL; /* truncated row */
 		r = parse_u64(f[col_h], &c.hierarchy);
 		if (r == 0)
-			r = parse_u64(f[col_n], &c.num_cgroups);
+			r = parse_count(f[col_n], &c.num_cgroups);
 		if (r == 0)
 			r = parse_u64(f[col_e], &en);
 		if (r < 0)
@@ -118,7 +134,7 @@ int memcg_parse_cgroup_stat(const char *text, struct memcg_cgstat *ret)
 			continue;
 		if (*seen)
 			return -EINVAL; /* a key twice: not a file the kernel wrote */
-		r = parse_u64(f[1], dst);
+		r = parse_count(f[1], dst);
 		if (r < 0)
 			return r;
 		*seen = true;

@@ -90,8 +90,19 @@ static void explain(const struct ena_counter *c)
 		       c->prev, c->cur, ena_explain(c->name));
 }
 
-/* Print the verdict for one pair; returns true when it found a reset or a risk. */
-static bool verdict(struct cz_ctx *ctx, const struct ethtool_devdump *b,
+/* Counters both dumps have: none means two different kinds of dump (another driver, another
+ * tool's text), and "no reset" would be a verdict about nothing. */
+static bool has_common_counter(const struct ethtool_devdump *b, const struct ethtool_devdump *a)
+{
+	for (size_t i = 0; i < a->n; i++)
+		if (ethtool_dump_find_near(b, a->stats[i].name, i))
+			return true;
+	return false;
+}
+
+/* Print the verdict for one pair; returns 1 when it found a reset or a risk, 0 when not,
+ * -EINVAL when the pair has no counter in common (logged). */
+static int verdict(struct cz_ctx *ctx, const struct ethtool_devdump *b,
 		    const struct ethtool_devdump *a)
 {
 	struct ena_lists l = ena_lists_from_config(&ctx->cfg);
@@ -100,16 +111,21 @@ static bool verdict(struct cz_ctx *ctx, const struct ethtool_devdump *b,
 	struct ena_allowance al;
 	char text[NPD_MSG_MAX];
 
+	if (!has_common_counter(b, a)) {
+		log_error("%s: BEFORE and AFTER have no counter in common: no verdict", name);
+		return -EINVAL;
+	}
 	ena_diff(b, a, &l, NULL, 0, &v);
 	ena_allowance_diff(b, a, &l, ctx->cfg.ena.conntrack_floor, &al);
 	if (v.new_baseline) {
 		printf("%s: counters went down (driver reloaded or node rebooted between the dumps): "
 		       "no verdict\n", name);
-		return false;
+		return 0;
 	}
 	if (v.resets || v.reset_fail)
 		printf("%s %" PRIu64 " reset%s: %s\n", name, v.resets, v.resets == 1 ? "" : "s",
-		       v.cause);
+		       v.cause[0] ? v.cause : v.reset_fail ? "reset_fail moved" :
+							     "no reason counter moved");
 	else if (v.cause[0])
 		printf("%s no reset; risk: %s\n", name, v.cause);
 	else
@@ -119,7 +135,7 @@ static bool verdict(struct cz_ctx *ctx, const struct ethtool_devdump *b,
 		       ena_allowance_format(&al, ctx->cfg.ena.conntrack_floor, text, sizeof(text)));
 	for (size_t i = 0; i < v.n_moved; i++)
 		explain(&v.moved[i]);
-	return v.resets || v.reset_fail || v.risk || v.restart;
+	return v.resets || v.reset_fail || v.risk || v.restart ? 1 : 0;
 }
 
 /* The BEFORE dump that goes with @a, or NULL. */
@@ -142,6 +158,7 @@ static int diff_all(struct cz_ctx *ctx, const struct ethtool_devdump *b, size_t 
 {
 	size_t pairs = 0;
 	bool found = false;
+	int r;
 
 	for (size_t i = 0; i < na; i++) {
 		const struct ethtool_devdump *p = partner(b, nb, &a[i], na);
@@ -156,7 +173,10 @@ static int diff_all(struct cz_ctx *ctx, const struct ethtool_devdump *b, size_t 
 			return CZ_EXIT_ERROR;
 		}
 		pairs++;
-		found |= verdict(ctx, p, &a[i]);
+		r = verdict(ctx, p, &a[i]);
+		if (r < 0)
+			return CZ_EXIT_ERROR;
+		found |= r > 0;
 	}
 	if (pairs == 0) {
 		log_error("no interface is in both BEFORE and AFTER");

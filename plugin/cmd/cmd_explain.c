@@ -7,8 +7,9 @@
  *
  * Exit 1 when a reset, a lockup, a stall, a hung task or a NETDEV WATCHDOG is found, 0 when
  * none, 2 when the input cannot be read. Lines that match nothing are skipped; input is read
- * as a stream (bounded memory: KLOG_EVENTS_MAX events, lines cut at KLOG_LINE_MAX, at most
- * INPUT_MAX bytes read).
+ * as a stream (bounded memory: KLOG_EVENTS_MAX events, lines cut at KLOG_LINE_MAX with their
+ * tails skipped, at most INPUT_MAX bytes read). Text with a NUL byte (UTF-16, a binary) is
+ * unreadable input: exit 2 naming the line.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -29,6 +30,8 @@ struct input {
 	struct klog_log log;
 	uint64_t bytes;
 	bool cut;		/* INPUT_MAX reached */
+	bool utf16;		/* starts with a UTF-16 byte order mark */
+	unsigned bad_line;	/* -EILSEQ: the first line with a NUL byte */
 	size_t stat_lines;
 };
 
@@ -42,47 +45,47 @@ static void take_line(struct input *in, const char *line, size_t len)
 	(void)klog_log_add(&in->log, &e); /* full: counted in log.dropped, reported below */
 }
 
-/* Read @fd line by line; lines longer than KLOG_LINE_MAX are cut there. */
+/* Read @fd line by line (klog_lines: over-long lines keep their head, their tail is skipped).
+ * Text with a NUL byte is none we can read (UTF-16, a binary, /dev/zero): -EILSEQ, with the
+ * line in in->rd.line. */
 static int read_all(int fd, struct input *in)
 {
-	_cleanup_free_ char *buf = malloc(CHUNK + KLOG_LINE_MAX + 1);
-	size_t have = 0;
+	_cleanup_free_ char *buf = malloc(CHUNK);
+	struct klog_lines ls = { 0 };
+	const char *line;
+	size_t len;
 	ssize_t n;
 
 	if (!buf)
 		return -ENOMEM;
 	for (;;) {
-		size_t start = 0;
-
-		n = read(fd, buf + have, CHUNK);
+		n = read(fd, buf, CHUNK);
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n < 0)
 			return -errno;
 		if (n == 0)
 			break;
-		have += (size_t)n;
+		if (in->bytes == 0 && n >= 2 && ((buf[0] == '\xff' && buf[1] == '\xfe') ||
+						 (buf[0] == '\xfe' && buf[1] == '\xff')))
+			in->utf16 = true;
 		in->bytes += (uint64_t)n;
-		for (size_t i = 0; i < have; i++)
-			if (buf[i] == '\n') {
-				take_line(in, buf + start, i - start);
-				start = i + 1;
+		for (size_t i = 0; i < (size_t)n;) {
+			i += klog_lines_feed(&ls, buf + i, (size_t)n - i, &line, &len);
+			if (ls.nul_line) {
+				in->bad_line = ls.nul_line;
+				return -EILSEQ;
 			}
-		if (start == 0 && have >= KLOG_LINE_MAX) { /* an over-long line: keep its head */
-			take_line(in, buf, KLOG_LINE_MAX);
-			while (have && buf[have - 1] != '\n')
-				have--; /* drop the rest of the chunk; the line's tail is skipped */
-			start = have;
+			if (line)
+				take_line(in, line, len);
 		}
-		memmove(buf, buf + start, have - start);
-		have -= start;
 		if (in->bytes >= INPUT_MAX) {
 			in->cut = true;
 			break;
 		}
 	}
-	if (have)
-		take_line(in, buf, have);
+	if (klog_lines_end(&ls, &line, &len))
+		take_line(in, line, len);
 	return 0;
 }
 
@@ -297,6 +300,13 @@ int cmd_explain(struct cz_ctx *ctx)
 	r = read_all(fd, &in);
 	if (fd != STDIN_FILENO)
 		close(fd);
+	if (r == -EILSEQ) {
+		log_error("%s:%u: NUL byte: not kernel log text%s", ctx->argv[0], in.bad_line,
+			  in.utf16 ? " (UTF-16: convert it with iconv -f UTF-16 -t UTF-8)" :
+				     " (UTF-16 or binary?)");
+		klog_log_free(&in.log);
+		return CZ_EXIT_ERROR;
+	}
 	if (r < 0) {
 		log_error_errno(r, "Failed to read '%s': %m", ctx->argv[0]);
 		klog_log_free(&in.log);

@@ -310,7 +310,10 @@ struct text_parser {
 	size_t total;		/* stats over all dumps */
 	unsigned line;
 	struct ethtool_text_error *err;
+	uint32_t *seen;		/* SEEN_SLOTS: (dump << 16 | stat + 1) of every stat, by name */
 };
+
+#define SEEN_SLOTS (2 * ETHTOOL_MAX_STATS) /* never more than half full: open addressing */
 
 static int text_fail(struct text_parser *p, int r, const char *fmt, ...) _printf_(3, 4);
 static int text_fail(struct text_parser *p, int r, const char *fmt, ...)
@@ -476,10 +479,35 @@ static int text_drvinfo(struct text_parser *p, const char *k, size_t klen, const
 	return 0;
 }
 
+/* A counter named twice in one dump: which value is the device's? (the verdict would depend on
+ * the order of the lines) -EINVAL. Remembers @k as the next stat of @d. */
+static int text_seen(struct text_parser *p, const struct ethtool_devdump *d, const char *k,
+		     size_t klen)
+{
+	uint32_t h = 2166136261u, want = (uint32_t)p->cur << 16;
+	char q[48];
+
+	for (size_t i = 0; i < klen; i++)
+		h = (h ^ (unsigned char)k[i]) * 16777619u;
+	for (size_t i = h % SEEN_SLOTS;; i = (i + 1) % SEEN_SLOTS) {
+		uint32_t v = p->seen[i];
+
+		if (v == 0) {
+			p->seen[i] = want | (uint32_t)(d->n + 1);
+			return 0;
+		}
+		if ((v & 0xffff0000u) == want && strlen(d->stats[(v & 0xffff) - 1].name) == klen &&
+		    !memcmp(d->stats[(v & 0xffff) - 1].name, k, klen))
+			return text_fail(p, -EINVAL, "counter '%s' appears twice in one dump",
+					 quote(k, klen, q, 40));
+	}
+}
+
 static int text_add_stat(struct text_parser *p, const char *k, size_t klen, uint64_t value)
 {
 	struct ethtool_devdump *d;
 	char q[48];
+	int r;
 
 	if (klen > ETHTOOL_NAME_MAX)
 		return text_fail(p, -EINVAL, "stat name '%s...' is longer than %d characters",
@@ -493,6 +521,9 @@ static int text_add_stat(struct text_parser *p, const char *k, size_t klen, uint
 	if (p->cur < 0 && text_new_dump(p, "", 0) < 0)
 		return -E2BIG;
 	d = &p->d[p->cur];
+	r = text_seen(p, d, k, klen);
+	if (r < 0)
+		return r;
 	if (d->n == 0 || (d->n >= 16 && (d->n & (d->n - 1)) == 0)) {
 		struct ethtool_stat *ns = realloc(d->stats, (d->n < 16 ? 16 : d->n * 2) * sizeof(*ns));
 
@@ -599,8 +630,12 @@ int ethtool_parse_text(const char *text, size_t len, struct ethtool_devdump **re
 	if (err)
 		*err = (struct ethtool_text_error){ 0 };
 	p.d = calloc(ETHTOOL_MAX_DUMPS, sizeof(*p.d));
-	if (!p.d)
+	p.seen = calloc(SEEN_SLOTS, sizeof(*p.seen));
+	if (!p.d || !p.seen) {
+		free(p.d);
+		free(p.seen);
 		return -ENOMEM;
+	}
 	while (pos < end && r >= 0) {
 		const char *nl = memchr(pos, '\n', (size_t)(end - pos));
 		size_t l = nl ? (size_t)(nl - pos) : (size_t)(end - pos);
@@ -612,6 +647,7 @@ int ethtool_parse_text(const char *text, size_t len, struct ethtool_devdump **re
 			r = text_line(&p, pos, l);
 		pos += l + 1;
 	}
+	free(p.seen);
 	n = text_compact(p.d, p.n);
 	if (r >= 0 && n == 0) {
 		p.line = 0;

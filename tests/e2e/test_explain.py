@@ -4,6 +4,7 @@ source of every line's format)."""
 import json
 import os
 import random
+import re
 
 import pytest
 
@@ -112,7 +113,13 @@ def test_unreadable_input_exits_2(cz, tmp_path):
 def test_garbage_and_huge_input_bounded(cz, tmp_path):
     rnd = random.Random(15)
     junk = tmp_path / "junk.bin"
-    junk.write_bytes(bytes(rnd.getrandbits(8) for _ in range(1 << 20)))
+    raw = bytes(rnd.getrandbits(8) for _ in range(1 << 20))
+    junk.write_bytes(raw)
+    # random bytes hold NULs: not text at all, unreadable input (issue 24: exit 2 naming the line)
+    r = cz("explain", str(junk), check=2)
+    assert r.out == "" and re.search(re.escape(str(junk)) + r":\d+: NUL byte", r.err), r.err
+    # the same garbage without NULs reads as text that holds no kernel event
+    junk.write_bytes(raw.replace(b"\0", b"\1"))
     r = cz("explain", str(junk), check=0)
     assert "0 ENA resets" in r.out
     # more events than are kept: the rest are counted, the verdict still comes

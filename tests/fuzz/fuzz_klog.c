@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The pasted-kernel-log reader and what consumes it (`cpuzombie explain`): every line through
- * klog_reader_line(), the events through klog_analyze(), each reset into its chain and every
- * event into its timeline phrase. Invariants: events name only printable ASCII, queue/CPU are
+ * The pasted-kernel-log reader and what consumes it (`cpuzombie explain`): the stream cut into
+ * lines by klog_lines_feed() in pieces, every line through klog_reader_line(), the events
+ * through klog_analyze(), each reset into its chain and every event into its timeline phrase. Invariants: events name only printable ASCII, queue/CPU are
  * -1 or in range, strings stay NUL-terminated inside their buffers.
  */
 #include <stdio.h>
@@ -36,27 +36,50 @@ static void check_event(const struct klog_event *e)
 	printable(e->stamp, sizeof(e->stamp));
 }
 
+static void take(struct klog_reader *rd, struct klog_log *l, const char *line, size_t len)
+{
+	struct klog_event e;
+
+	if (klog_reader_line(rd, line, len, &e) == 1) {
+		check_event(&e);
+		klog_log_add(l, &e);
+	}
+}
+
 int LLVMFuzzerTestOneInput(const unsigned char *data, size_t size)
 {
 	static struct klog_incident inc;
 	struct ena_lists def = { NULL, NULL, NULL };
 	const char *p = (const char *)data, *end = p + size;
 	struct klog_reader rd;
+	struct klog_lines ls = { 0 };
 	struct klog_log l = { 0 };
+	const char *line;
+	size_t len, step;
 	char buf[512];
 
 	klog_reader_init(&rd);
+	/* the stream as `explain` reads it: cut into lines by klog_lines, in pieces whose size the
+	 * first byte chooses (so line ends, over-long lines and piece ends meet everywhere) */
+	step = size ? 1 + (size_t)data[0] * 7 : 1;
 	while (p < end) {
-		const char *nl = memchr(p, '\n', (size_t)(end - p));
-		size_t len = nl ? (size_t)(nl - p) : (size_t)(end - p);
-		struct klog_event e;
+		size_t piece = (size_t)(end - p) < step ? (size_t)(end - p) : step;
 
-		if (klog_reader_line(&rd, p, len, &e) == 1) {
-			check_event(&e);
-			klog_log_add(&l, &e);
+		for (size_t i = 0; i < piece;) {
+			size_t took = klog_lines_feed(&ls, p + i, piece - i, &line, &len);
+
+			if (took == 0 || took > piece - i || (line && len > KLOG_LINE_MAX))
+				__builtin_trap();
+			i += took;
+			if (line)
+				take(&rd, &l, line, len);
 		}
-		p += len + 1;
+		p += piece;
 	}
+	if (klog_lines_end(&ls, &line, &len))
+		take(&rd, &l, line, len);
+	if (ls.lines < rd.line || (ls.nul_line && ls.nul_line > ls.lines + 1))
+		__builtin_trap();
 	if (klog_analyze(&l, &def, &inc) == 0) {
 		if (inc.n_resets > KLOG_RESETS_MAX)
 			__builtin_trap();

@@ -122,6 +122,12 @@ static const struct msg_case msgs[] = {
 	{ "kernel/rcu/tree_stall.h 5.0+",
 	  "rcu: INFO: rcu_preempt self-detected stall on CPU",
 	  KLOG_RCU_STALL, -1, -1, -1, 0, 0, "", "", "", "", false },
+	{ "kernel/watchdog_hld.c before 4.x's nmi_panic(): panic() with the message",
+	  "Kernel panic - not syncing: Watchdog detected hard LOCKUP on cpu 2",
+	  KLOG_HARD_LOCKUP, -1, 2, -1, 0, 0, "", "", "", "", false },
+	{ "kernel/watchdog.c before 4.13 WARN(1, ...) behind no prefix",
+	  "BUG: soft lockup - CPU#1 stuck for 23s! [kubelet:2212]",
+	  KLOG_SOFT_LOCKUP, -1, 1, 2212, 23, 0, "", "", "kubelet", "", false },
 	{ "kernel/rcu/tree_stall.h 4.x: CPU in braces",
 	  "INFO: rcu_sched detected stalls on CPUs/tasks: { 6} (detected by 2, t=60002 jiffies)",
 	  KLOG_RCU_STALL, -1, 6, -1, 0, 0, "", "", "", "", false },
@@ -186,6 +192,24 @@ static void test_not_events(void **state)
 		"INFO: task kubelet:2212 blocked for more than many seconds.",
 		"NETDEV WATCHDOG: eth0 (ena): transmit queue x timed out",
 		"\x01\x02\xff\xfe binary",
+		/* issue 24: text the kernel quotes is not its own word. arch/x86/mm/fault.c
+		 * show_signal_msg() prints the crashing file's name (any user chooses it) and the
+		 * task's comm; a module, a device or a task may carry any of these words */
+		"evil[4242]: segfault at 0 ip 0000000000401000 sp 00007ffc2c3d1e40 error 4 in "
+		"BUG: soft lockup - CPU#0 stuck for 99s! [kubelet:1][400000+1000] likely on CPU 0",
+		"evil[4242]: segfault at 0 ip 0000000000401000 sp 00007ffc2c3d1e40 error 4 in "
+		"watchdog: BUG: soft lockup - CPU#0 stuck for 99s! [k:1][400000+1000]",
+		"evil[4242]: segfault at 0 ip 0 sp 0 error 4 in Watchdog detected hard LOCKUP on cpu "
+		"0[400000+1000]",
+		"evil[4242]: segfault at 0 ip 0 sp 0 error 4 in INFO: task a:1 blocked for more than "
+		"999 seconds.[400000+1000]",
+		"evil[4242]: segfault at 0 ip 0 sp 0 error 4 in rcu: INFO: rcu_sched self-detected "
+		"stall on CPU[400000+1000]",
+		"evil[4242]: segfault at 0 ip 0 sp 0 error 4 in x detected stalls on CPUs/tasks: { 3}",
+		"evil[4242]: segfault at 0 ip 0 sp 0 error 4 in NETDEV WATCHDOG: eth0 (ena): transmit "
+		"queue 5 timed out[400000+1000]",
+		"usb 1-1: Product: NETDEV WATCHDOG: eth0 (ena): transmit queue 5 timed out",
+		"foo: BUG: soft lockup - CPU#3 stuck for 23s! [kubelet:2212]",
 	};
 	struct klog_event e = { .kind = KLOG_ENA_TRIGGER, .queue = 99 };
 
@@ -555,6 +579,77 @@ static void test_kind_names(void **state)
 	assert_string_equal(klog_kind_name((enum klog_kind)999), "none");
 }
 
+/* Feed @text in pieces of @step bytes; the lines seen, joined by '|', into @out. */
+static unsigned split(const char *text, size_t n, size_t step, char *out, size_t size,
+		      struct klog_lines *ls)
+{
+	const char *line;
+	size_t len, o = 0;
+
+	memset(ls, 0, sizeof(*ls));
+	out[0] = '\0';
+	for (size_t at = 0; at < n;) {
+		size_t piece = n - at < step ? n - at : step;
+
+		for (size_t i = 0; i < piece;) {
+			i += klog_lines_feed(ls, text + at + i, piece - i, &line, &len);
+			if (line)
+				o += (size_t)snprintf(out + o, size - o, "%.*s|", (int)len, line);
+		}
+		at += piece;
+	}
+	if (klog_lines_end(ls, &line, &len))
+		o += (size_t)snprintf(out + o, size - o, "%.*s|", (int)len, line);
+	return ls->lines;
+}
+
+/* Issue 24: an over-long line keeps its head and its tail is skipped, whatever the pieces the
+ * stream comes in (the tail was read as a line of its own, and a read past the buffer). */
+static void test_lines_split(void **state)
+{
+	static char text[3 * KLOG_LINE_MAX + 64], want[2 * KLOG_LINE_MAX], got[4 * KLOG_LINE_MAX];
+	static const size_t steps[] = { 1, 2, 7, 100, KLOG_LINE_MAX - 1, KLOG_LINE_MAX,
+					KLOG_LINE_MAX + 1, 65536 };
+	struct klog_lines ls;
+	size_t n = 0;
+
+	n += (size_t)snprintf(text + n, sizeof(text) - n, "a\n\nbc\n");
+	memset(text + n, 'x', 2 * KLOG_LINE_MAX);
+	memcpy(text + n + KLOG_LINE_MAX, "TAIL", 4); /* in the tail: never a line */
+	n += 2 * KLOG_LINE_MAX;
+	n += (size_t)snprintf(text + n, sizeof(text) - n, "\nlast");
+	memset(want, 'x', KLOG_LINE_MAX);
+	want[KLOG_LINE_MAX] = '\0';
+	for (size_t k = 0; k < ARRAY_SIZE(steps); k++) {
+		char exp[2 * KLOG_LINE_MAX + 32];
+
+		snprintf(exp, sizeof(exp), "a||bc|%s|last|", want);
+		assert_int_equal(split(text, n, steps[k], got, sizeof(got), &ls), 5);
+		assert_string_equal(got, exp);
+		assert_int_equal(ls.nul_line, 0);
+	}
+	/* exactly KLOG_LINE_MAX bytes, then '\n': one line, the next one read */
+	memset(text, 'y', KLOG_LINE_MAX);
+	memcpy(text + KLOG_LINE_MAX, "\nz\n", 3);
+	for (size_t k = 0; k < ARRAY_SIZE(steps); k++) {
+		assert_int_equal(split(text, KLOG_LINE_MAX + 3, steps[k], got, sizeof(got), &ls), 2);
+		assert_int_equal(strlen(got), KLOG_LINE_MAX + 3);
+		assert_string_equal(got + KLOG_LINE_MAX, "|z|");
+	}
+	/* a line that never ends (/dev/zero-like, but no NUL): one head, nothing else */
+	memset(text, 'q', sizeof(text));
+	assert_int_equal(split(text, sizeof(text), 100, got, sizeof(got), &ls), 1);
+	assert_int_equal(strlen(got), KLOG_LINE_MAX + 1);
+	/* a NUL names its line, also in a skipped tail */
+	assert_int_equal(split("ok\nx\0y\n", 7, 3, got, sizeof(got), &ls), 2);
+	assert_int_equal(ls.nul_line, 2);
+	memset(text, 'w', sizeof(text));
+	text[0] = '\n';
+	text[KLOG_LINE_MAX + 500] = '\0';
+	split(text, sizeof(text), 64, got, sizeof(got), &ls);
+	assert_int_equal(ls.nul_line, 2);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -570,6 +665,7 @@ int main(void)
 		cmocka_unit_test(test_bare_dump),
 		cmocka_unit_test(test_log_bounded),
 		cmocka_unit_test(test_kind_names),
+		cmocka_unit_test(test_lines_split),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

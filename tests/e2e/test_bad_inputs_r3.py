@@ -1,0 +1,214 @@
+# SPDX-License-Identifier: MIT
+"""The bad-input catalogue, third round (issue 24): each case here was a defect on main before
+issue 24 (a heap overflow, a tail of a line read as a line of its own, a quoted file name read
+as the kernel's word, run-dir files that trusted the clock, a second agent on one run dir, ...).
+Outcomes as in test_bad_inputs.py: our own failure is exit 2 with one line naming what was
+wrong, never 1, never a signal, never a sanitizer report."""
+import os
+import re
+
+import pytest
+
+import hardening_helpers as hh
+
+KLOG = os.path.join(hh.FIXTURES, "klog")
+KEEPALIVE = "ena 0000:00:05.0 eth0: Keep alive watchdog timeout."
+CHUNK = 64 << 10  # explain's read size
+
+
+def write(p, data):
+    os.makedirs(os.path.dirname(p), exist_ok=True)
+    with open(p, "wb") as f:
+        f.write(data if isinstance(data, bytes) else data.encode())
+    return p
+
+
+def run(*args, timeout=60, **kw):
+    p = hh.run(list(args), timeout=timeout, **kw)
+    hh.assert_no_sanitizer(p.stderr)
+    assert p.returncode >= 0, "killed by signal %d: %s" % (-p.returncode, p.stderr)
+    return p
+
+
+# -- explain: long lines, their tails, text that is not text (items 1, 2, 9) -------------------
+
+def test_explain_long_line_not_at_chunk_start(tmp_path):
+    """A read that ends inside an over-long line that began after the chunk start: the next
+    read wrote up to 64 KiB past the buffer (free(): invalid next size, exit 134)."""
+    p = write(str(tmp_path / "a.log"), "short\n" + "Jul 14 14:17:34 host kubelet: " +
+              "y" * 200000 + "\n" + "[ 5.000000] " + KEEPALIVE + "\n")
+    r = run("explain", p)
+    assert r.returncode == 1, (r.returncode, r.stdout, r.stderr)
+    # the line after the long one is read, and is line 3
+    assert re.search(r"^ENA reset 1 \(line 3", r.stdout, re.M), r.stdout
+
+
+def test_explain_syslog_of_long_kubelet_lines(tmp_path):
+    """A 364 KB syslog of long kubelet lines (each above the kept line length, some starting
+    mid-chunk) is read to its end: no crash, no event, every line counted once."""
+    lines = []
+    for i in range(120):
+        lines.append("Jul 14 14:17:%02d ip-10-0-1-23 kubelet[2212]: I0714 %s" %
+                     (i % 60, ("reflector.go:%d " % i) * (150 + 13 * (i % 7))))
+    text = "\n".join(lines) + "\n"
+    assert len(text) > 300000
+    r = run("explain", write(str(tmp_path / "syslog"), text))
+    assert r.returncode == 0, (r.returncode, r.stdout, r.stderr)
+    assert r.stdout.rstrip().endswith("in 0 kernel lines (120 lines of other programs skipped)"), \
+        r.stdout
+
+
+def test_explain_tail_of_long_line_is_not_a_line(tmp_path):
+    """One user-space syslog line padded so that a later chunk starts with an ENA driver
+    message: that tail is part of the user's line, not a kernel message (was "ENA reset ...
+    keep-alive watchdog timeout", exit 1)."""
+    head = "Jul 14 14:17:34 host myapp: "
+    p = write(str(tmp_path / "b.log"), head + "x" * (CHUNK - len(head)) + KEEPALIVE + "\n")
+    r = run("explain", p)
+    assert r.returncode == 0, (r.returncode, r.stdout, r.stderr)
+    assert "0 ENA resets" in r.stdout and "in 0 kernel lines (1 line of other" in r.stdout
+
+
+def test_explain_tail_inside_a_chunk_is_not_a_line(tmp_path):
+    """The same with the long line starting mid-chunk and its tail inside the same chunk."""
+    head = "Jul 14 14:17:34 host myapp: "
+    p = write(str(tmp_path / "c.log"), "x\n" + head + "x" * 3000 + KEEPALIVE + "\n")
+    r = run("explain", p)
+    assert r.returncode == 0, (r.returncode, r.stdout, r.stderr)
+    assert "0 ENA resets" in r.stdout
+
+
+def test_explain_dev_zero_is_not_text():
+    """/dev/zero is no kernel log: exit 2 naming the line, not thousands of "kernel lines"."""
+    r = run("explain", "/dev/zero", timeout=30)
+    assert r.returncode == 2, (r.returncode, r.stdout, r.stderr)
+    assert "kernel lines" not in r.stdout
+    assert re.search(r"/dev/zero:1: .*NUL", r.stderr), r.stderr
+
+
+@pytest.mark.parametrize("enc", ["utf-16", "utf-16-le", "utf-16-be"])
+def test_explain_utf16_is_not_text(enc, tmp_path):
+    """A kernel log saved as UTF-16 (Windows editors, PowerShell redirection) said "0 ENA
+    resets", exit 0: it is unreadable input, exit 2 (as ena-diff does with NULs)."""
+    text = open(os.path.join(KLOG, "keepalive.kmsg")).read()
+    p = write(str(tmp_path / "u.log"), text.encode(enc))
+    r = run("explain", p)
+    assert r.returncode == 2, (r.returncode, r.stdout, r.stderr)
+    assert r.stdout == "" and re.search(re.escape(p) + r":1: .*(UTF-16|NUL)", r.stderr), r.stderr
+
+
+def test_explain_nul_on_a_later_line_names_it(tmp_path):
+    text = open(os.path.join(KLOG, "keepalive.kmsg")).read().split("\n")
+    text[3] = text[3][:5] + "\0" + text[3][5:]
+    p = write(str(tmp_path / "n.log"), "\n".join(text))
+    r = run("explain", p)
+    assert r.returncode == 2 and re.search(re.escape(p) + r":4: .*NUL", r.stderr), r.stderr
+
+
+# -- the kernel's own word, not text it quotes (item 3) -----------------------------------------
+
+QUOTED = [
+    # arch/x86/mm/fault.c show_signal_msg(): the crashing file's name follows " in "
+    "evil[4242]: segfault at 0 ip 0000000000401000 sp 00007ffc2c3d1e40 error 4 in "
+    "BUG: soft lockup - CPU#0 stuck for 99s! [kubelet:1][400000+1000] likely on CPU 0",
+    "evil[4243]: segfault at 0 ip 0 sp 0 error 4 in watchdog: Watchdog detected hard LOCKUP on "
+    "cpu 1[400000+1000]",
+    "evil[4244]: segfault at 0 ip 0 sp 0 error 4 in INFO: task a:1 blocked for more than 999 "
+    "seconds.[400000+1000]",
+    "evil[4245]: segfault at 0 ip 0 sp 0 error 4 in rcu: INFO: rcu_sched self-detected stall on "
+    "CPU[400000+1000]",
+    "evil[4246]: segfault at 0 ip 0 sp 0 error 4 in NETDEV WATCHDOG: eth0 (ena): transmit queue "
+    "5 timed out[400000+1000]",
+]
+
+
+def test_explain_quoted_lockup_is_not_a_lockup(tmp_path):
+    """Kernel records (facility 0, /dev/kmsg format) that quote a lockup, hung-task, RCU-stall
+    or NETDEV WATCHDOG message inside a file name: no event, exit 0 (was exit 1: the patterns
+    matched anywhere in the record)."""
+    recs = "".join("6,%d,%d,-;%s\n" % (100 + i, 5000000 + i, m) for i, m in enumerate(QUOTED))
+    r = run("explain", write(str(tmp_path / "q.kmsg"), recs))
+    assert r.returncode == 0, (r.returncode, r.stdout, r.stderr)
+    assert "0 lockup/stall/hung-task/watchdog events in 5 kernel lines" in r.stdout, r.stdout
+    # the kernel's own lines beside them still count
+    own = recs + "0,200,6000000,-;watchdog: BUG: soft lockup - CPU#2 stuck for 23s! [kubelet:7]\n"
+    r = run("explain", write(str(tmp_path / "o.kmsg"), own))
+    assert r.returncode == 1 and "1 lockup/stall/hung-task/watchdog event in 6" in r.stdout, \
+        r.stdout
+
+
+# -- memcg counts no kernel keeps (item 12) -----------------------------------------------------
+
+MEMCG = os.path.join(hh.FIXTURES, "memcg", "this-vm-hybrid")
+
+
+@pytest.mark.parametrize("num", [2 ** 64 - 1000, 2 ** 31])
+def test_memcg_num_cgroups_past_int_is_damage(num, tmp_path):
+    """/proc/cgroups num_cgroups near 2^64 gave an astronomical ratio and exit 1; the kernel
+    counts cgroups in an int, so such a count is damage: exit 2 naming the file."""
+    import shutil
+    t = str(tmp_path / "tree")
+    shutil.copytree(MEMCG, t, symlinks=True)
+    p = os.path.join(t, "proc", "cgroups")
+    text = open(p).read()
+    text = re.sub(r"^(memory\t\d+\t)\d+", lambda m: m.group(1) + str(num), text, flags=re.M)
+    write(p, text)
+    r = run("--proc-root", t + "/proc", "--sys-root", t + "/sys", "--state-dir",
+            str(tmp_path / "st"), "check", "memcg")
+    assert r.returncode == 2, (r.returncode, r.stdout, r.stderr)
+    assert re.match(r"^cannot read .*cgroups", r.stdout), r.stdout
+
+
+# -- ena-diff: texts that are no pair of dumps of one device (item 10) -------------------------
+
+FX01 = os.path.join(hh.FIXTURES, "ena", "01-ethq15-ena-1.2.0k-ethtool-i-and-S.txt")
+
+
+def test_ena_diff_counter_twice_in_one_dump(tmp_path):
+    """A counter twice in one dump: which value is the device's? (the answer depended on the
+    order of the lines) exit 2 naming FILE:LINE."""
+    text = open(FX01).read()
+    assert "tx_timeout: 0" in text
+    after = write(str(tmp_path / "after.txt"), text.replace("tx_timeout: 0",
+                                                             "tx_timeout: 5\n     tx_timeout: 0", 1))
+    for order in ((FX01, after), (after, FX01)):
+        r = run("ena-diff", *order)
+        assert r.returncode == 2, (order, r.returncode, r.stdout, r.stderr)
+        assert re.search(r"after\.txt:\d+: counter 'tx_timeout' appears twice", r.stderr), r.stderr
+
+
+def test_ena_diff_no_counter_in_common(tmp_path):
+    """Two dumps with no counter in common said "no reset": there is nothing to compare."""
+    b = write(str(tmp_path / "b.txt"), "NIC statistics:\n     alpha: 1\n     beta: 2\n")
+    a = write(str(tmp_path / "a.txt"), "NIC statistics:\n     gamma: 1\n     delta: 2\n")
+    r = run("ena-diff", b, a)
+    assert r.returncode == 2, (r.returncode, r.stdout, r.stderr)
+    assert "no counter in common" in r.stderr and "no reset" not in r.stdout
+
+
+# -- check cpu: a stopped sampler's bursts (item 4) --------------------------------------------
+
+def envelope(name, payload):
+    import zlib
+    return b"cpuzombie-state 1 %s\n%send %08x\n" % (name.encode(), payload, zlib.crc32(payload))
+
+
+def test_check_cpu_stopped_sampler_keeps_its_bursts(tmp_path):
+    """After the agent exits (heartbeat 'stopped 1'), check cpu sampled inline, ignored the
+    burst log and said OK while report listed a 4.8 s burst from seconds before."""
+    import time
+    run_dir = str(tmp_path / "run")
+    now = int(time.time() * 1000)
+    write(os.path.join(run_dir, "cpu-heartbeat"), envelope("cpu-heartbeat", (
+        b"pid 1\ntime_ms %d\ninterval_ms 250\nmetric system\nncpu %d\nstopped 1\n"
+        % (now - 1000, os.cpu_count()))))
+    write(os.path.join(run_dir, "cpu-bursts"), envelope("cpu-bursts", (
+        b"burst 0 %d %d 99.0 98.0 system irqs=- tasks=4242/4242/kubelet/3000 stack=-\n"
+        % (now - 7000, now - 2200))))
+    # threshold 99%: the logged burst (peak 99) counts; an idle-enough machine gives none inline
+    cfg = write(str(tmp_path / "cz.yaml"), "cpu:\n  inline_window: 2s\n  min_burst: 2s\n"
+                "  threshold_pct: 99\n")
+    r = run("--config", cfg, "--run-dir", run_dir, "--state-dir", str(tmp_path / "st"),
+            "check", "cpu")
+    assert r.returncode == 1, (r.returncode, r.stdout, r.stderr)
+    assert r.stdout.startswith("cpu0 ") and "sampler stopped" in r.stdout, r.stdout
