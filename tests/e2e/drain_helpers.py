@@ -48,21 +48,22 @@ def config(tmp, kc, node, **rem):
     return p
 
 
-def remediate_args(kube, tmp, node, **rem):
+def remediate_args(kube, tmp, node, server=None, **rem):
     """argv of one remediation cycle for @node, and the user it acts as. Today: `cpuzombie
     agent --once` with the chart's agent ServiceAccount (a token bound to its pod on @node),
     which still holds the remediation grants. When remediation moves to `cpuzombie
-    remediator` and its own ServiceAccount, this is the function to change."""
+    remediator` and its own ServiceAccount, this is the function to change. @server: another
+    proxy's URL than the test's."""
     tmp = str(tmp)
-    kc = os.path.join(tmp, "kc-" + node)
+    kc = os.path.join(tmp, "kc-%s-%s" % (node, (server or kube.url).rsplit(":", 1)[-1]))
     if not os.path.exists(kc):
-        kube.kubeconfig(kc, node=node)
+        kube.kubeconfig(kc, node=node, server=server)
     cfg = config(tmp, kc, node, **rem)
     return kh.agent_once_args(BIN, cfg, kh.agent_tree(tmp, "v1-healthy"), tmp, node), AGENT_USER
 
 
-def remediate(kube, tmp, node, popen=False, timeout=120, **rem):
-    args, _ = remediate_args(kube, tmp, node, **rem)
+def remediate(kube, tmp, node, popen=False, timeout=120, server=None, **rem):
+    args, _ = remediate_args(kube, tmp, node, server=server, **rem)
     if popen:
         return subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     return subprocess.run(args, capture_output=True, text=True, timeout=timeout)
