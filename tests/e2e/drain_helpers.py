@@ -62,11 +62,25 @@ def remediate_args(kube, tmp, node, server=None, **rem):
     return kh.agent_once_args(BIN, cfg, kh.agent_tree(tmp, "v1-healthy"), tmp, node), AGENT_USER
 
 
+ENV = dict(os.environ, ASAN_OPTIONS="detect_leaks=1:abort_on_error=0",
+           UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1")
+
+
+def sanitizer_clean(err):
+    """A sanitizer report (CZ_BIN from build-asan) is a failure, whatever the exit code."""
+    for s in ("ERROR: AddressSanitizer", "runtime error:", "LeakSanitizer"):
+        assert s not in err, err
+    return True
+
+
 def remediate(kube, tmp, node, popen=False, timeout=120, server=None, **rem):
     args, _ = remediate_args(kube, tmp, node, server=server, **rem)
     if popen:
-        return subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    return subprocess.run(args, capture_output=True, text=True, timeout=timeout)
+        return subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                env=ENV)
+    r = subprocess.run(args, capture_output=True, text=True, timeout=timeout, env=ENV)
+    sanitizer_clean(r.stderr)
+    return r
 
 
 # -- kubectl drain as a ServiceAccount of the test's own -----------------------------------------

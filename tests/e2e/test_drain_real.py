@@ -58,11 +58,15 @@ def test_drain_side_by_side_with_kubectl(kube, tmp_path):
     theirs = dh.kubectl_drain(kc, B, "--ignore-daemonsets", "--delete-emptydir-data",
                               "--force", "--timeout=60s", popen=True)
     out, err = ours.communicate(timeout=120)
+    dh.sanitizer_clean(err)
     assert ours.returncode == 0 and "drained by cpuzombie" in out, out + err
     kout, kerr = theirs.communicate(timeout=120)
     assert theirs.returncode == 0, kout + kerr
     assert "node/%s drained" % B in kout, kout
     log = kube.log()
+    # each had the rights it needed: nothing refused (kubectl's ServiceAccount has only
+    # kubectl drain's rights: a missing one would show here)
+    assert [e for e in log if e["status"] in (401, 403)] == []
     stay_a, stay_b = kube.pods(A), kube.pods(B)
     # what stayed: the DaemonSet pods (the agent's too) and the static pod's mirror on both;
     # the finished pod only under cpuzombie
@@ -135,6 +139,7 @@ def test_pdb_blocks_both_until_budget_allows(kube, tmp_path):
     kube.add(*[kh.pod_obj("db-%s-2" % n, C, owner=("ReplicaSet", "db"),
                           labels={"app": "db-" + n}) for n in (A, B)])
     out, err = ours.communicate(timeout=120)
+    dh.sanitizer_clean(err)
     assert ours.returncode == 0 and "drained by cpuzombie" in out, out + err
     kout, kerr = theirs.communicate(timeout=150)
     assert theirs.returncode == 0 and "node/%s drained" % B in kout, kout + kerr

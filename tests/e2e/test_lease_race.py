@@ -42,7 +42,8 @@ def race(kube, tmp_path, proxies, nodes):
             for n in nodes}
 
     def one(n):
-        r = subprocess.run(args[n], capture_output=True, text=True, timeout=120)
+        r = subprocess.run(args[n], capture_output=True, text=True, timeout=120, env=dh.ENV)
+        dh.sanitizer_clean(r.stderr)
         assert r.returncode == 0, (n, r.stdout, r.stderr)
         return r.stdout
     with concurrent.futures.ThreadPoolExecutor(len(nodes)) as ex:
