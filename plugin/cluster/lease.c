@@ -77,14 +77,14 @@ struct lease_pick lease_pick(json_object *items, int budget, const char *me, uin
 
 json_object *lease_body(const char *name, const char *me, json_object *old, uint64_t now_ms)
 {
-	json_object *l, *md, *spec, *labels;
+	json_object *l = NULL, *md, *spec, *labels;
 	char now[40];
 	const char *acquired;
 
 	if (old && !json_object_is_type(old, json_type_object))
 		return NULL;	/* json-c asserts on adding a key to anything else */
-	l = old ? json_object_get(old) : json_object_new_object();
-	if (!l)
+	/* a copy: should the update be refused (409), the listed Lease still names its holder */
+	if (old ? json_object_deep_copy(old, &l, NULL) < 0 : !(l = json_object_new_object()))
 		return NULL;
 	md = kube_get(l, "metadata");
 	if (md && !json_object_is_type(md, json_type_object)) {

@@ -417,6 +417,13 @@ static void test_lease_body(void **s)
 	assert_string_equal(kube_get_str(b, "metadata.resourceVersion", ""), "100");
 	assert_string_equal(kube_get_str(b, "spec.renewTime", ""), "2024-01-01T00:00:00.000000Z");
 	json_object_put(b);
+	/* a take-over builds on the listed Lease without changing it: if the PUT is refused (409),
+	 * the list must still say who holds the slot (it said "n2" once, and n2 cordoned) */
+	b = lease_body(LEASE_PREFIX "0", "n2", json_object_array_get_idx(items, 0), NOW);
+	assert_string_equal(kube_get_str(b, "spec.holderIdentity", ""), "n2");
+	assert_string_equal(kube_get_str(json_object_array_get_idx(items, 0), "spec.holderIdentity",
+					 ""), "n1");
+	json_object_put(b);
 	b = lease_body(LEASE_PREFIX "1", "n2", NULL, NOW + 1);
 	assert_string_equal(kube_get_str(b, "metadata.name", ""), LEASE_PREFIX "1");
 	assert_null(kube_get(b, "metadata.resourceVersion"));	/* a create */
