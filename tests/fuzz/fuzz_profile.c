@@ -81,7 +81,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			const char *mod = NULL;
 
 			for (size_t i = 0; i < ks.n; i++)
-				if (!kallsyms_lookup(&ks, ks.syms[i].addr, &mod) || !mod)
+				if (!kallsyms_lookup(&ks, kallsyms_addr(&ks, i), &mod) || !mod)
 					abort();
 			(void)kallsyms_lookup(&ks, 0, NULL);
 			(void)kallsyms_lookup(&ks, UINT64_MAX, NULL);
