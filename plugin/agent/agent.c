@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 #include <errno.h>
 #include <fcntl.h>
+#include <malloc.h>
 #include <time.h>
 
 #include "agent/agent.h"
@@ -229,6 +230,22 @@ static int agent_run_once(struct cz_ctx *ctx, struct cz_config *next, bool *ret_
 	return r < 0 || pr < 0 ? CZ_EXIT_ERROR : CZ_EXIT_OK; /* --once: its cycle's failure too */
 }
 
+/*
+ * The heap of a process that lives for months. glibc raises its mmap threshold to the size of
+ * the largest mmap'ed block freed so far (up to 32 MiB): after the kallsyms read buffer (~5 MiB)
+ * is freed, libbpf's parse of the kernel's BTF at the first census (two 5.5 MiB blocks) lands in
+ * the periodic thread's arena instead, where free() leaves it resident: 11 of the 27 MiB of idle
+ * RSS measured on a 6.18 kernel. A fixed threshold keeps each block above 128 KiB an mmap of its
+ * own, given back by free(); the cost is a page fault per page of those rare large blocks.
+ */
+static void heap_for_daemon(void)
+{
+#ifdef M_MMAP_THRESHOLD
+	(void)mallopt(M_MMAP_THRESHOLD, 128 * 1024); /* any of these turns the adjusting off */
+	(void)mallopt(M_TRIM_THRESHOLD, 128 * 1024);
+#endif
+}
+
 int agent_run(struct cz_ctx *ctx)
 {
 	_cleanup_free_ struct cz_config *next = malloc(sizeof(*next));
@@ -237,6 +254,7 @@ int agent_run(struct cz_ctx *ctx)
 
 	if (!next)
 		return CZ_EXIT_ERROR;
+	heap_for_daemon();
 	agent_signals_install();
 	while (reload)
 		r = agent_run_once(ctx, next, &reload);

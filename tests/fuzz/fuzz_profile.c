@@ -80,8 +80,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		if (kallsyms_parse((const char *)data + 1, size - 1, &ks) > 0) {
 			const char *mod = NULL;
 
+			/* ascending, unique, each finds itself, names inside the string block */
 			for (size_t i = 0; i < ks.n; i++)
-				if (!kallsyms_lookup(&ks, ks.syms[i].addr, &mod) || !mod)
+				if ((i > 0 && kallsyms_addr(&ks, i - 1) >= kallsyms_addr(&ks, i)) ||
+				    ks.name[i] >= ks.strings_len ||
+				    kallsyms_lookup(&ks, kallsyms_addr(&ks, i), &mod) !=
+					    ks.strings + ks.name[i] || !mod)
 					abort();
 			(void)kallsyms_lookup(&ks, 0, NULL);
 			(void)kallsyms_lookup(&ks, UINT64_MAX, NULL);
