@@ -108,8 +108,10 @@ static long leader_write(struct remediator *rm, json_object *body, bool create)
 
 	if (!body)
 		return -ENOMEM;
+	struct kube_client *kc = rm->lkc;
+
 	leader_path(rm, !create, path, sizeof(path));
-	e = kube_json(rm->lkc, create ? "POST" : "PUT", path, "application/json", body, 0, &resp);
+	e = kube_json(kc, create ? "POST" : "PUT", path, "application/json", body, 0, &resp);
 	st = e < 0 ? e : resp.status;
 	if (st >= 0 && st != 200 && st != 201 && st != 409)
 		log_kube(LOG_PRIO_ERR, "Failed to write Lease %s/%s: HTTP %ld: %s", rm->ns,
@@ -130,8 +132,10 @@ static struct leader_state leader_try(struct remediator *rm, bool release)
 	long st;
 	int e;
 
+	struct kube_client *kc = rm->lkc;
+
 	leader_path(rm, true, path, sizeof(path));
-	e = kube_request(rm->lkc, "GET", path, NULL, NULL, 0, &resp);
+	e = kube_request(kc, "GET", path, NULL, NULL, 0, &resp);
 	if (e == 0 && resp.status == 200 && resp.body &&
 	    json_object_is_type(resp.body, json_type_object))
 		lease = resp.body;
