@@ -112,6 +112,7 @@ static void test_body(void **state)
 	assert_string_equal(kube_get_str(b, "spec.acquireTime", ""), "2024-01-01T00:00:00.000000Z");
 	assert_int_equal(json_object_get_int(kube_get(b, "spec.leaseTransitions")), 4);
 	json_object_put(b);
+	json_object_put(old);	/* the body was built on it: one reference each */
 
 	/* renewed by its holder: acquireTime kept, no transition */
 	old = lease("me", "2023-12-31T00:00:00Z", 30);
@@ -121,6 +122,7 @@ static void test_body(void **state)
 	assert_string_equal(kube_get_str(b, "spec.acquireTime", ""), "2023-12-30T00:00:00Z");
 	assert_int_equal(json_object_get_int(kube_get(b, "spec.leaseTransitions")), 3);
 	json_object_put(b);
+	json_object_put(old);	/* the body was built on it: one reference each */
 
 	/* released: no holder, 1 s, so the next replica takes it at once */
 	old = lease("me", "2024-01-01T00:00:00Z", 30);
@@ -129,6 +131,7 @@ static void test_body(void **state)
 	assert_int_equal(json_object_get_int(kube_get(b, "spec.leaseDurationSeconds")), 1);
 	assert_int_equal(leader_decide(b, "rem-b", NOW).verdict, LEADER_TAKE);
 	json_object_put(b);
+	json_object_put(old);	/* the body was built on it: one reference each */
 
 	/* an old Lease that is not an object, or whose metadata is not: refused, not asserted */
 	old = json_object_new_array();
