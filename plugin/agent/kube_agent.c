@@ -1,8 +1,12 @@
 /* SPDX-License-Identifier: MIT */
 /* The agent's Kubernetes side: see kube_agent.h. */
 #include <errno.h>
+#include <fcntl.h>
+#include <sys/uio.h>
+#include <unistd.h>
 
 #include "agent/kube_agent.h"
+#include "base/fileio.h"
 #include "base/log.h"
 #include "base/util.h"
 #include "cluster/conditions.h"
@@ -16,13 +20,25 @@ struct kube_agent {
 	enum remediate_action last;
 };
 
+bool kube_agent_remediates(const struct cz_config *cfg)
+{
+	return cfg->agent.remediate && cfg->remediation.mode != CZ_REMEDIATE_OFF;
+}
+
+bool kube_agent_hands_off(const struct cz_config *cfg)
+{
+	return !cfg->agent.remediate && cfg->remediation.mode == CZ_REMEDIATE_DRAIN &&
+	       *cfg->remediation.reboot_sentinel;
+}
+
 int kube_agent_new(const struct cz_config *cfg, struct kube_agent **ret)
 {
 	struct kube_agent *ka;
 	int r;
 
 	/* reclaim alone wants the client only for its Events: without one it still reclaims */
-	bool need = cfg->agent.set_conditions || cfg->remediation.mode != CZ_REMEDIATE_OFF;
+	bool need = cfg->agent.set_conditions || kube_agent_remediates(cfg) ||
+		    kube_agent_hands_off(cfg);
 
 	*ret = NULL;
 	if (!need && cfg->remediation.reclaim == CZ_RECLAIM_OFF)
@@ -127,6 +143,60 @@ static int publish(struct kube_agent *ka, const char *const checks[],
 	return 0;
 }
 
+#define HANDOFF_STATE "reboot-handoff"	/* the drained annotation last handed to kured */
+
+/*
+ * The remediator drained this node (its annotation cpuzombie.io/drained, a time): write kured's
+ * sentinel once for that drain. The drain handed off is kept in the state dir, which outlives
+ * the reboot, so the rebooted node (still annotated until it is uncordoned) is not rebooted
+ * again.
+ */
+static int hand_off(struct kube_agent *ka, const char *state_dir, char *out, size_t size)
+{
+	const char *node = ka->cfg->kubernetes.node_name;
+	const char *sentinel = ka->cfg->remediation.reboot_sentinel;
+	_cleanup_(json_object_putp) json_object *n = NULL;
+	char path[400], what[320], file[FILEIO_PATH_MAX], done[64] = "";
+	const char *drained;
+	int fd, r;
+
+	snprintf(path, sizeof(path), "/api/v1/nodes/%s", node);
+	snprintf(what, sizeof(what), "node %s", node);
+	r = kube_get_object(ka->kc, path, what, &n);
+	if (r < 0) {
+		snprintf(out, size, "reboot hand-off: cannot read node %.64s", node);
+		return r;
+	}
+	drained = kube_annotation(n, REMEDIATE_ANN_DRAINED);
+	if (!drained || !*drained || strlen(drained) >= sizeof(done)) {
+		snprintf(out, size, "reboot hand-off: not drained");
+		return 0;
+	}
+	snprintf(file, sizeof(file), "%s/" HANDOFF_STATE, state_dir);
+	if (fileio_read_at(AT_FDCWD, file, FILEIO_REGULAR, done, sizeof(done)) > 0 &&
+	    streq(done, drained)) {
+		snprintf(out, size, "reboot hand-off: drain of %.40s already handed to kured", drained);
+		return 0;
+	}
+	fd = open(sentinel, O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK, 0644);
+	if (fd < 0) {
+		r = log_error_errno(errno, "Failed to write reboot sentinel '%s': %m", sentinel);
+		snprintf(out, size, "reboot hand-off: cannot write the sentinel");
+		return r;
+	}
+	close(fd);
+	r = fileio_write_atomic(state_dir, HANDOFF_STATE,
+				&(struct iovec){ (void *)drained, strlen(drained) }, 1, 0644,
+				FILEIO_DURABLE);
+	if (r < 0)
+		log_warning_errno(r, "Failed to record the reboot hand-off in '%s': %m, ignoring",
+				  state_dir);
+	log_notice("%s: drained by the remediator (%s): reboot sentinel %s written for kured", node,
+		   drained, sentinel);
+	snprintf(out, size, "reboot hand-off: sentinel written for kured");
+	return 0;
+}
+
 int kube_agent_cycle(struct kube_agent *ka, struct cz_ctx *ctx, const char *const checks[],
 		     const struct npd_result res[], size_t n, char *summary, size_t summary_size)
 {
@@ -139,12 +209,18 @@ int kube_agent_cycle(struct kube_agent *ka, struct cz_ctx *ctx, const char *cons
 	if (ka->cfg->agent.set_conditions)
 		r = publish(ka, checks, res, n, cond, sizeof(cond));
 	ka->last = REM_NONE;
-	if (ka->cfg->remediation.mode != CZ_REMEDIATE_OFF)
+	if (kube_agent_remediates(ka->cfg))
 		r2 = remediate_cycle(ka->kc, ka->cfg, ka->cfg->kubernetes.node_name,
 				     now_realtime_ms(), &ka->last, rem, sizeof(rem));
-	snprintf(summary, summary_size, "%s; remediation %s: %s: %s", cond,
-		 config_mode_name(ka->cfg->remediation.mode), remediate_action_name(ka->last),
-		 *rem ? rem : "off");
+	else if (kube_agent_hands_off(ka->cfg))
+		r2 = hand_off(ka, ctx->cfg.paths.state, rem, sizeof(rem));
+	if (!ka->cfg->agent.remediate && ka->cfg->remediation.mode != CZ_REMEDIATE_OFF)
+		snprintf(summary, summary_size, "%s; remediation %s: by the remediator%s%s", cond,
+			 config_mode_name(ka->cfg->remediation.mode), *rem ? "; " : "", rem);
+	else
+		snprintf(summary, summary_size, "%s; remediation %s: %s: %s", cond,
+			 config_mode_name(ka->cfg->remediation.mode),
+			 remediate_action_name(ka->last), *rem ? rem : "off");
 	return r < 0 ? r : r2;
 }
 

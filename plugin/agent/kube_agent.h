@@ -6,11 +6,15 @@
  * The agent's Kubernetes side, one call per agent.check_interval:
  *   1. agent.set_conditions: patch this node's conditions from the cycle's check results
  *      (conditions.h) and post an Event for every status flip;
- *   2. remediation.mode != off: one remediation decision (remediate.h), acting on the node's
- *      conditions as they are now on the API server, whoever set them.
+ *   2. remediation.mode != off and agent.remediate: one remediation decision (remediate.h),
+ *      acting on the node's conditions as they are now on the API server, whoever set them;
+ *      with agent.remediate false `cpuzombie remediator` remediates (the chart: the agent then
+ *      holds no right to cordon, evict or take a Lease), and the agent only hands a node the
+ *      remediator drained to kured (remediation.reboot_sentinel, once per drain).
  * The agent loop (agent.c) owns timing; this owns the API client. Nothing here is used by checks.
  */
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "base/npd.h"
@@ -18,6 +22,12 @@
 #include "cluster/remediate_plan.h"
 
 struct kube_agent;
+
+/* kube_agent_remediates - does the agent remediate its own node (mode not off, agent.remediate)? */
+bool kube_agent_remediates(const struct cz_config *cfg);
+
+/* kube_agent_hands_off - does the agent write kured's sentinel for the remediator's drains? */
+bool kube_agent_hands_off(const struct cz_config *cfg);
 
 /*
  * kube_agent_new - a client from @cfg->kubernetes (kubeconfig or in-cluster), for node

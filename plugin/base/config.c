@@ -92,6 +92,7 @@ static const struct key_def keys[] = {
 	K("agent", "set_conditions", T_BOOL, agent.set_conditions),
 	K("agent", "metrics_textfile", T_STR, agent.metrics_textfile),
 	K("agent", "kmsg", T_STR, agent.kmsg),
+	K("agent", "remediate", T_BOOL, agent.remediate),
 	K("remediation", "mode", T_MODE, remediation.mode),
 	K("remediation", "conditions", T_LIST, remediation.conditions),
 	K("remediation", "for", T_DUR, remediation.for_ms),
@@ -103,6 +104,8 @@ static const struct key_def keys[] = {
 	K("remediation", "uncordon_after", T_DUR, remediation.uncordon_after_ms),
 	K("remediation", "reboot_sentinel", T_STR, remediation.reboot_sentinel),
 	K("remediation", "lease_namespace", T_NAME, remediation.lease_namespace),
+	K("remediation", "node_selector", T_STR, remediation.node_selector),
+	K("remediation", "leader_namespace", T_NAME, remediation.leader_namespace),
 	K("remediation", "reclaim", T_RECLAIM, remediation.reclaim),
 	K("remediation", "reclaim_interval", T_DUR_POS, remediation.reclaim_interval_ms),
 };
@@ -216,6 +219,7 @@ void config_defaults(struct cz_config *cfg)
 	snprintf(cfg->systemd.bus, sizeof(cfg->systemd.bus), "system");
 	cfg->agent.check_interval_ms = 30000;
 	snprintf(cfg->agent.kmsg, sizeof(cfg->agent.kmsg), "/dev/kmsg");
+	cfg->agent.remediate = true;
 	cfg->remediation.mode = CZ_REMEDIATE_OFF;
 	list_set(&cfg->remediation.conditions, conditions);
 	cfg->remediation.for_ms = 10 * 60 * 1000;

@@ -102,6 +102,8 @@ struct cz_config {
 		bool set_conditions;		/* false */
 		char metrics_textfile[CZ_PATH_MAX]; /* "" = off */
 		char kmsg[CZ_PATH_MAX];		/* "/dev/kmsg"; "" = do not follow the kernel log */
+		bool remediate;			/* true: the agent remediates its own node; false:
+						 * `cpuzombie remediator` does (the chart) */
 	} agent;
 	struct {
 		enum cz_remediation_mode mode;	/* off */
@@ -115,6 +117,8 @@ struct cz_config {
 		uint64_t uncordon_after_ms;	/* 30m */
 		char reboot_sentinel[CZ_PATH_MAX]; /* "" = off; kured: /var/run/reboot-required */
 		char lease_namespace[CZ_NAME_MAX]; /* kube-system */
+		char node_selector[CZ_PATH_MAX]; /* remediator: label selector; "" = every node */
+		char leader_namespace[CZ_NAME_MAX]; /* remediator's leader Lease; "" = its pod's */
 		enum cz_reclaim_mode reclaim;	/* off */
 		uint64_t reclaim_interval_ms;	/* 1h: at most one reclaim per this */
 	} remediation;

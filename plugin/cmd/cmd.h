@@ -22,6 +22,8 @@ int cmd_ena_diff(struct cz_ctx *ctx);
 int cmd_explain(struct cz_ctx *ctx);
 /* `agent [--once]`: the sampler loop and periodic work (full binary only). */
 int cmd_agent(struct cz_ctx *ctx);
+/* `remediator [--once]`: the cluster's one remediator, leader elected (full binary only). */
+int cmd_remediator(struct cz_ctx *ctx);
 /* `report [--json|--svg FILE]`: everything this node says, for a human. */
 int cmd_report(struct cz_ctx *ctx);
 /* `fleet` (also `kubectl cpuzombie`): where the chain concentrates across the cluster (full

@@ -64,6 +64,12 @@ static const struct cmd cmds[] = {
 	  "    happened: ENA resets with cause, queue and the lockup that starved them, and a\n"
 	  "    timeline; exit 1 reset/lockup found, 0 none, 2 unreadable input.\n" },
 	{ "agent", ONLINE(cmd_agent), "agent [--once]\n    Sample per-core CPU every cpu.interval into --run-dir (bursts, history, heartbeat)\n    until SIGTERM; --once: one cycle of cpu.inline_window, then exit.\n" },
+	{ "remediator", ONLINE(cmd_remediator),
+	  "remediator [--once]\n"
+	  "    The cluster's one remediator (the chart's Deployment): every agent.check_interval,\n"
+	  "    if it holds the leader Lease, cordon/drain/uncordon the nodes whose listed\n"
+	  "    conditions are True, under the budget; node agents then only report.\n"
+	  "    --once: one cycle, its summary on stdout, then exit.\n" },
 	{ "report", cmd_report, "report [--json|--svg FILE] [--since TIME] [--until TIME]\n    Everything this node says, in one screen: memcg, cores, NICs, conditions; exit 1\n    when a condition is True. --json: one JSON document; --svg: per-core heatmap.\n    --since/--until: the window of the heatmap and bursts, as '3h' (ago),\n    '2026-12-01T03:10' (UTC) or '@EPOCH'; from the finest history tier covering it.\n" },
 	{ "fleet", ONLINE(cmd_fleet), "fleet [-l SELECTOR] [--group-by LABEL]... [--nodes] [--json] [--chunk-size N]\n"
 	  "    Where the chain concentrates across the cluster, read from the API server\n"

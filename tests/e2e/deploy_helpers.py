@@ -122,6 +122,7 @@ API = [
     ("", "v1", "serviceaccounts", "ServiceAccount", True),
     ("", "v1", "configmaps", "ConfigMap", True),
     ("apps", "v1", "daemonsets", "DaemonSet", True),
+    ("apps", "v1", "deployments", "Deployment", True),
     ("rbac.authorization.k8s.io", "v1", "clusterroles", "ClusterRole", False),
     ("rbac.authorization.k8s.io", "v1", "clusterrolebindings", "ClusterRoleBinding", False),
     ("rbac.authorization.k8s.io", "v1", "roles", "Role", True),

@@ -24,7 +24,7 @@ CONDITIONS = {"MemcgZombieLeak": ("ZombieMemcgsHigh", "ZombieMemcgsNormal"),
               "ENADeviceReset": ("ENAResetsDetected", "NoENAResets")}
 PLUGIN_BIN = "/opt/cpuzombie/bin/cpuzombie"   # where NPD's container finds the binary
 API_VERSIONS = {"Namespace": "v1", "ServiceAccount": "v1", "ConfigMap": "v1",
-                "DaemonSet": "apps/v1", "ClusterRole": "rbac.authorization.k8s.io/v1",
+                "DaemonSet": "apps/v1", "Deployment": "apps/v1", "ClusterRole": "rbac.authorization.k8s.io/v1",
                 "ClusterRoleBinding": "rbac.authorization.k8s.io/v1",
                 "Role": "rbac.authorization.k8s.io/v1", "RoleBinding": "rbac.authorization.k8s.io/v1",
                 "ValidatingAdmissionPolicy": "admissionregistration.k8s.io/v1",
@@ -89,8 +89,14 @@ def test_kinds_per_variant(rendered):
             ("ClusterRole", "cpuzombie-conditions"), ("ClusterRoleBinding", "cpuzombie-conditions"),
             ("ValidatingAdmissionPolicy", "cpuzombie-own-node-only"),
             ("ValidatingAdmissionPolicyBinding", "cpuzombie-own-node-only")}
-    remed = {("ClusterRole", "cpuzombie-remediation"), ("ClusterRoleBinding", "cpuzombie-remediation"),
-             ("Role", "cpuzombie-budget"), ("RoleBinding", "cpuzombie-budget")}
+    # remediation on: the remediator Deployment, its ServiceAccount and rights, its Lease policy
+    remed = {("ClusterRole", "cpuzombie-remediator"), ("ClusterRoleBinding", "cpuzombie-remediator"),
+             ("Role", "cpuzombie-budget"), ("RoleBinding", "cpuzombie-budget"),
+             ("Role", "cpuzombie-remediator-leader"),
+             ("RoleBinding", "cpuzombie-remediator-leader"),
+             ("ServiceAccount", "cpuzombie-remediator"), ("Deployment", "cpuzombie-remediator"),
+             ("ValidatingAdmissionPolicy", "cpuzombie-remediator-leases"),
+             ("ValidatingAdmissionPolicyBinding", "cpuzombie-remediator-leases")}
     assert set(kinds["default"]) == base | {("ConfigMap", "cpuzombie-npd")}
     assert set(kinds["remediation"]) == base | remed | {("ConfigMap", "cpuzombie-npd")}
     assert set(kinds["standalone"]) == base | remed
@@ -108,12 +114,21 @@ def test_objects_are_well_formed(rendered):
             assert md["labels"]["app.kubernetes.io/name"] == "cpuzombie"
         for b in find(objs, "ClusterRoleBinding") + find(objs, "RoleBinding"):
             assert one(objs, b["roleRef"]["kind"], b["roleRef"]["name"])
-            assert b["subjects"] == [{"kind": "ServiceAccount", "name": "cpuzombie",
+            sa = "cpuzombie" if b["roleRef"]["name"] == "cpuzombie-conditions" \
+                else "cpuzombie-remediator"
+            assert b["subjects"] == [{"kind": "ServiceAccount", "name": sa,
                                       "namespace": "cpuzombie"}]
+            assert one(objs, "ServiceAccount", sa)
         ds = one(objs, "DaemonSet")
         sel = ds["spec"]["selector"]["matchLabels"]
         labels = ds["spec"]["template"]["metadata"]["labels"]
         assert sel.items() <= labels.items()
+        for dep in find(objs, "Deployment"):    # its pods are not the DaemonSet's
+            dsel = dep["spec"]["selector"]["matchLabels"]
+            dlabels = dep["spec"]["template"]["metadata"]["labels"]
+            assert dsel.items() <= dlabels.items() and not sel.items() <= dlabels.items()
+            for c in dep["spec"]["template"]["spec"]["containers"]:
+                assert c["resources"]["requests"] and c["resources"]["limits"], (v, c["name"])
         spec = pod_spec(objs)
         vols = {x["name"] for x in spec["volumes"]}
         assert len(vols) == len(spec["volumes"])
@@ -494,40 +509,56 @@ def test_npd_rules_run_in_the_pod_layout(cz_bin, rendered, tmp_path):
 
 # --- RBAC --------------------------------------------------------------------------------------
 
-# Every API call the agent makes, as read in plugin/cluster/event.c, agent/kube_agent.c,
-# agent/pods_publish.c and cluster/remediate.c (the executor of the remediation plan; kube.c is
-# only the transport, and cluster/fleet_fetch.c runs in `cpuzombie fleet` with the user's own
-# credentials, not the pod's):
-# (file, method, path shape, the RBAC (group, resource, verb) it needs, role).
+# Every API call the pods make, as read in plugin/cluster/event.c, agent/kube_agent.c,
+# agent/pods_publish.c (the node agent), cluster/remediate.c (the executor of the remediation
+# plan), cluster/remediator.c (its leader Lease) and cluster/fleet_fetch.c (the remediator's
+# node and Lease lists; also `cpuzombie fleet`, with the user's own credentials); kube.c is only
+# the transport:
+# (file, method, path shape, the RBAC (group, resource, verb) it needs, role). Roles: the node
+# agent's "conditions"; the remediator's "remediator" (cluster-wide), "budget" (Role in
+# lease_namespace), "leader" (Role in the release namespace).
 CALLS = [
     ("event.c", "POST", "/api/v1/namespaces/default/events", ("", "events", "create"), "conditions"),
+    ("event.c", "POST", "/api/v1/namespaces/default/events", ("", "events", "create"), "remediator"),
     ("kube_agent.c", "GET", "/api/v1/nodes/%s", ("", "nodes", "get"), "conditions"),
     ("kube_agent.c", "PATCH", "/api/v1/nodes/%s/status", ("", "nodes/status", "patch"),
      "conditions"),
+    # kube_agent.c's third: GET its node for the remediator's drained annotation (kured)
     ("pods_publish.c", "GET", "/api/v1/pods?fieldSelector=spec.nodeName", ("", "pods", "list"),
      "conditions"),    # agent.podNames (default on)
-    ("remediate.c", "GET", "/api/v1/nodes/%s", ("", "nodes", "get"), "conditions"),
-    ("remediate.c", "PATCH", "/api/v1/nodes/%s", ("", "nodes", "patch"), "remediation"),
-    ("remediate.c", "GET", "/api/v1/nodes", ("", "nodes", "list"), "remediation"),
+    ("remediate.c", "GET", "/api/v1/nodes/%s", ("", "nodes", "get"), "remediator"),
+    ("remediate.c", "PATCH", "/api/v1/nodes/%s", ("", "nodes", "patch"), "remediator"),
+    ("remediate.c", "GET", "/api/v1/nodes", ("", "nodes", "list"), "remediator"),
     ("remediate.c", "GET", "leases?labelSelector", ("coordination.k8s.io", "leases", "list"),
      "budget"),
     ("remediate.c", "POST", "leases", ("coordination.k8s.io", "leases", "create"), "budget"),
     ("remediate.c", "PUT", "leases/%s", ("coordination.k8s.io", "leases", "update"), "budget"),
     ("remediate.c", "DELETE", "leases/%s", ("coordination.k8s.io", "leases", "delete"), "budget"),
     ("remediate.c", "GET", "/api/v1/pods?fieldSelector=spec.nodeName", ("", "pods", "list"),
-     "remediation"),
+     "remediator"),
     ("remediate.c", "POST", "/api/v1/namespaces/%s/pods/%s/eviction",
-     ("", "pods/eviction", "create"), "remediation"),
+     ("", "pods/eviction", "create"), "remediator"),
     ("remediate.c", "DELETE", "/api/v1/namespaces/%s/pods/%s", ("", "pods", "delete"),
-     "remediation"),   # only with remediation.allow_delete
+     "remediator"),   # only with remediation.allow_delete
+    ("fleet_fetch.c", "GET", "/api/v1/nodes", ("", "nodes", "list"), "remediator"),
+    ("fleet_fetch.c", "GET", "/apis/coordination.k8s.io/v1/namespaces/%s/leases",
+     ("coordination.k8s.io", "leases", "list"), "budget"),
+    ("remediator.c", "GET", "/apis/coordination.k8s.io/v1/namespaces/%s/leases%s",
+     ("coordination.k8s.io", "leases", "get"), "leader"),
+    ("remediator.c", "POST", "/apis/coordination.k8s.io/v1/namespaces/%s/leases%s",
+     ("coordination.k8s.io", "leases", "create"), "leader"),
+    ("remediator.c", "PUT", "/apis/coordination.k8s.io/v1/namespaces/%s/leases%s",
+     ("coordination.k8s.io", "leases", "update"), "leader"),
 ]
+ROLES = {"cpuzombie-conditions": "ClusterRole", "cpuzombie-remediator": "ClusterRole",
+         "cpuzombie-budget": "Role", "cpuzombie-remediator-leader": "Role"}
 # NPD's k8s exporter: get nodes, patch nodes/status, create/patch/update events.
 NPD_NEEDS = {("", "nodes", "get"), ("", "nodes/status", "patch"), ("", "events", "create"),
              ("", "events", "patch"), ("", "events", "update")}
 
 
 def _grants(objs, name):
-    kind = "Role" if name == "cpuzombie-budget" else "ClusterRole"
+    kind = ROLES[name]
     got = set()
     for r in one(objs, kind, name)["rules"]:
         for g in r["apiGroups"]:
@@ -541,7 +572,8 @@ def test_rbac_source_calls_are_the_table():
     """The call table above is what the code does: as many call sites, each shape present.
     A new API call in the Kubernetes code fails here until the roles (and CALLS) cover it."""
     sites = {}
-    for f in ("event.c", "kube_agent.c", "pods_publish.c", "remediate.c"):
+    for f in ("event.c", "kube_agent.c", "pods_publish.c", "remediate.c", "fleet_fetch.c",
+              "remediator.c"):
         src = open(glob.glob(os.path.join(ROOT, "plugin", "*", f))[0]).read()
         # kube_get_object() is a GET of one object
         sites[f] = len(re.findall(r"kube_(?:request|json|get_object)\(\s*(?:\w+->)?kc\b", src))
@@ -552,27 +584,96 @@ def test_rbac_source_calls_are_the_table():
                     in src.replace('"/apis/coordination.k8s.io/v1/namespaces/%s/leases%s%s"',
                                    "leases leases/%s"), (f, method, shape)
     # remediate.c: 8 call sites (one does PUT or POST; one GET helper serves the node, the
-    # node list and the pod list); kube_agent.c 2; event.c 1; pods_publish.c 1
-    assert sites == {"event.c": 1, "kube_agent.c": 2, "pods_publish.c": 1, "remediate.c": 8}, \
-        sites
+    # node list and the pod list); kube_agent.c 3; event.c 1; pods_publish.c 1; fleet_fetch.c
+    # 1 (one page of nodes or Leases); remediator.c 2 (GET the leader Lease; PUT or POST it)
+    assert sites == {"event.c": 1, "kube_agent.c": 3, "pods_publish.c": 1, "remediate.c": 8,
+                     "fleet_fetch.c": 1, "remediator.c": 2}, sites
+
+
+def _rule_names(objs, kind, name, verb):
+    """The resourceNames limiting @verb in role @name (None: not limited by name)."""
+    got = [r.get("resourceNames") for r in one(objs, kind, name)["rules"] if verb in r["verbs"]]
+    assert len(got) == 1, (name, verb, got)
+    return got[0]
+
+
+def _bound(objs, sa):
+    """The roles bound to ServiceAccount @sa."""
+    return {b["roleRef"]["name"] for b in find(objs, "ClusterRoleBinding") + find(objs, "RoleBinding")
+            if any(s["name"] == sa for s in b["subjects"])}
 
 
 def test_rbac_is_exactly_what_the_code_and_npd_call(rendered):
     d, r, s = rendered["default"], rendered["remediation"], rendered["standalone"]
     need = lambda role: {c[3] for c in CALLS if c[4] == role}  # noqa: E731
     assert _grants(d, "cpuzombie-conditions") == NPD_NEEDS | need("conditions")
-    assert _grants(r, "cpuzombie-remediation") == need("remediation")     # allow_delete on
+    assert _grants(r, "cpuzombie-conditions") == NPD_NEEDS | need("conditions")
+    # the node agent's ServiceAccount holds the conditions role and nothing else: no nodes
+    # list/patch, no eviction, no pod delete, no Lease
+    for objs in (d, r, s):
+        assert _bound(objs, "cpuzombie") == {"cpuzombie-conditions"}
+    bad = {("", "nodes", "patch"), ("", "nodes", "list"), ("", "pods/eviction", "create"),
+           ("", "pods", "delete")} | {g for g in need("budget") | need("leader")}
+    assert not _grants(r, "cpuzombie-conditions") & bad
+    # the remediator's: exactly its calls, cluster-wide, in lease_namespace, in the release ns
+    assert _bound(r, "cpuzombie-remediator") == {"cpuzombie-remediator", "cpuzombie-budget",
+                                                 "cpuzombie-remediator-leader"}
+    assert _grants(r, "cpuzombie-remediator") == need("remediator")     # allow_delete on
     assert _grants(r, "cpuzombie-budget") == need("budget")
+    assert _grants(r, "cpuzombie-remediator-leader") == need("leader")
     assert one(r, "Role", "cpuzombie-budget")["metadata"]["namespace"] == "kube-system"
+    assert one(r, "Role", "cpuzombie-remediator-leader")["metadata"]["namespace"] == "cpuzombie"
+    # by name where RBAC can: the slots of max_unavailable, the leader Lease; not create/list
+    assert _rule_names(r, "Role", "cpuzombie-budget", "update") == ["cpuzombie-slot-0"]
+    assert _rule_names(r, "Role", "cpuzombie-budget", "delete") == ["cpuzombie-slot-0"]
+    assert _rule_names(r, "Role", "cpuzombie-budget", "create") is None
+    assert _rule_names(r, "Role", "cpuzombie-remediator-leader", "get") == ["cpuzombie-remediator"]
+    assert _rule_names(r, "Role", "cpuzombie-remediator-leader", "update") == \
+        ["cpuzombie-remediator"]
+    _, three = render("remediation", ["--set-string",
+                                                 "config.remediation.max_unavailable=3"])
+    assert _rule_names(three, "Role", "cpuzombie-budget", "update") == [
+        "cpuzombie-slot-0", "cpuzombie-slot-1", "cpuzombie-slot-2"]
+    _, pct = render("remediation", ["--set", "config.remediation.max_unavailable=10%"])
+    assert _rule_names(pct, "Role", "cpuzombie-budget", "update") is None   # follows node count
     # without allow_delete no pod is ever deleted
-    assert _grants(s, "cpuzombie-remediation") == need("remediation") - {("", "pods", "delete")}
-    assert not find(d, "ClusterRole", "cpuzombie-remediation")       # remediation off: no role
+    assert _grants(s, "cpuzombie-remediator") == need("remediator") - {("", "pods", "delete")}
+    assert not find(d, "ClusterRole", "cpuzombie-remediator")       # remediation off: no role
+    assert not find(d, "ServiceAccount", "cpuzombie-remediator")
     # agent.podNames off: the conditions role is NPD's alone
     _, off = render("default", ["--set", "agent.podNames=false"])
     assert _grants(off, "cpuzombie-conditions") == NPD_NEEDS | need("conditions") - {
         ("", "pods", "list")}
     _, ns = render("remediation", ["--set", "config.remediation.lease_namespace=cz-budget"])
     assert one(ns, "Role", "cpuzombie-budget")["metadata"]["namespace"] == "cz-budget"
+
+
+def test_remediator_deployment(rendered):
+    """One replica of the same image running `cpuzombie remediator` as its own ServiceAccount,
+    with the rendered config (the agents' copy says agent.remediate false), no host access,
+    not root; its leader identity is the pod's name."""
+    r = rendered["remediation"]
+    dep = one(r, "Deployment", "cpuzombie-remediator")
+    spec = dep["spec"]["template"]["spec"]
+    assert dep["spec"]["replicas"] == 1
+    assert spec["serviceAccountName"] == "cpuzombie-remediator"
+    c, = spec["containers"]
+    agent = container(pod_spec(r), "agent")
+    assert c["image"] == agent["image"]
+    assert c["command"] == [agent["command"][0], "--config", "/etc/cpuzombie/cpuzombie.yaml",
+                            "remediator"]
+    assert {"name": "POD_NAME", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}} \
+        in c["env"]
+    assert not spec.get("hostNetwork") and not spec.get("hostPID")
+    assert all("hostPath" not in v for v in spec["volumes"])
+    assert spec["securityContext"]["runAsNonRoot"] is True
+    sc = c["securityContext"]
+    assert sc["capabilities"] == {"drop": ["ALL"]} and sc["readOnlyRootFilesystem"] is True
+    assert sc["allowPrivilegeEscalation"] is False and sc["runAsUser"] == 65534
+    cfg = yaml.safe_load(rendered_config(r))
+    assert cfg["agent"]["remediate"] is False and cfg["remediation"]["mode"] == "drain"
+    for v in ("default", "standalone"):
+        assert yaml.safe_load(rendered_config(rendered[v]))["agent"]["remediate"] is False
 
 
 @pytest.mark.parametrize("variant", sorted(VARIANTS))
@@ -591,11 +692,19 @@ def test_installs_into_the_release_namespace(variant):
         else:
             assert o["metadata"]["namespace"] == "monitoring", (o["kind"], o["metadata"])
     for b in find(objs, "ClusterRoleBinding") + find(objs, "RoleBinding"):
-        assert b["subjects"] == [{"kind": "ServiceAccount", "name": "cpuzombie",
+        sa = "cpuzombie" if b["roleRef"]["name"] == "cpuzombie-conditions" \
+            else "cpuzombie-remediator"
+        assert b["subjects"] == [{"kind": "ServiceAccount", "name": sa,
                                   "namespace": "monitoring"}]
-    pol = json.dumps(one(objs, "ValidatingAdmissionPolicy")["spec"])
-    assert "system:serviceaccount:monitoring:cpuzombie" in pol
-    assert "system:serviceaccount:cpuzombie:" not in pol
+    pol = json.dumps(one(objs, "ValidatingAdmissionPolicy", "cpuzombie-own-node-only")["spec"])
+    assert "system:serviceaccount:monitoring:cpuzombie'" in pol
+    for p in find(objs, "ValidatingAdmissionPolicy"):
+        assert "system:serviceaccount:cpuzombie:" not in json.dumps(p), p["metadata"]["name"]
+    if find(objs, "ValidatingAdmissionPolicy", "cpuzombie-remediator-leases"):
+        pol = json.dumps(one(objs, "ValidatingAdmissionPolicy",
+                             "cpuzombie-remediator-leases")["spec"])
+        assert "system:serviceaccount:monitoring:cpuzombie-remediator'" in pol
+        assert "request.namespace == 'monitoring'" in pol
     # asked for: the Namespace is the release's, with the label the pod needs
     _, objs = render(variant, ns_args=("-n", "monitoring", "--set", "createNamespace=true"))
     ns = one(objs, "Namespace")
@@ -621,11 +730,6 @@ def _req(op, resource, name, node=None, user=SA, obj=None, old=None, extra=None)
             "object": obj, "oldObject": old}
 
 
-def _lease(holder):
-    return {"metadata": {"name": "cpuzombie-slot-0"}, "spec": {} if holder is None
-            else {"holderIdentity": holder}}
-
-
 def _event(kind, name):
     return {"involvedObject": {"kind": kind, "name": name}}
 
@@ -641,13 +745,9 @@ SAMPLES = [
     (_req("CREATE", "events", "", "n1", obj=_event("Node", "n1")), True),
     (_req("CREATE", "events", "", "n1", obj=_event("Node", "n2")), False),
     (_req("UPDATE", "events", "e", "n1", obj=_event("Pod", "n1")), False),
-    (_req("CREATE", "leases", "", "n1", obj=_lease("n1")), True),
-    (_req("CREATE", "leases", "", "n1", obj=_lease("n2")), False),
-    (_req("UPDATE", "leases", "s0", "n1", obj=_lease("n1"), old=_lease("n2")), True),  # expired
-    (_req("UPDATE", "leases", "s0", "n1", obj=_lease(None), old=_lease("n1")), False),
-    (_req("DELETE", "leases", "s0", "n1", old=_lease("n1")), True),
-    (_req("DELETE", "leases", "s0", "n1", old=_lease("n2")), False),
 ]
+# The agent holds no Lease right at all (RBAC; test_remediator.py on the real server): the
+# policy no longer looks at Leases.
 
 
 def _policy_in_python(pol, r):
@@ -665,9 +765,6 @@ def _policy_in_python(pol, r):
     if res == "events":
         o = r["object"]["involvedObject"]
         return o["kind"] == "Node" and o["name"] == node
-    if res == "leases":
-        o = r["oldObject"] if req["operation"] == "DELETE" else r["object"]
-        return o["spec"].get("holderIdentity") == node
     return True
 
 
@@ -701,19 +798,19 @@ def test_admission_policy_lets_a_node_change_only_itself(rendered):
     evaluation (its type checker, request.userInfo as it really arrives) needs a real API
     server, which these machines cannot run."""
     pol = one(rendered["default"], "ValidatingAdmissionPolicy")["spec"]
+    assert pol == one(rendered["remediation"], "ValidatingAdmissionPolicy",
+                      "cpuzombie-own-node-only")["spec"]
+    assert all(v["reason"] == "Forbidden" for v in pol["validations"])   # 403, as RBAC's
     binding = one(rendered["default"], "ValidatingAdmissionPolicyBinding")["spec"]
     assert binding == {"policyName": "cpuzombie-own-node-only", "validationActions": ["Deny"]}
     assert pol["failurePolicy"] == "Fail"
     rules = {(tuple(r["apiGroups"]), tuple(r["resources"]), tuple(r["operations"]))
              for r in pol["matchConstraints"]["resourceRules"]}
     assert rules == {(("",), ("nodes", "nodes/status"), ("UPDATE",)),
-                     (("",), ("events",), ("CREATE", "UPDATE")),
-                     (("coordination.k8s.io",), ("leases",), ("CREATE", "UPDATE", "DELETE"))}
-    # every mutating call of the role tables is under the policy (evictions cannot be: an
-    # Eviction names a pod, not its node)
-    for _, method, _, (group, res, verb), _ in CALLS:
-        if verb in ("patch", "update", "create", "delete") and res != "pods/eviction" \
-                and res != "pods":
+                     (("",), ("events",), ("CREATE", "UPDATE"))}
+    # every mutating call of the agent's role is under the policy
+    for _, method, _, (group, res, verb), role in CALLS:
+        if role == "conditions" and verb in ("patch", "update", "create", "delete"):
             assert any(res in r[1] and group in r[0] for r in rules), res
     want = [ok for _, ok in SAMPLES]
     assert [_policy_in_python(pol, r) for r, _ in SAMPLES] == want
@@ -725,6 +822,61 @@ def test_admission_policy_lets_a_node_change_only_itself(rendered):
         .startswith("error:")
     _, off = render("default", ["--set", "admissionPolicy.enabled=false"])
     assert not find(off, "ValidatingAdmissionPolicy")
+
+
+REM = "system:serviceaccount:cpuzombie:cpuzombie-remediator"
+
+
+def _lreq(op, ns, name, user=REM):
+    r = _req(op, "leases", name, user=user)
+    r["request"]["namespace"] = ns
+    return r
+
+
+# (request, allowed?): the remediator writes only its own Leases
+LEASE_SAMPLES = [
+    (_lreq("CREATE", "kube-system", "cpuzombie-slot-0"), True),
+    (_lreq("UPDATE", "kube-system", "cpuzombie-slot-12"), True),
+    (_lreq("DELETE", "kube-system", "cpuzombie-slot-3"), True),
+    (_lreq("CREATE", "cpuzombie", "cpuzombie-remediator"), True),
+    (_lreq("UPDATE", "cpuzombie", "cpuzombie-remediator"), True),
+    (_lreq("CREATE", "kube-system", "kube-scheduler"), False),
+    (_lreq("CREATE", "kube-system", "cpuzombie-slot-"), False),
+    (_lreq("CREATE", "kube-system", "cpuzombie-slot-0x"), False),
+    (_lreq("CREATE", "kube-system", "cpuzombie-remediator"), False),   # wrong namespace
+    (_lreq("CREATE", "cpuzombie", "cpuzombie-slot-0"), False),         # wrong namespace
+    (_lreq("CREATE", "kube-node-lease", "n1"), False),
+    (_lreq("CREATE", "kube-system", "kube-scheduler", user=SA), True),  # not matched here
+]
+
+
+def _lease_policy_in_python(r):
+    req = r["request"]
+    if req["userInfo"]["username"] != REM:
+        return True
+    ns, name = req["namespace"], req["name"]
+    return (ns == "kube-system" and re.fullmatch(r"cpuzombie-slot-[0-9]{1,5}", name) is not None) \
+        or (ns == "cpuzombie" and name == "cpuzombie-remediator")
+
+
+def test_admission_policy_lets_the_remediator_write_only_its_leases(rendered):
+    """RBAC cannot limit a create by name: the remediator's Lease policy does, evaluated as
+    above (Python and the CEL evaluator; the real server: test_remediator.py)."""
+    pol = one(rendered["remediation"], "ValidatingAdmissionPolicy",
+              "cpuzombie-remediator-leases")["spec"]
+    assert pol["failurePolicy"] == "Fail"
+    assert all(v["reason"] == "Forbidden" for v in pol["validations"])
+    assert one(rendered["remediation"], "ValidatingAdmissionPolicyBinding",
+               "cpuzombie-remediator-leases")["spec"] == {
+        "policyName": "cpuzombie-remediator-leases", "validationActions": ["Deny"]}
+    assert [r["resources"] for r in pol["matchConstraints"]["resourceRules"]] == [["leases"]]
+    pol = dict(pol, variables=[])
+    want = [ok for _, ok in LEASE_SAMPLES]
+    assert [_lease_policy_in_python(r) for r, _ in LEASE_SAMPLES] == want
+    got = node_eval(CEL_SCRIPT, {"policy": pol, "samples": [r for r, _ in LEASE_SAMPLES]})
+    assert got == want, list(zip(got, want))
+    assert not find(rendered["default"], "ValidatingAdmissionPolicy",
+                    "cpuzombie-remediator-leases")
 
 
 # --- manifests/, kubectl, NOTES -----------------------------------------------------------------

@@ -3,9 +3,11 @@
 kube-controller-manager, kwok nodes; tests/tools/kube), as the chart's ServiceAccount with a
 token bound to its pod on the node: conditions, remediation guards, drain with PDBs whose status
 the real disruption controller computes, uncordon, the cluster-wide budget race on the real
-coordination API, faults from the fault proxy in front of it, and authentication. Driven through
-`cpuzombie agent --once` on fixture nodes (kube_helpers.agent_tree): remediation acts on the
-conditions already on the node; the published conditions are what the checks find on the fixture
+coordination API, faults from the fault proxy in front of it, and authentication. Conditions and
+authentication are driven through `cpuzombie agent --once` on fixture nodes
+(kube_helpers.agent_tree) as the agent's ServiceAccount; remediation through `cpuzombie
+remediator --once` as the remediator's (the chart's design: node agents only report), acting on
+the conditions already on the node; the published conditions are what the checks find on the fixture
 (12840 dying memcgs or a healthy node; no core saturated for the hour min_burst asks; an ENA
 state that cannot be read when the state dir is unusable)."""
 
@@ -18,6 +20,7 @@ import time
 import pytest
 
 import kube_helpers as kh
+import remediator_helpers as rh
 
 BIN = os.environ.get("CZ_BIN", os.path.join(kh.ROOT, "build", "cpuzombie"))
 OLD = "2024-01-01T00:00:00Z"
@@ -36,11 +39,12 @@ def config(tmp, kc, node, **rem):
              uncordon_after="1s")
     r.update(rem)
     set_cond = r.pop("set_conditions", "false")
+    remediate = r.pop("remediate", "true")
     p = os.path.join(str(tmp), "cz-%s.yaml" % node)
     with open(p, "w") as f:
         f.write(kh.AGENT_CPU)
         f.write("kubernetes:\n  node_name: %s\n  kubeconfig: %s\n  timeout: 5s\n" % (node, kc))
-        f.write("agent:\n  set_conditions: %s\n" % set_cond)
+        f.write("agent:\n  set_conditions: %s\n  remediate: %s\n" % (set_cond, remediate))
         f.write("remediation:\n" + "".join("  %s: %s\n" % kv for kv in r.items()))
     return p
 
@@ -62,8 +66,28 @@ def conds(node):
     return {c["type"]: c for c in node["status"]["conditions"]}
 
 
+@pytest.fixture
+def rem(kube, tmp_path):
+    """The remediator's side of a test: rem(**remediation) is a config for `remediator --once`
+    as the chart's remediator ServiceAccount (through the test's proxy); its leader Lease is
+    removed afterwards."""
+    kc = rh.remediator_kubeconfig(kube, str(tmp_path / "kc-remediator"))
+    n = iter(range(1000))
+    yield lambda **r: rh.config(tmp_path, kc, "c%d" % next(n), **r)
+    rh.drop_leader(kube)
+
+
+def rcycle(cfg, popen=False, identity="remediator-0"):
+    """One `remediator --once` of config @cfg."""
+    return rh.run_once(cfg, identity=identity, popen=popen)
+
+
 def writes(kube):
-    return [e for e in kube.log() if e["method"] != "GET"]
+    """What the test's clients changed, the remediator's leader Lease left out (its own
+    bookkeeping: test_remediator.py tests it)."""
+    return [e for e in kube.log() if e["method"] != "GET"
+            and not e["path"].startswith("/apis/coordination.k8s.io/v1/namespaces/%s/leases"
+                                         % kh.AGENT_NS)]
 
 
 # -- conditions --------------------------------------------------------------------------------
@@ -111,16 +135,15 @@ def test_conditions_set_flip_keep_transition_time(kube, tmp_path):
 
 # -- remediation guards ------------------------------------------------------------------------
 
-def test_cordon_once_with_event_and_annotation_then_uncordon(kube, tmp_path):
+def test_cordon_once_with_event_and_annotation_then_uncordon(kube, rem, tmp_path):
     kube.add(kh.node_obj("n1", conditions=[READY, cond("MemcgZombieLeak", "True")]))
-    kc = kube.kubeconfig(str(tmp_path / "kc"))
-    cfg = config(tmp_path, kc, "n1")
-    r = cycle(cfg)
+    cfg = rem()
+    r = rcycle(cfg)
     assert r.returncode == 0 and "cordoned" in r.stdout, r.stdout + r.stderr
     n = kube.node("n1")
     assert n["spec"]["unschedulable"] is True
     assert "MemcgZombieLeak" in n["metadata"]["annotations"]["cpuzombie.io/cordoned"]
-    cycle(cfg)   # still True: nothing more
+    rcycle(cfg)   # still True: nothing more
     cordons = [e for e in kube.log() if e["method"] == "PATCH" and e.get("unschedulable")]
     assert len(cordons) == 1
     evs = [e["body"]["reason"] for e in kube.log() if e["path"].endswith("/events")]
@@ -130,7 +153,7 @@ def test_cordon_once_with_event_and_annotation_then_uncordon(kube, tmp_path):
     # recovery: False for longer than uncordon_after -> uncordon, lease released
     kube.call("PATCH", "/api/v1/nodes/n1/status", {"status": {"conditions": [
         cond("MemcgZombieLeak", "False")]}}, ctype="application/strategic-merge-patch+json")
-    r = cycle(cfg)
+    r = rcycle(cfg)
     assert "uncordoned" in r.stdout, r.stdout + r.stderr
     n = kube.node("n1")
     assert not n["spec"].get("unschedulable")
@@ -143,45 +166,44 @@ def test_cordon_once_with_event_and_annotation_then_uncordon(kube, tmp_path):
         assert "CpuzombieCordon" in out and "CpuzombieUncordon" in out
 
 
-def test_guard_for_not_reached(kube, tmp_path):
+def test_guard_for_not_reached(kube, rem, tmp_path):
     now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
     kube.add(kh.node_obj("n1", conditions=[READY, cond("MemcgZombieLeak", "True", ltt=now)]))
-    cfg = config(tmp_path, kube.kubeconfig(str(tmp_path / "kc")), "n1", **{"for": "10m"})
-    r = cycle(cfg)
+    cfg = rem(**{"for": "10m"})
+    r = rcycle(cfg)
     assert r.returncode == 0 and "none" in r.stdout
     assert writes(kube) == []
 
 
-def test_guard_unschedulable_by_someone_else_and_uncordon_only_ours(kube, tmp_path):
+def test_guard_unschedulable_by_someone_else_and_uncordon_only_ours(kube, rem, tmp_path):
     kube.add(kh.node_obj("n1", unschedulable=True,
                         conditions=[READY, cond("MemcgZombieLeak", "True")]))
-    cfg = config(tmp_path, kube.kubeconfig(str(tmp_path / "kc")), "n1")
-    r = cycle(cfg)
+    cfg = rem()
+    r = rcycle(cfg)
     assert "skipped" in r.stdout and "someone else" in r.stdout
     kube.call("PATCH", "/api/v1/nodes/n1/status", {"status": {"conditions": [
         cond("MemcgZombieLeak", "False")]}}, ctype="application/strategic-merge-patch+json")
-    cycle(cfg)   # recovered, but we did not cordon it: it stays cordoned
+    rcycle(cfg)   # recovered, but we did not cordon it: it stays cordoned
     assert kube.node("n1")["spec"]["unschedulable"] is True
     assert writes(kube) == [e for e in writes(kube) if e["path"].endswith("/status")]
 
 
-def test_guard_control_plane(kube, tmp_path):
+def test_guard_control_plane(kube, rem, tmp_path):
     kube.add(kh.node_obj("cp", labels={"node-role.kubernetes.io/control-plane": ""},
                         conditions=[READY, cond("MemcgZombieLeak", "True")]))
-    kc = kube.kubeconfig(str(tmp_path / "kc"))
-    r = cycle(config(tmp_path, kc, "cp"))
+    r = rcycle(rem())
     assert "control-plane" in r.stdout and writes(kube) == []
-    r = cycle(config(tmp_path, kc, "cp", allow_control_plane="true"))
+    r = rcycle(rem(allow_control_plane="true"))
     assert "cordoned" in r.stdout
 
 
-def test_dry_run_changes_nothing(kube, tmp_path):
+def test_dry_run_changes_nothing(kube, rem, tmp_path):
     kube.add(kh.node_obj("n1", conditions=[READY, cond("MemcgZombieLeak", "True")]),
             kh.pod_obj("p", "n1"))
-    cfg = config(tmp_path, kube.kubeconfig(str(tmp_path / "kc")), "n1", mode="dry-run")
+    cfg = rem(mode="dry-run")
     before = kube.node("n1")
     for _ in range(2):
-        r = cycle(cfg)
+        r = rcycle(cfg)
         assert "dry-run" in r.stdout
     w = writes(kube)
     assert all(e["path"].endswith("/events") for e in w), w
@@ -192,7 +214,7 @@ def test_dry_run_changes_nothing(kube, tmp_path):
 
 # -- drain -------------------------------------------------------------------------------------
 
-def test_drain_evicts_right_pods_and_waits_out_pdb(kube, tmp_path):
+def test_drain_evicts_right_pods_and_waits_out_pdb(kube, rem, tmp_path):
     kube.add(kh.node_obj("n1", conditions=[READY, cond("MemcgZombieLeak", "True")]),
             kh.node_obj("n2"), kh.ds_obj("agent"), kh.rs_obj("web"),
             kh.pod_obj("web-1", "n1", owner=("ReplicaSet", "web"), labels={"app": "web"}),
@@ -202,9 +224,14 @@ def test_drain_evicts_right_pods_and_waits_out_pdb(kube, tmp_path):
             kh.pod_obj("done", "n1", phase="Succeeded"),
             kh.pdb_obj("web", {"app": "web"}, 2))
     sentinel = str(tmp_path / "reboot-required")
-    cfg = config(tmp_path, kube.kubeconfig(str(tmp_path / "kc"), node="n1"), "n1", mode="drain",
-                 reboot_sentinel=sentinel)
-    p = cycle(cfg, popen=True)
+    cfg = rem(mode="drain", reboot_sentinel=sentinel)
+    # the node's agent (remediation by the remediator) hands a drained node to kured
+    agent_cfg = config(tmp_path, kube.kubeconfig(str(tmp_path / "kc"), node="n1"), "n1",
+                       mode="drain", reboot_sentinel=sentinel, remediate="false")
+    state = str(tmp_path / "state-agent")
+    r = cycle(agent_cfg, state=state)
+    assert r.returncode == 0 and "not drained" in r.stdout, r.stdout + r.stderr
+    p = rcycle(cfg, popen=True)
     # wait until the drain has met the PDB (a 429), however slow this shared machine is today
     deadline = time.time() + 30
     while not any(e["path"].endswith("/eviction") and e["status"] == 429 for e in kube.log()):
@@ -223,32 +250,40 @@ def test_drain_evicts_right_pods_and_waits_out_pdb(kube, tmp_path):
     assert {e["path"].split("/")[-2] for e in ev} == {"web-1"}
     assert ev[0]["status"] == 429 and ev[-1]["status"] == 201
     assert not any(e["method"] == "DELETE" and "/pods/" in e["path"] for e in kube.log())
-    assert os.path.exists(sentinel)
+    assert not os.path.exists(sentinel)              # the remediator is not on the node
     n = kube.node("n1")
     assert "cpuzombie.io/drained" in n["metadata"]["annotations"]
+    r = cycle(agent_cfg, state=state)
+    assert r.returncode == 0 and "sentinel written" in r.stdout, r.stdout + r.stderr
+    assert os.path.exists(sentinel)
+    # kured rebooted the node (the sentinel is on tmpfs, gone); the node is still annotated
+    # drained until it is uncordoned: the same drain is not handed to kured twice
+    os.unlink(sentinel)
+    r = cycle(agent_cfg, state=state)
+    assert "already handed" in r.stdout and not os.path.exists(sentinel), r.stdout
 
 
-def test_drain_refuses_emptydir_unless_allowed(kube, tmp_path):
+def test_drain_refuses_emptydir_unless_allowed(kube, rem, tmp_path):
     kube.add(kh.node_obj("n1", conditions=[READY, cond("MemcgZombieLeak", "True")]),
             kh.pod_obj("scratch", "n1", emptydir=True))
-    kc = kube.kubeconfig(str(tmp_path / "kc"))
-    r = cycle(config(tmp_path, kc, "n1", mode="drain"))
+    r = rcycle(rem(mode="drain"))
     assert "emptyDir" in r.stdout and len(kube.pods("n1")) == 1
-    r = cycle(config(tmp_path, kc, "n1", mode="drain", delete_emptydir_data="true"))
+    r = rcycle(rem(mode="drain", delete_emptydir_data="true"))
     assert "drained" in r.stdout and kube.pods("n1") == []
 
 
 # -- the budget race ---------------------------------------------------------------------------
 
-def test_race_twenty_nodes_budget_two(kube, tmp_path):
+def test_race_twenty_nodes_budget_two(kube, rem, tmp_path):
     nodes = ["node-%02d" % i for i in range(20)]
     kube.add(*[kh.node_obj(n, conditions=[READY, cond("MemcgZombieLeak", "True")])
               for n in nodes])
-    cfgs = {n: config(tmp_path, kube.kubeconfig(str(tmp_path / ("kc-" + n)), node=n), n,
-                      max_unavailable="2") for n in nodes}
+    # 20 remediator replicas at once, each its own identity: one leads, and the budget holds
+    cfg = rem(max_unavailable="2")
     with concurrent.futures.ThreadPoolExecutor(20) as ex:
-        outs = list(ex.map(lambda n: cycle(cfgs[n]), nodes))
+        outs = list(ex.map(lambda n: rcycle(cfg, identity="rem-" + n), nodes))
     assert all(o.returncode == 0 for o in outs), [o.stderr for o in outs]
+    assert len([o for o in outs if "(leader)" in o.stdout]) == 1, [o.stdout for o in outs]
     held = [n for n in nodes if kube.node(n)["spec"].get("unschedulable")]
     assert len(held) == 2, held
 
@@ -274,7 +309,7 @@ def test_race_twenty_nodes_budget_two(kube, tmp_path):
         kube.call("PATCH", "/api/v1/nodes/%s/status" % n, {"status": {"conditions": [
             cond("MemcgZombieLeak", "False")]}}, ctype="application/strategic-merge-patch+json")
     with concurrent.futures.ThreadPoolExecutor(20) as ex:
-        list(ex.map(lambda n: cycle(cfgs[n]), nodes))
+        list(ex.map(lambda n: rcycle(cfg, identity="rem-" + n), nodes))
     assert max_concurrent() <= 2
     now_held = [n for n in nodes if kube.node(n)["spec"].get("unschedulable")]
     assert len(now_held) <= 2 and not set(now_held) & set(held)
@@ -282,15 +317,16 @@ def test_race_twenty_nodes_budget_two(kube, tmp_path):
 
 # -- faults ------------------------------------------------------------------------------------
 
-def test_faults_retried_bounded_and_nothing_done_twice(kube, tmp_path):
+def test_faults_retried_bounded_and_nothing_done_twice(kube, rem, tmp_path):
     kube.add(kh.node_obj("n1", conditions=[READY, cond("MemcgZombieLeak", "True")]))
-    cfg = config(tmp_path, kube.kubeconfig(str(tmp_path / "kc")), "n1")
+    cfg = rem()
     kube.faults({"method": "GET", "path": "^/api/v1/nodes/n1$", "status": 503, "count": 2},
-               {"method": "POST", "path": "leases$", "status": 429, "count": 1},
+               {"method": "POST", "path": "/%s/leases$" % kh.LEASE_NS, "status": 429,
+                "count": 1},
                {"method": "PATCH", "path": "^/api/v1/nodes/n1$", "drop": True, "when": "after",
                 "count": 1},
                {"method": "POST", "path": "events$", "delay_ms": 300, "count": 1})
-    r = cycle(cfg)
+    r = rcycle(cfg)
     assert "HTTP 503" in r.stderr and "retry" in r.stderr     # the log says what happened
     n = kube.node("n1")
     assert n["spec"]["unschedulable"] is True
@@ -300,14 +336,14 @@ def test_faults_retried_bounded_and_nothing_done_twice(kube, tmp_path):
     assert len(leases) == 1                                  # one slot taken, not two
     assert leases[0]["spec"]["holderIdentity"] == "n1"
     kube.reset_log()
-    cycle(cfg)                                               # already held: nothing repeated
+    rcycle(cfg)                                               # already held: nothing repeated
     assert not [e for e in kube.log() if e["method"] == "PATCH"]
     assert not [e for e in kube.log() if e["path"].endswith("/events")]
     # retries stop at their bound: a server failing every request
     kube.reset_log()
     kube.faults({"path": "^/api/v1/nodes/n1$", "status": 500, "count": 1000})
     t0 = time.monotonic()
-    r = cycle(cfg)
+    r = rcycle(cfg)
     assert r.returncode != 0 and time.monotonic() - t0 < 30
     assert len([e for e in kube.log() if e["path"] == "/api/v1/nodes/n1"]) == 5
 

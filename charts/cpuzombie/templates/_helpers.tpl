@@ -20,6 +20,27 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 system:serviceaccount:{{ .Release.Namespace }}:{{ .Values.serviceAccount.name }}
 {{- end -}}
 
+{{- define "cpuzombie.remediatorSA" -}}
+{{ .Values.serviceAccount.remediatorName }}
+{{- end -}}
+
+{{- define "cpuzombie.remediatorUser" -}}
+system:serviceaccount:{{ .Release.Namespace }}:{{ include "cpuzombie.remediatorSA" . }}
+{{- end -}}
+
+{{/* The budget Leases' names when max_unavailable is a count N: cpuzombie-slot-0..N-1, comma
+     separated; "" for a percentage (the number of slots then follows the node count). */}}
+{{- define "cpuzombie.slotNames" -}}
+{{- $m := toString .Values.config.remediation.max_unavailable -}}
+{{- if not (hasSuffix "%" $m) -}}
+{{- $names := list -}}
+{{- range $i := until (atoi $m) -}}
+{{- $names = append $names (printf "cpuzombie-slot-%d" $i) -}}
+{{- end -}}
+{{- join ", " $names -}}
+{{- end -}}
+{{- end -}}
+
 {{/* config.remediation.reclaim: "off", "memory.reclaim" or "drop_caches". */}}
 {{- define "cpuzombie.reclaim" -}}
 {{- toString (.Values.config.remediation.reclaim | default "off") -}}
@@ -56,7 +77,8 @@ kubernetes:
   node_name: ""                # $NODE_NAME from the downward API
   kubeconfig: ""               # in-cluster service account
 {{- $cfg := deepCopy .Values.config }}
-{{- $agent := merge (dict "set_conditions" (eq .Values.mode "standalone")) (index $cfg "agent" | default dict) }}
+{{- /* the node agent never remediates: the remediator Deployment does (templates/remediator.yaml) */}}
+{{- $agent := merge (dict "set_conditions" (eq .Values.mode "standalone") "remediate" false) (index $cfg "agent" | default dict) }}
 {{- $_ := set $cfg "agent" $agent }}
 {{- $cpu := merge (dict "profile" .Values.agent.profileBursts) (index $cfg "cpu" | default dict) }}
 {{- $_ := set $cfg "cpu" $cpu }}

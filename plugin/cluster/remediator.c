@@ -1,0 +1,459 @@
+/* SPDX-License-Identifier: MIT */
+/* The remediator: see remediator.h. Decisions are pure (leader.c, remediate_plan.c). */
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <time.h>
+
+#include "base/fileio.h"
+#include "base/log.h"
+#include "base/util.h"
+#include "cluster/fleet_fetch.h"
+#include "cluster/kube.h"
+#include "cluster/leader.h"
+#include "cluster/remediate.h"
+#include "cluster/remediator.h"
+
+#define SA_DIR "/var/run/secrets/kubernetes.io/serviceaccount"
+#define NODES_PAGE 500
+#define DUE_MAX 100000		/* nodes remediated in one cycle, at most */
+
+#define log_kube(prio, ...) \
+	log_fields_full((prio), &(struct log_fields){ LOG_MID_KUBE, NULL, -1, NULL }, __VA_ARGS__)
+
+struct leader_state {
+	bool leading;
+	int err;		/* -errno of the last try, 0 */
+	char holder[254];	/* who leads when not us ("" unknown) */
+	uint64_t until_ms;
+};
+
+struct remediator {
+	struct cz_config cfg;
+	struct kube_client *kc;		/* the cycles' */
+	struct kube_client *lkc;	/* the leader thread's */
+	char me[254], ns[CZ_NAME_MAX];
+	pthread_t thread;
+	bool started;
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	bool stop, want;
+	unsigned gen;
+	struct leader_state st;
+};
+
+const char *remediator_identity(const struct remediator *rm)
+{
+	return rm->me;
+}
+
+const char *remediator_namespace(const struct remediator *rm)
+{
+	return rm->ns;
+}
+
+/* ---- pure ---------------------------------------------------------------------------------- */
+
+bool remediator_node_due(json_object *node, const struct cz_config *cfg,
+			 const char *const *holders, size_t nholders)
+{
+	const char *name = kube_get_str(node, "metadata.name", "");
+	bool any = false;
+
+	if (!valid_name(name, 253))
+		return false;
+	if (kube_annotation(node, REMEDIATE_ANN_CORDONED))
+		return true;
+	for (size_t i = 0; i < nholders; i++)
+		if (streq(holders[i], name))
+			return true;
+	(void)remediate_problem(node, &cfg->remediation.conditions, 0, 0, NULL, &any);
+	return any;
+}
+
+const char *remediator_default_namespace(const char *text, char *buf, size_t size)
+{
+	size_t n;
+
+	snprintf(buf, size, "cpuzombie");
+	if (!text)
+		return buf;
+	n = strcspn(text, " \t\r\n");
+	if (n > 0 && n < size && n <= 63) {
+		char tmp[64];
+
+		memcpy(tmp, text, n);
+		tmp[n] = '\0';
+		if (valid_name(tmp, 63))
+			snprintf(buf, size, "%s", tmp);
+	}
+	return buf;
+}
+
+/* ---- the leader Lease ---------------------------------------------------------------------- */
+
+static void leader_path(const struct remediator *rm, bool named, char *buf, size_t size)
+{
+	snprintf(buf, size, "/apis/coordination.k8s.io/v1/namespaces/%s/leases%s", rm->ns,
+		 named ? "/" LEADER_LEASE : "");
+}
+
+/* Write @body (POST a new Lease, else PUT at its resourceVersion): the HTTP status or -errno. */
+static long leader_write(struct remediator *rm, json_object *body, bool create)
+{
+	struct kube_response resp = { 0 };
+	char path[300];
+	long st;
+	int e;
+
+	if (!body)
+		return -ENOMEM;
+	struct kube_client *kc = rm->lkc;
+
+	leader_path(rm, !create, path, sizeof(path));
+	e = kube_json(kc, create ? "POST" : "PUT", path, "application/json", body, 0, &resp);
+	st = e < 0 ? e : resp.status;
+	if (st >= 0 && st != 200 && st != 201 && st != 409)
+		log_kube(LOG_PRIO_ERR, "Failed to write Lease %s/%s: HTTP %ld: %s", rm->ns,
+			 LEADER_LEASE, st, resp.message);
+	kube_response_clear(&resp);
+	return st;
+}
+
+/* One look at the leader Lease, and the write it calls for; @release hands it back. */
+static struct leader_state leader_try(struct remediator *rm, bool release)
+{
+	struct leader_state s = { 0 };
+	struct kube_response resp = { 0 };
+	_cleanup_(json_object_putp) json_object *body = NULL;
+	struct leader_decision d;
+	json_object *lease = NULL;
+	char path[300];
+	long st;
+	int e;
+
+	struct kube_client *kc = rm->lkc;
+
+	leader_path(rm, true, path, sizeof(path));
+	e = kube_request(kc, "GET", path, NULL, NULL, 0, &resp);
+	if (e == 0 && resp.status == 200 && resp.body &&
+	    json_object_is_type(resp.body, json_type_object))
+		lease = resp.body;
+	else if (e == 0 && resp.status != 404)
+		e = log_error_errno(EREMOTEIO, "Failed to read Lease %s/%s: HTTP %ld: %s", rm->ns,
+				    LEADER_LEASE, resp.status, resp.message);
+	else if (e < 0)
+		log_error_errno(e, "Failed to read Lease %s/%s: %s", rm->ns, LEADER_LEASE,
+				resp.message);
+	if (e < 0) {
+		kube_response_clear(&resp);
+		s.err = e;
+		return s;
+	}
+	d = leader_decide(lease, rm->me, now_realtime_ms());
+	if (release) {
+		if (d.verdict == LEADER_RENEW)
+			(void)leader_write(rm, body = leader_body("", lease, now_realtime_ms()), false);
+		kube_response_clear(&resp);
+		return s;
+	}
+	if (d.verdict == LEADER_FOLLOW) {
+		snprintf(s.holder, sizeof(s.holder), "%s", d.holder ? d.holder : "");
+		s.until_ms = d.until_ms;
+		kube_response_clear(&resp);
+		return s;
+	}
+	body = leader_body(rm->me, lease, now_realtime_ms());
+	st = leader_write(rm, body, d.verdict == LEADER_CREATE);
+	kube_response_clear(&resp);
+	if (st == 200 || st == 201)
+		s.leading = true;
+	else if (st == 409)	/* another replica wrote it first: it leads */
+		snprintf(s.holder, sizeof(s.holder), "another replica (409)");
+	else
+		s.err = st < 0 ? (int)st : -EREMOTEIO;
+	return s;
+}
+
+/* Renews (or tries to take) the Lease every LEADER_RENEW_MS, and at once when asked. */
+static void *leader_thread(void *arg)
+{
+	struct remediator *rm = arg;
+	struct timespec at;
+	bool release;
+
+	pthread_mutex_lock(&rm->lock);
+	for (;;) {
+		clock_gettime(CLOCK_MONOTONIC, &at);
+		at.tv_sec += LEADER_RENEW_MS / 1000;
+		while (!rm->want && !rm->stop &&
+		       pthread_cond_timedwait(&rm->cond, &rm->lock, &at) != ETIMEDOUT)
+			;
+		if (rm->stop)
+			break;
+		rm->want = false;
+		pthread_mutex_unlock(&rm->lock);
+		struct leader_state s = leader_try(rm, false);
+		pthread_mutex_lock(&rm->lock);
+		if (rm->st.leading && !s.leading)
+			log_kube(LOG_PRIO_WARNING, "remediator %s: no longer the leader", rm->me);
+		rm->st = s;
+		rm->gen++;
+		pthread_cond_broadcast(&rm->cond);
+	}
+	release = rm->st.leading && rm->want;	/* free() sets want to ask for the release */
+	pthread_mutex_unlock(&rm->lock);
+	if (release)
+		(void)leader_try(rm, true);
+	return NULL;
+}
+
+/* Ask the thread for a fresh look and wait for it. */
+static struct leader_state leader_now(struct remediator *rm)
+{
+	struct leader_state s;
+	unsigned gen;
+
+	pthread_mutex_lock(&rm->lock);
+	gen = rm->gen;
+	rm->want = true;
+	pthread_cond_broadcast(&rm->cond);
+	while (rm->gen == gen)
+		pthread_cond_wait(&rm->cond, &rm->lock);
+	s = rm->st;
+	pthread_mutex_unlock(&rm->lock);
+	return s;
+}
+
+static bool still_leading(struct remediator *rm)
+{
+	bool l;
+
+	pthread_mutex_lock(&rm->lock);
+	l = rm->st.leading;
+	pthread_mutex_unlock(&rm->lock);
+	return l;
+}
+
+/* ---- life cycle ---------------------------------------------------------------------------- */
+
+static void pick_namespace(struct remediator *rm)
+{
+	const char *dir = getenv("CZ_SERVICEACCOUNT_DIR");
+	char path[FILEIO_PATH_MAX], text[128];
+
+	if (*rm->cfg.remediation.leader_namespace) {
+		snprintf(rm->ns, sizeof(rm->ns), "%s", rm->cfg.remediation.leader_namespace);
+		return;
+	}
+	snprintf(path, sizeof(path), "%s/namespace", dir && *dir ? dir : SA_DIR);
+	remediator_default_namespace(fileio_read_at(AT_FDCWD, path, FILEIO_REGULAR, text,
+						    sizeof(text)) > 0 ? text : NULL,
+				     rm->ns, sizeof(rm->ns));
+}
+
+int remediator_new(const struct cz_config *cfg, const char *identity, struct remediator **ret)
+{
+	struct remediator *rm;
+	pthread_condattr_t ca;
+	int r;
+
+	if (!valid_name(identity, 253))
+		return log_error_errno(EINVAL, "Not a valid leader identity: '%.64s'", identity);
+	rm = calloc(1, sizeof(*rm));
+	if (!rm)
+		return -ENOMEM;
+	rm->cfg = *cfg;
+	if (*rm->cfg.remediation.reboot_sentinel) {
+		log_info("remediator: remediation.reboot_sentinel is a file on the node: the node's "
+			 "agent writes it once the remediator has drained the node");
+		rm->cfg.remediation.reboot_sentinel[0] = '\0';
+	}
+	snprintf(rm->me, sizeof(rm->me), "%s", identity);
+	pick_namespace(rm);
+	r = kube_client_from_config(cfg->kubernetes.kubeconfig, cfg->kubernetes.timeout_ms, &rm->kc);
+	if (r >= 0)
+		r = kube_client_from_config(cfg->kubernetes.kubeconfig, cfg->kubernetes.timeout_ms,
+					    &rm->lkc);
+	if (r < 0) {
+		remediator_free(rm, false);
+		return r;
+	}
+	pthread_mutex_init(&rm->lock, NULL);
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&rm->cond, &ca);
+	pthread_condattr_destroy(&ca);
+	rm->want = true;	/* a first look at once */
+	r = -pthread_create(&rm->thread, NULL, leader_thread, rm);
+	if (r < 0) {
+		pthread_cond_destroy(&rm->cond);
+		pthread_mutex_destroy(&rm->lock);
+		remediator_free(rm, false);
+		return log_error_errno(r, "Failed to start the leader thread: %m");
+	}
+	rm->started = true;
+	*ret = rm;
+	return 0;
+}
+
+void remediator_free(struct remediator *rm, bool release)
+{
+	if (!rm)
+		return;
+	if (rm->started) {
+		pthread_mutex_lock(&rm->lock);
+		rm->stop = true;
+		rm->want = release;
+		pthread_cond_broadcast(&rm->cond);
+		pthread_mutex_unlock(&rm->lock);
+		pthread_join(rm->thread, NULL);
+		pthread_cond_destroy(&rm->cond);
+		pthread_mutex_destroy(&rm->lock);
+	}
+	kube_client_free(rm->kc);
+	kube_client_free(rm->lkc);
+	free(rm);
+}
+
+/* ---- the cycle ----------------------------------------------------------------------------- */
+
+struct due {
+	const struct cz_config *cfg;
+	const char **holders;
+	size_t nholders;
+	char **names;
+	size_t n, cap, listed;
+};
+
+static int collect_holder(json_object *lease, void *userdata)
+{
+	struct due *d = userdata;
+	const char *h = kube_get_str(lease, "spec.holderIdentity", "");
+	const char **nh;
+
+	if (!valid_name(h, 253) || d->nholders >= 4096)
+		return 0;
+	nh = realloc(d->holders, (d->nholders + 1) * sizeof(*nh));
+	if (!nh)
+		return -ENOMEM;
+	d->holders = nh;
+	if (!(d->holders[d->nholders] = strdup(h)))
+		return -ENOMEM;
+	d->nholders++;
+	return 0;
+}
+
+static int collect_node(json_object *node, void *userdata)
+{
+	struct due *d = userdata;
+
+	d->listed++;
+	if (!remediator_node_due(node, d->cfg, d->holders, d->nholders))
+		return 0;
+	if (d->n == d->cap) {
+		size_t cap = d->cap ? d->cap * 2 : 16;
+		char **nn = cap <= DUE_MAX ? realloc(d->names, cap * sizeof(*nn)) : NULL;
+
+		if (!nn)
+			return -E2BIG;
+		d->names = nn;
+		d->cap = cap;
+	}
+	if (!(d->names[d->n] = strdup(kube_get_str(node, "metadata.name", ""))))
+		return -ENOMEM;
+	d->n++;
+	return 0;
+}
+
+static void due_clear(struct due *d)
+{
+	for (size_t i = 0; i < d->nholders; i++)
+		free((char *)d->holders[i]);
+	free(d->holders);
+	for (size_t i = 0; i < d->n; i++)
+		free(d->names[i]);
+	free(d->names);
+	*d = (struct due){ .cfg = d->cfg };
+}
+
+/* The budget Leases' holders and the nodes due, into @d. Returns 0 or -errno (logged). */
+static int list_due(struct remediator *rm, struct due *d)
+{
+	const char *sel = rm->cfg.remediation.node_selector;
+	char err[512] = "";
+	int r;
+
+	r = fleet_fetch_leases(rm->kc, rm->cfg.remediation.lease_namespace, collect_holder, d, err,
+			       sizeof(err));
+	for (int attempt = 0; r >= 0 && attempt < 3; attempt++) {
+		for (size_t i = 0; i < d->n; i++)
+			free(d->names[i]);
+		d->n = d->listed = 0;
+		r = fleet_fetch_nodes(rm->kc, sel, NODES_PAGE, collect_node, d, NULL, err,
+				      sizeof(err));
+		if (r != -ESTALE)	/* 410: the continue token expired; list again */
+			break;
+	}
+	if (r < 0)
+		log_error_errno(r, "remediator: %s", *err ? err : "cannot list");
+	return r;
+}
+
+/* Append "; @a: @b" (or "; @a") to @buf, cut at its size. */
+static void append(char *buf, size_t size, const char *a, const char *b)
+{
+	size_t len = strlen(buf);
+
+	if (len + 1 < size)
+		snprintf(buf + len, size - len, "; %s%s%s", a, b ? ": " : "", b ? b : "");
+}
+
+int remediator_cycle(struct remediator *rm, char *summary, size_t summary_size)
+{
+	struct leader_state s = leader_now(rm);
+	struct due d = { .cfg = &rm->cfg };
+	char until[40] = "?";
+	int r, first = 0;
+
+	if (s.err < 0) {
+		snprintf(summary, summary_size, "remediator %s: cannot read the leader Lease %s/%s: "
+			 "nothing done", rm->me, rm->ns, LEADER_LEASE);
+		return s.err;
+	}
+	if (!s.leading) {
+		if (s.until_ms)
+			kube_time(s.until_ms, false, until, sizeof(until));
+		snprintf(summary, summary_size, "remediator %s: not the leader (%s holds Lease %s/%s "
+			 "until %s): nothing done", rm->me, *s.holder ? s.holder : "?", rm->ns,
+			 LEADER_LEASE, until);
+		return 0;
+	}
+	r = list_due(rm, &d);
+	if (r < 0) {
+		snprintf(summary, summary_size, "remediator %s (leader): cannot list the nodes: "
+			 "nothing done", rm->me);
+		due_clear(&d);
+		return r;
+	}
+	snprintf(summary, summary_size, "remediator %s (leader): %zu nodes, %zu due", rm->me,
+		 d.listed, d.n);
+	for (size_t i = 0; i < d.n; i++) {
+		enum remediate_action act;
+		char line[400], what[300];
+
+		if (!still_leading(rm)) {
+			append(summary, summary_size, "leadership lost: the rest left to the new "
+			       "leader", NULL);
+			break;
+		}
+		r = remediate_cycle(rm->kc, &rm->cfg, d.names[i], now_realtime_ms(), &act, line,
+				    sizeof(line));
+		if (r < 0 && first == 0)
+			first = r;
+		snprintf(what, sizeof(what), "%s: %s", d.names[i], remediate_action_name(act));
+		append(summary, summary_size, what, line);
+	}
+	due_clear(&d);
+	return first;
+}

@@ -1,0 +1,77 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * `cpuzombie remediator [--once]`: the cluster's one remediator (cluster/remediator.h), a
+ * Deployment of its own in the chart, so that node agents hold no remediation rights. Every
+ * agent.check_interval one cycle; --once: one cycle, its summary line on stdout, then exit.
+ * The leader identity is $POD_NAME, else the host name. SIGTERM/SIGINT: stop and hand the
+ * leader Lease back.
+ */
+#include <errno.h>
+#include <unistd.h>
+
+#include "agent/signals.h"
+#include "base/log.h"
+#include "base/util.h"
+#include "cluster/remediator.h"
+#include "cmd/cmd.h"
+
+static int identity(char *buf, size_t size)
+{
+	const char *pod = getenv("POD_NAME");
+
+	if (pod && valid_name(pod, 253)) {
+		snprintf(buf, size, "%s", pod);
+		return 0;
+	}
+	if (gethostname(buf, size) < 0)
+		return log_error_errno(errno, "Failed to get the host name: %m");
+	buf[size - 1] = '\0';
+	if (!valid_name(buf, 253))
+		return log_error_errno(EINVAL, "No leader identity: set $POD_NAME");
+	return 0;
+}
+
+int cmd_remediator(struct cz_ctx *ctx)
+{
+	struct remediator *rm = NULL;
+	char me[254], summary[4096];
+	int r;
+
+	if (ctx->argc > 0) {
+		log_error("remediator: unexpected argument '%s'", ctx->argv[0]);
+		return CZ_EXIT_ERROR;
+	}
+	if (ctx->cfg.remediation.mode == CZ_REMEDIATE_OFF) {
+		log_error("remediator: remediation.mode is off: nothing to do");
+		return CZ_EXIT_ERROR;
+	}
+	if (identity(me, sizeof(me)) < 0 || remediator_new(&ctx->cfg, me, &rm) < 0)
+		return CZ_EXIT_ERROR;
+	log_info("remediator %s: mode %s, leader Lease %s/cpuzombie-remediator", me,
+		 config_mode_name(ctx->cfg.remediation.mode), remediator_namespace(rm));
+	if (ctx->once) {
+		r = remediator_cycle(rm, summary, sizeof(summary));
+		printf("%s\n", summary);
+		remediator_free(rm, false);	/* held for its duration: cron runs stay one leader */
+		return r < 0 ? CZ_EXIT_ERROR : CZ_EXIT_OK;
+	}
+	agent_signals_install();
+	while (!agent_signals_stop()) {
+		uint64_t next = now_monotonic_ms() + ctx->cfg.agent.check_interval_ms;
+
+		r = remediator_cycle(rm, summary, sizeof(summary));
+		if (r < 0)
+			log_warning("%s", summary);
+		else
+			log_info("%s", summary);
+		while (!agent_signals_stop() && now_monotonic_ms() < next) {
+			if (agent_signals_take_reload())
+				log_notice("remediator: SIGHUP: restart the remediator to apply a "
+					   "changed configuration");
+			usleep(200 * 1000);
+		}
+	}
+	remediator_free(rm, true);
+	log_info("remediator %s: stopped, leader Lease released", me);
+	return CZ_EXIT_OK;
+}
