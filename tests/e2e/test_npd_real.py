@@ -1,15 +1,21 @@
 # SPDX-License-Identifier: MIT
-"""The real node-problem-detector v0.8.20 (../shared/bin) running our shipped config/npd/*.json,
-with only the plugin path and the host roots rewritten, on this host: what NPD makes of our
-OK, problem, Unknown and an over-long message (problem_gauge, problem_counter, node conditions,
-events), checked against ../shared/NPD.md; its Kubernetes exporter writes to the API server
-emulator over TLS and a real `kubectl describe node` shows our conditions and messages; real
-dying memcgs turn MemcgZombieLeak True with our message, and their release turns it back."""
+"""The real node-problem-detector, v0.8.20 (../shared/bin) and v1.34.0 (the current release, the
+chart's; built by tests/tools/kube/build.sh), each test once per version, running our shipped
+config/npd/*.json, with only the plugin path and the host roots rewritten, on this host: what
+NPD makes of our OK, problem, Unknown and an over-long message (problem_gauge, problem_counter,
+node conditions, events), checked against ../shared/NPD.md. Its Kubernetes exporter talks to
+the real control plane (kube-apiserver through the test's fault proxy) as the chart's
+ServiceAccount with a token bound to the agent's pod on a kwok node, never as the admin; the
+chart's admission policy holds it to that node; a real `kubectl describe node` (the admin's
+kubeconfig: a person looking) shows our conditions and messages; real dying memcgs turn
+MemcgZombieLeak True with our message, and their release turns it back. The chart's own NPD
+command line (helm template) runs unchanged but for paths, with the in-cluster credentials a
+pod has."""
 
+import contextlib
 import os
 import re
 import subprocess
-import time
 
 import pytest
 
@@ -19,12 +25,9 @@ from conftest import FIXTURES, is_root
 from memcg_helpers import DyingMemcgs
 
 pytestmark = [
-    pytest.mark.skipif(nh.npd_missing_reason() is not None, reason=nh.npd_missing_reason() or ""),
     pytest.mark.skipif(not is_root(), reason="needs root: NPD runs in a private mount namespace "
                        "so the checks' default state and run dirs are the test's"),
 ]
-
-NODE = "npd-real-%d" % os.getpid()
 ZOMBIES = os.path.join(FIXTURES, "memcg", "v1-zombies")
 MISSING = "/nonexistent-cpuzombie-root"
 MEMCG_MSG = re.compile(r"^(\d+) dying memcgs vs (\d+) live")
@@ -49,16 +52,45 @@ def cz_bin(cz_bin):
     return check if os.access(check, os.X_OK) else cz_bin
 
 
+@pytest.fixture(params=nh.version_params())
+def npd(request):
+    """(version, binary) of the NPD under test."""
+    return request.param, nh.npd_for(request.param)
+
+
+def node_name(version):
+    return "npd-real-%s-%d" % (version.replace(".", "-"), os.getpid())
+
+
 @pytest.fixture
-def kube(emu, tmp_path):
-    emu.add(kh.node_obj(NODE))
-    return emu, emu.kubeconfig(str(tmp_path / "kubeconfig"))
+def cluster(kube, npd, tmp_path):
+    """A kwok node of this test's and the kubeconfig NPD uses: the chart's ServiceAccount,
+    a token bound to the agent's pod on that node, the test's fault proxy as the server."""
+    node = node_name(npd[0])
+    kube.add(kh.node_obj(node))
+    return kube, node, kube.kubeconfig(str(tmp_path / "kubeconfig"), node=node)
 
 
-def test_ok_problem_unknown_as_npd_sees_them(cz_bin, kube, tmp_path):
+def start_npd(cluster, npd, tmp_path, cfgs, **kw):
+    kube, node, kc = cluster
+    return nh.Npd(tmp_path / "npd", cfgs, node, kube.url, kc, binary=npd[1], **kw).start()
+
+
+def check_npd_requests(kube, version):
+    """Every request NPD made was the chart's ServiceAccount's, and the server took it."""
+    reqs = nh.npd_requests(kube, version)
+    assert reqs
+    assert {e["user"] for e in reqs} == {nh.SA_USER}, {e["user"] for e in reqs}
+    bad = [(e["method"], e["path"], e["status"]) for e in reqs if e["status"] >= 300]
+    assert not bad, bad
+    return reqs
+
+
+def test_ok_problem_unknown_as_npd_sees_them(cz_bin, cluster, npd, tmp_path):
     """memcg on a fixture leak (problem), cpu on a missing root (Unknown), ena on this host
     (OK): conditions, gauges, counters and events as NPD.md says, and kubectl shows them."""
-    emu, kc = kube
+    kube, node, kc = cluster
+    version = npd[0]
     cfgs = {
         "cpuzombie-memcg": nh.rewrite(nh.shipped_config("cpuzombie-memcg"), cz_bin,
                                       ZOMBIES + "/proc", ZOMBIES + "/sys"),
@@ -75,19 +107,19 @@ def test_ok_problem_unknown_as_npd_sees_them(cz_bin, kube, tmp_path):
     for rc, line in want.values():
         assert 0 < len(line.encode()) <= 256     # --max-output 256 = max_output_length
 
-    npd = nh.Npd(tmp_path / "npd", cfgs, NODE, emu.url, kc).start()
+    npd = start_npd(cluster, npd, tmp_path, cfgs)
     try:
         # problem -> True, the rule's reason, our message
-        memcg = nh.wait_condition(emu, NODE, "MemcgZombieLeak", lambda c: c["status"] == "True")
+        memcg = nh.wait_condition(kube, node, "MemcgZombieLeak", lambda c: c["status"] == "True")
         assert memcg["reason"] == "ZombieMemcgsHigh"
         assert memcg["message"] == want["cpuzombie-memcg"][1]
         # Unknown (exit 2) -> Unknown, the *default* reason, our message
-        cpu = nh.wait_condition(emu, NODE, "CPUCoreSaturation",
+        cpu = nh.wait_condition(kube, node, "CPUCoreSaturation",
                                 lambda c: c["status"] == "Unknown")
         assert cpu["reason"] == "NoCoreSaturation"
         assert cpu["message"] == want["cpuzombie-cpu"][1]
         # OK -> False, default reason and default message (our line is not shown)
-        ena = nh.wait_condition(emu, NODE, "ENADeviceReset", lambda c: c["status"] == "False")
+        ena = nh.wait_condition(kube, node, "ENADeviceReset", lambda c: c["status"] == "False")
         default = nh.shipped_config("cpuzombie-ena")["conditions"][0]
         assert (ena["reason"], ena["message"]) == (default["reason"], default["message"])
 
@@ -101,14 +133,10 @@ def test_ok_problem_unknown_as_npd_sees_them(cz_bin, kube, tmp_path):
         assert npd.counter("CoreSaturationBursts") == 0
 
         # every condition change is an event on the node: a Warning for True, Normal otherwise,
-        # POSTed as protobuf by client-go's recorder (decoded by the emulator)
-        def events():
-            return [e for e in emu.get("/api/v1/namespaces/default/events")["items"]
-                    if e["involvedObject"].get("name") == NODE]
-        deadline = time.monotonic() + 30
-        while len(events()) < 2 and time.monotonic() < deadline:
-            time.sleep(0.5)
-        by_reason = {e["reason"]: e for e in events()}
+        # POSTed as protobuf by client-go's recorder (stored by the real server)
+        evs = nh.wait_events(kube, node, lambda evs: {"ZombieMemcgsHigh", "NoCoreSaturation"}
+                             <= {e["reason"] for e in evs})
+        by_reason = {e["reason"]: e for e in evs}
         ev = by_reason["ZombieMemcgsHigh"]
         assert ev["type"] == "Warning" and ev["source"]["component"] == "cpuzombie-memcg"
         assert want["cpuzombie-memcg"][1] in ev["message"]
@@ -116,15 +144,18 @@ def test_ok_problem_unknown_as_npd_sees_them(cz_bin, kube, tmp_path):
         ev = by_reason["NoCoreSaturation"]
         assert ev["type"] == "Normal" and "is now: Unknown" in ev["message"]
         assert "ENAResetsDetected" not in by_reason      # OK at start: no change, no event
-        posts = [e for e in emu.log() if e["method"] == "POST" and e["path"].endswith("/events")]
+        assert all(e["involvedObject"]["kind"] == "Node" for e in evs)
+        reqs = check_npd_requests(kube, version)
+        posts = [e for e in reqs if e["method"] == "POST" and e["path"].endswith("/events")]
         assert posts and all(e["ctype"] == "application/vnd.kubernetes.protobuf" for e in posts)
-        patches = [e for e in emu.log() if e["method"] == "PATCH"]
-        assert patches and all(e["path"] == "/api/v1/nodes/%s/status" % NODE and
+        patches = [e for e in reqs if e["method"] == "PATCH"]
+        assert patches and all(e["path"] == "/api/v1/nodes/%s/status" % node and
                                e["ctype"] == "application/strategic-merge-patch+json"
                                for e in patches)
 
         # a real kubectl describe node shows the three conditions with our messages
-        out = kh.kubectl(kc, "describe", "node", NODE).stdout
+        admin = kube.admin_kubeconfig(str(tmp_path / "admin.kubeconfig"))
+        out = kh.kubectl(admin, "describe", "node", node).stdout
         table = nh.describe_conditions(out)
         assert table["MemcgZombieLeak"] == ("True", "ZombieMemcgsHigh",
                                             want["cpuzombie-memcg"][1])
@@ -138,34 +169,36 @@ def test_ok_problem_unknown_as_npd_sees_them(cz_bin, kube, tmp_path):
     assert os.path.exists(os.path.join(npd.varlib, "cpuzombie", "memcg"))
 
 
-def test_overlong_message_is_cut_at_max_output_length_bytes(cz_bin, kube, tmp_path):
+def test_overlong_message_is_cut_at_max_output_length_bytes(cz_bin, cluster, npd, tmp_path):
     """NPD trims stdout, then cuts it to max_output_length bytes. The shipped configs pair
     max_output_length 256 with --max-output 256, so our line is never cut (checked above);
     here the memcg config's max_output_length alone is lowered to 40 to see NPD's cut."""
-    emu, kc = kube
+    kube, node, kc = cluster
     cfg = nh.rewrite(nh.shipped_config("cpuzombie-memcg"), cz_bin, ZOMBIES + "/proc",
                      ZOMBIES + "/sys")
     rc, line = direct(cz_bin, cfg, tmp_path)
     assert rc == 1 and len(line) > 40
     cfg["pluginConfig"]["max_output_length"] = 40
-    npd = nh.Npd(tmp_path / "npd", {"cpuzombie-memcg": cfg}, NODE, emu.url, kc).start()
+    version = npd[0]
+    npd = start_npd(cluster, npd, tmp_path, {"cpuzombie-memcg": cfg})
     try:
-        c = nh.wait_condition(emu, NODE, "MemcgZombieLeak", lambda c: c["status"] == "True")
+        c = nh.wait_condition(kube, node, "MemcgZombieLeak", lambda c: c["status"] == "True")
         # trimmed first, then cut: a cut after a space leaves it at the end
         assert c["message"] == line.encode()[:40].decode()
         assert c["message"] != line
+        check_npd_requests(kube, version)
     finally:
         npd.stop()
 
 
 @pytest.mark.skipif(not is_root(), reason="needs root: makes real dying memcgs")
-def test_real_dying_memcgs_turn_the_condition_true_then_false(cz_bin, kube, tmp_path):
+def test_real_dying_memcgs_turn_the_condition_true_then_false(cz_bin, cluster, npd, tmp_path):
     """All four shipped configs on this host's real /proc and /sys. 2000 real dying memcgs
     turn MemcgZombieLeak True with our message (the default thresholds, 1000 dying and x10,
     are met on a host with fewer than 200 live memcgs); releasing them turns it False with the
     default message. Only the memcg rule's invoke_interval is lowered (60s -> 5s) so the test
     does not wait minutes; thresholds are the shipped defaults."""
-    emu, kc = kube
+    kube, node, kc = cluster
     cfgs = {n: nh.rewrite(nh.shipped_config(n), cz_bin, "/proc", "/sys")
             for n in nh.NPD_CONFIGS}
     cfgs["cpuzombie-memcg"]["pluginConfig"]["invoke_interval"] = "5s"
@@ -175,16 +208,23 @@ def test_real_dying_memcgs_turn_the_condition_true_then_false(cz_bin, kube, tmp_
     live = int(MEMCG_MSG.match(line).group(2))
     if live * 10 > 2000:
         pytest.skip("%d live memcgs: 2000 dying are below the default x10 ratio" % live)
-    npd = nh.Npd(tmp_path / "npd", cfgs, NODE, emu.url, kc).start()
+    admin = kube.admin_kubeconfig(str(tmp_path / "admin.kubeconfig"))
+    version = npd[0]
+    npd = start_npd(cluster, npd, tmp_path, cfgs)
     try:
-        nh.wait_condition(emu, NODE, "MemcgZombieLeak", lambda c: c["status"] == "False")
-        with DyingMemcgs(2000, tmp_path) as d:
-            c = nh.wait_condition(emu, NODE, "MemcgZombieLeak",
+        nh.wait_condition(kube, node, "MemcgZombieLeak", lambda c: c["status"] == "False")
+        # made while NPD is paused: a check that ran while they were being made (seen with
+        # 1244 of them, over the 1000 threshold already) would set True with that count, and
+        # True -> True with only a new message is no update (NPD.md)
+        with contextlib.ExitStack() as made:
+            with npd.paused():
+                d = made.enter_context(DyingMemcgs(2000, tmp_path))
+            c = nh.wait_condition(kube, node, "MemcgZombieLeak",
                                   lambda c: c["status"] == "True")
             m = MEMCG_MSG.match(c["message"])
             assert m and int(m.group(1)) >= 2000, c
             assert c["reason"] == "ZombieMemcgsHigh"
-            table = nh.describe_conditions(kh.kubectl(kc, "describe", "node", NODE).stdout)
+            table = nh.describe_conditions(kh.kubectl(admin, "describe", "node", node).stdout)
             assert table["MemcgZombieLeak"][:2] == ("True", "ZombieMemcgsHigh")
             assert MEMCG_MSG.match(table["MemcgZombieLeak"][2])
             for t in ("CPUCoreSaturation", "ENADeviceReset"):
@@ -192,9 +232,10 @@ def test_real_dying_memcgs_turn_the_condition_true_then_false(cz_bin, kube, tmp_
             assert npd.gauge("MemcgZombieLeak", "ZombieMemcgsHigh") == 1
             d.release()
             default = cfgs["cpuzombie-memcg"]["conditions"][0]
-            c = nh.wait_condition(emu, NODE, "MemcgZombieLeak",
+            c = nh.wait_condition(kube, node, "MemcgZombieLeak",
                                   lambda c: c["status"] == "False")
             assert (c["reason"], c["message"]) == (default["reason"], default["message"])
             assert npd.gauge("MemcgZombieLeak", "ZombieMemcgsHigh") == 0
+        check_npd_requests(kube, version)
     finally:
         npd.stop()
