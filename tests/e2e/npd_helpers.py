@@ -115,10 +115,11 @@ class Npd:
     arguments, as they are in NPD's container."""
 
     def __init__(self, workdir, configs, node, apiserver=None, kubeconfig=None,
-                 binary=None, extra_args=()):
+                 binary=None, extra_args=(), command=None, env=None):
         """@apiserver: the URL NPD's override names (the test's fault proxy); @kubeconfig: the
         credentials it uses (NPD takes the server from the kubeconfig when auth= is given).
-        Without @apiserver the Kubernetes exporter is off."""
+        Without @apiserver the Kubernetes exporter is off. @command(config paths, prometheus
+        port) -> argv replaces NPD's whole command line; @env is added to its environment."""
         self.dir = str(workdir)
         self.node = node
         self.port = free_port()
@@ -143,6 +144,9 @@ class Npd:
                           % (apiserver, kubeconfig), "--k8s-exporter-heartbeat-period=5s"]
         else:
             self.args += ["--enable-k8s-exporter=false"]
+        if command is not None:
+            self.args = command(paths, self.port)
+        self.env = dict(os.environ, **(env or {}))
         self.proc = None
 
     def start(self):
@@ -151,7 +155,8 @@ class Npd:
         self.proc = subprocess.Popen(
             ["unshare", "--mount", "--propagation", "private", "sh", "-c", script,
              self.varlib, self.run] + self.args,
-            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=open(self.log, "w"))
+            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=open(self.log, "w"),
+            env=self.env)
         deadline = time.monotonic() + 30
         while True:
             try:
@@ -288,3 +293,36 @@ def wait_events(kube, node, pred, timeout=60):
         if pred(evs) or time.monotonic() > deadline:
             return evs
         time.sleep(0.5)
+
+
+def in_cluster_credentials(npd, kube, token):
+    """What a pod's NPD finds: the ServiceAccount's token and the cluster's CA at
+    /var/run/secrets/kubernetes.io/serviceaccount (under NPD's private /run), and
+    KUBERNETES_SERVICE_HOST/PORT naming the test's fault proxy. Returns the environment."""
+    d = os.path.join(npd.run, "secrets", "kubernetes.io", "serviceaccount")
+    os.makedirs(d, exist_ok=True)
+    for name, text in (("token", token), ("ca.crt", open(kube.cp.ca).read()),
+                       ("namespace", "cpuzombie")):
+        with open(os.path.join(d, name), "w") as f:
+            f.write(text)
+    return {"KUBERNETES_SERVICE_HOST": "127.0.0.1", "KUBERNETES_SERVICE_PORT": str(kube.port)}
+
+
+def wait_policy_in_force(kube, token, other_node, timeout=60):
+    """Waits until the chart's admission policy refuses an Event about @other_node made with
+    @token (bound to a pod on another node): a dry run (admission runs, nothing is stored).
+    Needed right after the control plane starts: the policy is applied, but the server takes
+    a moment to enforce it (seen: an Event NPD made then was taken with 201, the node PATCH a
+    second later refused)."""
+    ev = {"apiVersion": "v1", "kind": "Event",
+          "metadata": {"name": "cz-policy-probe", "namespace": "default"},
+          "involvedObject": {"kind": "Node", "name": other_node}, "reason": "Probe",
+          "message": "probe", "type": "Normal"}
+    deadline = time.monotonic() + timeout
+    while True:
+        st, obj = kube.call("POST", "/api/v1/namespaces/default/events?dryRun=All", ev,
+                            token=token)
+        if st == 422:
+            return
+        assert st == 201 and time.monotonic() < deadline, ("the policy is not in force", st, obj)
+        time.sleep(0.2)

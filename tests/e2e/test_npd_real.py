@@ -239,3 +239,118 @@ def test_real_dying_memcgs_turn_the_condition_true_then_false(cz_bin, cluster, n
         check_npd_requests(kube, version)
     finally:
         npd.stop()
+
+
+def test_npd_may_report_only_on_its_own_node(cz_bin, kube, npd, tmp_path):
+    """The chart's admission policy holds NPD, not only the agent, to the node its token is
+    bound to: NPD with a token of the agent's pod on node A, told it is node B, may read B
+    (RBAC: get nodes) but its condition PATCH and its Events about B are refused by the real
+    server with 422, and B gets none of our conditions. NPD keeps running."""
+    version, binary = npd
+    a, b = node_name(version) + "-a", node_name(version) + "-b"
+    kube.add(kh.node_obj(a), kh.node_obj(b))
+    token = kube.agent_token(a)
+    kc = kube.kubeconfig(str(tmp_path / "kubeconfig"), user={"token": token})
+    nh.wait_policy_in_force(kube, token, b)
+    kube.reset_log()
+    cfg = nh.rewrite(nh.shipped_config("cpuzombie-memcg"), cz_bin, ZOMBIES + "/proc",
+                     ZOMBIES + "/sys")
+    n = nh.Npd(tmp_path / "npd", {"cpuzombie-memcg": cfg}, b, kube.url, kc,
+               binary=binary).start()
+    try:
+        def refused():
+            reqs = nh.npd_requests(kube, version)
+            return {(e["method"], e["path"].rsplit("/", 1)[-1] if "events" in e["path"]
+                     else e["path"]) for e in reqs if e["status"] == 422}
+        want = {("PATCH", "/api/v1/nodes/%s/status" % b), ("POST", "events")}
+        kh.wait_until(lambda: want <= refused(), 60, "NPD's writes about %s refused" % b)
+        reqs = nh.npd_requests(kube, version)
+        assert {e["user"] for e in reqs} == {nh.SA_USER}
+        assert ("GET", "/api/v1/nodes/" + b, 200) in {(e["method"], e["path"], e["status"])
+                                                     for e in reqs}
+        # nothing it wrote was taken
+        assert not [e for e in reqs if e["method"] != "GET" and e["status"] < 300], reqs
+        for node in (a, b):
+            types = {c["type"] for c in kube.node(node)["status"].get("conditions", [])}
+            assert "MemcgZombieLeak" not in types, (node, types)
+            assert not kube.events(node), node
+        # and NPD says why (its log follows the answer the proxy logged)
+        for why in ("may not change node " + b, "may only record events about its own node"):
+            kh.wait_until(lambda: why in n.logtail(200000), 30, "NPD's log: " + why)
+        assert n.proc.poll() is None, n.logtail()
+    finally:
+        n.stop()
+
+
+@pytest.fixture(scope="module")
+def helm():
+    if kh.kubectl_path() is None:
+        pytest.skip("no kubectl/helm (tests/tools/get-kube-tools.sh)")
+    return os.path.join(kh.ROOT, "build", "tools", "bin", "helm")
+
+
+def chart_npd_container(helm, *sets):
+    import pod_helpers as ph
+    args = []
+    for s in sets:
+        args += ["--set", s]
+    objs = ph.render_chart(helm, os.path.join(kh.ROOT, "charts", "cpuzombie"), *args)
+    ds = next(o for o in objs if o["kind"] == "DaemonSet")
+    return next(c for c in ds["spec"]["template"]["spec"]["containers"]
+                if c["name"] == "node-problem-detector")
+
+
+def test_the_charts_npd_command_line_runs_in_cluster(cz_bin, cluster, npd, helm, tmp_path):
+    """The NPD container of the chart (helm template, every check on) as its command line says,
+    under the version that image tag names or the other: only the binary's path, the config
+    paths (the same files, rewritten for this host's plugin path and roots), the Prometheus
+    address and port (0.0.0.0:20257 would collide here), and NPD's own status port are the
+    test's. No --apiserver-override: NPD finds its credentials as in a pod (in-cluster: the
+    ServiceAccount token bound to the agent's pod on the node at /var/run/secrets/..., and
+    KUBERNETES_SERVICE_HOST/PORT), its node name from NODE_NAME (the chart's env), and sets our
+    conditions on the real server with every flag of the chart accepted."""
+    kube, node, _ = cluster
+    version, binary = npd
+    c = chart_npd_container(helm)
+    cmd = c["command"] + c.get("args", [])
+    assert cmd[0] == "/node-problem-detector", cmd
+    assert [e["name"] for e in c["env"]] == ["NODE_NAME"] and \
+        c["env"][0]["valueFrom"]["fieldRef"]["fieldPath"] == "spec.nodeName", c["env"]
+    flag = {a.split("=", 1)[0]: a.split("=", 1)[1] if "=" in a else None for a in cmd[1:]}
+    files = flag["--config.custom-plugin-monitor"].split(",")
+    assert [os.path.basename(f)[:-5] for f in files] == sorted(nh.NPD_CONFIGS), files
+    assert "--apiserver-override" not in flag and "--enable-k8s-exporter" not in flag
+    cfgs = {n: nh.rewrite(nh.shipped_config(n), cz_bin, ZOMBIES + "/proc", ZOMBIES + "/sys")
+            for n in nh.NPD_CONFIGS}
+    status_port = nh.free_port()
+
+    def command(paths, prom_port):
+        by_name = {os.path.basename(p): p for p in paths}
+        out = [binary]
+        for a in cmd[1:]:
+            name = a.split("=", 1)[0]
+            if name == "--config.custom-plugin-monitor":
+                a = name + "=" + ",".join(by_name[os.path.basename(f)] for f in files)
+            elif name == "--prometheus-address":
+                a = name + "=127.0.0.1"
+            elif name == "--prometheus-port":
+                a = name + "=%d" % prom_port
+            out.append(a)
+        return out + ["--port=%d" % status_port]
+    n = nh.Npd(tmp_path / "npd", cfgs, node, command=command, env={"NODE_NAME": node})
+    assert "--hostname-override" not in " ".join(n.args), n.args
+    n.env.update(nh.in_cluster_credentials(n, kube, kube.agent_token(node)))
+    n.start()
+    try:
+        memcg = nh.wait_condition(kube, node, "MemcgZombieLeak", lambda c: c["status"] == "True")
+        assert memcg["reason"] == "ZombieMemcgsHigh" and MEMCG_MSG.match(memcg["message"])
+        for t in ("CPUCoreSaturation", "ENADeviceReset"):
+            nh.wait_condition(kube, node, t, lambda c: c["status"] in ("True", "False",
+                                                                        "Unknown"))
+        reqs = check_npd_requests(kube, version)
+        assert any(e["method"] == "PATCH" and e["path"] == "/api/v1/nodes/%s/status" % node
+                   for e in reqs)
+        assert n.gauge("MemcgZombieLeak", "ZombieMemcgsHigh") == 1
+        assert n.proc.poll() is None
+    finally:
+        n.stop()
