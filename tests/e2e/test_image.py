@@ -12,15 +12,18 @@ command, env, securityContext and mounts).
   dying memcgs the test made by their former names, and the check in the image names their
   group; without the capabilities, or under CRI-O's RuntimeDefault, it says why, and runs on;
 - the init container copies /opt/cpuzombie, then node-problem-detector in a container made from
-  ../shared/bin/node-problem-detector (v0.8.20) runs the shipped config/npd/*.json unchanged on
-  that copy; its Kubernetes exporter writes to the API server emulator over TLS and a real
-  `kubectl describe node` shows our three conditions, MemcgZombieLeak True with our message
-  over real dying memcgs.
+  the real binary, once per version (v1.34.0, the chart's, built by tests/tools/kube/build.sh;
+  v0.8.20 from ../shared/bin), runs the shipped config/npd/*.json unchanged on that copy; its
+  Kubernetes exporter talks to the real control plane (kube-apiserver through the test's fault
+  proxy, reached on 127.0.0.1 as the pod has the host's network) as the chart's ServiceAccount
+  with a token bound to the agent's pod on a kwok node, and a real `kubectl describe node`
+  shows our three conditions, MemcgZombieLeak True with our message over real dying memcgs.
 
 Test-only departures, all outside the product's files: the state hostPath (and the textfile
 directory) are the test's directories, not the node's; NPD gets --apiserver-override with a
-kubeconfig (no in-cluster service account here) and its Prometheus exporter on 127.0.0.1 and a
-free port (the chart's 0.0.0.0:20257 would collide on a shared host)."""
+kubeconfig (the pod-bound token and the CA inline) instead of the in-cluster credentials a
+kubelet would mount, its Prometheus exporter on 127.0.0.1 and a free port (the chart's
+0.0.0.0:20257 would collide on a shared host), and its own status server on a free port."""
 
 import contextlib
 import os
@@ -69,16 +72,16 @@ def image():
     return "%s:%s" % (IMAGE_REPO, VERSION)
 
 
-@pytest.fixture(scope="module")
-def npd_image():
-    why = nh.npd_missing_reason()
-    if why:
-        pytest.skip(why)
+@pytest.fixture(scope="module", params=nh.version_params())
+def npd_image(request):
+    """(repository, tag): an NPD image of the real binary of the version, as upstream's."""
+    version = request.param
+    binary = nh.npd_for(version)
     p = subprocess.run([os.path.join(ROOT, "tests", "tools", "podman", "npd-image.sh"),
-                        nh.npd_binary(), NPD_IMAGE + ":v0.8.20"], capture_output=True,
+                        binary, "%s:%s" % (NPD_IMAGE, version)], capture_output=True,
                        text=True, timeout=600)
     assert p.returncode == 0, p.stderr[-3000:]
-    return NPD_IMAGE
+    return NPD_IMAGE, version
 
 
 @pytest.fixture(scope="module")
@@ -326,24 +329,30 @@ def test_agent_container_census_without_privileges_says_why(image, helm, tmp_pat
 
 @pytest.mark.skipif(not os.path.isdir("/sys/fs/cgroup"), reason="no cgroup filesystem")
 def test_init_then_npd_container_sets_conditions_seen_by_kubectl(image, npd_image, helm,
-                                                                 emu, tmp_path):
+                                                                 kube, tmp_path):
     """With a systemd manager to ask (a crash-looping unit's, on a bus of the test's own mounted
     where the chart mounts the host's system bus), the condition's message names the unit:
     the agent container published it, the check in NPD's container read it."""
-    emu.add(kh.node_obj(NODE))
-    kc = emu.kubeconfig(str(tmp_path / "kubeconfig"))
+    kube.add(kh.node_obj(NODE))
+    # the CA inline: the NPD container mounts only this file's directory
+    kc = kube.kubeconfig(str(tmp_path / "kubeconfig"), node=NODE, ca_data=True)
     with (ph.bus_manager(tmp_path) if can_run_manager() else contextlib.nullcontext()) as mgr:
-        run_pod(helm, npd_image, emu, kc, tmp_path, mgr)
+        run_pod(helm, npd_image, kube, kc, tmp_path, mgr)
 
 
-def run_pod(helm, npd_image, emu, kc, tmp_path, mgr):
+def run_pod(helm, npd_image, kube, kc, tmp_path, mgr):
     overrides = {"/var/lib/cpuzombie": str(tmp_path / "state")}
     if mgr:
         overrides[SYSTEM_BUS] = mgr.bus
         mgr.wait_restarts(3)
-    objs = chart(helm, "npd.image.repository=" + npd_image, "npd.image.pullPolicy=Never",
-                 bus=mgr is not None)
+    repo, version = npd_image
+    sets = ["npd.image.repository=" + repo, "npd.image.pullPolicy=Never"]
+    if version != nh.CURRENT:
+        sets.append("npd.image.tag=" + version)
+    objs = chart(helm, *sets, bus=mgr is not None)
     pod = ph.Pod(objs, tmp_path, NODE, overrides)
+    assert pod.container("node-problem-detector")["image"] == "%s:%s" % (repo, version)
+    assert pod.spec.get("hostNetwork") is True     # 127.0.0.1 is the host's: the proxy
     port = nh.free_port()
     try:
         init = pod.run("install-plugin")
@@ -361,11 +370,11 @@ def run_pod(helm, npd_image, emu, kc, tmp_path, mgr):
                      "the agent's published units", diag=lambda: pod.logs(agent))
         with DyingMemcgs(2000, tmp_path):
             npd = pod.start("node-problem-detector", extra_args=[
-                "--apiserver-override=%s?inClusterConfig=false&auth=%s" % (emu.url, kc),
-                "--prometheus-address=127.0.0.1", "--prometheus-port=%d" % port],
-                extra_mounts=[(str(tmp_path), str(tmp_path)),
-                              (emu.certs.dir, emu.certs.dir)])
-            c = nh.wait_condition(emu, NODE, "MemcgZombieLeak",
+                "--apiserver-override=%s?inClusterConfig=false&auth=%s" % (kube.url, kc),
+                "--prometheus-address=127.0.0.1", "--prometheus-port=%d" % port,
+                "--port=%d" % nh.free_port()],
+                extra_mounts=[(os.path.dirname(kc), os.path.dirname(kc))])
+            c = nh.wait_condition(kube, NODE, "MemcgZombieLeak",
                                   lambda c: c["status"] == "True", timeout=120)
             m = MEMCG_MSG.match(c["message"])
             assert m and int(m.group(1)) >= 2000, c
@@ -375,8 +384,9 @@ def run_pod(helm, npd_image, emu, kc, tmp_path, mgr):
             else:
                 assert "agent cannot ask systemd" in c["message"], c
             for t in ("CPUCoreSaturation", "ENADeviceReset"):
-                nh.wait_condition(emu, NODE, t, lambda c: c["status"] in ("False", "True"))
-            out = kh.kubectl(kc, "describe", "node", NODE).stdout
+                nh.wait_condition(kube, NODE, t, lambda c: c["status"] in ("False", "True"))
+            admin = kube.admin_kubeconfig(str(tmp_path / "admin.kubeconfig"))
+            out = kh.kubectl(admin, "describe", "node", NODE).stdout
             table = nh.describe_conditions(out)
             assert table["MemcgZombieLeak"][:2] == ("True", "ZombieMemcgsHigh")
             assert MEMCG_MSG.match(table["MemcgZombieLeak"][2])
@@ -384,6 +394,11 @@ def run_pod(helm, npd_image, emu, kc, tmp_path, mgr):
             for t, (status, reason, msg) in table.items():
                 if t != "Ready":
                     assert msg, (t, status, reason)
+            # NPD in its container, the version of its image, as the chart's ServiceAccount
+            reqs = nh.npd_requests(kube, version)
+            assert reqs and {e["user"] for e in reqs} == {nh.SA_USER}, reqs
+            assert any(e["method"] == "PATCH" and e["status"] == 200 and
+                       e["path"] == "/api/v1/nodes/%s/status" % NODE for e in reqs), reqs
             assert pod.running(npd), pod.logs(npd)
             assert pod.running(agent), pod.logs(agent)
     finally:

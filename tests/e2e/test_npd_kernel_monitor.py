@@ -4,8 +4,9 @@ kmsg source) for the ENA and lockup lines, as events only: no condition of its o
 the custom-plugin conditions (ENADeviceReset, CPUCoreSaturation), so the two never fight.
 
 Each rule's pattern is checked against the driver's and the kernel's lines (the sourced texts of
-tests/fixtures/klog); the real node-problem-detector v0.8.20 (../shared/bin) then runs the
-shipped file unchanged, and a line written to the real /dev/kmsg makes it emit the event.
+tests/fixtures/klog); the real node-problem-detector, v0.8.20 (../shared/bin) and v1.34.0 (the
+chart's; tests/tools/kube/build.sh), then runs the shipped file unchanged, and a line written to
+the real /dev/kmsg makes it emit the event.
 
 What this can and cannot prove: user space cannot write a kernel-facility record (the kernel
 turns facility 0 into 1 in devkmsg_write()), so the line is a user-facility one; NPD's kmsg
@@ -133,14 +134,15 @@ def counter(port, reason):
     return float(m.group(1)) if m else 0.0
 
 
-@pytest.mark.skipif(nh.npd_missing_reason() is not None, reason=nh.npd_missing_reason() or "")
 @pytest.mark.skipif(not is_root(), reason="NPD's kmsg watcher and the write to /dev/kmsg need root")
-def test_real_npd_loads_it_and_reacts_to_a_line(tmp_path):
+@pytest.mark.parametrize("version", nh.version_params())
+def test_real_npd_loads_it_and_reacts_to_a_line(tmp_path, version):
     if not os.path.exists("/dev/kmsg"):
         pytest.skip("no /dev/kmsg")
+    binary = nh.npd_for(version)
     port = nh.free_port()
     log = tmp_path / "npd.log"
-    p = subprocess.Popen([nh.npd_binary(), "--config.system-log-monitor=" + CONFIG,
+    p = subprocess.Popen([binary, "--config.system-log-monitor=" + CONFIG,
                           "--config.custom-plugin-monitor=", "--enable-k8s-exporter=false",
                           "--hostname-override=npd-klog-%d" % os.getpid(),
                           "--prometheus-address=127.0.0.1", "--prometheus-port=%d" % port,

@@ -67,3 +67,19 @@ def test_chart_ships_the_same_npd_files():
     assert names == sorted(os.listdir(CHART))
     for n in names:
         assert filecmp.cmp(os.path.join(NPD, n), os.path.join(CHART, n), shallow=False), n
+
+
+def test_chart_deploys_the_npd_version_the_tests_run():
+    """The chart's NPD image is the current release the Kubernetes tests run (npd_helpers
+    .CURRENT, built from NPD_VERSION of tests/tools/kube/versions.sh), from upstream's
+    registry, at /node-problem-detector as upstream's image has it."""
+    import yaml
+    import npd_helpers as nh
+    values = yaml.safe_load(open(os.path.join(ROOT, "charts", "cpuzombie", "values.yaml")))
+    img = values["npd"]["image"]
+    assert img["repository"] == "registry.k8s.io/node-problem-detector/node-problem-detector"
+    assert img["tag"] == nh.CURRENT, img
+    pins = open(os.path.join(ROOT, "tests", "tools", "kube", "versions.sh")).read()
+    assert re.search(r'^: "\$\{NPD_VERSION:=%s\}"$' % re.escape(nh.CURRENT), pins, re.M), pins
+    manifest = open(os.path.join(ROOT, "manifests", "cpuzombie.yaml")).read()
+    assert "image: %s:%s\n" % (img["repository"], nh.CURRENT) in manifest
