@@ -2,8 +2,8 @@
 """Helpers for comparing cpuzombie's drain with the real `kubectl drain` on the real control
 plane (tests/e2e/test_drain_real.py, test_lease_race.py, tests/bench/bench_drain.py):
 
-- which command remediates a node and with which credentials (remediate_args: one place, so
-  that moving remediation from `agent --once` to `cpuzombie remediator` is one edit);
+- which command remediates a node and with which credentials (remediate_args: the chart's
+  remediator; agent_remediate_args: an agent remediating its own node, the plain install);
 - a ServiceAccount for kubectl drain with exactly the rights it needs (kubectl_drain_user),
   and kubectl drain run as it (kubectl_drain);
 - twin nodes with the same kinds of pods (twin_pods), and PDB status from the real disruption
@@ -18,6 +18,7 @@ import kube_helpers as kh
 BIN = os.environ.get("CZ_BIN", os.path.join(kh.ROOT, "build", "cpuzombie"))
 OLD = "2024-01-01T00:00:00Z"
 AGENT_USER = "system:serviceaccount:%s:%s" % (kh.AGENT_NS, kh.AGENT_SA)
+REMEDIATOR_USER = "system:serviceaccount:%s:cpuzombie-remediator" % kh.AGENT_NS
 KUBECTL_NS = "cz-drain"
 KUBECTL_SA = "kubectl-drain"
 KUBECTL_USER = "system:serviceaccount:%s:%s" % (KUBECTL_NS, KUBECTL_SA)
@@ -49,17 +50,39 @@ def config(tmp, kc, node, **rem):
 
 
 def remediate_args(kube, tmp, node, server=None, **rem):
-    """argv of one remediation cycle for @node, and the user it acts as. Today: `cpuzombie
-    agent --once` with the chart's agent ServiceAccount (a token bound to its pod on @node),
-    which still holds the remediation grants. When remediation moves to `cpuzombie
-    remediator` and its own ServiceAccount, this is the function to change. @server: another
-    proxy's URL than the test's."""
+    """argv of one remediation cycle for @node, and the user it acts as: `cpuzombie
+    remediator --once` as the chart's remediator ServiceAccount (the node agents only report),
+    held to @node by remediation.node_selector (its kubernetes.io/hostname label) so that a
+    twin node is left to kubectl. @server: another proxy's URL than the test's."""
+    import remediator_helpers as remh
     tmp = str(tmp)
+    kc = os.path.join(tmp, "kc-rem-%s" % (server or kube.url).rsplit(":", 1)[-1])
+    if not os.path.exists(kc):
+        remh.remediator_kubeconfig(kube, kc, server=server)
+    r = dict(mode="drain", **{"for": "1s"}, max_unavailable="1", drain_timeout="60s",
+             uncordon_after="1s", node_selector='"kubernetes.io/hostname=%s"' % node)
+    r.update(rem)
+    cfg = remh.config(tmp, kc, node, **r)
+    return [BIN, "--config", cfg, "remediator", "--once"], REMEDIATOR_USER
+
+
+def agent_remediate_args(kube, tmp, node, server=None, **rem):
+    """argv of one `cpuzombie agent --once` that remediates its own node (agent.remediate, the
+    plain install's way, without the chart's remediator), and the user it acts as: a
+    ServiceAccount with the chart's remediator grants (rbac_helpers, no denial), its token
+    bound to a pod on @node. The budget Leases are what keeps such agents within
+    max_unavailable. @server: another proxy's URL than the test's."""
+    import rbac_helpers as rh
+    tmp = str(tmp)
+    if not getattr(kube, "plain_agent_sa", None):
+        import remediator_helpers as remh
+        kube.plain_agent_sa = rh.restricted_sa(kube, name="cz-plain-agent", sa=remh.REM_SA)
     kc = os.path.join(tmp, "kc-%s-%s" % (node, (server or kube.url).rsplit(":", 1)[-1]))
     if not os.path.exists(kc):
-        kube.kubeconfig(kc, node=node, server=server)
+        kube.plain_agent_sa.kubeconfig(kc, node=node, server=server)
     cfg = config(tmp, kc, node, **rem)
-    return kh.agent_once_args(BIN, cfg, kh.agent_tree(tmp, "v1-healthy"), tmp, node), AGENT_USER
+    return (kh.agent_once_args(BIN, cfg, kh.agent_tree(tmp, "v1-healthy"), tmp, node),
+            kube.plain_agent_sa.user)
 
 
 ENV = dict(os.environ, ASAN_OPTIONS="detect_leaks=1:abort_on_error=0",
@@ -73,8 +96,10 @@ def sanitizer_clean(err):
     return True
 
 
-def remediate(kube, tmp, node, popen=False, timeout=120, server=None, **rem):
-    args, _ = remediate_args(kube, tmp, node, server=server, **rem)
+def remediate(kube, tmp, node, popen=False, timeout=120, server=None, agent=False, **rem):
+    """One remediation cycle for @node (by the remediator; by its own agent with @agent)."""
+    args, _ = (agent_remediate_args if agent else remediate_args)(kube, tmp, node,
+                                                                  server=server, **rem)
     if popen:
         return subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                                 env=ENV)

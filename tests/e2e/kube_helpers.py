@@ -287,9 +287,10 @@ class Kube:
                 self.cp.raw("DELETE", "/api/v1/namespaces/%s/events/%s" % (
                     e["metadata"]["namespace"], e["metadata"]["name"]))
             self.cp.raw("DELETE", "/api/v1/nodes/" + n)
-        for l in self.leases():
-            self.cp.raw("DELETE", "/apis/coordination.k8s.io/v1/namespaces/%s/leases/%s"
-                        % (LEASE_NS, l["metadata"]["name"]))
+        for ns in (LEASE_NS, AGENT_NS):       # budget slots; the remediator's leader Lease
+            for l in self.leases(ns):
+                self.cp.raw("DELETE", "/apis/coordination.k8s.io/v1/namespaces/%s/leases/%s"
+                            % (ns, l["metadata"]["name"]))
         for kind in ("ReplicaSet", "DaemonSet", "PodDisruptionBudget", "Pod"):
             for o in self.get(api_path(kind, "default"))["items"]:
                 self.cp.raw("DELETE", api_path(kind, "default") + "/" + o["metadata"]["name"] + q)
@@ -470,7 +471,7 @@ def chart_access_objects(values=CHART_VALUES):
 def apply_chart_rbac(cp, values=CHART_VALUES):
     """kubectl apply (real kubectl, as the admin: installing is the admin's act) of the chart's
     access objects; waits until the ServiceAccount can be used and the admission policy is in
-    force."""
+    force (wait_policy_in_force)."""
     kc = cp.kubeconfig(os.path.join(cp.dir, "admin-kubectl.kubeconfig"),
                        {"client-certificate": cp.admin_cert, "client-key": cp.admin_key})
     path = os.path.join(cp.dir, "chart-access.yaml")
@@ -481,4 +482,28 @@ def apply_chart_rbac(cp, values=CHART_VALUES):
     assert r.returncode == 0, r.stdout + r.stderr
     wait_until(lambda: cp.raw("GET", "/api/v1/namespaces/%s/serviceaccounts/%s"
                               % (AGENT_NS, AGENT_SA))[0] == 200, 30, "the chart's ServiceAccount")
+    wait_policy_in_force(cp)
     return path
+
+
+def wait_policy_in_force(cp):
+    """The server enforces a just-applied admission policy a moment later (seen: Events
+    about another node taken with 201 for about 0.5 s): waits until a dry-run Event by the
+    agent's ServiceAccount, bound to a pod on a probe node, about another node is refused."""
+    k = Kube(cp, os.path.join(cp.dir, "policy-probe"))
+    try:
+        k.add(node_obj("cz-policy-probe"))
+        token = k.agent_token("cz-policy-probe")
+        ev = {"apiVersion": "v1", "kind": "Event",
+              "metadata": {"name": "cz-policy-probe", "namespace": "default"},
+              "involvedObject": {"kind": "Node", "name": "cz-policy-probe-other"},
+              "reason": "Probe", "message": "probe", "type": "Normal"}
+
+        def refused():
+            st, obj = k.call("POST", "/api/v1/namespaces/default/events?dryRun=All", ev,
+                             token=token)
+            assert st in (201, 403), ("policy probe", st, obj)
+            return st == 403
+        wait_until(refused, 60, "the chart's admission policy to be in force")
+    finally:
+        k.stop()

@@ -322,7 +322,7 @@ def wait_policy_in_force(kube, token, other_node, timeout=60):
     while True:
         st, obj = kube.call("POST", "/api/v1/namespaces/default/events?dryRun=All", ev,
                             token=token)
-        if st == 422:
+        if st == 403:           # refused by the policy (its reason: Forbidden)
             return
         assert st == 201 and time.monotonic() < deadline, ("the policy is not in force", st, obj)
         time.sleep(0.2)

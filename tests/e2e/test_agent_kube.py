@@ -1,11 +1,12 @@
 # SPDX-License-Identifier: MIT
-"""The whole chain through `cpuzombie agent --once`, one cycle per call: the agent's own
-checks read a node with thousands of zombie memcgs (a fixture tree whose /proc/stat is the real
-one, so the sampler runs on this kernel), it sets MemcgZombieLeak on the real API server (tests/tools/kube, through the test's fault
-proxy; kwok runs the node's pods), cordons and drains once the condition has been True for
-remediation.for, and uncordons after recovery. It acts as a ServiceAccount of the chart with a
-token bound to its pod on the node (REMEDIATION_SA). Finally real kubectl, as the admin looking
-at the same server, agrees with what cpuzombie did."""
+"""The whole chain as the chart deploys it, one cycle per call: `cpuzombie agent --once` (the
+agent's own checks read a node with thousands of zombie memcgs, a fixture tree whose /proc/stat
+is the real one, so the sampler runs on this kernel) sets MemcgZombieLeak on the real API server
+(tests/tools/kube, through the test's fault proxy; kwok runs the node's pods) as the chart's
+agent ServiceAccount with a token bound to its pod on the node; `cpuzombie remediator --once`,
+as the chart's remediator ServiceAccount (REMEDIATION_SA), cordons and drains once the
+condition has been True for remediation.for, and uncordons after recovery. Finally real
+kubectl, as the admin looking at the same server, agrees with what cpuzombie did."""
 import os
 import shutil
 import subprocess
@@ -14,16 +15,25 @@ import time
 import pytest
 
 import kube_helpers as kh
+import remediator_helpers as remh
 from conftest import FIXTURES
 
 BIN = os.environ.get("CZ_BIN", os.path.join(kh.ROOT, "build", "cpuzombie"))
 
-# The credentials the agent cycles run with, in one place: the chart's agent ServiceAccount,
-# which still holds the remediation grants (the chart rendered with
-# config.remediation.mode=drain). When remediation moves to `cpuzombie remediator` and its own
-# ServiceAccount, name that one here (and its command in agent_once).
-REMEDIATION_SA = kh.AGENT_SA
-REMEDIATION_USER = "system:serviceaccount:%s:%s" % (kh.AGENT_NS, REMEDIATION_SA)
+# Who remediates, in one place: the chart's remediator ServiceAccount (the node agent only
+# reports: the chart grants it no cordon, eviction or Lease).
+REMEDIATION_SA = remh.REM_SA
+REMEDIATION_USER = remh.REM_USER
+
+# The agent's part in the chart: conditions, no remediation of its own.
+AGENT_CFG = """kubernetes:
+  node_name: n1
+  kubeconfig: {kc}
+  timeout: 5s
+agent:
+  set_conditions: true
+  remediate: false
+"""
 
 
 def node_tree(tmp_path, case):
@@ -53,25 +63,19 @@ def test_agent_sets_condition_cordons_drains_and_uncordons(kube, tmp_path):
     kube.add(kh.node_obj("n1", conditions=[ready]), kh.rs_obj("web"), kh.ds_obj("npd"),
              kh.pod_obj("web-1", "n1", owner=("ReplicaSet", "web")),
              kh.pod_obj("npd-x", "n1", owner=("DaemonSet", "npd")))
-    kc = kube.kubeconfig(str(tmp_path / "kc"), node="n1", sa=REMEDIATION_SA)
+    kc = kube.kubeconfig(str(tmp_path / "kc"), node="n1")
     cfg = tmp_path / "cz.yaml"
     # kh.AGENT_CPU: a second of sampling and an hour's min_burst, so CPUCoreSaturation is False
     # whatever this shared machine burns meanwhile (recovery needs every listed condition False)
-    cfg.write_text(kh.AGENT_CPU + f"""kubernetes:
-  node_name: n1
-  kubeconfig: {kc}
-  timeout: 5s
-agent:
-  set_conditions: true
-remediation:
-  mode: drain
-  for: 2s
-  drain_timeout: 20s
-  uncordon_after: 2s
-""")
+    cfg.write_text(kh.AGENT_CPU + AGENT_CFG.format(kc=kc))
+    remh.drop_leader(kube)
+    rem = remh.config(tmp_path, remh.remediator_kubeconfig(kube, str(tmp_path / "kc-rem")),
+                      mode="drain", **{"for": "2s"}, drain_timeout="20s", uncordon_after="2s")
     state, run = tmp_path / "state", tmp_path / "run"
     sick = node_tree(tmp_path, "v1-zombies")
     r = agent_once(str(cfg), sick, state, run)
+    assert r.returncode == 0, r.stderr
+    r = remh.run_once(rem)
     assert r.returncode == 0, r.stderr
     c = conds(kube.node("n1"))
     assert c["MemcgZombieLeak"]["status"] == "True"
@@ -81,6 +85,8 @@ remediation:
     assert not kube.node("n1")["spec"].get("unschedulable")  # not True long enough yet
     time.sleep(2.5)
     r = agent_once(str(cfg), sick, state, run)
+    assert r.returncode == 0, r.stderr
+    r = remh.run_once(rem)
     assert r.returncode == 0, r.stderr
     n = kube.node("n1")
     assert n["spec"]["unschedulable"] is True
@@ -97,6 +103,8 @@ remediation:
     assert conds(kube.node("n1"))["MemcgZombieLeak"]["status"] == "False"
     time.sleep(2.5)
     r = agent_once(str(cfg), healthy, state, run)
+    assert r.returncode == 0, r.stderr
+    r = remh.run_once(rem)
     assert r.returncode == 0, r.stderr
     n = kube.node("n1")
     assert not n["spec"].get("unschedulable"), (r.stdout, {t: (c["status"], c["lastTransitionTime"])
@@ -118,31 +126,27 @@ remediation:
 
 
 def test_drain_the_serviceaccount_may_not_evict_for(kube, tmp_path):
-    """A real RBAC denial (rbac_helpers: a ServiceAccount of its own with the chart's grants as
-    applied on the server, minus create pods/eviction, its token bound to its pod on n1): the
-    agent still sets the condition and cordons, each eviction is refused 403 by the server's
-    RBAC, the pod stays, and the cycle says the drain is incomplete (no crash, no exit 1)."""
+    """A real RBAC denial (rbac_helpers: a ServiceAccount of its own with the chart's
+    remediator grants as applied on the server, minus create pods/eviction): the agent sets the
+    condition, the remediator still cordons, each eviction is refused 403 by the server's RBAC,
+    the pod stays, and the cycle says the drain is incomplete (no crash, no exit 1)."""
     import rbac_helpers as rh
     kube.add(kh.node_obj("n1"), kh.rs_obj("web"),
              kh.pod_obj("web-1", "n1", owner=("ReplicaSet", "web")))
     sa = rh.restricted_sa(kube, "create pods/eviction", node="n1", sa=REMEDIATION_SA)
-    kc = sa.kubeconfig(str(tmp_path / "kc"), node="n1")
     cfg = tmp_path / "cz.yaml"
-    cfg.write_text(kh.AGENT_CPU + f"""kubernetes:
-  node_name: n1
-  kubeconfig: {kc}
-  timeout: 5s
-agent:
-  set_conditions: true
-remediation:
-  mode: drain
-  for: 0s
-  drain_timeout: 5s
-""")
+    cfg.write_text(kh.AGENT_CPU + AGENT_CFG.format(
+        kc=kube.kubeconfig(str(tmp_path / "kc-agent"), node="n1")))
     r = agent_once(str(cfg), node_tree(tmp_path, "v1-zombies"), tmp_path / "state",
                    tmp_path / "run")
     assert r.returncode == 0, r.stderr
-    assert "remediation drain: drain-incomplete" in r.stdout, r.stdout
+    kube.reset_log()
+    remh.drop_leader(kube)
+    rem = remh.config(tmp_path, sa.kubeconfig(str(tmp_path / "kc"), node="n1"), mode="drain",
+                      **{"for": "0s"}, drain_timeout="5s")
+    r = remh.run_once(rem)
+    assert r.returncode == 0, r.stderr
+    assert "drain-incomplete" in r.stdout, r.stdout
     assert 'HTTP 403: pods "web-1" is forbidden: User "%s" cannot create resource ' \
         '"pods/eviction"' % sa.user in r.stderr, r.stderr
     log = kube.log()
@@ -153,5 +157,10 @@ remediation:
     n = kube.node("n1")
     assert n["spec"]["unschedulable"] is True                  # the cordon was granted
     assert conds(n)["MemcgZombieLeak"]["status"] == "True"
-    # everything else the agent asked was granted and admitted
-    assert all(e["status"] in (200, 201) for e in log if e not in evictions), log
+    # everything else the remediator asked was granted and admitted (the first look for its
+    # leader Lease finds none: 404, then it creates it)
+    first = log[0]
+    assert (first["method"], first["status"]) == ("GET", 404) and \
+        first["path"].endswith("/leases/" + remh.LEADER), first
+    assert all(e["status"] in (200, 201) for e in log[1:] if e not in evictions), \
+        [(e["method"], e["path"], e["status"]) for e in log]

@@ -75,14 +75,14 @@ def test_drain_side_by_side_with_kubectl(kube, tmp_path):
     for n in (A, B):
         assert len(kube.pods(n, ns=kh.AGENT_NS)) == 1
     # what left, by eviction only: the same pods but the finished one
-    ev_a = dh.evictions(log, dh.AGENT_USER)
+    ev_a = dh.evictions(log, dh.REMEDIATOR_USER)
     ev_b = dh.evictions(log, dh.KUBECTL_USER)
     left_a = sorted({p for p, st in ev_a if st == 201})
     left_b = sorted({p for p, st in ev_b if st == 201})
     assert strip(left_a, A) == ["bare", "db-1", "scratch", "web-1", "web-2"]
     assert strip(left_b, B) == ["bare", "db-1", "done", "scratch", "web-1", "web-2"]
     assert all(st == 201 for _, st in ev_a + ev_b), (ev_a, ev_b)   # the PDB allowed one
-    assert dh.pod_deletes(log, dh.AGENT_USER) == dh.pod_deletes(log, dh.KUBECTL_USER) == []
+    assert dh.pod_deletes(log, dh.REMEDIATOR_USER) == dh.pod_deletes(log, dh.KUBECTL_USER) == []
     # the PDB's other pod, on the spare, untouched; the budget now spent
     assert sorted(dh.names(kube.pods(C))) == ["db-%s-2" % A, "db-%s-2" % B]
     for n in (A, B):
@@ -126,7 +126,7 @@ def test_pdb_blocks_both_until_budget_allows(kube, tmp_path):
     ours = dh.remediate(kube, tmp_path, A, popen=True)
     theirs = dh.kubectl_drain(kc, B, "--ignore-daemonsets", "--timeout=120s", popen=True)
     refused = {u: (lambda e, u=u: e["user"] == u and e["path"].endswith("/eviction")
-                   and e["status"] == 429) for u in (dh.AGENT_USER, dh.KUBECTL_USER)}
+                   and e["status"] == 429) for u in (dh.REMEDIATOR_USER, dh.KUBECTL_USER)}
     for u, pred in refused.items():
         dh.wait_log(kube, pred, [ours, theirs], 60, "a 429 eviction for " + u)
     # both retry: a second 429 each, and still running
@@ -145,7 +145,7 @@ def test_pdb_blocks_both_until_budget_allows(kube, tmp_path):
     assert theirs.returncode == 0 and "node/%s drained" % B in kout, kout + kerr
     assert "disruption budget" in kerr, kerr          # kubectl said why it waited
     log = kube.log()
-    for user, n in ((dh.AGENT_USER, A), (dh.KUBECTL_USER, B)):
+    for user, n in ((dh.REMEDIATOR_USER, A), (dh.KUBECTL_USER, B)):
         ev = dh.evictions(log, user)
         assert {p for p, _ in ev} == {"db-%s-1" % n}
         assert [st for _, st in ev][-1] == 201 and ev.count(("db-%s-1" % n, 429)) >= 2, ev

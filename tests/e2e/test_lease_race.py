@@ -1,5 +1,6 @@
 # SPDX-License-Identifier: MIT
 """The cluster-wide remediation budget (max_unavailable: 1) on the real coordination API: agents
+that remediate their own node (agent.remediate, a plain install without the chart's remediator)
 on several nodes, each through a fault proxy of its own (its own request log), race for the one
 slot; the real kube-apiserver's optimistic concurrency decides (a PUT at a stale
 resourceVersion is a 409 Conflict, a second create of the same Lease a 409 AlreadyExists).
@@ -38,8 +39,8 @@ def micro(t):
 def race(kube, tmp_path, proxies, nodes):
     """One cycle on each of @nodes at once (cordon mode); {node: stdout}."""
     # credentials first, one by one (the fixtures' admin calls are not for threads)
-    args = {n: dh.remediate_args(kube, tmp_path, n, server=proxies[n].url, mode="cordon")[0]
-            for n in nodes}
+    args = {n: dh.agent_remediate_args(kube, tmp_path, n, server=proxies[n].url,
+                                       mode="cordon")[0] for n in nodes}
 
     def one(n):
         r = subprocess.run(args[n], capture_output=True, text=True, timeout=120, env=dh.ENV)
@@ -113,13 +114,13 @@ def test_lease_race_loser_waits_then_takes_the_freed_slot(kube, tmp_path, proxie
     recovered = time.time()
     kube.set_conditions(win, dh.cond("MemcgZombieLeak", "False", ltt=time.strftime(
         "%Y-%m-%dT%H:%M:%SZ", time.gmtime(recovered))))
-    r = dh.remediate(kube, tmp_path, win, server=proxies[win].url, mode="cordon",
+    r = dh.remediate(kube, tmp_path, win, server=proxies[win].url, agent=True, mode="cordon",
                      uncordon_after="1h")
     assert r.returncode == 0, r.stdout + r.stderr
     assert held(kube) == [win] and holder(kube) == [win], r.stdout
     kh.wait_until(lambda: time.time() > recovered + 2.5, 5, "uncordon_after to pass")
     mark = proxies[win].seq
-    r = dh.remediate(kube, tmp_path, win, server=proxies[win].url, mode="cordon")
+    r = dh.remediate(kube, tmp_path, win, server=proxies[win].url, agent=True, mode="cordon")
     assert r.returncode == 0 and "uncordoned by cpuzombie" in r.stdout, r.stdout + r.stderr
     assert ("DELETE", LEASES + "/" + SLOT, 200) in changes(proxies[win], mark)
     assert kube.leases() == [] and held(kube) == []

@@ -245,7 +245,7 @@ def test_npd_may_report_only_on_its_own_node(cz_bin, kube, npd, tmp_path):
     """The chart's admission policy holds NPD, not only the agent, to the node its token is
     bound to: NPD with a token of the agent's pod on node A, told it is node B, may read B
     (RBAC: get nodes) but its condition PATCH and its Events about B are refused by the real
-    server with 422, and B gets none of our conditions. NPD keeps running."""
+    server with 403 (the policy's reason: Forbidden), and B gets none of our conditions. NPD keeps running."""
     version, binary = npd
     a, b = node_name(version) + "-a", node_name(version) + "-b"
     kube.add(kh.node_obj(a), kh.node_obj(b))
@@ -261,7 +261,7 @@ def test_npd_may_report_only_on_its_own_node(cz_bin, kube, npd, tmp_path):
         def refused():
             reqs = nh.npd_requests(kube, version)
             return {(e["method"], e["path"].rsplit("/", 1)[-1] if "events" in e["path"]
-                     else e["path"]) for e in reqs if e["status"] == 422}
+                     else e["path"]) for e in reqs if e["status"] == 403}
         want = {("PATCH", "/api/v1/nodes/%s/status" % b), ("POST", "events")}
         kh.wait_until(lambda: want <= refused(), 60, "NPD's writes about %s refused" % b)
         reqs = nh.npd_requests(kube, version)
