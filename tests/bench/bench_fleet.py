@@ -16,6 +16,7 @@ Run alone: /usr/bin/python3 tests/bench/bench_fleet.py build/cpuzombie
 """
 import collections
 import os
+import shutil
 import statistics
 import sys
 import tempfile
@@ -155,6 +156,7 @@ def main():
                                      "requests": ours["requests"]})
     finally:
         cp.stop()
+        shutil.rmtree(d, ignore_errors=True)
     bl.table(["nodes (pages of 500)", "client", "wall s", "CPU ms", "peak RSS",
               "bytes received (form)", "requests", "wall / CPU vs cpuzombie"], rows)
     print()
