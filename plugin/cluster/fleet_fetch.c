@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 
 #include "cluster/fleet_fetch.h"
+#include "cluster/fleet_pager.h"
 #include "cluster/kube.h"
 #include "base/util.h"
 
@@ -96,10 +97,11 @@ static int http_error(const struct kube_response *resp, const char *what, char *
 	return -EREMOTEIO;
 }
 
-/* GET @path, then call @fn per item; the continue token (if any) into @cont. */
+/* GET @path, then call @fn per item; the continue token (if any) into @cont, the number of
+ * items into *@ret_n. */
 static int one_page(struct kube_client *kc, const char *path, const char *what, fleet_item_fn fn,
 		    void *userdata, char *cont, size_t cont_size, struct fleet_fetch_stats *stats,
-		    char *err, size_t err_size)
+		    size_t *ret_n, char *err, size_t err_size)
 {
 	struct kube_response resp = { 0 };
 	json_object *items, *md, *c;
@@ -132,6 +134,7 @@ static int one_page(struct kube_client *kc, const char *path, const char *what, 
 		goto out;
 	}
 	n = json_object_array_length(items);
+	*ret_n = n;
 	if (stats) {
 		stats->pages++;
 		stats->items += n;
@@ -147,11 +150,13 @@ int fleet_fetch_nodes(struct kube_client *kc, const char *selector, unsigned lim
 		      fleet_item_fn fn, void *userdata, struct fleet_fetch_stats *stats, char *err,
 		      size_t err_size)
 {
-	char cont[CONTINUE_MAX] = "", path[CONTINUE_MAX * 3 + 2048];
+	char cont[CONTINUE_MAX] = "", path[CONTINUE_MAX * 3 + 2048], why[160];
+	struct fleet_pager pager;
 	int r;
 
+	fleet_pager_init(&pager, limit);
 	do {
-		size_t off = 0;
+		size_t off = 0, n = 0;
 		char lim[24];
 
 		off = (size_t)snprintf(path, sizeof(path), "/api/v1/nodes");
@@ -163,21 +168,26 @@ int fleet_fetch_nodes(struct kube_client *kc, const char *selector, unsigned lim
 			r = add_param(path, sizeof(path), &off, "continue", cont);
 		if (r < 0) {
 			say(err, err_size, "cannot list nodes: the label selector is too long");
-			return r;
+			break;
 		}
-		r = one_page(kc, path, "nodes", fn, userdata, cont, sizeof(cont), stats, err,
+		r = one_page(kc, path, "nodes", fn, userdata, cont, sizeof(cont), stats, &n, err,
 			     err_size);
 		if (r < 0)
-			return r;
-	} while (cont[0]);
-	return 0;
+			break;
+		/* a repeated token or endless pages: stop (fleet_pager.h) */
+		r = fleet_pager_next(&pager, cont, n, why, sizeof(why));
+		if (r < 0)
+			say(err, err_size, "cannot list nodes: %s", why);
+	} while (r > 0);
+	fleet_pager_done(&pager);
+	return r < 0 ? r : 0;
 }
 
 int fleet_fetch_leases(struct kube_client *kc, const char *ns, fleet_item_fn fn, void *userdata,
 		       char *err, size_t err_size)
 {
 	char path[512], cont[CONTINUE_MAX];
-	size_t off;
+	size_t off, n;
 	int r;
 
 	if (!valid_name(ns, 63)) {
@@ -191,5 +201,6 @@ int fleet_fetch_leases(struct kube_client *kc, const char *ns, fleet_item_fn fn,
 	if (r < 0)
 		return r;
 	/* a handful of slots (max_unavailable): one page */
-	return one_page(kc, path, "leases", fn, userdata, cont, sizeof(cont), NULL, err, err_size);
+	return one_page(kc, path, "leases", fn, userdata, cont, sizeof(cont), NULL, &n, err,
+			err_size);
 }

@@ -38,8 +38,9 @@ struct fleet_fetch_stats {
  * fleet_fetch_nodes - GET /api/v1/nodes in pages of @limit (0: one unpaged list), with
  * @selector (a label selector, may be NULL), calling @fn for each node in order. Returns 0, or:
  * -ESTALE when the server says the continue token expired (410: the caller starts over), -EACCES
- * (401/403), -EREMOTEIO (another HTTP status), -EBADMSG (an answer without a list), the
- * transport's -errno, or @fn's negative return. The reason is in @err. @stats may be NULL.
+ * (401/403), -EREMOTEIO (another HTTP status), -EBADMSG (an answer without a list), -ELOOP (the
+ * server repeated a continue token) or -E2BIG (it kept sending pages past fleet_pager.h's caps),
+ * the transport's -errno, or @fn's negative return. The reason is in @err. @stats may be NULL.
  */
 int fleet_fetch_nodes(struct kube_client *kc, const char *selector, unsigned limit,
 		      fleet_item_fn fn, void *userdata, struct fleet_fetch_stats *stats, char *err,

@@ -4,11 +4,22 @@
 
 #include "cluster/kjson.h"
 #include "report/fleet_model.h"
+#include "base/textsafe.h"
 #include "base/util.h"
 
 static void add(json_object *o, const char *key, json_object *v)
 {
 	json_object_object_add(o, key, v);
+}
+
+/* Every string from the cluster reaches the document through here: node names, label values,
+ * images, names read from messages, the server's words are any bytes a (hostile) server sent,
+ * and a JSON document must be valid UTF-8 (textsafe.h, as report --json). */
+static json_object *jstr(const char *s)
+{
+	_cleanup_free_ char *safe = textsafe_strdup(TEXTSAFE_TEXT, s);
+
+	return safe ? json_object_new_string(safe) : NULL;
 }
 
 static json_object *num(size_t n)
@@ -18,14 +29,14 @@ static json_object *num(size_t n)
 
 static void name_add(const char *name, void *userdata)
 {
-	json_object_array_add(userdata, json_object_new_string(name));
+	json_object_array_add(userdata, jstr(name));
 }
 
 static json_object *value_json(const struct fleet_value *v)
 {
 	json_object *o = json_object_new_object();
 
-	add(o, "value", json_object_new_string(v->value));
+	add(o, "value", jstr(v->value));
 	add(o, "true_here", num(v->t));
 	add(o, "nodes_here", num(v->n));
 	return o;
@@ -37,7 +48,7 @@ static json_object *dim_json(struct fleet *f, int c, const struct fleet_cond_sum
 	json_object *o = value_json(&d->best), *also = json_object_new_array();
 	size_t n = cs->t + cs->f, elsewhere = n - d->best.n;
 
-	add(o, "name", json_object_new_string(d->name));
+	add(o, "name", jstr(d->name));
 	add(o, "score", json_object_new_double(d->score));
 	add(o, "rate_here", json_object_new_double(d->best.n ? (double)d->best.t /
 						   (double)d->best.n : 0));
@@ -75,7 +86,7 @@ static json_object *cond_json(struct fleet *f, int c, const struct fleet_cond_su
 	for (size_t i = 0; i < cs->n_top; i++) {
 		json_object *t = json_object_new_object();
 
-		add(t, "name", json_object_new_string(cs->top[i].name));
+		add(t, "name", jstr(cs->top[i].name));
 		add(t, "nodes", num(cs->top[i].nodes));
 		add(t, "max", json_object_new_int64((int64_t)cs->top[i].max));
 		if (nodes) {
@@ -114,7 +125,7 @@ static json_object *remediation_json(struct fleet *f, const struct fleet_summary
 	add(o, "unschedulable", num(s->unschedulable));
 	add(leases, "readable", json_object_new_boolean(s->leases_known));
 	if (!s->leases_known)
-		add(leases, "error", json_object_new_string(s->leases_denied));
+		add(leases, "error", jstr(s->leases_denied));
 	add(leases, "in_use", num(s->leases_held));
 	add(leases, "expired", num(s->leases_expired));
 	add(leases, "budget", s->budget > 0 ? json_object_new_int(s->budget) : NULL);

@@ -7,9 +7,11 @@ import json
 import os
 import shutil
 import subprocess
+import types
 
 import pytest
 
+import fleet_helpers as fh
 import hardening_helpers as hh
 import kube_helpers as kh
 
@@ -97,35 +99,49 @@ def test_config_check_and_ena_diff(tmp_path):
     vg(tmp_path, "frobnicate", rcs=(2,))
 
 
-def test_agent_once_kube_against_emulator(certs, tmp_path):
-    emu = kh.Emulator(certs, str(tmp_path)).start()
-    try:
-        emu.add(kh.node_obj("n1", conditions=[
-            {"type": "MemcgZombieLeak", "status": "True", "reason": "R", "message": "m",
-             "lastHeartbeatTime": "2024-01-01T00:00:00Z",
-             "lastTransitionTime": "2024-01-01T00:00:00Z"}]))
-        emu.add(kh.pod_obj("web", "n1", owner=("ReplicaSet", "rs")))
-        kc = emu.kubeconfig(str(tmp_path / "kc"))
+def test_agent_once_kube_on_the_real_control_plane(kube, tmp_path):
+    """The agent's Kubernetes cycle against the real API server, as the chart's ServiceAccount:
+    conditions set, the node cordoned and drained; then refused by real RBAC (a ServiceAccount
+    bound to nothing: 403), then no server at all."""
+    kube.add(kh.node_obj("vg-n1", conditions=[
+        {"type": "Ready", "status": "True", "reason": "KubeletReady", "message": "ok",
+         "lastHeartbeatTime": "2024-01-01T00:00:00Z",
+         "lastTransitionTime": "2024-01-01T00:00:00Z"},
+        {"type": "MemcgZombieLeak", "status": "True", "reason": "R", "message": "m",
+         "lastHeartbeatTime": "2024-01-01T00:00:00Z",
+         "lastTransitionTime": "2024-01-01T00:00:00Z"}]),
+        kh.rs_obj("rs"), kh.pod_obj("web", "vg-n1", owner=("ReplicaSet", "rs")))
+
+    def config(kc):
         cfg = tmp_path / "cz.yaml"
         cfg.write_text(kh.AGENT_CPU +
-                       "kubernetes:\n  node_name: n1\n  kubeconfig: %s\n  timeout: 10s\n"
+                       "kubernetes:\n  node_name: vg-n1\n  kubeconfig: %s\n  timeout: 10s\n"
                        "agent:\n  set_conditions: true\nremediation:\n  mode: drain\n"
                        "  for: 1s\n  drain_timeout: 20s\n" % kc)
-        node = tree(kh.agent_tree(tmp_path, "v1-zombies"))
-        p = vg(tmp_path, "--config", str(cfg), *node, "agent", "--once", timeout=240)
-        assert "drained" in p.stdout, p.stdout
-        # error paths: the API refuses, then is gone
-        emu.rbac_deny("patch nodes/status", "get nodes")
-        vg(tmp_path, "--config", str(cfg), *node, "agent", "--once", rcs=(2,), timeout=240)
-    finally:
-        emu.stop()
-    vg(tmp_path, "--config", str(cfg), *node, "agent", "--once", rcs=(2,), timeout=240)
+        return str(cfg)
+    node = tree(kh.agent_tree(tmp_path, "v1-zombies"))
+    cfg = config(kube.kubeconfig(str(tmp_path / "kc"), node="vg-n1"))
+    p = vg(tmp_path, "--config", cfg, *node, "agent", "--once", timeout=240)
+    assert "drained" in p.stdout, p.stdout
+    assert kube.node("vg-n1")["spec"].get("unschedulable") is True
+    assert [x["metadata"]["name"] for x in kube.pods("vg-n1")] == []
+    # error paths: the API refuses (real RBAC), then is gone
+    denied = fh.viewer_kubeconfig(kube.cp, str(tmp_path / "kc-nobody"), kube.url, fh.NOBODY)
+    vg(tmp_path, "--config", config(denied), *node, "agent", "--once", rcs=(2,), timeout=240)
+    assert {e["status"] for e in kube.log() if e["user"].endswith(":" + fh.NOBODY)} == {403}
+    gone = kube.cp.kubeconfig(str(tmp_path / "kc-gone"), {"token": "x"},
+                              server="https://127.0.0.1:%d" % kh.cluster.free_port())
+    vg(tmp_path, "--config", config(gone), *node, "agent", "--once", rcs=(2,), timeout=240)
 
 
-def test_agent_once_kube_on_garbage_answers(certs, tmp_path):
-    srv = hh.RawApi(certs, lambda m, p, b: hh.Reply(body=b'{"items": 5, "kind": "Node", "status"'))
+def test_agent_once_kube_on_garbage_answers(control_plane, tmp_path):
+    # a serving certificate for 127.0.0.1 from the control plane's CA (kube_helpers.Certs no
+    # longer makes one)
+    serving = types.SimpleNamespace(server_cert=control_plane.proxy_cert,
+                                    server_key=control_plane.proxy_key)
+    srv = hh.RawApi(serving, lambda m, p, b: hh.Reply(body=b'{"items": 5, "kind": "Node", "status"'))
     try:
-        kc = hh.kubeconfig(str(tmp_path / "kc"), srv.url, certs.ca)
+        kc = hh.kubeconfig(str(tmp_path / "kc"), srv.url, control_plane.ca)
         cfg = tmp_path / "cz.yaml"
         cfg.write_text(kh.AGENT_CPU +
                        "kubernetes:\n  node_name: n1\n  kubeconfig: %s\n  timeout: 2s\n"
@@ -153,21 +169,34 @@ def test_report(tmp_path):
     vg(tmp_path, "report", "--bogus", rcs=(2,))
 
 
-def test_fleet_against_emulator(certs, tmp_path):
-    """`fleet` over pages, cut messages, a 410 restart, denied Leases and a bad kubeconfig."""
-    emu = kh.Emulator(certs, str(tmp_path)).start()
+def test_fleet_on_the_real_control_plane(kube, tmp_path):
+    """`fleet` over 120 real nodes in pages of the real server, cut messages, a real 410 (etcd
+    compacted between two pages) and the restart, Leases denied by real RBAC, a bad
+    kubeconfig."""
+    fl = fh.Fleet(kube.cp)
+    fl.create(fh.seed_nodes({"count": 120, "zombies": 20, "cpu": 3, "ena": 2, "held": 1,
+                             "bare": 0.1, "cut": [80, 256], "prefix": "vg-", "tag": "vg"}))
     try:
-        emu.side("POST", "seed-nodes", {"count": 120, "zombies": 20, "cpu": 3, "ena": 2,
-                                        "held": 1, "bare": 0.1, "cut": [80, 256]})
-        kc = emu.kubeconfig(str(tmp_path / "kc"))
+        sel = ("-l", fh.FLEET_LABEL + "=vg")
         env = {"HOME": str(tmp_path)}
-        vg(tmp_path, "fleet", "--kubeconfig", kc, "--chunk-size", "25", "--nodes",
+        kc = fh.viewer_kubeconfig(kube.cp, str(tmp_path / "kc"), kube.url)
+        vg(tmp_path, "fleet", "--kubeconfig", kc, *sel, "--chunk-size", "25", "--nodes",
            "--group-by", "eks.amazonaws.com/nodegroup", rcs=(1,), env=env)
-        emu.side("POST", "page-hooks", {"hooks": [{"after_page": 2, "expire": True}]})
-        emu.rbac_deny("list leases")
-        p = vg(tmp_path, "fleet", "--kubeconfig", kc, "--chunk-size", "25", "--json",
+
+        def compact():
+            st, _ = kube.cp.raw("PATCH", "/api/v1/nodes/" + fl.names[0], {"metadata": {
+                "annotations": {"cpuzombie.test/touched": "1"}}}, "application/merge-patch+json")
+            assert st == 200
+            kube.cp.compact_etcd()
+        kube.proxy.add_page_hook(2, compact)
+        denied = fh.viewer_kubeconfig(kube.cp, str(tmp_path / "kc-no-leases"), kube.url,
+                                      fh.NO_LEASES)
+        since = kube.log()[-1]["seq"]
+        p = vg(tmp_path, "fleet", "--kubeconfig", denied, *sel, "--chunk-size", "25", "--json",
                rcs=(1,), env=env)
-        assert json.loads(p.stdout)["nodes"] == 120
+        doc = json.loads(p.stdout)
+        assert doc["nodes"] == 120 and doc["remediation"]["leases"]["readable"] is False
+        assert [e["status"] for e in kube.log(since)].count(410) == 1
         vg(tmp_path, "fleet", "--kubeconfig", str(tmp_path / "none"), rcs=(2,), env=env)
     finally:
-        emu.stop()
+        fl.delete()

@@ -5,7 +5,9 @@
 #include <math.h>
 #include <stdlib.h>
 
+#include "cluster/fleet_pager.h"
 #include "report/fleet.h"
+#include "base/textsafe.h"
 #include "base/util.h"
 
 static json_object *node(const char *name, const char *zone, const char *image, const char *kernel,
@@ -267,6 +269,83 @@ static void test_outputs(void **state)
 	fleet_free(f);
 }
 
+/* A hostile server's bytes (json-c's parser takes them as they are): the JSON document is valid
+ * UTF-8 all the same, each bad byte a U+FFFD, nothing else changed. */
+static void test_json_is_utf8(void **state)
+{
+	struct fleet *f = fleet20(NULL, 0);
+	struct fleet_summary s;
+	json_object *j;
+	const char *out, *names;
+
+	(void)state;
+	add(f, node("bad\xff\xfe-node", "a\xc3", "img\xed\xa0\x80X", "5.10\xc0\xaf", "True",
+		    "12840 dying memcgs vs 241 live (x53 >= x10); top restarts: ecs.service=42",
+		    NULL));
+	fleet_set_leases(f, NULL, 0, 0, 0, "cannot list leases: HTTP 403: \xf8\x88 no");
+	assert_int_equal(fleet_summarize(f, &s), 0);
+	j = fleet_json(f, &s, true);
+	assert_non_null(j);
+	out = json_object_to_json_string_ext(j, JSON_C_TO_STRING_NOSLASHESCAPE);
+	assert_true(textsafe_valid_utf8(out, strlen(out)));
+	names = strstr(out, "bad");
+	assert_non_null(names);
+	assert_memory_equal(names, "bad\xef\xbf\xbd\xef\xbf\xbd-node", 13);
+	assert_non_null(strstr(out, "\"a\xef\xbf\xbd\""));		/* the zone */
+	assert_non_null(strstr(out, "403: \xef\xbf\xbd\xef\xbf\xbd no"));
+	json_object_put(j);
+	fleet_free(f);
+}
+
+static void test_pager(void **state)
+{
+	struct fleet_pager p;
+	char err[160], tok[32];
+
+	(void)state;
+	/* a real list: tokens once each, then the end */
+	fleet_pager_init(&p, 500);
+	assert_int_equal(fleet_pager_next(&p, "t1", 500, err, sizeof(err)), 1);
+	assert_int_equal(fleet_pager_next(&p, "t2", 500, err, sizeof(err)), 1);
+	assert_int_equal(fleet_pager_next(&p, "", 12, err, sizeof(err)), 0);
+	assert_int_equal(p.items, 1012);
+	fleet_pager_done(&p);
+	/* the server sends back the token it was given, or an older one */
+	fleet_pager_init(&p, 500);
+	assert_int_equal(fleet_pager_next(&p, "t1", 500, err, sizeof(err)), 1);
+	assert_int_equal(fleet_pager_next(&p, "t1", 500, err, sizeof(err)), -ELOOP);
+	assert_non_null(strstr(err, "repeated a continue token (page 2"));
+	fleet_pager_done(&p);
+	fleet_pager_init(&p, 1);
+	for (int i = 0; i < 200; i++) {
+		snprintf(tok, sizeof(tok), "tok-%d", i);
+		assert_int_equal(fleet_pager_next(&p, tok, 1, err, sizeof(err)), 1);
+	}
+	assert_int_equal(fleet_pager_next(&p, "tok-17", 1, err, sizeof(err)), -ELOOP);
+	fleet_pager_done(&p);
+	/* new tokens for ever, empty pages: stopped at the page cap */
+	fleet_pager_init(&p, 500);
+	assert_int_equal(p.pages_max, FLEET_NODES_MAX / 500 + FLEET_PAGES_SLACK);
+	for (unsigned i = 1; i < p.pages_max; i++) {
+		snprintf(tok, sizeof(tok), "e-%u", i);
+		assert_int_equal(fleet_pager_next(&p, tok, 0, err, sizeof(err)), 1);
+	}
+	assert_int_equal(fleet_pager_next(&p, "one-more", 0, err, sizeof(err)), -E2BIG);
+	assert_non_null(strstr(err, "kept sending pages"));
+	fleet_pager_done(&p);
+	/* pages fuller than asked: stopped at the node cap, last page or not */
+	fleet_pager_init(&p, 500);
+	assert_int_equal(fleet_pager_next(&p, "a", FLEET_NODES_MAX, err, sizeof(err)), 1);
+	assert_int_equal(fleet_pager_next(&p, "", 1, err, sizeof(err)), -E2BIG);
+	assert_non_null(strstr(err, "more than 100000 nodes"));
+	fleet_pager_done(&p);
+	/* unpaged: one list */
+	fleet_pager_init(&p, 0);
+	assert_int_equal(fleet_pager_next(&p, NULL, 3000, err, sizeof(err)), 0);
+	fleet_pager_done(&p);
+	fleet_pager_done(NULL);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -276,6 +355,8 @@ int main(void)
 		cmocka_unit_test(test_leases_and_held),
 		cmocka_unit_test(test_true_since),
 		cmocka_unit_test(test_outputs),
+		cmocka_unit_test(test_json_is_utf8),
+		cmocka_unit_test(test_pager),
 	};
 	return cmocka_run_group_tests_name("fleet", tests, NULL, NULL);
 }
