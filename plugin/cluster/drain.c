@@ -53,9 +53,11 @@ enum drain_evicted drain_eviction_outcome(long status, const struct cz_config *c
 	return cfg->remediation.allow_delete ? DRAIN_DELETE : DRAIN_EVICT_FAILED;
 }
 
-enum drain_round drain_round_verdict(int left, int blocked, uint64_t now_ms, uint64_t backoff_ms,
-				     uint64_t deadline_ms)
+enum drain_round drain_round_verdict(int left, int blocked, int failed, uint64_t now_ms,
+				     uint64_t backoff_ms, uint64_t deadline_ms)
 {
+	if (failed)
+		return DRAIN_ROUND_FAILED;
 	if (blocked)
 		return DRAIN_ROUND_BLOCKED;
 	if (left == 0)

@@ -43,14 +43,18 @@ enum drain_round {
 	DRAIN_ROUND_BLOCKED,	/* emptyDir pods and no permission to delete their data */
 	DRAIN_ROUND_AGAIN,	/* pods left: wait @backoff_ms and list again */
 	DRAIN_ROUND_TIMED_OUT,	/* pods left and the next round would pass @deadline_ms */
+	DRAIN_ROUND_FAILED,	/* an eviction was refused for good (403, 422, ...): stop now */
 };
 
 /*
  * drain_round_verdict - pure: after a round that left @left pods (and found @blocked blocked
- * ones) at @now_ms, with @backoff_ms to wait before the next, and @deadline_ms.
+ * ones, and had @failed evictions refused with an answer that waiting does not change: not a
+ * 429) at @now_ms, with @backoff_ms to wait before the next, and @deadline_ms. A refusal ends
+ * the drain at once: retrying a 403 until drain_timeout only holds the remediator up and, at
+ * the end, would blame a PodDisruptionBudget.
  */
-enum drain_round drain_round_verdict(int left, int blocked, uint64_t now_ms, uint64_t backoff_ms,
-				     uint64_t deadline_ms);
+enum drain_round drain_round_verdict(int left, int blocked, int failed, uint64_t now_ms,
+				     uint64_t backoff_ms, uint64_t deadline_ms);
 
 /* drain_next_backoff - pure: the wait after @backoff_ms: doubled, at most 5 s. */
 uint64_t drain_next_backoff(uint64_t backoff_ms);

@@ -336,7 +336,7 @@ static void step_drain(struct rem *r)
 	for (;;) {
 		_cleanup_(json_object_putp) json_object *body = NULL;
 		json_object *items = NULL;
-		int left = 0, blocked = 0, e;
+		int left = 0, blocked = 0, failed = 0, err = 0, e;
 
 		e = get_list(r, path, "the node's pods", &body, &items);
 		if (e < 0) {
@@ -351,10 +351,20 @@ static void step_drain(struct rem *r)
 			case DRAIN_POD_SKIP: break;
 			case DRAIN_POD_BLOCKED: blocked++; break;
 			case DRAIN_POD_LEAVING: left++; break;
-			case DRAIN_POD_EVICT: left += evict(r, p) != 1; break;
+			case DRAIN_POD_EVICT:
+				e = evict(r, p);
+				left += e != 1;
+				if (e < 0 && !failed++)
+					err = e;
+				break;
 			}
 		}
-		switch (drain_round_verdict(left, blocked, now_monotonic_ms(), backoff, deadline)) {
+		switch (drain_round_verdict(left, blocked, failed, now_monotonic_ms(), backoff,
+					    deadline)) {
+		case DRAIN_ROUND_FAILED:
+			r->in.drain = REM_FAILED;
+			r->in.err = err;
+			return;
 		case DRAIN_ROUND_DONE:
 			r->in.drain = REM_DONE;
 			return;

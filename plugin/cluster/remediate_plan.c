@@ -249,7 +249,8 @@ static void plan_drain(const struct rem_input *in, struct rem_plan *p)
 		final(p, REM_DRAIN_INCOMPLETE, 0);
 		return;
 	case REM_FAILED:
-		say(p, "drain failed: cannot list or evict the node's pods");
+		say(p, "drain failed: cannot list the node's pods or an eviction was refused "
+		    "(the reason is logged)");
 		final(p, REM_DRAIN_INCOMPLETE, in->err ? in->err : -EREMOTEIO);
 		return;
 	case REM_DONE:

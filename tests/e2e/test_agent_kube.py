@@ -129,7 +129,7 @@ def test_drain_the_serviceaccount_may_not_evict_for(kube, tmp_path):
     """A real RBAC denial (rbac_helpers: a ServiceAccount of its own with the chart's
     remediator grants as applied on the server, minus create pods/eviction): the agent sets the
     condition, the remediator still cordons, each eviction is refused 403 by the server's RBAC,
-    the pod stays, and the cycle says the drain is incomplete (no crash, no exit 1)."""
+    the pod stays, and the cycle says the drain failed at once (exit 2: no crash, no exit 1)."""
     import rbac_helpers as rh
     kube.add(kh.node_obj("n1"), kh.rs_obj("web"),
              kh.pod_obj("web-1", "n1", owner=("ReplicaSet", "web")))
@@ -145,14 +145,17 @@ def test_drain_the_serviceaccount_may_not_evict_for(kube, tmp_path):
     rem = remh.config(tmp_path, sa.kubeconfig(str(tmp_path / "kc"), node="n1"), mode="drain",
                       **{"for": "0s"}, drain_timeout="5s")
     r = remh.run_once(rem)
-    assert r.returncode == 0, r.stderr
-    assert "drain-incomplete" in r.stdout, r.stdout
+    # a refusal is final: the drain stops at the first 403 (no retries until drain_timeout, no
+    # "PodDisruptionBudget?" guess), says so, and the cycle is our failure: exit 2, never 1
+    assert r.returncode == 2, (r.returncode, r.stdout, r.stderr)
+    assert "drain-incomplete" in r.stdout and "drain failed" in r.stdout, r.stdout
+    assert "PodDisruptionBudget" not in r.stdout, r.stdout
     assert 'HTTP 403: pods "web-1" is forbidden: User "%s" cannot create resource ' \
         '"pods/eviction"' % sa.user in r.stderr, r.stderr
     log = kube.log()
     assert {e["user"] for e in log} == {sa.user}, log
     evictions = [e for e in log if e["path"].endswith("/eviction")]
-    assert evictions and all(e["status"] == 403 for e in evictions), evictions
+    assert len(evictions) == 1 and evictions[0]["status"] == 403, evictions
     assert [p["metadata"]["name"] for p in kube.pods("n1")] == ["web-1"]
     n = kube.node("n1")
     assert n["spec"]["unschedulable"] is True                  # the cordon was granted

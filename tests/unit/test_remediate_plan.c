@@ -362,10 +362,13 @@ static void test_drain_pdb_429_and_timeout(void **s)
 	assert_int_equal(drain_eviction_outcome(429, &cfg), DRAIN_RETRY);
 	assert_int_equal(drain_eviction_outcome(403, &cfg), DRAIN_DELETE);
 	/* the drain timeout: a round that would end past the deadline is not started */
-	assert_int_equal(drain_round_verdict(1, 0, 1000, 1000, 2000), DRAIN_ROUND_AGAIN);
-	assert_int_equal(drain_round_verdict(1, 0, 1001, 1000, 2000), DRAIN_ROUND_TIMED_OUT);
-	assert_int_equal(drain_round_verdict(0, 0, 9999, 1000, 2000), DRAIN_ROUND_DONE);
-	assert_int_equal(drain_round_verdict(3, 1, 0, 1000, 2000), DRAIN_ROUND_BLOCKED);
+	assert_int_equal(drain_round_verdict(1, 0, 0, 1000, 1000, 2000), DRAIN_ROUND_AGAIN);
+	assert_int_equal(drain_round_verdict(1, 0, 0, 1001, 1000, 2000), DRAIN_ROUND_TIMED_OUT);
+	assert_int_equal(drain_round_verdict(0, 0, 0, 9999, 1000, 2000), DRAIN_ROUND_DONE);
+	assert_int_equal(drain_round_verdict(3, 1, 0, 0, 1000, 2000), DRAIN_ROUND_BLOCKED);
+	/* a refused eviction ends the drain at once, long before the deadline, blocked or not */
+	assert_int_equal(drain_round_verdict(1, 0, 1, 0, 1000, 60000), DRAIN_ROUND_FAILED);
+	assert_int_equal(drain_round_verdict(2, 1, 1, 0, 1000, 60000), DRAIN_ROUND_FAILED);
 	assert_int_equal(drain_next_backoff(1000), 2000);
 	assert_int_equal(drain_next_backoff(4000), 5000);
 	assert_true(drain_names_ok("default", "web-1"));
