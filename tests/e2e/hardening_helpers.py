@@ -31,8 +31,9 @@ class Reply:
     """What RawApi sends: status, body bytes, and optionally a drip (bytes per second)."""
 
     def __init__(self, status=200, body=b"", ctype="application/json", drip=None,
-                 close=False, length=None):
+                 close=False, length=None, encoding=None):
         self.status, self.ctype, self.drip, self.close = status, ctype, drip, close
+        self.encoding = encoding            # a Content-Encoding header (the body as given)
         self.body = body if isinstance(body, bytes) else json.dumps(body).encode()
         self.length = len(self.body) if length is None else length
 
@@ -100,8 +101,9 @@ class RawApi:
                 body = f.read(n) if n else b""
                 self.requests.append((method, path, body))
                 r = self.handler(method, path, body)
-                head = ("HTTP/1.1 %d X\r\nContent-Type: %s\r\nContent-Length: %d\r\n%s\r\n" %
+                head = ("HTTP/1.1 %d X\r\nContent-Type: %s\r\nContent-Length: %d\r\n%s%s\r\n" %
                         (r.status, r.ctype, r.length,
+                         "Content-Encoding: %s\r\n" % r.encoding if r.encoding else "",
                          "Connection: close\r\n" if r.close else "")).encode()
                 s.sendall(head)
                 if r.drip:

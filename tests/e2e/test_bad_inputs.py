@@ -14,6 +14,7 @@ The agent's cases are in test_agent_bad_inputs below: it logs and keeps running.
 setpriv with CAP_DAC_OVERRIDE and CAP_DAC_READ_SEARCH dropped from the bounding and inheritable
 sets (root without them obeys file modes like anyone else).
 """
+import gzip
 import json
 import os
 import re
@@ -566,6 +567,12 @@ API_CASES = [
      FAIL),
     ("api-node-huge-body", [("GET", NODE_PATH, hh.Reply(
         body=b'{"kind":"Node","x":"' + b"a" * (20 << 20) + b'"}'))], FAIL),
+    # the client asks for gzip (as kubectl does): a small compressed answer that inflates past
+    # the 16 MiB body bound, and bytes that are not gzip at all, are refused like any bad body
+    ("api-node-gzip-bomb", [("GET", NODE_PATH, hh.Reply(body=gzip.compress(
+        b'{"kind":"Node","x":"' + b"a" * (20 << 20) + b'"}'), encoding="gzip"))], FAIL),
+    ("api-node-gzip-garbage", [("GET", NODE_PATH, hh.Reply(body=b"\x1f\x8b" + os.urandom(512),
+                                                            encoding="gzip"))], FAIL),
     ("api-node-short-body", [("GET", NODE_PATH, hh.Reply(body=b'{"kind":', length=100000,
                                                           close=True))], FAIL),
     ("api-node-slow-drip", [("GET", NODE_PATH, hh.Reply(body=json.dumps(hh.node(NODE)).encode(),
