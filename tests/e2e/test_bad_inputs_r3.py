@@ -212,3 +212,58 @@ def test_check_cpu_stopped_sampler_keeps_its_bursts(tmp_path):
             "check", "cpu")
     assert r.returncode == 1, (r.returncode, r.stdout, r.stderr)
     assert r.stdout.startswith("cpu0 ") and "sampler stopped" in r.stdout, r.stdout
+
+
+# -- bounded reads: judged by the size a file says it has (item 13) ----------------------------
+
+def run_rusage(args, tmp_path):
+    """Run the binary, returning (exit status, stdout, stderr, peak RSS in KiB) from wait4()."""
+    out, err = str(tmp_path / "rus.out"), str(tmp_path / "rus.err")
+    with open(out, "wb") as fo, open(err, "wb") as fe:
+        env = dict(os.environ)
+        env.setdefault("ASAN_OPTIONS", "detect_leaks=1:abort_on_error=0")
+        pid = os.posix_spawn(hh.bin_path(), [hh.bin_path(), *args], env, file_actions=[
+            (os.POSIX_SPAWN_DUP2, fo.fileno(), 1), (os.POSIX_SPAWN_DUP2, fe.fileno(), 2)])
+        _, status, ru = os.wait4(pid, 0)
+    so, se = open(out, errors="replace").read(), open(err, errors="replace").read()
+    hh.assert_no_sanitizer(se)
+    assert not os.WIFSIGNALED(status), se
+    return os.WEXITSTATUS(status), so, se, ru.ru_maxrss
+
+
+def test_sparse_history_refused_by_its_size(tmp_path):
+    """A 10 GB sparse cpu-history was read 256 MiB deep (the ring's bound) before -EFBIG: the
+    report's peak RSS passed 256 MiB. fstat() says the size: refused before a byte is read."""
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    with open(run_dir / "cpu-history", "wb") as f:
+        f.truncate(10 << 30)
+    rc, so, se, rss_kib = run_rusage(["--run-dir", str(run_dir), "--state-dir",
+                                      str(tmp_path / "st"), "report"], tmp_path)
+    assert rc in (0, 1, 2), (rc, so, se)
+    assert rss_kib < 128 << 10, "peak RSS %d KiB" % rss_kib
+
+
+def test_huge_kubeconfig_and_token_file_say_their_bound(tmp_path):
+    """A 100 MB kubeconfig failed with "Argument list too long" (-E2BIG printed with %m); a
+    20 MB token file the same: one line naming the file and the bound, exit 2, nothing read
+    past it."""
+    big = tmp_path / "big.kubeconfig"
+    with open(big, "wb") as f:
+        f.truncate(100 << 20)
+    rc, so, se, rss_kib = run_rusage(["--kubeconfig", str(big), "fleet"], tmp_path)
+    assert rc == 2, (rc, so, se)
+    assert "Argument list too long" not in se, se
+    assert re.search(r"^cpuzombie: Failed to read kubeconfig '%s': larger than 1048576 bytes$"
+                     % re.escape(str(big)), se, re.M), se
+    assert rss_kib < 128 << 10, "peak RSS %d KiB" % rss_kib
+    tok = tmp_path / "token"
+    tok.write_bytes(b"a" * (20 << 20))
+    kc = write(str(tmp_path / "kc"), "apiVersion: v1\nkind: Config\nclusters: [{name: c, "
+               "cluster: {server: 'https://127.0.0.1:9', insecure-skip-tls-verify: true}}]\n"
+               "users: [{name: u, user: {tokenFile: '%s'}}]\ncontexts: [{name: x, context: "
+               "{cluster: c, user: u}}]\ncurrent-context: x\n" % tok)
+    r = run("--kubeconfig", kc, "fleet")
+    assert r.returncode == 2, (r.returncode, r.stdout, r.stderr)
+    assert "Argument list too long" not in r.stderr, r.stderr
+    assert "Failed to read token file '%s': larger than 16384 bytes" % tok in r.stderr, r.stderr
