@@ -267,3 +267,42 @@ def test_huge_kubeconfig_and_token_file_say_their_bound(tmp_path):
     assert r.returncode == 2, (r.returncode, r.stdout, r.stderr)
     assert "Argument list too long" not in r.stderr, r.stderr
     assert "Failed to read token file '%s': larger than 16384 bytes" % tok in r.stderr, r.stderr
+
+
+# -- config: values that are cut or make no sense (item 11) ------------------------------------
+
+@pytest.mark.parametrize("text,line,want", [
+    ('systemd:\n  bus: "system\\0garbage"\n', 2, r"key 'systemd\.bus': the value contains a NUL"),
+    ('cpu:\n  metric: "busy\\0"\n', 2, r"key 'cpu\.metric': the value contains a NUL"),
+    ('ena:\n  interfaces: [eth0, "eth1\\0x"]\n', 2, r"key 'ena\.interfaces': an entry contains a"
+     r" NUL"),
+    ("cpu:\n  min_burst: 1s\n  inline_window: 25h\n", 3,
+     r"key 'cpu\.inline_window': out of range, expected 0s\.\.8s .*got '25h'"),
+    ("agent:\n  check_interval: 1ms\n", 2,
+     r"key 'agent\.check_interval': out of range, expected 100ms\.\.1d"),
+    ("ena:\n  min_read_interval: 1ms\n", 2,
+     r"key 'ena\.min_read_interval': out of range, expected 0 or 1s\.\.1h"),
+], ids=["nul-str", "nul-enum", "nul-list", "inline-25h", "check-1ms", "ena-read-1ms"])
+def test_config_cut_or_senseless_values_refused(text, line, want, tmp_path):
+    """An embedded NUL silently cut a value ("system\\0garbage" read as "system"), and values
+    with no upper or lower bound were taken (a 25 h inline window under NPD's 10 s timeout):
+    refused at FILE:LINE naming the key and the range, exit 2, by `config check` and by a
+    check that loads the file."""
+    cfg = write(str(tmp_path / "cz.yaml"), text)
+    r = run("config", "check", "--config", cfg)
+    assert r.returncode == 2, (r.returncode, r.stdout, r.stderr)
+    assert re.search(re.escape(cfg) + ":%d: " % line + want, r.stderr), r.stderr
+    r = run("--config", cfg, "--run-dir", str(tmp_path / "run"), "--state-dir",
+            str(tmp_path / "st"), "check", "cpu", timeout=30)
+    assert r.returncode == 2, (r.returncode, r.stdout, r.stderr)
+    assert re.search(re.escape(cfg) + ":%d: " % line + want, r.stderr), r.stderr
+
+
+def test_config_zero_and_bounds_still_accepted(tmp_path):
+    """0 keeps its meaning (no inline sampling, no read limit) and the ends of each range are
+    in it."""
+    cfg = write(str(tmp_path / "cz.yaml"), "cpu:\n  inline_window: 8s\n  interval: 10ms\n"
+                "  min_burst: 1s\nena:\n  min_read_interval: 0s\nagent:\n  check_interval: 24h\n"
+                "memcg:\n  census_interval: 0\n")
+    r = run("config", "check", "--config", cfg)
+    assert r.returncode == 0, (r.returncode, r.stdout, r.stderr)
