@@ -306,3 +306,149 @@ def test_config_zero_and_bounds_still_accepted(tmp_path):
                 "memcg:\n  census_interval: 0\n")
     r = run("config", "check", "--config", cfg)
     assert r.returncode == 0, (r.returncode, r.stdout, r.stderr)
+
+
+# -- one agent per run dir (item 7) -------------------------------------------------------------
+
+def test_second_agent_on_one_run_dir_refused(tmp_path):
+    """Two agents on one run dir both ran: the heartbeat's pid flipped, the ring interleaved,
+    every burst was logged twice. The second one (long-running or --once) exits 2 naming the
+    first one's pid; after the first ends, the run dir is free again."""
+    import subprocess
+    import time
+    run_dir, st = str(tmp_path / "run"), str(tmp_path / "st")
+    cfg = write(str(tmp_path / "cz.yaml"), "agent:\n  check_interval: 24h\n")
+    common = ["--config", cfg, "--run-dir", run_dir, "--state-dir", st]
+    first = subprocess.Popen([hh.bin_path(), *common, "agent"], stdout=subprocess.DEVNULL,
+                             stderr=subprocess.PIPE)
+    try:
+        hb = os.path.join(run_dir, "cpu-heartbeat")
+        for _ in range(300):
+            if os.path.exists(hb) or first.poll() is not None:
+                break
+            time.sleep(0.1)
+        assert first.poll() is None and os.path.exists(hb), "the first agent did not start"
+        for args in (["agent", "--once"], ["agent"]):
+            r = run(*common, *args, timeout=30)
+            assert r.returncode == 2, (args, r.returncode, r.stdout, r.stderr)
+            assert re.search(r"^cpuzombie: Failed to start: run dir '%s' in use by pid %d$"
+                             % (re.escape(run_dir), first.pid), r.stderr, re.M), r.stderr
+        assert first.poll() is None
+    finally:
+        first.terminate()
+        _, err = first.communicate(timeout=30)
+    hh.assert_no_sanitizer(err.decode(errors="replace"))
+    r = run(*common, "agent", "--once", timeout=60)
+    assert r.returncode == 0, (r.returncode, r.stdout, r.stderr)
+
+
+# -- run-dir files that trusted the clock (item 8) ----------------------------------------------
+
+def dead_pid():
+    import subprocess
+    p = subprocess.Popen(["/bin/true"])
+    p.wait()
+    return p.pid
+
+
+def boot_id():
+    return open("/proc/sys/kernel/random/boot_id").read().strip()
+
+
+def heartbeat(run_dir, time_ms, extra=b""):
+    write(os.path.join(run_dir, "cpu-heartbeat"), envelope("cpu-heartbeat", (
+        b"pid 1\n%stime_ms %d\ninterval_ms 250\nmetric system\nncpu %d\nstopped 0\n"
+        % (extra, time_ms, os.cpu_count()))))
+
+
+def check_cpu(tmp_path, run_dir):
+    cfg = write(str(tmp_path / "cz.yaml"), "cpu:\n  inline_window: 1s\n  min_burst: 1s\n"
+                "  threshold_pct: 99.9\n")
+    return run("--config", cfg, "--run-dir", run_dir, "--state-dir", str(tmp_path / "st"),
+               "check", "cpu")
+
+
+def now_ms():
+    import time
+    return int(time.time() * 1000)
+
+
+def test_check_cpu_future_heartbeat_is_no_sampler(tmp_path):
+    """A heartbeat stamped an hour ahead with a dead pid was "fresh" for an hour and more: the
+    check trusted the agent's empty log and never sampled. Now it samples inline."""
+    run_dir = str(tmp_path / "run")
+    heartbeat(run_dir, now_ms() + 3600 * 1000, b"host_pid %d\n" % dead_pid())
+    r = check_cpu(tmp_path, run_dir)
+    assert r.returncode in (0, 1), (r.returncode, r.stdout, r.stderr)
+    assert "inline 1s: sampler heartbeat from the future" in r.stdout, r.stdout
+
+
+@pytest.mark.parametrize("case", ["dead-pid", "other-boot"])
+def test_check_cpu_judges_liveness_by_host_pid_and_boot(case, tmp_path):
+    """A fresh heartbeat of an agent that is gone (its host pid has no /proc entry) or that ran
+    in another boot: the sampler is not running, the check samples inline."""
+    run_dir = str(tmp_path / "run")
+    if case == "dead-pid":
+        pid = dead_pid()
+        extra, want = b"host_pid %d\nboot_id %s\n" % (pid, boot_id().encode()), \
+            "sampler gone (pid %d)" % pid
+    else:
+        other = "00000000-0000-4000-8000-000000000000"
+        assert other != boot_id()
+        extra, want = b"host_pid %d\nboot_id %s\n" % (os.getpid(), other.encode()), \
+            "sampler from another boot"
+    heartbeat(run_dir, now_ms(), extra)
+    r = check_cpu(tmp_path, run_dir)
+    assert r.returncode in (0, 1), (r.returncode, r.stdout, r.stderr)
+    assert "inline 1s: " + want in r.stdout, r.stdout
+
+
+def test_agent_records_host_pid_and_boot_id(tmp_path):
+    """The agent's heartbeat says its pid as --proc-root's namespace sees it and the boot id;
+    a live agent's heartbeat is trusted (no inline sampling)."""
+    run_dir = str(tmp_path / "run")
+    cfg = write(str(tmp_path / "cz.yaml"), "agent:\n  check_interval: 24h\n")
+    r = run("--config", cfg, "--run-dir", run_dir, "--state-dir", str(tmp_path / "st"),
+            "agent", "--once", timeout=60)
+    assert r.returncode == 0, r.stderr
+    text = open(os.path.join(run_dir, "cpu-heartbeat")).read()
+    assert re.search(r"^host_pid [1-9]\d*$", text, re.M), text
+    assert "\nboot_id %s\n" % boot_id() in text, text
+    # the same heartbeat with a pid that lives (ours) reads as a running sampler
+    fields = dict(line.split(" ", 1) for line in text.splitlines()[1:-1] if " " in line)
+    heartbeat(run_dir, now_ms(), b"host_pid %d\nboot_id %s\n" % (os.getpid(),
+                                                                  fields["boot_id"].encode()))
+    r = check_cpu(tmp_path, run_dir)
+    assert r.returncode == 0 and "inline" not in r.stdout, (r.returncode, r.stdout, r.stderr)
+
+
+def test_check_cpu_future_burst_is_not_recent(tmp_path):
+    """A burst stamped in the future stayed "recent" until the clock caught up (exit 1 for
+    hours). It is damage: dropped, exit 0."""
+    run_dir = str(tmp_path / "run")
+    now = now_ms()
+    heartbeat(run_dir, now)
+    write(os.path.join(run_dir, "cpu-bursts"), envelope("cpu-bursts", (
+        b"burst 0 %d %d 99.0 98.0 system irqs=- tasks=- stack=-\n"
+        % (now + 3600 * 1000, now + 3605 * 1000))))
+    cfg = write(str(tmp_path / "cz.yaml"), "cpu:\n  inline_window: 0s\n")
+    r = run("--config", cfg, "--run-dir", run_dir, "--state-dir", str(tmp_path / "st"),
+            "check", "cpu")
+    assert r.returncode == 0, (r.returncode, r.stdout, r.stderr)
+
+
+def test_history_slot_from_the_future_does_not_stretch_the_heatmap(tmp_path):
+    """One slot stamped near 2^63 ms stretched the heatmap to 106751970378 days; it is dropped
+    and the heatmap spans the minute that was sampled."""
+    from report_helpers import write_ring
+    run_dir = str(tmp_path / "run")
+    os.makedirs(run_dir)
+    now = now_ms()
+    samples = [(now - (60 - i) * 1000, [3, 3]) for i in range(60)]
+    samples.append(((1 << 63) - 1000, [50, 50]))
+    write_ring(os.path.join(run_dir, "cpu-history"), 2, samples)
+    heartbeat(run_dir, now, b"host_pid %d\n" % os.getpid())
+    r = run("--run-dir", run_dir, "--state-dir", str(tmp_path / "st"), "report")
+    assert r.returncode in (0, 1), (r.returncode, r.stdout, r.stderr)
+    m = re.search(r"HEATMAP .*\((\S+)\)", r.stdout)
+    assert m and m.group(1) in ("59s", "1m"), r.stdout
