@@ -318,20 +318,24 @@ static size_t add_lockups(const struct cz_config *cfg, struct burst_event *ev, s
 }
 
 /*
- * Is the agent that wrote @hb gone? Judged by what it recorded of itself (host/hostid.h): another
- * boot, or no such pid in --proc-root (its own getpid() means nothing in NPD's container,
- * hostPID: false). NULL when it may live, or when the heartbeat (of an older agent) or the proc
- * root cannot tell.
+ * Is the agent that wrote @hb gone where its stamp cannot say so? Judged by what it recorded of
+ * itself (host/hostid.h): another boot (a run dir that outlived a reboot, a restored VM), or a
+ * stamp ahead of @now (the clock stepped back) with no such pid in --proc-root (its getpid()
+ * means nothing in NPD's container, hostPID: false). A heartbeat stamped in the past is judged
+ * by its age, whoever wrote it: `agent --once` and an agent killed a moment ago leave complete
+ * files, trusted until the heartbeat goes stale. NULL when it may live, or when the heartbeat
+ * (of an older agent) or the proc root cannot tell.
  */
-static const char *gone_reason(const struct cz_ctx *ctx, const struct heartbeat *hb, char *buf,
-			       size_t size)
+static const char *gone_reason(const struct cz_ctx *ctx, const struct heartbeat *hb, uint64_t now,
+			       char *buf, size_t size)
 {
 	char boot[40];
 
 	if (hb->boot_id[0] && hostid_boot_id(&ctx->hf, boot, sizeof(boot)) == 0 &&
 	    !streq(boot, hb->boot_id))
 		return "sampler from another boot";
-	if (hb->host_pid > 0 && hostid_pid_exists(&ctx->hf, hb->host_pid) == 0) {
+	if (hb->time_ms > now && hb->host_pid > 0 &&
+	    hostid_pid_exists(&ctx->hf, hb->host_pid) == 0) {
 		snprintf(buf, size, "sampler gone (pid %d)", hb->host_pid);
 		return buf;
 	}
@@ -361,7 +365,7 @@ static const char *stale_reason(const struct cz_ctx *ctx, int hr, const struct h
 	 * not keep the check from sampling until the clock catches up */
 	if (hb->time_ms > now + HISTORY_FUTURE_SLACK_MS)
 		return "sampler heartbeat from the future";
-	gone = gone_reason(ctx, hb, buf, size);
+	gone = gone_reason(ctx, hb, now, buf, size);
 	if (gone)
 		return gone;
 	if (hb->time_ms + limit < now) {

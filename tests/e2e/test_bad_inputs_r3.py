@@ -385,9 +385,12 @@ def test_check_cpu_future_heartbeat_is_no_sampler(tmp_path):
 
 @pytest.mark.parametrize("case", ["dead-pid", "other-boot"])
 def test_check_cpu_judges_liveness_by_host_pid_and_boot(case, tmp_path):
-    """A fresh heartbeat of an agent that is gone (its host pid has no /proc entry) or that ran
-    in another boot: the sampler is not running, the check samples inline."""
+    """A heartbeat stamped ahead of now (inside the slack: a clock stepped back a little) by an
+    agent that is gone (its host pid has no /proc entry), or a fresh one from another boot: the
+    sampler is not running, the check samples inline. (A heartbeat stamped in the past is judged
+    by its age: `agent --once` leaves one to be trusted, test_cpu.py.)"""
     run_dir = str(tmp_path / "run")
+    stamp = now_ms() + (5000 if case == "dead-pid" else 0)
     if case == "dead-pid":
         pid = dead_pid()
         extra, want = b"host_pid %d\nboot_id %s\n" % (pid, boot_id().encode()), \
@@ -397,7 +400,7 @@ def test_check_cpu_judges_liveness_by_host_pid_and_boot(case, tmp_path):
         assert other != boot_id()
         extra, want = b"host_pid %d\nboot_id %s\n" % (os.getpid(), other.encode()), \
             "sampler from another boot"
-    heartbeat(run_dir, now_ms(), extra)
+    heartbeat(run_dir, stamp, extra)
     r = check_cpu(tmp_path, run_dir)
     assert r.returncode in (0, 1), (r.returncode, r.stdout, r.stderr)
     assert "inline 1s: " + want in r.stdout, r.stdout
@@ -414,10 +417,10 @@ def test_agent_records_host_pid_and_boot_id(tmp_path):
     text = open(os.path.join(run_dir, "cpu-heartbeat")).read()
     assert re.search(r"^host_pid [1-9]\d*$", text, re.M), text
     assert "\nboot_id %s\n" % boot_id() in text, text
-    # the same heartbeat with a pid that lives (ours) reads as a running sampler
+    # stamped ahead of now by a pid that lives (ours): a running sampler, trusted
     fields = dict(line.split(" ", 1) for line in text.splitlines()[1:-1] if " " in line)
-    heartbeat(run_dir, now_ms(), b"host_pid %d\nboot_id %s\n" % (os.getpid(),
-                                                                  fields["boot_id"].encode()))
+    heartbeat(run_dir, now_ms() + 5000, b"host_pid %d\nboot_id %s\n" % (
+        os.getpid(), fields["boot_id"].encode()))
     r = check_cpu(tmp_path, run_dir)
     assert r.returncode == 0 and "inline" not in r.stdout, (r.returncode, r.stdout, r.stderr)
 
