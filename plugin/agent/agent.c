@@ -12,7 +12,10 @@
 #include "agent/kmsg_follow.h"
 #include "checks/check_cpu.h"
 #include "checks/sampler.h"
+#include "base/fileio.h"
 #include "base/log.h"
+#include "base/state.h"
+#include "host/hostid.h"
 #include "host/systemd.h"
 #include "base/util.h"
 
@@ -29,6 +32,8 @@ struct agent {
 	struct cz_config *next;	/* SIGHUP: the configuration loaded, to apply after this run */
 	struct hostfs next_hf;
 	bool reload;
+	int host_pid;		/* ours on the host (hostid.h), 0 = unknown */
+	char boot_id[40];	/* "" = unknown */
 };
 
 static void log_events(struct agent *a, const struct burst_event *ev, int n)
@@ -55,6 +60,8 @@ static int write_heartbeat(struct agent *a, bool stopped)
 
 	/* every field heartbeat_format() reads is set here; active[] beyond nactive is unused */
 	hb.pid = (int)getpid();
+	hb.host_pid = a->host_pid;
+	memcpy(hb.boot_id, a->boot_id, sizeof(hb.boot_id));
 	hb.time_ms = now_realtime_ms();
 	hb.interval_ms = a->ctx->cfg.cpu.interval_ms;
 	hb.metric = a->ctx->cfg.cpu.metric;
@@ -191,6 +198,11 @@ static int agent_run_once(struct cz_ctx *ctx, struct cz_config *next, bool *ret_
 		log_warning_errno(r, "Failed to open history in '%s': %m, ignoring",
 				  ctx->cfg.paths.run);
 	(void)burst_log_claim(ctx->cfg.paths.run); /* a FIFO or junk at cpu-bursts: aside now */
+	/* what the check judges our liveness by: pid and boot as the host's /proc says them */
+	if (hostid_self_pid(&ctx->hf, &a.host_pid) < 0)
+		a.host_pid = 0;
+	if (hostid_boot_id(&ctx->hf, a.boot_id, sizeof(a.boot_id)) < 0)
+		a.boot_id[0] = '\0';
 	if (write_heartbeat(&a, false) < 0) {
 		burst_profiles_free(a.prof);
 		cpu_sampler_free(a.s);
@@ -246,17 +258,69 @@ static void heap_for_daemon(void)
 #endif
 }
 
+/*
+ * The run dir is one agent's: two agents on one dir flipped the heartbeat's pid, interleaved the
+ * history ring and logged every burst twice. "agent.lock" there is flock()ed (O_CLOEXEC: no
+ * child inherits it) for the agent's life, --once too, and holds the holder's host pid for the
+ * message of the next one, which exits 2.
+ */
+static int claim_run_dir(struct cz_ctx *ctx, struct state_lock *ret)
+{
+	const char *dir = ctx->cfg.paths.run;
+	char buf[32] = "";
+	int r = state_trylock(dir, "agent", ret), pid;
+
+	if (r == -EWOULDBLOCK) {
+		char path[FILEIO_PATH_MAX];
+		ssize_t n = -1;
+		uint64_t v;
+
+		if (snprintf(path, sizeof(path), "%s/agent.lock", dir) < (int)sizeof(path))
+			n = fileio_read_at(AT_FDCWD, path, FILEIO_OURS, buf, sizeof(buf));
+		if (n > 0 && buf[n - 1] == '\n')
+			buf[n - 1] = '\0';
+		if (n <= 0 || parse_u64(buf, &v) < 0 || v == 0 || v > INT32_MAX)
+			snprintf(buf, sizeof(buf), "?");
+		log_error("Failed to start: run dir '%s' in use by pid %s", dir, buf);
+		return -EWOULDBLOCK;
+	}
+	if (r < 0)
+		return log_error_errno(r, "Failed to lock run dir '%s': %m", dir);
+	if (hostid_self_pid(&ctx->hf, &pid) < 0)
+		pid = (int)getpid(); /* no procfs at --proc-root: the pid we know */
+	snprintf(buf, sizeof(buf), "%d\n", pid);
+	if (ftruncate(ret->fd, 0) < 0 || pwrite(ret->fd, buf, strlen(buf), 0) < 0)
+		log_warning_errno(errno, "Failed to write our pid into '%s/agent.lock': %m, ignoring",
+				  dir);
+	return 0;
+}
+
 int agent_run(struct cz_ctx *ctx)
 {
 	_cleanup_free_ struct cz_config *next = malloc(sizeof(*next));
+	struct state_lock lock = { -1 }, moved;
+	char locked[sizeof(ctx->cfg.paths.run)];
 	bool reload = true;
 	int r = CZ_EXIT_ERROR;
 
-	if (!next)
+	if (!next || claim_run_dir(ctx, &lock) < 0)
 		return CZ_EXIT_ERROR;
+	snprintf(locked, sizeof(locked), "%s", ctx->cfg.paths.run);
 	heap_for_daemon();
 	agent_signals_install();
-	while (reload)
+	while (reload) {
 		r = agent_run_once(ctx, next, &reload);
+		if (!reload || streq(locked, ctx->cfg.paths.run))
+			continue;
+		/* a reload moved the run dir: that one is ours before this one is let go */
+		if (claim_run_dir(ctx, &moved) < 0) {
+			r = CZ_EXIT_ERROR;
+			break;
+		}
+		state_unlock(&lock);
+		lock = moved;
+		snprintf(locked, sizeof(locked), "%s", ctx->cfg.paths.run);
+	}
+	state_unlock(&lock);
 	return r;
 }

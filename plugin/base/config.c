@@ -110,6 +110,29 @@ static const struct key_def keys[] = {
 	K("remediation", "reclaim_interval", T_DUR_POS, remediation.reclaim_interval_ms),
 };
 
+/*
+ * Bounds of the durations that make sense (issue 24 item 11: an unbounded value was taken as it
+ * was: cpu.inline_window 25h under NPD's 10 s timeout, agent.check_interval 1ms). For a T_DUR
+ * key 0 keeps its meaning (off, or no limit) and the bounds hold for every other value.
+ */
+static const struct key_bound {
+	const char *section, *key;
+	uint64_t lo_ms, hi_ms;
+	const char *why; /* shown after the range */
+} bounds[] = {
+	{ "memcg", "latency_canary", 1000, 24 * 3600 * 1000ull, NULL },
+	{ "memcg", "census_interval", 1000, 24 * 3600 * 1000ull, NULL },
+	{ "cpu", "interval", 10, 60 * 1000, NULL },
+	{ "cpu", "min_burst", 1, 24 * 3600 * 1000ull, NULL },
+	/* the check samples this long itself: NPD kills it at the 10 s timeout of its config
+	 * (config/npd/cpuzombie-cpu.json), exec and reads around the window included */
+	{ "cpu", "inline_window", 0, 8000, "sampled inside the check, under NPD's 10s timeout" },
+	/* each statistics read holds RTNL (ena.h) */
+	{ "ena", "min_read_interval", 1000, 3600 * 1000, "each statistics read holds RTNL" },
+	{ "kubernetes", "timeout", 100, 10 * 60 * 1000, NULL },
+	{ "agent", "check_interval", 100, 24 * 3600 * 1000ull, "every check runs each interval" },
+};
+
 static const char *const metric_names[] = {
 	[CZ_METRIC_SYSTEM] = "system",
 	[CZ_METRIC_SYSTEM_IRQ] = "system+irq+softirq",
@@ -271,6 +294,39 @@ static const char *scalar(const yaml_node_t *n)
 	return n && n->type == YAML_SCALAR_NODE ? (const char *)n->data.scalar.value : NULL;
 }
 
+/* A scalar with a NUL byte inside ("system\0garbage" in double quotes): its C string would be
+ * cut at the NUL, silently; libyaml keeps the real length beside it. */
+static bool has_nul(const yaml_node_t *n)
+{
+	return n && n->type == YAML_SCALAR_NODE &&
+	       strlen((const char *)n->data.scalar.value) != n->data.scalar.length;
+}
+
+/* True (with the allowed range in @buf) when a duration key's value is outside bounds[]. */
+static bool out_of_bounds(const struct key_def *k, const void *val, char *buf, size_t size)
+{
+	char lo[32], hi[32];
+	uint64_t v;
+
+	if (k->type != T_DUR && k->type != T_DUR_POS)
+		return false;
+	v = *(const uint64_t *)val;
+	for (size_t i = 0; i < ARRAY_SIZE(bounds); i++) {
+		const struct key_bound *b = &bounds[i];
+
+		if (!streq(b->section, k->section) || !streq(b->key, k->key))
+			continue;
+		if ((k->type == T_DUR && v == 0) || (v >= b->lo_ms && v <= b->hi_ms))
+			return false;
+		format_duration(b->lo_ms, lo, sizeof(lo));
+		format_duration(b->hi_ms, hi, sizeof(hi));
+		snprintf(buf, size, "%s%s..%s%s%s%s", k->type == T_DUR && b->lo_ms ? "0 or " : "", lo,
+			 hi, b->why ? " (" : "", b->why ? b->why : "", b->why ? ")" : "");
+		return true;
+	}
+	return false;
+}
+
 static bool plain_null(const yaml_node_t *n)
 {
 	const char *s = scalar(n);
@@ -315,6 +371,11 @@ static int set_list(struct loader *ld, const struct key_def *k, const yaml_node_
 		yaml_node_t *item = yaml_document_get_node(doc, *it);
 		const char *s = scalar(item);
 
+		if (has_nul(item)) {
+			add_err(ld, item, "key '%s.%s': an entry contains a NUL byte", k->section,
+				k->key);
+			return -EINVAL;
+		}
 		if (!s || (counters  ? !valid_counter_name(s)
 			   : ifnames ? !valid_ifname(s) /* any name the kernel takes */
 				     : !valid_name(s, CZ_NAME_MAX - 1))) {
@@ -460,9 +521,10 @@ static void load_section(struct loader *ld, yaml_document_t *doc, const char *se
 		yaml_node_t *vn = yaml_document_get_node(doc, p->value);
 		const char *key = scalar(kn), *why = NULL, *s;
 		const struct key_def *k;
+		char range[160];
 		bool known;
 
-		if (!key) {
+		if (!key || has_nul(kn)) {
 			add_err(ld, kn, "section '%s': keys must be plain names", section);
 			continue;
 		}
@@ -485,8 +547,15 @@ static void load_section(struct loader *ld, yaml_document_t *doc, const char *se
 			add_err(ld, vn ? vn : kn, "key '%s.%s': expected a single value", section, key);
 			continue;
 		}
+		if (has_nul(vn)) {
+			add_err(ld, vn, "key '%s.%s': the value contains a NUL byte", section, key);
+			continue;
+		}
 		if (set_scalar(k, s, (char *)ld->cfg + k->off, &why) < 0)
 			add_err(ld, vn, "key '%s.%s': %s, got '%.64s'", section, key, why, s);
+		else if (out_of_bounds(k, (char *)ld->cfg + k->off, range, sizeof(range)))
+			add_err(ld, vn, "key '%s.%s': out of range, expected %s, got '%.64s'",
+				section, key, range, s);
 	}
 }
 
@@ -508,7 +577,7 @@ static void load_root(struct loader *ld, yaml_document_t *doc)
 		const char *sec = scalar(kn);
 		int row;
 
-		if (!sec) {
+		if (!sec || has_nul(kn)) {
 			add_err(ld, kn, "section names must be plain names");
 			continue;
 		}

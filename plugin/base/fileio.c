@@ -135,11 +135,18 @@ int fileio_read_alloc_fd(int fd, size_t max, char **ret, size_t *ret_len)
 	size_t cap, off = 0;
 	struct stat st;
 
+	bool reg;
+
 	if (max == 0 || max > SIZE_MAX / 2)
 		return -EINVAL;
+	reg = fstat(fd, &st) == 0 && S_ISREG(st.st_mode);
+	/* a regular file that says it is larger than @max is refused from its size, before any
+	 * read (a 10 GB sparse file was read to the bound first). Only above a page: sysfs says
+	 * 4096 for every attribute whatever it holds, procfs says 0. */
+	if (reg && (uint64_t)st.st_size > max && st.st_size > 4096)
+		return -EFBIG;
 	/* a regular file says how big it is; pipes and procfs files (size 0) grow the buffer */
-	cap = fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0 &&
-			      (uint64_t)st.st_size < max ? (size_t)st.st_size + 1 : 4096;
+	cap = reg && st.st_size > 0 && (uint64_t)st.st_size < max ? (size_t)st.st_size + 1 : 4096;
 	if (cap > max + 1)
 		cap = max + 1;
 	buf = malloc(cap + 1);

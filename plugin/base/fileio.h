@@ -84,8 +84,8 @@ ssize_t fileio_read_at(int dirfd, const char *path, unsigned flags, char *buf, s
 /*
  * fileio_read_alloc_at - read @path whole into a new buffer of at most @max bytes (plus a NUL).
  * On success *@ret (free()) and *@ret_len are set and 0 is returned; -EFBIG when the file is
- * larger than @max, -ENOMEM, or the -errno of fileio_open / the read. Outputs untouched on
- * failure.
+ * larger than @max (a regular file whose fstat() size is above @max and a page: before any
+ * read), -ENOMEM, or the -errno of fileio_open / the read. Outputs untouched on failure.
  */
 int fileio_read_alloc_at(int dirfd, const char *path, unsigned flags, size_t max, char **ret,
 			 size_t *ret_len);

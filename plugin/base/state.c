@@ -125,7 +125,21 @@ static int open_lock(const char *path)
 	return TAKE_FD(fd);
 }
 
+static int lock_within(const char *dir, const char *name, uint64_t wait_ms,
+		       struct state_lock *ret_lock);
+
 int state_lock(const char *dir, const char *name, struct state_lock *ret_lock)
+{
+	return lock_within(dir, name, STATE_LOCK_WAIT_MS, ret_lock);
+}
+
+int state_trylock(const char *dir, const char *name, struct state_lock *ret_lock)
+{
+	return lock_within(dir, name, 0, ret_lock);
+}
+
+static int lock_within(const char *dir, const char *name, uint64_t wait_ms,
+		       struct state_lock *ret_lock)
 {
 	char path[FILEIO_PATH_MAX];
 	_cleanup_close_ int fd = -1;
@@ -156,12 +170,14 @@ int state_lock(const char *dir, const char *name, struct state_lock *ret_lock)
 	if (fd < 0)
 		return fd;
 	/* Bounded wait: NPD kills a check at its timeout, so never block on a stuck holder. */
-	deadline = now_monotonic_ms() + STATE_LOCK_WAIT_MS;
+	deadline = now_monotonic_ms() + wait_ms;
 	while (flock(fd, LOCK_EX | LOCK_NB) < 0) {
 		struct timespec ts = { 0, 10 * 1000 * 1000 };
 
 		if (errno != EWOULDBLOCK && errno != EINTR)
 			return -errno;
+		if (wait_ms == 0 && errno == EWOULDBLOCK)
+			return -EWOULDBLOCK;
 		if (now_monotonic_ms() >= deadline)
 			return -ETIMEDOUT;
 		nanosleep(&ts, NULL);

@@ -61,6 +61,13 @@ struct state_lock {
  */
 int state_lock(const char *dir, const char *name, struct state_lock *ret_lock);
 
+/*
+ * state_trylock - state_lock() without waiting: -EWOULDBLOCK at once when another holds it (the
+ * agent's run-dir lock: a second agent must not share the run dir). The lock's fd is the
+ * holder's to write into (the agent writes its pid there for the next one's message).
+ */
+int state_trylock(const char *dir, const char *name, struct state_lock *ret_lock);
+
 /* state_unlock - release; safe on an unheld lock. Usable as a _cleanup_ function. */
 void state_unlock(struct state_lock *lock);
 

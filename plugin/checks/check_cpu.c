@@ -17,6 +17,7 @@
 #include "checks/kevents.h"
 #include "base/state.h"
 #include "checks/sampler.h"
+#include "host/hostid.h"
 #include "host/irq.h"
 #include "host/tasks.h"
 #include "base/util.h"
@@ -316,11 +317,38 @@ static size_t add_lockups(const struct cz_config *cfg, struct burst_event *ev, s
 	return n;
 }
 
+/*
+ * Is the agent that wrote @hb gone where its stamp cannot say so? Judged by what it recorded of
+ * itself (host/hostid.h): another boot (a run dir that outlived a reboot, a restored VM), or a
+ * stamp ahead of @now (the clock stepped back) with no such pid in --proc-root (its getpid()
+ * means nothing in NPD's container, hostPID: false). A heartbeat stamped in the past is judged
+ * by its age, whoever wrote it: `agent --once` and an agent killed a moment ago leave complete
+ * files, trusted until the heartbeat goes stale. NULL when it may live, or when the heartbeat
+ * (of an older agent) or the proc root cannot tell.
+ */
+static const char *gone_reason(const struct cz_ctx *ctx, const struct heartbeat *hb, uint64_t now,
+			       char *buf, size_t size)
+{
+	char boot[40];
+
+	if (hb->boot_id[0] && hostid_boot_id(&ctx->hf, boot, sizeof(boot)) == 0 &&
+	    !streq(boot, hb->boot_id))
+		return "sampler from another boot";
+	if (hb->time_ms > now && hb->host_pid > 0 &&
+	    hostid_pid_exists(&ctx->hf, hb->host_pid) == 0) {
+		snprintf(buf, size, "sampler gone (pid %d)", hb->host_pid);
+		return buf;
+	}
+	return NULL;
+}
+
 /* Why the agent's files cannot be trusted, or NULL when they can. */
-static const char *stale_reason(const struct cz_config *cfg, int hr, const struct heartbeat *hb,
+static const char *stale_reason(const struct cz_ctx *ctx, int hr, const struct heartbeat *hb,
 				char *buf, size_t size)
 {
+	const struct cz_config *cfg = &ctx->cfg;
 	uint64_t now = now_realtime_ms(), limit = 3 * HISTORY_HEARTBEAT_MS;
+	const char *gone;
 	char d[32];
 
 	if (4 * cfg->cpu.interval_ms > limit)
@@ -333,6 +361,13 @@ static const char *stale_reason(const struct cz_config *cfg, int hr, const struc
 	}
 	if (hb->stopped)
 		return "sampler stopped";
+	/* a stamp from the future is damage (a clock stepped back, a hand-written file): it must
+	 * not keep the check from sampling until the clock catches up */
+	if (hb->time_ms > now + HISTORY_FUTURE_SLACK_MS)
+		return "sampler heartbeat from the future";
+	gone = gone_reason(ctx, hb, now, buf, size);
+	if (gone)
+		return gone;
 	if (hb->time_ms + limit < now) {
 		snprintf(buf, size, "sampler stale %s",
 			 format_duration((now - hb->time_ms) / 1000 * 1000, d, sizeof(d)));
@@ -371,7 +406,7 @@ int check_cpu(struct cz_ctx *ctx, struct npd_result *res)
 	if (!ev || !hb)
 		return npd_unknown(res, -ENOMEM, "check cpu");
 	r = heartbeat_read(cfg->paths.run, hb);
-	stale = stale_reason(cfg, r, hb, why, sizeof(why));
+	stale = stale_reason(ctx, r, hb, why, sizeof(why));
 	if (!stale) {
 		r = recent_bursts(cfg, ev, &n, res);
 		if (r != NPD_OK)
@@ -380,6 +415,8 @@ int check_cpu(struct cz_ctx *ctx, struct npd_result *res)
 		for (size_t i = 0; i < hb->nactive && n < EVENTS_MAX; i++) {
 			size_t j; /* an ongoing run already logged as ended is the same burst */
 
+			if (hb->active[i].end_ms > now_realtime_ms() + HISTORY_FUTURE_SLACK_MS)
+				continue; /* damage, as in the burst log */
 			for (j = 0; j < (size_t)r; j++)
 				if (ev[j].cpu == hb->active[i].cpu &&
 				    ev[j].start_ms == hb->active[i].start_ms)

@@ -8,6 +8,7 @@
 #include "base/fileio.h"
 #include "base/state.h"
 #include "base/util.h"
+#include "host/hostid.h"
 
 #define LOG_BUF (HISTORY_EVENTS_MAX * 2048 + 4096) /* escaped fields can triple */
 #define HEARTBEAT_BUF (HISTORY_ACTIVE_MAX * 640 + 256) /* active lines carry tasks */
@@ -264,6 +265,12 @@ static int parse_event(const char *line, size_t len, struct burst_event *ev)
 
 int burst_log_parse(const char *payload, uint64_t since_ms, struct burst_event *ret, size_t max)
 {
+	return burst_log_parse_range(payload, since_ms, 0, ret, max);
+}
+
+int burst_log_parse_range(const char *payload, uint64_t since_ms, uint64_t until_ms,
+			  struct burst_event *ret, size_t max)
+{
 	const char *pos = payload, *line;
 	size_t len, n = 0;
 	struct burst_event ev;
@@ -275,7 +282,7 @@ int burst_log_parse(const char *payload, uint64_t since_ms, struct burst_event *
 			continue;
 		if (parse_event(line, len, &ev) < 0)
 			return -EINVAL;
-		if (ev.end_ms < since_ms || max == 0)
+		if (ev.end_ms < since_ms || (until_ms && ev.end_ms > until_ms) || max == 0)
 			continue;
 		if (n == max) { /* keep the newest: drop the oldest */
 			memmove(ret, ret + 1, (max - 1) * sizeof(*ret));
@@ -289,6 +296,7 @@ int burst_log_parse(const char *payload, uint64_t since_ms, struct burst_event *
 /* The cpu-bursts state: events parsed with a filter, formatted all. */
 struct burst_log {
 	uint64_t since_ms; /* in: keep the events that ended at or after */
+	uint64_t until_ms; /* in: ...and not after (0: no limit) */
 	size_t max;	   /* in: room in ev */
 	size_t n;	   /* out */
 	struct burst_event *ev;
@@ -297,7 +305,7 @@ struct burst_log {
 static int log_state_parse(const char *payload, size_t len, void *obj)
 {
 	struct burst_log *l = obj;
-	int r = burst_log_parse(payload, l->since_ms, l->ev, l->max);
+	int r = burst_log_parse_range(payload, l->since_ms, l->until_ms, l->ev, l->max);
 
 	if (r < 0)
 		return r;
@@ -336,7 +344,8 @@ int burst_log_append(const char *run_dir, const struct burst_event *ev)
 {
 	_cleanup_(state_end) struct state_txn txn = STATE_TXN_INIT;
 	_cleanup_free_ struct burst_event *evs = calloc(HISTORY_EVENTS_MAX, sizeof(*evs));
-	struct burst_log l = { .max = HISTORY_EVENTS_MAX - 1, .ev = evs };
+	struct burst_log l = { .max = HISTORY_EVENTS_MAX - 1, .ev = evs,
+			       .until_ms = now_realtime_ms() + HISTORY_FUTURE_SLACK_MS };
 	int r;
 
 	if (!evs)
@@ -365,7 +374,8 @@ int burst_log_claim(const char *run_dir)
 
 int burst_log_read(const char *run_dir, uint64_t since_ms, struct burst_event *ret, size_t max)
 {
-	struct burst_log l = { .since_ms = since_ms, .max = max, .ev = ret };
+	struct burst_log l = { .since_ms = since_ms, .max = max, .ev = ret,
+			       .until_ms = now_realtime_ms() + HISTORY_FUTURE_SLACK_MS };
 	int r = state_read(run_dir, &burst_log_state, &l);
 
 	return r < 0 ? r : r == STATE_LOADED ? (int)l.n : 0;
@@ -378,10 +388,15 @@ int heartbeat_format(const struct heartbeat *hb, char *buf, size_t size)
 	size_t off = 0;
 	int r;
 
-	r = buf_appendf(buf, size, &off,
-			"pid %d\ntime_ms %" PRIu64 "\ninterval_ms %" PRIu64 "\nmetric %s\nncpu %u\n"
+	r = buf_appendf(buf, size, &off, "pid %d\n", hb->pid);
+	if (r == 0 && hb->host_pid > 0)
+		r = buf_appendf(buf, size, &off, "host_pid %d\n", hb->host_pid);
+	if (r == 0 && hostid_boot_id_valid(hb->boot_id))
+		r = buf_appendf(buf, size, &off, "boot_id %s\n", hb->boot_id);
+	r = r ?: buf_appendf(buf, size, &off,
+			"time_ms %" PRIu64 "\ninterval_ms %" PRIu64 "\nmetric %s\nncpu %u\n"
 			"stopped %d\n",
-			hb->pid, hb->time_ms, hb->interval_ms, config_metric_name(hb->metric),
+			hb->time_ms, hb->interval_ms, config_metric_name(hb->metric),
 			hb->ncpu, hb->stopped ? 1 : 0);
 	for (size_t i = 0; r == 0 && i < hb->nactive && i < HISTORY_ACTIVE_MAX; i++) {
 		const struct burst_event *a = &hb->active[i];
@@ -451,10 +466,20 @@ int heartbeat_parse(const char *payload, struct heartbeat *ret)
 			seen |= 1;
 			continue;
 		}
+		if (tok_is(t[0], l[0], "boot_id")) {
+			if (l[1] != HOSTID_BOOT_ID_LEN || hb->boot_id[0])
+				return -EINVAL;
+			memcpy(hb->boot_id, t[1], l[1]);
+			if (!hostid_boot_id_valid(hb->boot_id))
+				return -EINVAL;
+			continue;
+		}
 		if (parse_u64_n(t[1], l[1], &v) < 0)
 			return -EINVAL;
 		if (tok_is(t[0], l[0], "pid") && v <= INT32_MAX)
 			hb->pid = (int)v, seen |= 2;
+		else if (tok_is(t[0], l[0], "host_pid") && v > 0 && v <= INT32_MAX && !hb->host_pid)
+			hb->host_pid = (int)v;
 		else if (tok_is(t[0], l[0], "time_ms"))
 			hb->time_ms = v, seen |= 4;
 		else if (tok_is(t[0], l[0], "interval_ms") && v > 0)
@@ -716,6 +741,12 @@ static int cmp_seq(const void *a, const void *b)
 
 int history_parse(const uint8_t *file, size_t len, uint64_t since_ms, struct history_series *ret)
 {
+	return history_parse_range(file, len, since_ms, 0, ret);
+}
+
+int history_parse_range(const uint8_t *file, size_t len, uint64_t since_ms, uint64_t until_ms,
+			struct history_series *ret)
+{
 	_cleanup_free_ struct seq_idx *idx = NULL;
 	struct history_series s = { 0 };
 	unsigned ncpu, slots, ss;
@@ -737,7 +768,7 @@ int history_parse(const uint8_t *file, size_t len, uint64_t since_ms, struct his
 		uint64_t seq = get_u64(sl);
 
 		if (seq && seq % slots == i && get_u32(sl + 16) == slot_crc(sl, ncpu) &&
-		    get_u64(sl + 8) >= since_ms)
+		    get_u64(sl + 8) >= since_ms && (!until_ms || get_u64(sl + 8) <= until_ms))
 			idx[n++] = (struct seq_idx){ seq, sl };
 	}
 	qsort(idx, n, sizeof(*idx), cmp_seq);
@@ -773,7 +804,8 @@ int history_read_file(const char *run_dir, const char *name, uint64_t since_ms,
 	if (snprintf(path, sizeof(path), "%s/%s", run_dir, name) >= (int)sizeof(path))
 		return -ENAMETOOLONG;
 	r = fileio_read_alloc_at(AT_FDCWD, path, FILEIO_OURS, RING_MAX_FILE, &img, &len);
-	return r < 0 ? r : history_parse((const uint8_t *)img, len, since_ms, ret);
+	return r < 0 ? r : history_parse_range((const uint8_t *)img, len, since_ms,
+					       now_realtime_ms() + HISTORY_FUTURE_SLACK_MS, ret);
 }
 
 void history_series_free(struct history_series *s)

@@ -27,7 +27,8 @@
  *               (HISTORY_PROFILE_PREFIX...), hot its hottest kernel function and its share of
  *               the samples (checks/folded.h), why the reason there is no profile.
  * cpu-heartbeat state file rewritten every HISTORY_HEARTBEAT_MS by the agent: "pid N",
- *               "time_ms T", "interval_ms I", "metric M", "ncpu N", "stopped 0|1", and one
+ *               optional "host_pid N" and "boot_id B" (host/hostid.h: what liveness is judged
+ *               by; a heartbeat of an older agent has neither), "time_ms T", "interval_ms I", "metric M", "ncpu N", "stopped 0|1", and one
  *               "active <cpu> <start_ms> <end_ms> <peak%> <mean%> [tasks=...]" per burst still
  *               going on, with the tasks seen on that core so far (as in cpu-bursts).
  */
@@ -49,6 +50,9 @@
 #define HISTORY_PROFILE_PREFIX "cpu-profile-" /* + "<cpu>-<start_ms>.folded" */
 #define HISTORY_PROFILES_MAX 32		       /* profile files kept; older ones roll off */
 #define HISTORY_HEARTBEAT "cpu-heartbeat"
+/* A stamp later than now by more than this is damage, not a sample: readers drop it (a clock
+ * stepped back, a file written by hand). The memcg history does the same (memcg.h). */
+#define HISTORY_FUTURE_SLACK_MS 10000
 
 struct burst_event {
 	unsigned cpu;
@@ -66,7 +70,9 @@ struct burst_event {
 };
 
 struct heartbeat {
-	int pid;
+	int pid;		/* getpid(): of the agent's pid namespace */
+	int host_pid;		/* its pid in --proc-root's namespace (hostid.h), 0 = unknown */
+	char boot_id[40];	/* the boot it ran in, "" = unknown */
 	uint64_t time_ms, interval_ms;
 	enum cz_cpu_metric metric;
 	unsigned ncpu;
@@ -91,13 +97,21 @@ int burst_log_format(const struct burst_event *ev, char *buf, size_t size);
 int burst_log_parse(const char *payload, uint64_t since_ms, struct burst_event *ret, size_t max);
 
 /*
+ * burst_log_parse_range - the same, without the events that end after @until_ms (0: no limit):
+ * stamps from the future are damage. Pure.
+ */
+int burst_log_parse_range(const char *payload, uint64_t since_ms, uint64_t until_ms,
+			  struct burst_event *ret, size_t max);
+
+/*
  * burst_log_append - add @ev to @run_dir/cpu-bursts under its lock, dropping the oldest beyond
  * HISTORY_EVENTS_MAX. A corrupt log starts afresh. Returns 0 or -errno.
  */
 int burst_log_append(const char *run_dir, const struct burst_event *ev);
 
 /*
- * burst_log_read - the events that ended at or after @since_ms (see burst_log_parse). Returns
+ * burst_log_read - the events that ended at or after @since_ms and no later than now +
+ * HISTORY_FUTURE_SLACK_MS (see burst_log_parse_range). Returns
  * the count (0 when there is no log yet) or -errno (-EBADMSG: the log was corrupt and moved
  * aside).
  */
@@ -173,7 +187,13 @@ struct history_series {
  */
 int history_parse(const uint8_t *file, size_t len, uint64_t since_ms, struct history_series *ret);
 
-/* history_read - history_parse of @run_dir/cpu-history. -ENOENT when there is none. */
+/* history_parse_range - the same without the samples stamped after @until_ms (0: no limit). */
+int history_parse_range(const uint8_t *file, size_t len, uint64_t since_ms, uint64_t until_ms,
+			struct history_series *ret);
+
+/* history_read - history_parse of @run_dir/cpu-history, without the samples stamped later than
+ * now + HISTORY_FUTURE_SLACK_MS (one such slot stretched the heatmap to 106751970378 days).
+ * -ENOENT when there is none. */
 int history_read(const char *run_dir, uint64_t since_ms, struct history_series *ret);
 
 /* history_read_file - the same for the ring file @name in @run_dir (the tiers, tier.h). */

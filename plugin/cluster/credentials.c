@@ -90,7 +90,7 @@ int creds_read_token_file(const char *path, char **ret)
 		n += (size_t)k;
 	}
 	if (n > CREDS_TOKEN_MAX)
-		return -E2BIG;
+		return -EFBIG;
 	while (n > 0 && strchr(" \t\r\n", buf[n - 1]) && buf[n - 1])
 		n--;
 	if (!kube_token_ok(buf, n))
@@ -186,8 +186,9 @@ static void all_signals(sigset_t *s)
 		w[(size_t)(sig - 1) / bits] |= 1UL << ((size_t)(sig - 1) % bits);
 }
 
-/* Start the plugin with its stdout on @out_fd: default signals, fds 0-2 only, own group. */
-static int spawn(const struct kube_exec *e, int out_fd, pid_t *ret_pid)
+/* Start the plugin with its stdout on @out_fd and its stderr on @err_fd: default signals, fds
+ * 0-2 only, own group. */
+static int spawn(const struct kube_exec *e, int out_fd, int err_fd, pid_t *ret_pid)
 {
 	char *argv[KUBECONFIG_MAX_ARGS + 2] = { e->command };
 	_cleanup_free_ char **envp = NULL;
@@ -221,6 +222,7 @@ static int spawn(const struct kube_exec *e, int out_fd, pid_t *ret_pid)
 	r = r ?: posix_spawnattr_setpgroup(&at, 0);
 	r = r ?: posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
 	r = r ?: posix_spawn_file_actions_adddup2(&fa, out_fd, 1);
+	r = r ?: posix_spawn_file_actions_adddup2(&fa, err_fd, 2);
 	r = r ?: posix_spawn_file_actions_addclosefrom_np(&fa, 3);
 	r = r ?: posix_spawnp(ret_pid, e->command, &fa, &at, argv, envp);
 	posix_spawn_file_actions_destroy(&fa);
@@ -228,21 +230,57 @@ static int spawn(const struct kube_exec *e, int out_fd, pid_t *ret_pid)
 	return -r;
 }
 
-/* Read the plugin's stdout until EOF, the deadline or the size bound. Returns 0 or -errno. */
-static int collect(int fd, uint64_t deadline, char **ret)
+/* What the plugin wrote to stderr: the first CREDS_EXEC_MAX_STDERR bytes kept, the rest counted. */
+struct err_buf {
+	char text[CREDS_EXEC_MAX_STDERR + 1];
+	size_t n, dropped;
+};
+
+/* Read what @fd (non-blocking) has now into @eb. Returns true at EOF or on an error. */
+static bool drain_err(int fd, struct err_buf *eb)
+{
+	char skip[1024];
+
+	for (;;) {
+		size_t room = CREDS_EXEC_MAX_STDERR - eb->n;
+		ssize_t k = room ? read(fd, eb->text + eb->n, room) : read(fd, skip, sizeof(skip));
+
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k <= 0)
+			return k == 0 || errno != EAGAIN;
+		if (room)
+			eb->n += (size_t)k;
+		else
+			eb->dropped += (size_t)k;
+	}
+}
+
+/*
+ * Read the plugin's stdout until EOF, the deadline or the size bound, and its stderr (@err_fd,
+ * non-blocking) beside it so that a chatty plugin never blocks on a full pipe; stderr is not
+ * waited for once stdout ended (a leftover child may hold it). Returns 0 or -errno.
+ */
+static int collect(int fd, int err_fd, uint64_t deadline, char **ret, struct err_buf *eb)
 {
 	_cleanup_free_ char *out = malloc(CREDS_EXEC_MAX_OUTPUT + 1);
+	bool err_open = true;
 	size_t n = 0;
 
 	if (!out)
 		return -ENOMEM;
 	for (;;) {
-		struct pollfd pfd = { .fd = fd, .events = POLLIN };
+		struct pollfd pfd[2] = { { .fd = fd, .events = POLLIN },
+					 { .fd = err_open ? err_fd : -1, .events = POLLIN } };
 		uint64_t now = now_monotonic_ms();
 		ssize_t k;
 
-		if (now >= deadline || poll(&pfd, 1, (int)(deadline - now)) == 0)
+		if (now >= deadline || poll(pfd, 2, (int)(deadline - now)) == 0)
 			return -ETIME;
+		if (err_open && pfd[1].revents)
+			err_open = !drain_err(err_fd, eb);
+		if (!pfd[0].revents)
+			continue;
 		if (n >= CREDS_EXEC_MAX_OUTPUT)
 			return -EFBIG;
 		k = read(fd, out + n, CREDS_EXEC_MAX_OUTPUT - n);
@@ -254,9 +292,44 @@ static int collect(int fd, uint64_t deadline, char **ret)
 			break;
 		n += (size_t)k;
 	}
+	if (err_open)
+		(void)drain_err(err_fd, eb); /* what it wrote before it ended */
 	out[n] = '\0';
 	*ret = TAKE_PTR(out);
 	return 0;
+}
+
+/*
+ * The plugin's stderr, one log entry per line (at most CREDS_EXEC_STDERR_LINES), each through
+ * log.h, which makes it safe text (base/textsafe.h: escapes and control characters shown, never
+ * sent to a terminal or the journal raw); a NUL byte shows as U+FFFD instead of cutting the line.
+ */
+static void log_plugin_stderr(const char *cmd, struct err_buf *eb, bool failed)
+{
+	const enum log_prio prio = failed ? LOG_PRIO_WARNING : LOG_PRIO_INFO;
+	size_t pos = 0, lines = 0;
+
+	while (pos < eb->n && lines < CREDS_EXEC_STDERR_LINES) {
+		char line[512];
+		size_t len = 0;
+
+		for (; pos < eb->n && eb->text[pos] != '\n'; pos++) {
+			const char *c = eb->text[pos] ? &eb->text[pos] : "\xef\xbf\xbd";
+			size_t cl = eb->text[pos] ? 1 : 3;
+
+			if (len + cl < sizeof(line)) {
+				memcpy(line + len, c, cl);
+				len += cl;
+			}
+		}
+		pos++; /* the newline */
+		line[len] = '\0';
+		log_full_errno(prio, 0, NULL, "Exec credential plugin '%s' said: %s", cmd, line);
+		lines++;
+	}
+	if (pos < eb->n || eb->dropped)
+		log_full_errno(prio, 0, NULL, "Exec credential plugin '%s' said more (%zu bytes not "
+			       "shown)", cmd, (pos < eb->n ? eb->n - pos : 0) + eb->dropped);
 }
 
 /* Wait (until @deadline) for the plugin to end without reaping it, kill its whole group, reap. */
@@ -280,23 +353,33 @@ static int finish(pid_t pid, uint64_t deadline, bool kill_now)
 	return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : -ECHILD;
 }
 
-int creds_exec_run(const struct kube_exec *e, uint64_t timeout_ms, char **ret)
+static int run_plugin(const struct kube_exec *e, uint64_t timeout_ms, char **ret,
+		      struct err_buf *eb)
 {
 	uint64_t deadline = now_monotonic_ms() + timeout_ms;
 	_cleanup_free_ char *out = NULL;
-	int p[2], r, w;
+	int p[2], q[2], r, w;
 	pid_t pid;
 
 	if (pipe2(p, O_CLOEXEC) < 0)
 		return -errno;
-	r = spawn(e, p[1], &pid);
-	close(p[1]);
-	if (r < 0) {
+	if (pipe2(q, O_CLOEXEC | O_NONBLOCK) < 0) {
+		r = -errno;
 		close(p[0]);
+		close(p[1]);
 		return r;
 	}
-	r = collect(p[0], deadline, &out);
+	r = spawn(e, p[1], q[1], &pid);
+	close(p[1]);
+	close(q[1]);
+	if (r < 0) {
+		close(p[0]);
+		close(q[0]);
+		return r;
+	}
+	r = collect(p[0], q[0], deadline, &out, eb);
 	close(p[0]);
+	close(q[0]);
 	w = finish(pid, deadline, r < 0);
 	if (r == 0 && w < 0)
 		r = now_monotonic_ms() >= deadline ? -ETIME : w;
@@ -304,6 +387,18 @@ int creds_exec_run(const struct kube_exec *e, uint64_t timeout_ms, char **ret)
 		return r;
 	*ret = TAKE_PTR(out);
 	return 0;
+}
+
+int creds_exec_run(const struct kube_exec *e, uint64_t timeout_ms, char **ret)
+{
+	_cleanup_free_ struct err_buf *eb = calloc(1, sizeof(*eb));
+	int r;
+
+	if (!eb)
+		return -ENOMEM;
+	r = run_plugin(e, timeout_ms, ret, eb);
+	log_plugin_stderr(e->command, eb, r < 0);
+	return r;
 }
 
 static int exec_credential(struct creds *c)
@@ -353,6 +448,9 @@ int creds_bearer(struct creds *c, char **ret)
 		if (r == -EINVAL)
 			return log_error_errno(EACCES, "Token file '%s' is empty or contains control "
 					       "characters: refused", a->token_file);
+		if (r == -EFBIG)
+			return log_error_errno(EACCES, "Failed to read token file '%s': larger "
+					       "than %d bytes", a->token_file, CREDS_TOKEN_MAX);
 		if (r < 0)
 			return log_error_errno(EACCES, "Failed to read token file '%s': %s",
 					       a->token_file, strerror(-r));

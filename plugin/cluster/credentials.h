@@ -9,7 +9,7 @@
  *
  * The plugin is started with posix_spawn() (the agent is multithreaded: a child made by fork could
  * hang on a lock another thread held), its argv and envp built before the spawn, with the default
- * signal mask and dispositions, only fds 0-2 (stdin /dev/null, stdout a pipe to us, our stderr),
+ * signal mask and dispositions, only fds 0-2 (stdin /dev/null, stdout and stderr pipes to us),
  * in a process group of its own that is killed as a whole when it runs past the timeout or ends.
  *
  * A token from any source with a control character (CR, LF, ...) is refused: it would become a
@@ -24,6 +24,8 @@
 
 #define CREDS_TOKEN_MAX 16384		/* bytes of a token file */
 #define CREDS_EXEC_MAX_OUTPUT (64u << 10) /* bytes a plugin may print */
+#define CREDS_EXEC_MAX_STDERR 4096	/* bytes of a plugin's stderr logged; the rest counted */
+#define CREDS_EXEC_STDERR_LINES 8	/* lines of it logged */
 
 struct creds;
 
@@ -64,7 +66,7 @@ void creds_invalidate(struct creds *c);
 
 /*
  * creds_read_token_file - read a bearer token from @path: at most CREDS_TOKEN_MAX bytes, trailing
- * white space and newlines dropped. Returns 0 and a malloc()ed token, -E2BIG, -EINVAL (empty, or a
+ * white space and newlines dropped. Returns 0 and a malloc()ed token, -EFBIG, -EINVAL (empty, or a
  * control character inside), or -errno from reading; *@ret untouched on failure.
  */
 int creds_read_token_file(const char *path, char **ret);
@@ -82,7 +84,10 @@ void creds_exec_clear(struct creds_exec_result *r);
 /*
  * creds_exec_run - run plugin @e as described above; its stdout (at most CREDS_EXEC_MAX_OUTPUT
  * bytes) into *@ret (malloc()ed, NUL-terminated). Never leaves a process behind: on return the
- * plugin and whatever it started in its process group are gone. Returns 0, -ETIME (ran past
+ * plugin and whatever it started in its process group are gone. What it wrote to stderr is
+ * logged (log.h makes it safe text: no terminal escape or control byte passes raw), one entry a
+ * line, at most CREDS_EXEC_STDERR_LINES lines and CREDS_EXEC_MAX_STDERR bytes, as warnings when
+ * it failed and info otherwise (kubectl shows it on the terminal as is). Returns 0, -ETIME (ran past
  * @timeout_ms), -EFBIG (printed too much), -ECHILD (exited non-zero or by a signal), -errno.
  */
 int creds_exec_run(const struct kube_exec *e, uint64_t timeout_ms, char **ret);

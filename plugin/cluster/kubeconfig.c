@@ -9,6 +9,7 @@
 #include <yaml.h>
 
 #include "cluster/kubeconfig.h"
+#include "base/fileio.h"
 #include "base/log.h"
 #include "base/util.h"
 #include "cluster/kjson.h"
@@ -293,7 +294,7 @@ int kubeconfig_parse(const char *text, size_t len, const char *dir, struct kube_
 	int r;
 
 	if (len > KUBECONFIG_MAX_BYTES) {
-		return log_error_errno(E2BIG, "kubeconfig: larger than %d bytes",
+		return log_error_errno(EFBIG, "kubeconfig: larger than %d bytes",
 				       KUBECONFIG_MAX_BYTES);
 	}
 	r = check_depth(text, len);
@@ -319,33 +320,6 @@ int kubeconfig_parse(const char *text, size_t len, const char *dir, struct kube_
 	return 0;
 }
 
-static int read_bounded(const char *path, char **ret, size_t *ret_len)
-{
-	_cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
-	_cleanup_free_ char *buf = NULL;
-	size_t n = 0, cap = KUBECONFIG_MAX_BYTES + 1;
-	ssize_t k;
-
-	if (fd < 0)
-		return -errno;
-	buf = malloc(cap + 1);
-	if (!buf)
-		return -ENOMEM;
-	while (n < cap && (k = read(fd, buf + n, cap - n)) != 0) {
-		if (k < 0 && errno == EINTR)
-			continue;
-		if (k < 0)
-			return -errno;
-		n += (size_t)k;
-	}
-	if (n > KUBECONFIG_MAX_BYTES)
-		return -E2BIG;
-	buf[n] = '\0';
-	*ret_len = n;
-	*ret = TAKE_PTR(buf);
-	return 0;
-}
-
 int kubeconfig_load(const char *path, struct kube_auth *ret)
 {
 	_cleanup_free_ char *text = NULL, *dir = strdup(path);
@@ -355,7 +329,12 @@ int kubeconfig_load(const char *path, struct kube_auth *ret)
 
 	if (!dir)
 		return -ENOMEM;
-	r = read_bounded(path, &text, &len);
+	/* bounded, and judged by its size first: a 100 MB file is refused without being read
+	 * (-EFBIG, not the -E2BIG that printed as "Argument list too long") */
+	r = fileio_read_alloc_at(AT_FDCWD, path, 0, KUBECONFIG_MAX_BYTES, &text, &len);
+	if (r == -EFBIG)
+		return log_error_errno(r, "Failed to read kubeconfig '%s': larger than %d bytes",
+				       path, KUBECONFIG_MAX_BYTES);
 	if (r < 0)
 		return log_error_errno(r, "Failed to read kubeconfig '%s': %m", path);
 	slash = strrchr(dir, '/');

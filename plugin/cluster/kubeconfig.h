@@ -44,14 +44,14 @@ struct kube_auth {
  * file paths are resolved against @dir (the kubeconfig's directory; may be NULL). On success fills
  * *@ret (caller frees with kubeconfig_free) and returns 0. On failure returns -EINVAL (bad YAML,
  * missing or unknown context/cluster/user, bad base64, non-https server without TLS...),
- * -E2BIG (too big or too deep) or -ENOMEM, logs a one-line reason (log.h) and leaves *@ret
+ * -EFBIG (larger than KUBECONFIG_MAX_BYTES), -E2BIG (too deep) or -ENOMEM, logs a one-line reason (log.h) and leaves *@ret
  * untouched. A static token with control characters is refused (-EINVAL).
  */
 int kubeconfig_parse(const char *text, size_t len, const char *dir, struct kube_auth *ret);
 
 /*
- * kubeconfig_load - read @path (bounded) and kubeconfig_parse() it. Same returns, plus -errno
- * from reading.
+ * kubeconfig_load - read @path (bounded: a file larger than KUBECONFIG_MAX_BYTES is -EFBIG from
+ * its size, unread) and kubeconfig_parse() it. Same returns, plus -errno from reading.
  */
 int kubeconfig_load(const char *path, struct kube_auth *ret);
 

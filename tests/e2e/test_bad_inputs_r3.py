@@ -212,3 +212,246 @@ def test_check_cpu_stopped_sampler_keeps_its_bursts(tmp_path):
             "check", "cpu")
     assert r.returncode == 1, (r.returncode, r.stdout, r.stderr)
     assert r.stdout.startswith("cpu0 ") and "sampler stopped" in r.stdout, r.stdout
+
+
+# -- bounded reads: judged by the size a file says it has (item 13) ----------------------------
+
+def run_rusage(args, tmp_path):
+    """Run the binary, returning (exit status, stdout, stderr, peak RSS in KiB) from wait4()."""
+    out, err = str(tmp_path / "rus.out"), str(tmp_path / "rus.err")
+    with open(out, "wb") as fo, open(err, "wb") as fe:
+        env = dict(os.environ)
+        env.setdefault("ASAN_OPTIONS", "detect_leaks=1:abort_on_error=0")
+        pid = os.posix_spawn(hh.bin_path(), [hh.bin_path(), *args], env, file_actions=[
+            (os.POSIX_SPAWN_DUP2, fo.fileno(), 1), (os.POSIX_SPAWN_DUP2, fe.fileno(), 2)])
+        _, status, ru = os.wait4(pid, 0)
+    so, se = open(out, errors="replace").read(), open(err, errors="replace").read()
+    hh.assert_no_sanitizer(se)
+    assert not os.WIFSIGNALED(status), se
+    return os.WEXITSTATUS(status), so, se, ru.ru_maxrss
+
+
+def test_sparse_history_refused_by_its_size(tmp_path):
+    """A 10 GB sparse cpu-history was read 256 MiB deep (the ring's bound) before -EFBIG: the
+    report's peak RSS passed 256 MiB. fstat() says the size: refused before a byte is read."""
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    with open(run_dir / "cpu-history", "wb") as f:
+        f.truncate(10 << 30)
+    rc, so, se, rss_kib = run_rusage(["--run-dir", str(run_dir), "--state-dir",
+                                      str(tmp_path / "st"), "report"], tmp_path)
+    assert rc in (0, 1, 2), (rc, so, se)
+    assert rss_kib < 128 << 10, "peak RSS %d KiB" % rss_kib
+
+
+def test_huge_kubeconfig_and_token_file_say_their_bound(tmp_path):
+    """A 100 MB kubeconfig failed with "Argument list too long" (-E2BIG printed with %m); a
+    20 MB token file the same: one line naming the file and the bound, exit 2, nothing read
+    past it."""
+    big = tmp_path / "big.kubeconfig"
+    with open(big, "wb") as f:
+        f.truncate(100 << 20)
+    rc, so, se, rss_kib = run_rusage(["--kubeconfig", str(big), "fleet"], tmp_path)
+    assert rc == 2, (rc, so, se)
+    assert "Argument list too long" not in se, se
+    assert re.search(r"^cpuzombie: Failed to read kubeconfig '%s': larger than 1048576 bytes$"
+                     % re.escape(str(big)), se, re.M), se
+    assert rss_kib < 128 << 10, "peak RSS %d KiB" % rss_kib
+    tok = tmp_path / "token"
+    tok.write_bytes(b"a" * (20 << 20))
+    kc = write(str(tmp_path / "kc"), "apiVersion: v1\nkind: Config\nclusters: [{name: c, "
+               "cluster: {server: 'https://127.0.0.1:9', insecure-skip-tls-verify: true}}]\n"
+               "users: [{name: u, user: {tokenFile: '%s'}}]\ncontexts: [{name: x, context: "
+               "{cluster: c, user: u}}]\ncurrent-context: x\n" % tok)
+    r = run("--kubeconfig", kc, "fleet")
+    assert r.returncode == 2, (r.returncode, r.stdout, r.stderr)
+    assert "Argument list too long" not in r.stderr, r.stderr
+    assert "Failed to read token file '%s': larger than 16384 bytes" % tok in r.stderr, r.stderr
+
+
+# -- config: values that are cut or make no sense (item 11) ------------------------------------
+
+@pytest.mark.parametrize("text,line,want", [
+    ('systemd:\n  bus: "system\\0garbage"\n', 2, r"key 'systemd\.bus': the value contains a NUL"),
+    ('cpu:\n  metric: "busy\\0"\n', 2, r"key 'cpu\.metric': the value contains a NUL"),
+    ('ena:\n  interfaces: [eth0, "eth1\\0x"]\n', 2, r"key 'ena\.interfaces': an entry contains a"
+     r" NUL"),
+    ("cpu:\n  min_burst: 1s\n  inline_window: 25h\n", 3,
+     r"key 'cpu\.inline_window': out of range, expected 0s\.\.8s .*got '25h'"),
+    ("agent:\n  check_interval: 1ms\n", 2,
+     r"key 'agent\.check_interval': out of range, expected 100ms\.\.1d"),
+    ("ena:\n  min_read_interval: 1ms\n", 2,
+     r"key 'ena\.min_read_interval': out of range, expected 0 or 1s\.\.1h"),
+], ids=["nul-str", "nul-enum", "nul-list", "inline-25h", "check-1ms", "ena-read-1ms"])
+def test_config_cut_or_senseless_values_refused(text, line, want, tmp_path):
+    """An embedded NUL silently cut a value ("system\\0garbage" read as "system"), and values
+    with no upper or lower bound were taken (a 25 h inline window under NPD's 10 s timeout):
+    refused at FILE:LINE naming the key and the range, exit 2, by `config check` and by a
+    check that loads the file."""
+    cfg = write(str(tmp_path / "cz.yaml"), text)
+    r = run("config", "check", "--config", cfg)
+    assert r.returncode == 2, (r.returncode, r.stdout, r.stderr)
+    assert re.search(re.escape(cfg) + ":%d: " % line + want, r.stderr), r.stderr
+    r = run("--config", cfg, "--run-dir", str(tmp_path / "run"), "--state-dir",
+            str(tmp_path / "st"), "check", "cpu", timeout=30)
+    assert r.returncode == 2, (r.returncode, r.stdout, r.stderr)
+    assert re.search(re.escape(cfg) + ":%d: " % line + want, r.stderr), r.stderr
+
+
+def test_config_zero_and_bounds_still_accepted(tmp_path):
+    """0 keeps its meaning (no inline sampling, no read limit) and the ends of each range are
+    in it."""
+    cfg = write(str(tmp_path / "cz.yaml"), "cpu:\n  inline_window: 8s\n  interval: 10ms\n"
+                "  min_burst: 1s\nena:\n  min_read_interval: 0s\nagent:\n  check_interval: 24h\n"
+                "memcg:\n  census_interval: 0\n")
+    r = run("config", "check", "--config", cfg)
+    assert r.returncode == 0, (r.returncode, r.stdout, r.stderr)
+
+
+# -- one agent per run dir (item 7) -------------------------------------------------------------
+
+def test_second_agent_on_one_run_dir_refused(tmp_path):
+    """Two agents on one run dir both ran: the heartbeat's pid flipped, the ring interleaved,
+    every burst was logged twice. The second one (long-running or --once) exits 2 naming the
+    first one's pid; after the first ends, the run dir is free again."""
+    import subprocess
+    import time
+    run_dir, st = str(tmp_path / "run"), str(tmp_path / "st")
+    cfg = write(str(tmp_path / "cz.yaml"), "agent:\n  check_interval: 24h\n")
+    common = ["--config", cfg, "--run-dir", run_dir, "--state-dir", st]
+    first = subprocess.Popen([hh.bin_path(), *common, "agent"], stdout=subprocess.DEVNULL,
+                             stderr=subprocess.PIPE)
+    try:
+        hb = os.path.join(run_dir, "cpu-heartbeat")
+        for _ in range(300):
+            if os.path.exists(hb) or first.poll() is not None:
+                break
+            time.sleep(0.1)
+        assert first.poll() is None and os.path.exists(hb), "the first agent did not start"
+        for args in (["agent", "--once"], ["agent"]):
+            r = run(*common, *args, timeout=30)
+            assert r.returncode == 2, (args, r.returncode, r.stdout, r.stderr)
+            assert re.search(r"^cpuzombie: Failed to start: run dir '%s' in use by pid %d$"
+                             % (re.escape(run_dir), first.pid), r.stderr, re.M), r.stderr
+        assert first.poll() is None
+    finally:
+        first.terminate()
+        _, err = first.communicate(timeout=30)
+    hh.assert_no_sanitizer(err.decode(errors="replace"))
+    r = run(*common, "agent", "--once", timeout=60)
+    assert r.returncode == 0, (r.returncode, r.stdout, r.stderr)
+
+
+# -- run-dir files that trusted the clock (item 8) ----------------------------------------------
+
+def dead_pid():
+    import subprocess
+    p = subprocess.Popen(["/bin/true"])
+    p.wait()
+    return p.pid
+
+
+def boot_id():
+    return open("/proc/sys/kernel/random/boot_id").read().strip()
+
+
+def heartbeat(run_dir, time_ms, extra=b""):
+    write(os.path.join(run_dir, "cpu-heartbeat"), envelope("cpu-heartbeat", (
+        b"pid 1\n%stime_ms %d\ninterval_ms 250\nmetric system\nncpu %d\nstopped 0\n"
+        % (extra, time_ms, os.cpu_count()))))
+
+
+def check_cpu(tmp_path, run_dir):
+    cfg = write(str(tmp_path / "cz.yaml"), "cpu:\n  inline_window: 1s\n  min_burst: 1s\n"
+                "  threshold_pct: 99.9\n")
+    return run("--config", cfg, "--run-dir", run_dir, "--state-dir", str(tmp_path / "st"),
+               "check", "cpu")
+
+
+def now_ms():
+    import time
+    return int(time.time() * 1000)
+
+
+def test_check_cpu_future_heartbeat_is_no_sampler(tmp_path):
+    """A heartbeat stamped an hour ahead with a dead pid was "fresh" for an hour and more: the
+    check trusted the agent's empty log and never sampled. Now it samples inline."""
+    run_dir = str(tmp_path / "run")
+    heartbeat(run_dir, now_ms() + 3600 * 1000, b"host_pid %d\n" % dead_pid())
+    r = check_cpu(tmp_path, run_dir)
+    assert r.returncode in (0, 1), (r.returncode, r.stdout, r.stderr)
+    assert "inline 1s: sampler heartbeat from the future" in r.stdout, r.stdout
+
+
+@pytest.mark.parametrize("case", ["dead-pid", "other-boot"])
+def test_check_cpu_judges_liveness_by_host_pid_and_boot(case, tmp_path):
+    """A heartbeat stamped ahead of now (inside the slack: a clock stepped back a little) by an
+    agent that is gone (its host pid has no /proc entry), or a fresh one from another boot: the
+    sampler is not running, the check samples inline. (A heartbeat stamped in the past is judged
+    by its age: `agent --once` leaves one to be trusted, test_cpu.py.)"""
+    run_dir = str(tmp_path / "run")
+    stamp = now_ms() + (5000 if case == "dead-pid" else 0)
+    if case == "dead-pid":
+        pid = dead_pid()
+        extra, want = b"host_pid %d\nboot_id %s\n" % (pid, boot_id().encode()), \
+            "sampler gone (pid %d)" % pid
+    else:
+        other = "00000000-0000-4000-8000-000000000000"
+        assert other != boot_id()
+        extra, want = b"host_pid %d\nboot_id %s\n" % (os.getpid(), other.encode()), \
+            "sampler from another boot"
+    heartbeat(run_dir, stamp, extra)
+    r = check_cpu(tmp_path, run_dir)
+    assert r.returncode in (0, 1), (r.returncode, r.stdout, r.stderr)
+    assert "inline 1s: " + want in r.stdout, r.stdout
+
+
+def test_agent_records_host_pid_and_boot_id(tmp_path):
+    """The agent's heartbeat says its pid as --proc-root's namespace sees it and the boot id;
+    a live agent's heartbeat is trusted (no inline sampling)."""
+    run_dir = str(tmp_path / "run")
+    cfg = write(str(tmp_path / "cz.yaml"), "agent:\n  check_interval: 24h\n")
+    r = run("--config", cfg, "--run-dir", run_dir, "--state-dir", str(tmp_path / "st"),
+            "agent", "--once", timeout=60)
+    assert r.returncode == 0, r.stderr
+    text = open(os.path.join(run_dir, "cpu-heartbeat")).read()
+    assert re.search(r"^host_pid [1-9]\d*$", text, re.M), text
+    assert "\nboot_id %s\n" % boot_id() in text, text
+    # stamped ahead of now by a pid that lives (ours): a running sampler, trusted
+    fields = dict(line.split(" ", 1) for line in text.splitlines()[1:-1] if " " in line)
+    heartbeat(run_dir, now_ms() + 5000, b"host_pid %d\nboot_id %s\n" % (
+        os.getpid(), fields["boot_id"].encode()))
+    r = check_cpu(tmp_path, run_dir)
+    assert r.returncode == 0 and "inline" not in r.stdout, (r.returncode, r.stdout, r.stderr)
+
+
+def test_check_cpu_future_burst_is_not_recent(tmp_path):
+    """A burst stamped in the future stayed "recent" until the clock caught up (exit 1 for
+    hours). It is damage: dropped, exit 0."""
+    run_dir = str(tmp_path / "run")
+    now = now_ms()
+    heartbeat(run_dir, now)
+    write(os.path.join(run_dir, "cpu-bursts"), envelope("cpu-bursts", (
+        b"burst 0 %d %d 99.0 98.0 system irqs=- tasks=- stack=-\n"
+        % (now + 3600 * 1000, now + 3605 * 1000))))
+    cfg = write(str(tmp_path / "cz.yaml"), "cpu:\n  inline_window: 0s\n")
+    r = run("--config", cfg, "--run-dir", run_dir, "--state-dir", str(tmp_path / "st"),
+            "check", "cpu")
+    assert r.returncode == 0, (r.returncode, r.stdout, r.stderr)
+
+
+def test_history_slot_from_the_future_does_not_stretch_the_heatmap(tmp_path):
+    """One slot stamped near 2^63 ms stretched the heatmap to 106751970378 days; it is dropped
+    and the heatmap spans the minute that was sampled."""
+    from report_helpers import write_ring
+    run_dir = str(tmp_path / "run")
+    os.makedirs(run_dir)
+    now = now_ms()
+    samples = [(now - (60 - i) * 1000, [3, 3]) for i in range(60)]
+    samples.append(((1 << 63) - 1000, [50, 50]))
+    write_ring(os.path.join(run_dir, "cpu-history"), 2, samples)
+    heartbeat(run_dir, now, b"host_pid %d\n" % os.getpid())
+    r = run("--run-dir", run_dir, "--state-dir", str(tmp_path / "st"), "report")
+    assert r.returncode in (0, 1), (r.returncode, r.stdout, r.stderr)
+    m = re.search(r"HEATMAP .*\((\S+)\)", r.stdout)
+    assert m and m.group(1) in ("59s", "1m"), r.stdout

@@ -87,6 +87,16 @@ static void check(const uint8_t *file, size_t len, uint64_t since)
 			sum += s.pct[i * s.ncpu + c];
 	}
 	history_series_free(&s);
+	/* the same with an upper bound (stamps from the future dropped): within both, and never
+	 * more samples than without it */
+	if (history_parse_range(file, len, since, since + 1000000, &s) < 0)
+		__builtin_trap();
+	if (s.n > (size_t)n)
+		__builtin_trap();
+	for (size_t i = 0; i < s.n; i++)
+		if (s.t_ms[i] < since || s.t_ms[i] > since + 1000000)
+			__builtin_trap();
+	history_series_free(&s);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)

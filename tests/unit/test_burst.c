@@ -229,6 +229,51 @@ static void test_heartbeat_active_tasks(void **state)
 					 "stopped 0\nactive 0 1 2 3.0 3.0 stack=x\n", &out), -EINVAL);
 }
 
+/* The heartbeat says who wrote it (host pid, boot id) for the check's liveness test; the burst
+ * log and the ring drop stamps from the future (issue 24 item 8). */
+static void test_heartbeat_host_pid_and_future_stamps(void **state)
+{
+	static struct heartbeat hb, out;
+	static const char *const bad[] = {
+		"host_pid 0\n", "host_pid 2147483648\n", "host_pid 1\nhost_pid 2\n",
+		"boot_id 0b2f6c1e-8a4d-4c3b-9e77-5f0d2a1c3b4\n",	/* short */
+		"boot_id 0b2f6c1e-8a4d-4c3b-9e77-5f0d2a1c3b4E\n",	/* upper case: not the kernel's */
+		"boot_id 0b2f6c1e+8a4d-4c3b-9e77-5f0d2a1c3b4e\n",
+	};
+	struct burst_event ev[4];
+	char buf[8192];
+	int n;
+
+	hb = (struct heartbeat){ .pid = 7, .host_pid = 98765, .time_ms = 5000, .interval_ms = 250,
+				 .metric = CZ_METRIC_SYSTEM, .ncpu = 2 };
+	memcpy(hb.boot_id, "0b2f6c1e-8a4d-4c3b-9e77-5f0d2a1c3b4e", 37);
+	n = heartbeat_format(&hb, buf, sizeof(buf));
+	assert_true(n > 0);
+	assert_non_null(strstr(buf, "pid 7\nhost_pid 98765\nboot_id 0b2f6c1e-8a4d-4c3b-9e77-"
+				    "5f0d2a1c3b4e\ntime_ms 5000\n"));
+	assert_int_equal(heartbeat_parse(buf, &out), 0);
+	assert_int_equal(out.host_pid, 98765);
+	assert_string_equal(out.boot_id, hb.boot_id);
+	/* an older agent's heartbeat has neither */
+	assert_int_equal(heartbeat_parse("pid 1\ntime_ms 2\ninterval_ms 3\nmetric system\n"
+					 "ncpu 1\nstopped 0\n", &out), 0);
+	assert_int_equal(out.host_pid, 0);
+	assert_string_equal(out.boot_id, "");
+	for (size_t i = 0; i < ARRAY_SIZE(bad); i++) {
+		snprintf(buf, sizeof(buf), "pid 1\n%stime_ms 2\ninterval_ms 3\nmetric system\n"
+			 "ncpu 1\nstopped 0\n", bad[i]);
+		out.pid = 99;
+		assert_int_equal(heartbeat_parse(buf, &out), -EINVAL);
+		assert_int_equal(out.pid, 99);
+	}
+	snprintf(buf, sizeof(buf), "burst 0 1000 3000 99.0 98.0 system irqs=- tasks=- stack=-\n"
+		 "burst 1 9000 12000 99.0 98.0 system irqs=- tasks=- stack=-\n");
+	assert_int_equal(burst_log_parse_range(buf, 0, 10000, ev, 4), 1);
+	assert_int_equal(ev[0].cpu, 0);
+	assert_int_equal(burst_log_parse_range(buf, 0, 0, ev, 4), 2); /* 0: no limit */
+	assert_int_equal(burst_log_parse_range(buf, 0, 12000, ev, 4), 2);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -236,6 +281,7 @@ int main(void)
 		cmocka_unit_test(test_gaps_and_jitter),
 		cmocka_unit_test(test_dips), cmocka_unit_test(test_log_roundtrip_and_verdict),
 		cmocka_unit_test(test_heartbeat_active_tasks),
+		cmocka_unit_test(test_heartbeat_host_pid_and_future_stamps),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -106,6 +106,14 @@ static void test_token_file(void **s)
 			free(tok);
 	}
 	assert_int_equal(creds_read_token_file("/nonexistent/token", &(char *){ NULL }), -ENOENT);
+	/* too big: -EFBIG ("File too large"), not -E2BIG ("Argument list too long") */
+	{
+		static char big[CREDS_TOKEN_MAX + 2];
+
+		memset(big, 'a', sizeof(big) - 1);
+		write_file("token", big, 0600, path, sizeof(path));
+		assert_int_equal(creds_read_token_file(path, &(char *){ NULL }), -EFBIG);
+	}
 }
 
 static void test_exec_run_output_env_and_status(void **s)
@@ -163,6 +171,57 @@ static void test_exec_run_timeout_kills_group(void **s)
 	assert_int_equal(errno, ESRCH);
 }
 
+/* What log.h was given, in order (the sink of the tests below). */
+static char logged[8192];
+
+static int capture(enum log_prio prio, const struct log_fields *f, const char *msg)
+{
+	size_t n = strlen(logged);
+
+	(void)f;
+	snprintf(logged + n, sizeof(logged) - n, "%d %s\n", (int)prio, msg);
+	return 0;
+}
+
+/*
+ * The plugin's stderr went straight to our stderr (the terminal, the journal): an escape
+ * sequence in it reached the terminal raw (issue 24 item 13). Now it is read through a pipe and
+ * logged one entry a line through log.h, whose text safety shows control characters visibly;
+ * bounded in lines and bytes; a warning when the plugin failed.
+ */
+static void test_exec_stderr_is_logged_safe(void **s)
+{
+	char path[128], *out = NULL;
+	struct kube_exec e = { .api_version = (char *)"client.authentication.k8s.io/v1" };
+
+	write_file("chatty.sh", "#!/bin/sh\nprintf 'hello \\033]0;pwned\\007\\033[2J\\r"
+		   "there\\nline two\\n' >&2\necho '{\"kind\":\"ExecCredential\"}'\n", 0700,
+		   path, sizeof(path));
+	e.command = path;
+	logged[0] = '\0';
+	log_set_max_level(LOG_PRIO_INFO);
+	log_set_sink(capture);
+	assert_int_equal(creds_exec_run(&e, 10000, &out), 0);
+	free(out);
+	assert_non_null(strstr(logged, "said: hello \\e]0;pwned\\x07\\e[2J\\rthere\n"));
+	assert_non_null(strstr(logged, "said: line two\n"));
+	assert_null(strchr(logged, '\033'));
+	assert_null(strchr(logged, '\r'));
+	assert_null(strchr(logged, '\a'));
+	assert_int_equal(logged[0] - '0', LOG_PRIO_INFO);
+	/* a failing plugin's reason, as a warning; a flood is cut at the bound and counted */
+	write_file("flood.sh", "#!/bin/sh\necho 'token expired' >&2\n"
+		   "head -c 100000 /dev/zero | tr '\\0' x >&2\nexit 3\n", 0700, path, sizeof(path));
+	logged[0] = '\0';
+	assert_int_equal(creds_exec_run(&e, 10000, &out), -ECHILD);
+	assert_non_null(strstr(logged, "said: token expired\n"));
+	assert_int_equal(logged[0] - '0', LOG_PRIO_WARNING);
+	assert_non_null(strstr(logged, "said more ("));
+	assert_true(strlen(logged) < 2 * CREDS_EXEC_MAX_STDERR);
+	log_set_sink(NULL);
+	log_set_max_level((enum log_prio)0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -170,6 +229,7 @@ int main(void)
 		cmocka_unit_test(test_token_file),
 		cmocka_unit_test(test_exec_run_output_env_and_status),
 		cmocka_unit_test(test_exec_run_timeout_kills_group),
+		cmocka_unit_test(test_exec_stderr_is_logged_safe),
 	};
 
 	log_set_max_level((enum log_prio)0);

@@ -102,6 +102,34 @@ static void test_read_alloc(void **state)
 	free(p);
 }
 
+/* A regular file that says it is larger than the bound (a 10 GB sparse cpu-history) is refused
+ * from its size, before a byte is read: the read position stays at 0 (issue 24 item 13: it was
+ * read to the bound, 256 MiB of zeros, before -EFBIG). */
+static void test_read_alloc_refuses_by_size(void **state)
+{
+	char *p = (char *)"untouched";
+	size_t n = 99;
+	int fd;
+
+	(void)state;
+	put("sparse", "");
+	assert_int_equal(truncate(at("sparse"), 10ll << 30), 0);
+	fd = fileio_open(AT_FDCWD, at("sparse"), FILEIO_OURS);
+	assert_true(fd >= 0);
+	assert_int_equal(fileio_read_alloc_fd(fd, 1 << 20, &p, &n), -EFBIG);
+	assert_int_equal(lseek(fd, 0, SEEK_CUR), 0);
+	assert_string_equal(p, "untouched");
+	assert_int_equal(n, 99);
+	close(fd);
+	assert_int_equal(fileio_read_alloc_at(AT_FDCWD, at("sparse"), FILEIO_OURS, 1 << 20, &p, &n),
+			 -EFBIG);
+	assert_int_equal(unlink(at("sparse")), 0);
+	/* a small file still reads whatever the bound: sysfs says 4096 for any attribute */
+	put("a", "hello\n");
+	assert_int_equal(fileio_read_alloc_at(AT_FDCWD, at("a"), FILEIO_OURS, 6, &p, &n), 0);
+	free(p);
+}
+
 /* A FIFO, a socket, a symlink and a directory at one of our names: refused at once, never
  * followed, never waited on. */
 static void test_not_ours_refused(void **state)
@@ -230,6 +258,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_read_bounded),
 		cmocka_unit_test(test_read_alloc),
+		cmocka_unit_test(test_read_alloc_refuses_by_size),
 		cmocka_unit_test(test_not_ours_refused),
 		cmocka_unit_test(test_blocking_read_of_a_pipe),
 		cmocka_unit_test(test_write_atomic),
