@@ -23,7 +23,7 @@ test=(
 	qemu-system-x86 busybox-static	# the census on pure cgroup v2 in a VM (test_census_v2)
 	e2fsprogs			# mkfs.ext4: the reclaim VM's disk (test_reclaim_v2)
 	sysstat ethtool iproute2 util-linux procps			# mpstat, ethtool -S, ip netns, taskset
-	openssl ca-certificates unzip nodejs				# API emulator TLS, kubectl/helm from npm
+	openssl ca-certificates unzip nodejs				# the test CA's TLS, kubectl/helm from npm
 	prometheus							# promtool (its server is not started)
 	systemd dbus							# a real systemd --user manager in tests
 	valgrind							# test_valgrind
