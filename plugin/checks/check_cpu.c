@@ -378,15 +378,26 @@ static const char *stale_reason(const struct cz_ctx *ctx, int hr, const struct h
 	return NULL;
 }
 
-/* The bursts the sampler logged since lookback into @ev (EVENTS_MAX places), *@n of them. */
+/*
+ * The bursts the sampler logged since lookback into @ev (EVENTS_MAX places), *@n of them.
+ * @no_access_ok (the inline path): a log we may not read (EACCES, EPERM: a check run as a user
+ * the agent's run dir is closed to) is no bursts, said in @why; damage is still Unknown.
+ */
 static int recent_bursts(const struct cz_config *cfg, struct burst_event *ev, size_t *n,
-			 struct npd_result *res)
+			 struct npd_result *res, bool no_access_ok, char *why, size_t why_size)
 {
 	uint64_t now = now_realtime_ms();
 	int r = burst_log_read(cfg->paths.run, now > cfg->cpu.lookback_ms ?
 					       now - cfg->cpu.lookback_ms : 0,
 			       ev, HISTORY_EVENTS_MAX);
 
+	if (no_access_ok && (r == -EACCES || r == -EPERM)) {
+		size_t l = strlen(why);
+
+		snprintf(why + l, why_size - l, "; burst log unreadable (%s)", strerror(-r));
+		*n = 0;
+		return NPD_OK;
+	}
 	if (r < 0)
 		return npd_unknown(res, r, "cannot read burst log in '%s'", cfg->paths.run);
 	*n = (size_t)r;
@@ -398,7 +409,7 @@ int check_cpu(struct cz_ctx *ctx, struct npd_result *res)
 	_cleanup_free_ struct burst_event *ev = calloc(EVENTS_MAX, sizeof(*ev));
 	_cleanup_free_ struct heartbeat *hb = calloc(1, sizeof(*hb));
 	const struct cz_config *cfg = &ctx->cfg;
-	char why[96], note[160] = "", d[32];
+	char why[96], note[160] = "", d[32], unread[64] = "";
 	const char *stale;
 	size_t n = 0;
 	int r;
@@ -408,7 +419,7 @@ int check_cpu(struct cz_ctx *ctx, struct npd_result *res)
 	r = heartbeat_read(cfg->paths.run, hb);
 	stale = stale_reason(ctx, r, hb, why, sizeof(why));
 	if (!stale) {
-		r = recent_bursts(cfg, ev, &n, res);
+		r = recent_bursts(cfg, ev, &n, res, false, NULL, 0);
 		if (r != NPD_OK)
 			return r;
 		r = (int)n;
@@ -433,14 +444,14 @@ int check_cpu(struct cz_ctx *ctx, struct npd_result *res)
 			       format_duration(cfg->cpu.inline_window_ms, d, sizeof(d)));
 	/* a burst the sampler logged inside lookback is a problem whether or not it still runs
 	 * (a stopped or crashed agent must not make the check forget it) */
-	r = recent_bursts(cfg, ev, &n, res);
+	r = recent_bursts(cfg, ev, &n, res, true, unread, sizeof(unread));
 	if (r != NPD_OK)
 		return r;
 	r = sample_inline(ctx, ev, EVENTS_MAX, &n, res);
 	if (r != NPD_OK)
 		return r;
-	snprintf(note, sizeof(note), "inline %s: %s",
-		 format_duration(cfg->cpu.inline_window_ms, d, sizeof(d)), stale);
+	snprintf(note, sizeof(note), "inline %s: %s%s",
+		 format_duration(cfg->cpu.inline_window_ms, d, sizeof(d)), stale, unread);
 	n = add_lockups(cfg, ev, n, note, sizeof(note));
 	return cpu_verdict(ev, n, cfg, note, res);
 }

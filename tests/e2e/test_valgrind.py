@@ -100,9 +100,11 @@ def test_config_check_and_ena_diff(tmp_path):
 
 
 def test_agent_once_kube_on_the_real_control_plane(kube, tmp_path):
-    """The agent's Kubernetes cycle against the real API server, as the chart's ServiceAccount:
-    conditions set, the node cordoned and drained; then refused by real RBAC (a ServiceAccount
-    bound to nothing: 403), then no server at all."""
+    """The Kubernetes cycles against the real API server, as the chart deploys them: the agent,
+    as the chart's agent ServiceAccount, sets the conditions (agent.remediate false); the
+    remediator, as its own ServiceAccount, cordons and drains; then the agent is refused by
+    real RBAC (a ServiceAccount bound to nothing: 403), then finds no server at all."""
+    import remediator_helpers as remh
     kube.add(kh.node_obj("vg-n1", conditions=[
         {"type": "Ready", "status": "True", "reason": "KubeletReady", "message": "ok",
          "lastHeartbeatTime": "2024-01-01T00:00:00Z",
@@ -116,12 +118,17 @@ def test_agent_once_kube_on_the_real_control_plane(kube, tmp_path):
         cfg = tmp_path / "cz.yaml"
         cfg.write_text(kh.AGENT_CPU +
                        "kubernetes:\n  node_name: vg-n1\n  kubeconfig: %s\n  timeout: 10s\n"
-                       "agent:\n  set_conditions: true\nremediation:\n  mode: drain\n"
-                       "  for: 1s\n  drain_timeout: 20s\n" % kc)
+                       "agent:\n  set_conditions: true\n  remediate: false\n" % kc)
         return str(cfg)
     node = tree(kh.agent_tree(tmp_path, "v1-zombies"))
     cfg = config(kube.kubeconfig(str(tmp_path / "kc"), node="vg-n1"))
     p = vg(tmp_path, "--config", cfg, *node, "agent", "--once", timeout=240)
+    assert "conditions: 3 set" in p.stdout, p.stdout
+    remh.drop_leader(kube)
+    rem = remh.config(tmp_path, remh.remediator_kubeconfig(kube, str(tmp_path / "kc-rem")),
+                      mode="drain", **{"for": "1s"}, drain_timeout="20s")
+    p = vg(tmp_path, "--config", rem, "remediator", "--once", timeout=240,
+           env={"POD_NAME": "remediator-vg"})
     assert "drained" in p.stdout, p.stdout
     assert kube.node("vg-n1")["spec"].get("unschedulable") is True
     assert [x["metadata"]["name"] for x in kube.pods("vg-n1")] == []
