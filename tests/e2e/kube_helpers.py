@@ -77,21 +77,8 @@ class Kube:
         through the proxy, logged, as that token's user)."""
         if token is None:
             return self.cp.raw(method, path, body, ctype)
-        data = json.dumps(body).encode() if body is not None else None
-        req = urllib.request.Request(self.url + path, data=data, method=method)
-        if data is not None:
-            req.add_header("Content-Type", ctype)
-        req.add_header("Authorization", "Bearer " + token)
-        try:
-            with urllib.request.urlopen(req, context=self.ssl, timeout=20) as r:
-                raw = r.read()
-                return r.status, json.loads(raw) if raw else None
-        except urllib.error.HTTPError as e:
-            raw = e.read()
-            try:
-                return e.code, json.loads(raw)
-            except ValueError:
-                return e.code, raw
+        return cluster.call(self.url + path, self.ssl, method, body, ctype,
+                            {"Authorization": "Bearer " + token}, timeout=20)
 
     def ensure_ns(self, ns):
         if ns in ("default", "kube-system", AGENT_NS) or ns in self.namespaces:

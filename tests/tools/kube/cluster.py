@@ -84,6 +84,27 @@ def make_ca(d, name):
     return os.path.join(d, name + ".pem")
 
 
+def call(url, ctx, method, body=None, ctype="application/json", headers=None, timeout=30):
+    """One HTTPS call with TLS context @ctx: (status, parsed JSON, or the raw bytes of an answer
+    that is not JSON, e.g. /readyz's "ok"). @body: a JSON value, or bytes as they are."""
+    data = json.dumps(body).encode() if body is not None and not isinstance(body, bytes) \
+        else body
+    req = urllib.request.Request(url, data=data, method=method)
+    if data is not None:
+        req.add_header("Content-Type", ctype)
+    for k, v in (headers or {}).items():
+        req.add_header(k, v)
+    try:
+        with urllib.request.urlopen(req, context=ctx, timeout=timeout) as r:
+            raw, status = r.read(), r.status
+    except urllib.error.HTTPError as e:
+        raw, status = e.read(), e.code
+    try:
+        return status, json.loads(raw) if raw else None
+    except ValueError:
+        return status, raw
+
+
 class Proc:
     def __init__(self, name, args, logdir, env=None):
         self.name = name
@@ -324,26 +345,7 @@ class ControlPlane:
 
     def raw(self, method, path, body=None, ctype="application/json", headers=None, timeout=30):
         """(status, parsed JSON or raw bytes) of one call as the admin."""
-        data = json.dumps(body).encode() if body is not None and not isinstance(body, bytes) \
-            else body
-        req = urllib.request.Request(self.url + path, data=data, method=method)
-        if data is not None:
-            req.add_header("Content-Type", ctype)
-        for k, v in (headers or {}).items():
-            req.add_header(k, v)
-        try:
-            with urllib.request.urlopen(req, context=self.ssl, timeout=timeout) as r:
-                raw = r.read()
-                try:
-                    return r.status, json.loads(raw) if raw else None
-                except ValueError:
-                    return r.status, raw         # /readyz and the like: text
-        except urllib.error.HTTPError as e:
-            raw = e.read()
-            try:
-                return e.code, json.loads(raw)
-            except ValueError:
-                return e.code, raw
+        return call(self.url + path, self.ssl, method, body, ctype, headers, timeout)
 
     def kubeconfig(self, path, user, server=None, ca=None, ca_data=False, name="cz"):
         cluster = {"server": server or self.url}
