@@ -314,7 +314,10 @@ int folded_hot_frame(const char *text, size_t len, struct hot_frame *ret)
 	for (int i = 0; i < n; i++) {
 		const char *p = memchr(l[i].stack, ';', l[i].len), *end = l[i].stack + l[i].len;
 
-		h.total += l[i].count;
+		/* counts that overflow the total are damage, not a profile (fuzz_profile found a
+		 * frame of 3 samples "out of" 2 after a 2^64-1 line wrapped the sum) */
+		if (__builtin_add_overflow(h.total, l[i].count, &h.total))
+			return -EINVAL;
 		for (size_t depth = 1; p && p < end; depth++) {
 			const char *f = p + 1, *semi = memchr(f, ';', (size_t)(end - f));
 			size_t flen = semi ? (size_t)(semi - f) : (size_t)(end - f);

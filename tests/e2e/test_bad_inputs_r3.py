@@ -5,6 +5,7 @@ as the kernel's word, run-dir files that trusted the clock, a second agent on on
 Outcomes as in test_bad_inputs.py: our own failure is exit 2 with one line naming what was
 wrong, never 1, never a signal, never a sanitizer report."""
 import os
+import subprocess
 import re
 
 import pytest
@@ -216,19 +217,34 @@ def test_check_cpu_stopped_sampler_keeps_its_bursts(tmp_path):
 
 # -- bounded reads: judged by the size a file says it has (item 13) ----------------------------
 
+# A fresh, small python forks and execs the binary and writes the child's own peak RSS. Linux
+# keeps the peak of the memory image a process exec'd from (exec_mmap: setmax_mm_hiwater_rss),
+# and pytest's children are spawned from pytest's own image (vfork): in a long session their
+# ru_maxrss was pytest's 135 MB, not theirs. A child forked by this small trampoline starts
+# from its few MB.
+TRAMPOLINE = """import os, sys
+pid = os.fork()
+if pid == 0:
+    os.execve(sys.argv[2], sys.argv[2:], os.environ)
+_, status, ru = os.wait4(pid, 0)
+open(sys.argv[1], "w").write("%d %d" % (status, ru.ru_maxrss))
+"""
+
+
 def run_rusage(args, tmp_path):
     """Run the binary, returning (exit status, stdout, stderr, peak RSS in KiB) from wait4()."""
     out, err = str(tmp_path / "rus.out"), str(tmp_path / "rus.err")
+    res = str(tmp_path / "rus.res")
+    env = dict(os.environ)
+    env.setdefault("ASAN_OPTIONS", "detect_leaks=1:abort_on_error=0")
     with open(out, "wb") as fo, open(err, "wb") as fe:
-        env = dict(os.environ)
-        env.setdefault("ASAN_OPTIONS", "detect_leaks=1:abort_on_error=0")
-        pid = os.posix_spawn(hh.bin_path(), [hh.bin_path(), *args], env, file_actions=[
-            (os.POSIX_SPAWN_DUP2, fo.fileno(), 1), (os.POSIX_SPAWN_DUP2, fe.fileno(), 2)])
-        _, status, ru = os.wait4(pid, 0)
+        subprocess.run(["/usr/bin/python3", "-c", TRAMPOLINE, res, hh.bin_path(), *args],
+                       stdout=fo, stderr=fe, env=env, timeout=300, check=True)
+    status, maxrss = (int(x) for x in open(res).read().split())
     so, se = open(out, errors="replace").read(), open(err, errors="replace").read()
     hh.assert_no_sanitizer(se)
     assert not os.WIFSIGNALED(status), se
-    return os.WEXITSTATUS(status), so, se, ru.ru_maxrss
+    return os.WEXITSTATUS(status), so, se, maxrss
 
 
 def test_sparse_history_refused_by_its_size(tmp_path):

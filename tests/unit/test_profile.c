@@ -223,6 +223,12 @@ static void test_fold_bounds(void **state)
 	assert_int_equal(folded_hot_frame("a;b\n", 4, &h), -EINVAL);
 	assert_int_equal(folded_hot_frame("a;b x\n", 6, &h), -EINVAL);
 	assert_int_equal(folded_hot_frame("", 0, &h), -ENODATA);
+	/* counts that wrap the total are damage (fuzz_profile): not 3 samples out of 2 */
+	{
+		const char *wrap = "t;f 3\nt;g 18446744073709551615\n";
+
+		assert_int_equal(folded_hot_frame(wrap, strlen(wrap), &h), -EINVAL);
+	}
 	assert_int_equal(folded_hot_frame("a;b 0\n", 6, &h), -ENODATA);
 	fold_free(f);
 }
