@@ -335,8 +335,13 @@ static int load_typed(const char *dir, const struct state_type *t, void *obj, bo
 		return STATE_DISCARDED;
 	if (r < 0)
 		return r;
-	if (len > t->max)
-		return writer ? STATE_DISCARDED : -EBADMSG;
+	if (len > t->max && !writer)
+		return -EBADMSG;
+	if (len > t->max) { /* discarded means moved aside, as an unparsable one (fuzz_state_typed) */
+		if (!read_only)
+			move_aside(dir, t->name, "", "oversized");
+		return STATE_DISCARDED;
+	}
 	/* parsers take NUL-terminated text: end the payload where the trailer (ours) starts */
 	file[payload - file + (ptrdiff_t)len] = '\0';
 	r = t->parse(payload, len, obj);
