@@ -83,6 +83,17 @@ enum remediate_action kube_agent_last_action(const struct kube_agent *ka)
 	return ka ? ka->last : REM_NONE;
 }
 
+/* This node as the API server has it (kube_get_object: -errno, logged). */
+static int get_node(struct kube_agent *ka, json_object **ret)
+{
+	const char *node = ka->cfg->kubernetes.node_name;
+	char path[400], what[320];
+
+	snprintf(path, sizeof(path), "/api/v1/nodes/%s", node);
+	snprintf(what, sizeof(what), "node %s", node);
+	return kube_get_object(ka->kc, path, what, ret);
+}
+
 /* Patch this node's conditions from @res, and post an Event for every status flip. */
 static int publish(struct kube_agent *ka, const char *const checks[],
 		   const struct npd_result res[], size_t n, char *out, size_t size)
@@ -93,7 +104,7 @@ static int publish(struct kube_agent *ka, const char *const checks[],
 	struct kube_response resp = { 0 };
 	_cleanup_(json_object_putp) json_object *patch = NULL, *cur = NULL;
 	size_t k = 0, nch = 0;
-	char path[400], what[320];
+	char path[400];
 	uint64_t now = now_realtime_ms();
 	int r;
 
@@ -104,9 +115,8 @@ static int publish(struct kube_agent *ka, const char *const checks[],
 	if (k == 0)
 		return 0;
 	snprintf(path, sizeof(path), "/api/v1/nodes/%s", node);
-	snprintf(what, sizeof(what), "node %s", node);
 	/* not "a node without conditions" when unreadable: that would reset every transition time */
-	r = kube_get_object(ka->kc, path, what, &cur);
+	r = get_node(ka, &cur);
 	if (r < 0) {
 		snprintf(out, size, "cannot read node %.64s", node);
 		return r;
@@ -156,13 +166,11 @@ static int hand_off(struct kube_agent *ka, const char *state_dir, char *out, siz
 	const char *node = ka->cfg->kubernetes.node_name;
 	const char *sentinel = ka->cfg->remediation.reboot_sentinel;
 	_cleanup_(json_object_putp) json_object *n = NULL;
-	char path[400], what[320], file[FILEIO_PATH_MAX], done[64] = "";
+	char file[FILEIO_PATH_MAX], done[64] = "";
 	const char *drained;
 	int fd, r;
 
-	snprintf(path, sizeof(path), "/api/v1/nodes/%s", node);
-	snprintf(what, sizeof(what), "node %s", node);
-	r = kube_get_object(ka->kc, path, what, &n);
+	r = get_node(ka, &n);
 	if (r < 0) {
 		snprintf(out, size, "reboot hand-off: cannot read node %.64s", node);
 		return r;
