@@ -523,7 +523,8 @@ CALLS = [
     ("kube_agent.c", "GET", "/api/v1/nodes/%s", ("", "nodes", "get"), "conditions"),
     ("kube_agent.c", "PATCH", "/api/v1/nodes/%s/status", ("", "nodes/status", "patch"),
      "conditions"),
-    # kube_agent.c's third: GET its node for the remediator's drained annotation (kured)
+    # the one GET of its node serves both the condition patch and the remediator's drained
+    # annotation (kured): get_node() in kube_agent.c
     ("pods_publish.c", "GET", "/api/v1/pods?fieldSelector=spec.nodeName", ("", "pods", "list"),
      "conditions"),    # agent.podNames (default on)
     ("remediate.c", "GET", "/api/v1/nodes/%s", ("", "nodes", "get"), "remediator"),
@@ -584,9 +585,10 @@ def test_rbac_source_calls_are_the_table():
                     in src.replace('"/apis/coordination.k8s.io/v1/namespaces/%s/leases%s%s"',
                                    "leases leases/%s"), (f, method, shape)
     # remediate.c: 8 call sites (one does PUT or POST; one GET helper serves the node, the
-    # node list and the pod list); kube_agent.c 3; event.c 1; pods_publish.c 1; fleet_fetch.c
-    # 1 (one page of nodes or Leases); remediator.c 2 (GET the leader Lease; PUT or POST it)
-    assert sites == {"event.c": 1, "kube_agent.c": 3, "pods_publish.c": 1, "remediate.c": 8,
+    # node list and the pod list); kube_agent.c 2 (GET its node, PATCH its status); event.c 1;
+    # pods_publish.c 1; fleet_fetch.c 1 (one page of nodes or Leases); remediator.c 2 (GET the
+    # leader Lease; PUT or POST it)
+    assert sites == {"event.c": 1, "kube_agent.c": 2, "pods_publish.c": 1, "remediate.c": 8,
                      "fleet_fetch.c": 1, "remediator.c": 2}, sites
 
 
