@@ -158,7 +158,6 @@ int periodic_cycle(struct periodic *p)
 
 	/* first: `check memcg` in this cycle (and in NPD's container) reads what it publishes */
 	(void)units_publish_due(&p->units, &p->ctx->cfg, now_monotonic_ms(), now_realtime_ms());
-	p->pods.shared = kube_agent_client(p->ka);
 	(void)pods_publish_due(&p->pods, &p->ctx->cfg, now_monotonic_ms(), now_realtime_ms());
 	(void)census_publish_due(&p->census, p->ctx, now_monotonic_ms(), now_realtime_ms());
 	if (!p->ka && !p->ctx->cfg.agent.metrics_textfile[0] &&

@@ -55,6 +55,7 @@ static const struct key_def keys[] = {
 	K("paths", "sys", T_STR, paths.sys),
 	K("paths", "state", T_STR, paths.state),
 	K("paths", "run", T_STR, paths.run),
+	K("paths", "pod_logs", T_STR, paths.pod_logs),
 	K("memcg", "min_dying", T_U64, memcg.min_dying),
 	K("memcg", "max_ratio", T_RATIO, memcg.max_ratio),
 	K("memcg", "latency_canary", T_DUR, memcg.latency_canary_ms),
@@ -210,6 +211,7 @@ void config_defaults(struct cz_config *cfg)
 	snprintf(cfg->paths.sys, sizeof(cfg->paths.sys), "/sys");
 	snprintf(cfg->paths.state, sizeof(cfg->paths.state), "/var/lib/cpuzombie");
 	snprintf(cfg->paths.run, sizeof(cfg->paths.run), "/run/cpuzombie");
+	snprintf(cfg->paths.pod_logs, sizeof(cfg->paths.pod_logs), "/var/log/pods");
 	cfg->memcg.min_dying = 1000;
 	cfg->memcg.max_ratio = 10;
 	cfg->memcg.latency_canary_ms = 10 * 60 * 1000;
@@ -300,6 +302,66 @@ static bool has_nul(const yaml_node_t *n)
 {
 	return n && n->type == YAML_SCALAR_NODE &&
 	       strlen((const char *)n->data.scalar.value) != n->data.scalar.length;
+}
+
+/*
+ * Host directories whose files the agent must never be given to write (the chart mounts a host
+ * file's directory writable): exactly these, and (HOST_TREE) everything below them too.
+ */
+#define HOST_TREE 1
+static const struct {
+	const char *dir;
+	int tree;
+} host_refused[] = {
+	{ "/", 0 },		{ "/run", 0 },		  { "/var/run", 0 },
+	{ "/var", 0 },		{ "/var/lib", 0 },	  { "/var/log", 0 },
+	{ "/tmp", 0 },		{ "/var/tmp", 0 },	  { "/home", 0 },
+	{ "/opt", 0 },		{ "/srv", 0 },		  { "/mnt", 0 },
+	{ "/media", 0 },	{ "/etc", HOST_TREE },	  { "/usr", HOST_TREE },
+	{ "/bin", HOST_TREE },	{ "/sbin", HOST_TREE },	  { "/lib", HOST_TREE },
+	{ "/lib32", HOST_TREE }, { "/lib64", HOST_TREE }, { "/boot", HOST_TREE },
+	{ "/root", HOST_TREE },	{ "/proc", HOST_TREE },	  { "/sys", HOST_TREE },
+	{ "/dev", HOST_TREE },	{ "/run/containerd", HOST_TREE }, { "/run/crio", HOST_TREE },
+	{ "/run/docker", HOST_TREE }, { "/run/dbus", HOST_TREE }, { "/run/systemd", HOST_TREE },
+	{ "/var/run/containerd", HOST_TREE }, { "/var/run/crio", HOST_TREE },
+	{ "/var/run/docker", HOST_TREE }, { "/var/run/dbus", HOST_TREE },
+	{ "/var/lib/kubelet", HOST_TREE }, { "/var/lib/containerd", HOST_TREE },
+	{ "/var/lib/containers", HOST_TREE }, { "/var/lib/docker", HOST_TREE },
+	{ "/var/lib/etcd", HOST_TREE }, { "/var/log/pods", HOST_TREE },
+	{ "/var/log/containers", HOST_TREE },
+};
+
+const char *config_host_file_refused(const char *path)
+{
+	size_t len = strlen(path), dlen;
+	const char *slash;
+
+	if (path[0] != '/')
+		return "not an absolute path";
+	for (const char *c = path; *c; c++)
+		if (c[0] == '/' && c[1] == '.' &&
+		    (c[2] == '/' || !c[2] || (c[2] == '.' && (c[3] == '/' || !c[3]))))
+			return "a '.' or '..' component";
+	if (path[len - 1] == '/' || strstr(path, "//"))
+		return "not a file's path";
+	slash = strrchr(path, '/');
+	dlen = slash == path ? 1 : (size_t)(slash - path);
+	for (size_t i = 0; i < ARRAY_SIZE(host_refused); i++) {
+		const char *d = host_refused[i].dir;
+		size_t n = strlen(d);
+
+		if ((dlen == n && memcmp(path, d, n) == 0) ||
+		    (host_refused[i].tree && dlen > n && memcmp(path, d, n) == 0 && path[n] == '/'))
+			return "its directory is a system one that would be mounted writable; use a "
+			       "directory of its own (e.g. /var/lib/cpuzombie/)";
+	}
+	return NULL;
+}
+
+static bool host_file_key(const struct key_def *k)
+{
+	return (streq(k->section, "agent") && streq(k->key, "metrics_textfile")) ||
+	       (streq(k->section, "remediation") && streq(k->key, "reboot_sentinel"));
 }
 
 /* True (with the allowed range in @buf) when a duration key's value is outside bounds[]. */
@@ -556,6 +618,8 @@ static void load_section(struct loader *ld, yaml_document_t *doc, const char *se
 		else if (out_of_bounds(k, (char *)ld->cfg + k->off, range, sizeof(range)))
 			add_err(ld, vn, "key '%s.%s': out of range, expected %s, got '%.64s'",
 				section, key, range, s);
+		else if (host_file_key(k) && s[0] && (why = config_host_file_refused(s)))
+			add_err(ld, vn, "key '%s.%s': %s, got '%.64s'", section, key, why, s);
 	}
 }
 

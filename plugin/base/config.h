@@ -53,6 +53,7 @@ struct cz_config {
 		char sys[CZ_PATH_MAX];		/* /sys */
 		char state[CZ_PATH_MAX];	/* /var/lib/cpuzombie */
 		char run[CZ_PATH_MAX];		/* /run/cpuzombie */
+		char pod_logs[CZ_PATH_MAX];	/* /var/log/pods (the kubelet's); "" = no pod names */
 	} paths;
 	struct {
 		uint64_t min_dying;		/* 1000 */
@@ -115,7 +116,7 @@ struct cz_config {
 		bool allow_delete;		/* false: evictions only, never a plain delete */
 		bool allow_control_plane;	/* false */
 		uint64_t uncordon_after_ms;	/* 30m */
-		char reboot_sentinel[CZ_PATH_MAX]; /* "" = off; kured: /var/run/reboot-required */
+		char reboot_sentinel[CZ_PATH_MAX]; /* "" = off; e.g. /var/lib/cpuzombie/reboot-required */
 		char lease_namespace[CZ_NAME_MAX]; /* kube-system */
 		char node_selector[CZ_PATH_MAX]; /* remediator: label selector; "" = every node */
 		char leader_namespace[CZ_NAME_MAX]; /* remediator's leader Lease; "" = its pod's */
@@ -155,5 +156,15 @@ bool config_strlist_has(const struct cz_strlist *l, const char *name);
  */
 #include <stdio.h>
 int config_dump(const struct cz_config *cfg, FILE *out);
+
+/*
+ * config_host_file_refused - pure: why @path may not be a file the agent writes on the host
+ * (agent.metrics_textfile, remediation.reboot_sentinel), or NULL when it may. The chart mounts
+ * the file's directory writable into the agent, so that directory must be one of its own: not
+ * relative, no "." or ".." component, and not "/", a system directory ("/run", "/var/run",
+ * "/etc", "/var", "/usr", ...) or anything under the kernel's, the runtime's or the kubelet's
+ * trees ("/proc", "/sys", "/dev", "/etc", "/run/containerd", "/var/lib/kubelet", ...).
+ */
+const char *config_host_file_refused(const char *path);
 
 #endif
