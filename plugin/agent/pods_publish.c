@@ -62,6 +62,8 @@ static int publish(const struct cz_config *cfg, uint64_t now_ms, int last_rc)
 	if (!buf)
 		return -ENOMEM;
 	r = collect(cfg->paths.pod_logs, now_ms, buf, PODS_FILE_MAX, &len);
+	if (r == -ENOENT)
+		return 0;	/* no kubelet on this host (a plain install): no pods to name */
 	if (r < 0) {
 		if (last_rc != r)
 			log_warning("pods not published: cannot list '%s': %s", cfg->paths.pod_logs,
@@ -72,7 +74,7 @@ static int publish(const struct cz_config *cfg, uint64_t now_ms, int last_rc)
 				&(struct iovec){ .iov_base = buf, .iov_len = len }, 1, 0644, 0);
 	if (r < 0)
 		return log_error_errno(r, "Failed to write '%s/%s': %m", cfg->paths.run, PODS_FILE);
-	return 0;
+	return 1;
 }
 
 int pods_publish_due(struct pods_publisher *p, const struct cz_config *cfg, uint64_t mono_ms,
@@ -85,7 +87,7 @@ int pods_publish_due(struct pods_publisher *p, const struct cz_config *cfg, uint
 	p->next_ms = mono_ms + UNITS_PUBLISH_MS;
 	r = publish(cfg, now_ms, p->last_rc);
 	p->last_rc = r;
-	return r < 0 ? r : 1;
+	return r;
 }
 
 void pods_publisher_clear(struct pods_publisher *p)

@@ -25,7 +25,8 @@ struct pods_publisher {
 
 /*
  * pods_publish_due - list and publish when due and paths.pod_logs is set. Returns 1 when it
- * published, 0 when not due or not configured, -errno when the directory could not be read or
+ * published, 0 when not due, not configured or the directory does not exist (no kubelet on
+ * this host: nothing is logged), -errno when the directory could not be read or
  * the write failed (logged when the outcome changed).
  */
 int pods_publish_due(struct pods_publisher *p, const struct cz_config *cfg, uint64_t mono_ms,
