@@ -176,3 +176,16 @@ def test_the_init_container_has_nothing_but_its_copy(rendered):
         init, = spec["initContainers"]
         assert set(ph.mounts(init)) == {"plugin"}
         assert init["securityContext"]["capabilities"] == {"drop": ["ALL"]}
+
+
+def test_a_cluster_may_run_without_syslog():
+    """agent.profileSymbols false: burst profiles with CAP_PERFMON alone (what is lost: kernel
+    symbols unless the host has kptr_restrict=0; README's privilege table)."""
+    spec = pod_spec(render("default", ["--set", "agent.profileSymbols=false"])[1])
+    assert container(spec, "agent")["securityContext"]["capabilities"]["add"] == ["PERFMON"]
+    spec = pod_spec(render("default")[1])
+    assert container(spec, "agent")["securityContext"]["capabilities"]["add"] == \
+        ["PERFMON", "SYSLOG"]
+    for c in ph.containers(spec):
+        if c["name"] != "agent":
+            assert "add" not in c["securityContext"]["capabilities"], c["name"]
