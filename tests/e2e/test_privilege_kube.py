@@ -186,3 +186,38 @@ def test_remediator_cordons_and_evicts(two):
     assert st == 201, obj
     refused(two, tok, "POST", "/api/v1/namespaces/kube-system/events",
             _event("nb", "kube-system"), by="rbac", user=rh.REM_USER)
+
+
+def test_the_real_server_takes_the_pod_spec_and_its_recursive_read_only(kube):
+    """The rendered DaemonSet (defaults) and Deployment (remediation on), created with dryRun
+    by the admin: the real server validates the pod spec, recursiveReadOnly included (it wants
+    readOnly and propagation None with it: the same mount made writable is refused, 422)."""
+    import copy
+    from deploy_helpers import find, render
+    objs = render("remediation")[1]
+    ds = find(objs, "DaemonSet")[0]
+    dep = find(objs, "Deployment")[0]
+    for o, path in ((ds, "/apis/apps/v1/namespaces/%s/daemonsets" % kh.AGENT_NS),
+                    (dep, "/apis/apps/v1/namespaces/%s/deployments" % kh.AGENT_NS)):
+        st, got = kube.call("POST", path + "?dryRun=All", o)
+        assert st == 201, (o["kind"], st, got)
+    mounts = [m for c in got_spec(ds)["containers"] for m in c["volumeMounts"]
+              if m.get("recursiveReadOnly")]
+    assert {m["name"] for m in mounts} == {"host-proc", "host-sys", "pod-logs"}, mounts
+    st, got = kube.call("POST", "/apis/apps/v1/namespaces/%s/daemonsets?dryRun=All"
+                        % kh.AGENT_NS, ds)
+    kept = [m for c in got["spec"]["template"]["spec"]["containers"] for m in c["volumeMounts"]
+            if m.get("recursiveReadOnly") == "Enabled"]
+    assert len(kept) == len(mounts), kept          # the server kept the field
+    bad = copy.deepcopy(ds)
+    for c in got_spec(bad)["containers"]:
+        for m in c["volumeMounts"]:
+            if m["name"] == "host-sys":
+                m["readOnly"] = False
+    st, got = kube.call("POST", "/apis/apps/v1/namespaces/%s/daemonsets?dryRun=All"
+                        % kh.AGENT_NS, bad)
+    assert st == 422 and "recursiveReadOnly" in got["message"], (st, got)
+
+
+def got_spec(o):
+    return o["spec"]["template"]["spec"]
