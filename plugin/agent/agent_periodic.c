@@ -23,6 +23,7 @@
 
 struct periodic {
 	struct cz_ctx *ctx;
+	bool once;			/* agent --once */
 	struct kube_agent *ka;
 	int kube_err;			/* why Kubernetes could not be set up (logged), or 0 */
 	struct units_publisher units;	/* systemd units for the checks, every UNITS_PUBLISH_MS */
@@ -36,7 +37,7 @@ struct periodic {
 	pthread_cond_t wake;
 };
 
-int periodic_new(struct cz_ctx *ctx, struct periodic **ret)
+int periodic_new(struct cz_ctx *ctx, bool once, struct periodic **ret)
 {
 	struct periodic *p;
 
@@ -45,6 +46,7 @@ int periodic_new(struct cz_ctx *ctx, struct periodic **ret)
 	if (!p)
 		return -ENOMEM;
 	p->ctx = ctx;
+	p->once = once;
 	pthread_mutex_init(&p->lock, NULL);
 	pthread_cond_init(&p->wake, NULL);
 	p->kube_err = kube_agent_new(&ctx->cfg, &p->ka);
@@ -55,7 +57,7 @@ int periodic_new(struct cz_ctx *ctx, struct periodic **ret)
 	/* --once keeps the failure, so that the one cycle reports it in its exit code */
 	if (!p->ka && !ctx->cfg.agent.metrics_textfile[0] && !ctx->cfg.memcg.systemd_hints &&
 	    !ctx->cfg.kubernetes.node_name[0] && !ctx->cfg.memcg.census_interval_ms &&
-	    ctx->cfg.remediation.reclaim == CZ_RECLAIM_OFF && !(ctx->once && p->kube_err < 0)) {
+	    ctx->cfg.remediation.reclaim == CZ_RECLAIM_OFF && !(once && p->kube_err < 0)) {
 		/* nothing to publish: the sampler alone is the agent's job */
 		periodic_free(p);
 		return 0;
@@ -177,7 +179,7 @@ int periodic_cycle(struct periodic *p)
 	/* after the conditions: the node says MemcgZombieLeak before it says what was done */
 	q = reclaim(p, names, res, n, rsum, sizeof(rsum));
 	e = e < 0 ? e : q;
-	if (p->ctx->once && (p->ka || *rsum)) {	/* `agent --once`: what the one cycle did */
+	if (p->once && (p->ka || *rsum)) {	/* `agent --once`: what the one cycle did */
 		printf("%s%s%s\n", summary, *summary && *rsum ? "; " : "", rsum);
 		fflush(stdout);
 	}

@@ -11,6 +11,7 @@
 #include "node/checks.h"
 #include "memcg/check_memcg.h"
 #include "cpu/cpustat.h"
+#include "cmd/report_direct.h"
 #include "cmd/cmd.h"
 #include "node/report.h"
 #include "node/report_window.h"
@@ -57,12 +58,13 @@ static void gather_memcg(struct cz_ctx *ctx, struct report *r)
 					   r->census_err, sizeof(r->census_err));
 	/* no fresh census from an agent, and this binary can count itself (the full one, run by
 	 * hand: `make run`, with the privileges for BPF): the one-command answer names the groups */
-	if (ctx->cfg.memcg.census_interval_ms && r->census_rc < 0 && ctx->census_direct) {
+	if (ctx->cfg.memcg.census_interval_ms && r->census_rc < 0) {
 		char why[CENSUS_ERR_MAX];
+		int e = report_direct_census(ctx, r->now_ms, &r->census, why, sizeof(why));
 
-		if (ctx->census_direct(ctx, r->now_ms, &r->census, why, sizeof(why)) == 0) {
+		if (e == 0) {
 			r->census_rc = 0;
-		} else {
+		} else if (e != -ENOSYS) {
 			size_t n = strlen(r->census_err);
 
 			snprintf(r->census_err + n, sizeof(r->census_err) - n,
@@ -76,15 +78,15 @@ static void gather_memcg(struct cz_ctx *ctx, struct report *r)
 					    r->restarts_err, sizeof(r->restarts_err));
 	/* nothing fresh from an agent, and this binary can ask systemd itself (the full one, run by
 	 * hand: `make run`): the one-command answer keeps its leaker line */
-	if (ctx->cfg.memcg.systemd_hints && r->restarts_rc < 0 && ctx->restarts_direct) {
+	if (ctx->cfg.memcg.systemd_hints && r->restarts_rc < 0) {
 		struct systemd_restarts direct;
 		char why[sizeof(r->restarts_err)];
+		int e = report_direct_restarts(ctx, r->now_ms, &direct, why, sizeof(why));
 
-		if (ctx->restarts_direct(ctx->cfg.systemd.bus, ctx->cfg.paths.state, r->now_ms,
-					 &direct, why, sizeof(why)) == 0) {
+		if (e == 0) {
 			r->restarts = direct;
 			r->restarts_rc = 0;
-		} else {
+		} else if (e != -ENOSYS) {
 			size_t n = strlen(r->restarts_err);
 
 			snprintf(r->restarts_err + n, sizeof(r->restarts_err) - n,
@@ -141,19 +143,20 @@ static void gather_now(struct cz_ctx *ctx, struct report *r)
 }
 
 /* --since/--until into a window; both 0 when neither was given. 0 or -EINVAL (logged). */
-static int window(const struct cz_ctx *ctx, uint64_t now, uint64_t *since, uint64_t *until)
+static int window(const struct cz_ctx *ctx, const struct cmd_opts *o, uint64_t now,
+		  uint64_t *since, uint64_t *until)
 {
 	*since = *until = 0;
-	if (!ctx->since && !ctx->until)
+	if (!o->since && !o->until)
 		return 0;
 	*until = now;
-	if (ctx->since && parse_time_spec(ctx->since, now, since) < 0)
+	if (o->since && parse_time_spec(o->since, now, since) < 0)
 		return log_error_errno(EINVAL, "report: --since: not a time: '%.64s' (use 3h, "
-					       "2026-12-01T03:10 in UTC, or @EPOCH)", ctx->since);
-	if (ctx->until && parse_time_spec(ctx->until, now, until) < 0)
+					       "2026-12-01T03:10 in UTC, or @EPOCH)", o->since);
+	if (o->until && parse_time_spec(o->until, now, until) < 0)
 		return log_error_errno(EINVAL, "report: --until: not a time: '%.64s' (use 1h, "
-					       "2026-12-01T04:00 in UTC, or @EPOCH)", ctx->until);
-	if (!ctx->since) /* --until alone: the lookback before it */
+					       "2026-12-01T04:00 in UTC, or @EPOCH)", o->until);
+	if (!o->since) /* --until alone: the lookback before it */
 		*since = *until > ctx->cfg.cpu.lookback_ms ? *until - ctx->cfg.cpu.lookback_ms : 0;
 	if (*until <= *since)
 		return log_error_errno(EINVAL, "report: --until is not after --since");
@@ -201,15 +204,15 @@ static int write_svg(const struct report *r, const char *path, uint64_t since, u
 	return 0;
 }
 
-int cmd_report(struct cz_ctx *ctx)
+int cmd_report(struct cz_ctx *ctx, const struct cmd_opts *o)
 {
 	uint64_t since, until;
 	struct report *r;
 	int e = 0;
 
-	if (window(ctx, now_realtime_ms(), &since, &until) < 0)
+	if (window(ctx, o, now_realtime_ms(), &since, &until) < 0)
 		return CZ_EXIT_ERROR;
-	if (ctx->argc > 0 || (ctx->json && ctx->svg_path)) {
+	if (o->argc > 0 || (o->json && o->svg_path)) {
 		fprintf(stderr, "cpuzombie report: usage: report [--json|--svg FILE] [--since TIME] [--until TIME]\n");
 		return CZ_EXIT_ERROR;
 	}
@@ -222,7 +225,7 @@ int cmd_report(struct cz_ctx *ctx)
 		report_free(r);
 		return CZ_EXIT_ERROR;
 	}
-	if (ctx->json) {
+	if (o->json) {
 		json_object *j = report_json(r);
 		const char *s = j ? json_object_to_json_string_ext(j, JSON_C_TO_STRING_PRETTY |
 								   JSON_C_TO_STRING_NOSLASHESCAPE)
@@ -231,12 +234,12 @@ int cmd_report(struct cz_ctx *ctx)
 		e = s && printf("%s\n", s) > 0 ? 0 : -EIO;
 		json_object_put(j);
 	} else {
-		if (ctx->svg_path)
-			e = write_svg(r, ctx->svg_path, since, until);
+		if (o->svg_path)
+			e = write_svg(r, o->svg_path, since, until);
 		if (e == 0)
 			e = report_print(r, stdout);
-		if (e == 0 && ctx->svg_path)
-			printf("\nheatmap: %s\n", ctx->svg_path);
+		if (e == 0 && o->svg_path)
+			printf("\nheatmap: %s\n", o->svg_path);
 	}
 	if (fflush(stdout) != 0)
 		e = -EIO;
