@@ -15,6 +15,7 @@
 #include "agent/units_publish.h"
 #include "agent/census_publish.h"
 #include "agent/reclaimer.h"
+#include "node/node.h"
 #include "node/report.h"
 #include "base/util.h"
 
@@ -69,10 +70,7 @@ int periodic_new(struct cz_ctx *ctx, bool once, struct periodic **ret)
 /* The canary (rate-limited by itself): a slow read is what kubelet pays on every stats pass. */
 static void canary(struct periodic *p, struct report *r)
 {
-	const struct cz_config *cfg = &p->ctx->cfg;
-
-	r->canary_rc = canary_run(&p->ctx->hf, cfg->paths.state, cfg->memcg.latency_canary_ms,
-				  r->now_ms, &r->canary);
+	node_read_canary(p->ctx, r);
 	if (r->canary_rc == 0 && r->canary.fresh && r->canary.err == 0 &&
 	    r->canary.read_us >= 100000)
 		log_fields_full(LOG_PRIO_WARNING, &(struct log_fields){ LOG_MID_CHECK, "memcg", -1, NULL },
@@ -83,19 +81,15 @@ static void canary(struct periodic *p, struct report *r)
 static int metrics(struct periodic *p, struct report *r)
 {
 	const struct cz_config *cfg = &p->ctx->cfg;
-	struct npd_result res;
 	int e;
 
-	r->memcg_rc = memcg_read(p->ctx, &r->memcg, &res);
-	if (r->memcg_rc == NPD_OK)
-		report_memcg_growth(r, cfg->paths.state);
+	(void)node_read_memcg(p->ctx, r);
 	r->since_ms = r->now_ms > cfg->cpu.lookback_ms ? r->now_ms - cfg->cpu.lookback_ms : 0;
 	e = report_load_run(r, cfg->paths.run, r->now_ms);
 	if (e < 0)
 		return e;
-	r->ena_rc = report_ena_load(cfg->paths.state, &ena_reset_state, &r->ena);
-	r->allowance_rc = report_ena_load(cfg->paths.state, &ena_allowance_state, &r->allowance);
-	r->reclaim_rc = state_read(cfg->paths.state, &reclaim_state_type, &r->reclaim);
+	node_read_ena(cfg, r);
+	node_read_reclaim(cfg, r);
 	e = metrics_write(r, cfg->agent.metrics_textfile);
 	if (e < 0)
 		log_fields_full(LOG_PRIO_ERR, &(struct log_fields){ LOG_MID_METRICS, NULL, -1, NULL },
