@@ -9,8 +9,8 @@
 #include <unistd.h>
 
 #include "agent/pods_publish.h"
-#include "checks/pods.h"
-#include "checks/units.h"
+#include "memcg/pods.h"
+#include "memcg/units.h"
 #include "base/fileio.h"
 #include "base/log.h"
 #include "base/util.h"

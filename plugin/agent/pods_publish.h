@@ -3,7 +3,7 @@
 #define CZ_PODS_PUBLISH_H
 
 /*
- * The agent's half of checks/pods.h: every UNITS_PUBLISH_MS it lists the kubelet's pod log
+ * The agent's half of memcg/pods.h: every UNITS_PUBLISH_MS it lists the kubelet's pod log
  * directories (paths.pod_logs, /var/log/pods/NAMESPACE_NAME_UID; the chart mounts the host's
  * read-only, chart value agent.podNames) and publishes UID -> namespace/name in the run dir, so
  * `check memcg` in NPD's container names the pod whose cgroup holds the dying memcgs. What the
