@@ -197,6 +197,8 @@ def test_the_real_server_takes_the_pod_spec_and_its_recursive_read_only(kube):
     objs = render("remediation")[1]
     ds = find(objs, "DaemonSet")[0]
     dep = find(objs, "Deployment")[0]
+    for o in (ds, dep):     # the harness's own DaemonSet "cpuzombie" exists (agent pods' owner)
+        o["metadata"]["name"] = "cz-dryrun-" + o["metadata"]["name"]
     for o, path in ((ds, "/apis/apps/v1/namespaces/%s/daemonsets" % kh.AGENT_NS),
                     (dep, "/apis/apps/v1/namespaces/%s/deployments" % kh.AGENT_NS)):
         st, got = kube.call("POST", path + "?dryRun=All", o)
