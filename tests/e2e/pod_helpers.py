@@ -116,6 +116,7 @@ class Pod:
         d = os.path.join(self.dir, "vol-" + name)
         os.makedirs(d, exist_ok=True)
         if "emptyDir" in v:
+            os.chmod(d, 0o777)      # the kubelet's emptyDir mode: a non-root container writes
             if v["emptyDir"].get("medium") == "Memory":
                 subprocess.run(["mount", "-t", "tmpfs", "-o", "size=16m", "cz-test-" + name, d],
                                check=True)

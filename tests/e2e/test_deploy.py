@@ -369,7 +369,7 @@ def test_npd_rules_point_where_the_init_container_puts_the_binary(rendered):
     init = container(spec, "install-plugin")
     npd = container(spec, "node-problem-detector")
     # init copies the image's /opt/cpuzombie into the "plugin" volume ...
-    assert init["command"] == ["cp", "-a", "/opt/cpuzombie/.", "/plugin/"]
+    assert init["command"] == ["cp", "-R", "/opt/cpuzombie/bin", "/plugin/"]
     assert {m["name"]: m["mountPath"] for m in init["volumeMounts"]} == {"plugin": "/plugin"}
     # ... which NPD's container mounts back at /opt/cpuzombie
     npd_mounts = {m["name"]: m for m in npd["volumeMounts"]}

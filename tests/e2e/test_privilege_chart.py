@@ -176,6 +176,12 @@ def test_the_init_container_has_nothing_but_its_copy(rendered):
         init, = spec["initContainers"]
         assert set(ph.mounts(init)) == {"plugin"}
         assert init["securityContext"]["capabilities"] == {"drop": ["ALL"]}
+        # not root: it copies into an emptyDir (everyone's); the node containers stay uid 0
+        # (the host's state dir is root's; reclaim's sysctl wants uid 0)
+        assert init["securityContext"]["runAsUser"] == 65534
+        assert init["securityContext"]["runAsNonRoot"] is True
+        for c in spec["containers"]:
+            assert c["securityContext"]["runAsUser"] == 0, c["name"]
 
 
 def test_a_cluster_may_run_without_syslog():

@@ -100,10 +100,16 @@ kubernetes:
       fieldPath: spec.nodeName
 {{- end -}}
 
-{{/* Every container: root (the state dir is root's on the host), no capability unless named,
-     no privilege escalation, read-only image. */}}
+{{/* Every container: root (the state dir is root's on the host) unless .uid names another, no
+     capability unless named, no privilege escalation, read-only image. */}}
 {{- define "cpuzombie.securityContext" -}}
+{{- if .uid }}
+runAsUser: {{ .uid }}
+runAsGroup: {{ .uid }}
+runAsNonRoot: true
+{{- else }}
 runAsUser: 0
+{{- end }}
 privileged: false
 allowPrivilegeEscalation: false
 readOnlyRootFilesystem: true
