@@ -121,6 +121,16 @@ struct cz_config {
 		char leader_namespace[CZ_NAME_MAX]; /* remediator's leader Lease; "" = its pod's */
 		enum cz_reclaim_mode reclaim;	/* off */
 		uint64_t reclaim_interval_ms;	/* 1h: at most one reclaim per this */
+		/* fleet guards (cluster/guard.h) */
+		char max_unhealthy[16];		/* "20%": storm guard, a count or a percentage */
+		uint64_t max_unhealthy_min_nodes; /* 6: the storm guard holds in selections this big */
+		uint64_t breaker_max;		/* 0 = off: remediations per breaker_window */
+		uint64_t breaker_window_ms;	/* 1h */
+		uint64_t drain_gap_ms;		/* 0 = off: between two remediations cluster-wide */
+		struct cz_strlist window_days;	/* [] = every day */
+		char window_start[8];		/* "" = 00:00 */
+		char window_end[8];		/* "" = 24:00 */
+		char window_timezone[CZ_NAME_MAX]; /* "UTC"; the TZ database's names */
 	} remediation;
 };
 
