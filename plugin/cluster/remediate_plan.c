@@ -192,7 +192,10 @@ static uint64_t problem_since(json_object *node, const char *type)
 	return t;
 }
 
-/* When cpuzombie cordoned @node (the first word of our annotation), else @now_ms: this cycle. */
+/*
+ * When cpuzombie cordoned @node (the first word of our annotation, whole seconds), else
+ * @now_ms cut to the second: the cordon of this cycle, annotated with that same second.
+ */
 static uint64_t cordoned_at(json_object *node, uint64_t now_ms)
 {
 	const char *a = kube_annotation(node, REMEDIATE_ANN_CORDONED);
@@ -201,10 +204,10 @@ static uint64_t cordoned_at(json_object *node, uint64_t now_ms)
 	uint64_t ms;
 
 	if (n == 0 || n >= sizeof(t))
-		return now_ms;
+		return now_ms / 1000 * 1000;
 	memcpy(t, a, n);
 	t[n] = '\0';
-	return kube_parse_time(t, &ms) == 0 ? ms : now_ms;
+	return kube_parse_time(t, &ms) == 0 ? ms : now_ms / 1000 * 1000;
 }
 
 /* The pause ConfigMap (and the guard Lease): true when the plan may go on. */
