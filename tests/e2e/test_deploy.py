@@ -535,6 +535,12 @@ CALLS = [
     ("remediate.c", "POST", "leases", ("coordination.k8s.io", "leases", "create"), "budget"),
     ("remediate.c", "PUT", "leases/%s", ("coordination.k8s.io", "leases", "update"), "budget"),
     ("remediate.c", "DELETE", "leases/%s", ("coordination.k8s.io", "leases", "delete"), "budget"),
+    # the fleet guards (guard.h): the cluster-wide pause ConfigMap, always read before acting;
+    # the guard Lease (breaker_max or drain_gap on: role "guard", rendered only then)
+    ("remediate.c", "GET", "/api/v1/namespaces/%s/configmaps/", ("", "configmaps", "get"),
+     "budget"),
+    ("remediate.c", "GET", "leases/%s", ("coordination.k8s.io", "leases", "get"), "guard"),
+    ("remediate.c", "PUT", "leases/%s", ("coordination.k8s.io", "leases", "update"), "guard"),
     ("remediate.c", "GET", "/api/v1/pods?fieldSelector=spec.nodeName", ("", "pods", "list"),
      "remediator"),
     ("remediate.c", "POST", "/api/v1/namespaces/%s/pods/%s/eviction",
@@ -584,11 +590,12 @@ def test_rbac_source_calls_are_the_table():
                     and shape.split("?")[0].split("%")[0].rstrip("/") \
                     in src.replace('"/apis/coordination.k8s.io/v1/namespaces/%s/leases%s%s"',
                                    "leases leases/%s"), (f, method, shape)
-    # remediate.c: 8 call sites (one does PUT or POST; one GET helper serves the node, the
-    # node list and the pod list); kube_agent.c 2 (GET its node, PATCH its status); event.c 1;
+    # remediate.c: 10 call sites (one does PUT or POST; one GET helper serves the node, the
+    # node list and the pod list; one GET of an object that may be absent serves the pause
+    # ConfigMap and the guard Lease; one PUT or POST of the guard Lease); kube_agent.c 2 (GET its node, PATCH its status); event.c 1;
     # pods_publish.c 1; fleet_fetch.c 1 (one page of nodes or Leases); remediator.c 2 (GET the
     # leader Lease; PUT or POST it)
-    assert sites == {"event.c": 1, "kube_agent.c": 2, "pods_publish.c": 1, "remediate.c": 8,
+    assert sites == {"event.c": 1, "kube_agent.c": 2, "pods_publish.c": 1, "remediate.c": 10,
                      "fleet_fetch.c": 1, "remediator.c": 2}, sites
 
 
@@ -646,6 +653,14 @@ def test_rbac_is_exactly_what_the_code_and_npd_call(rendered):
     _, off = render("default", ["--set", "agent.podNames=false"])
     assert _grants(off, "cpuzombie-conditions") == NPD_NEEDS | need("conditions") - {
         ("", "pods", "list")}
+    # the pause ConfigMap by name, read only; the guard Lease only with breaker_max/drain_gap
+    assert _rule_names(r, "Role", "cpuzombie-budget", "get") == ["cpuzombie-pause"]
+    for opt in ("config.remediation.breaker_max=3", "config.remediation.drain_gap=10m"):
+        _, brk = render("remediation", ["--set", opt])
+        assert _grants(brk, "cpuzombie-budget") == need("budget") | need("guard"), opt
+        rules = one(brk, "Role", "cpuzombie-budget")["rules"]
+        assert [r_.get("resourceNames") for r_ in rules if "get" in r_["verbs"]] == [
+            ["cpuzombie-pause"], ["cpuzombie-guard"]], rules
     _, ns = render("remediation", ["--set", "config.remediation.lease_namespace=cz-budget"])
     assert one(ns, "Role", "cpuzombie-budget")["metadata"]["namespace"] == "cz-budget"
 
