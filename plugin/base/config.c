@@ -118,6 +118,7 @@ static const struct key_def keys[] = {
 	K("remediation", "window_start", T_STR, remediation.window_start),
 	K("remediation", "window_end", T_STR, remediation.window_end),
 	K("remediation", "window_timezone", T_STR, remediation.window_timezone),
+	K("remediation", "medik8s_lease_namespace", T_NAME, remediation.medik8s_lease_namespace),
 };
 
 /*

@@ -131,6 +131,7 @@ struct cz_config {
 		char window_start[8];		/* "" = 00:00 */
 		char window_end[8];		/* "" = 24:00 */
 		char window_timezone[CZ_NAME_MAX]; /* "UTC"; the TZ database's names */
+		char medik8s_lease_namespace[CZ_NAME_MAX]; /* "" = off; medik8s: medik8s-leases */
 	} remediation;
 };
 

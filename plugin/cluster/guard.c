@@ -315,3 +315,67 @@ bool guard_pod_protected(json_object *pod)
 
 	return (p && strcasecmp(p, "true") == 0) || (s && strcasecmp(s, "false") == 0);
 }
+
+/* ---- medik8s NodeHealthCheck's per-node Lease ---------------------------------------------- */
+
+bool guard_medik8s_valid(json_object *lease, uint64_t now_ms)
+{
+	json_object *d = kube_get(lease, "spec.leaseDurationSeconds");
+	uint64_t renew;
+
+	if (!d || !json_object_is_type(d, json_type_int) ||
+	    kube_parse_time(kube_get_str(lease, "spec.renewTime", NULL), &renew) < 0)
+		return false;
+	return renew <= now_ms && renew + (uint64_t)json_object_get_int64(d) * 1000 >= now_ms;
+}
+
+json_object *guard_medik8s_body(json_object *old, const char *node, const char *node_uid,
+				uint64_t now_ms)
+{
+	json_object *l = NULL, *md, *spec, *refs, *ref;
+	const char *holder = kube_get_str(old, "spec.holderIdentity", "");
+	char name[300], ts[40];
+	int64_t tr = 0;
+
+	if (old && (!json_object_is_type(old, json_type_object) ||
+		    json_object_deep_copy(old, &l, NULL) < 0))
+		return NULL;
+	if (!l) {
+		l = json_object_new_object();
+		json_object_object_add(l, "apiVersion", json_object_new_string("coordination.k8s.io/v1"));
+		json_object_object_add(l, "kind", json_object_new_string("Lease"));
+	}
+	md = kube_get(l, "metadata");
+	if (!md || !json_object_is_type(md, json_type_object)) {
+		md = json_object_new_object();
+		json_object_object_add(l, "metadata", md);
+	}
+	snprintf(name, sizeof(name), GUARD_MEDIK8S_PREFIX "%.253s", node);
+	json_object_object_add(md, "name", json_object_new_string(name));
+	refs = json_object_new_array();
+	ref = json_object_new_object();
+	json_object_object_add(ref, "apiVersion", json_object_new_string("v1"));
+	json_object_object_add(ref, "kind", json_object_new_string("Node"));
+	json_object_object_add(ref, "name", json_object_new_string(node));
+	json_object_object_add(ref, "uid", json_object_new_string(node_uid ? node_uid : ""));
+	json_object_array_add(refs, ref);
+	json_object_object_add(md, "ownerReferences", refs);
+	spec = kube_get(l, "spec");
+	if (!spec || !json_object_is_type(spec, json_type_object)) {
+		spec = json_object_new_object();
+		json_object_object_add(l, "spec", spec);
+	}
+	if (kube_get(spec, "leaseTransitions"))
+		tr = json_object_get_int64(kube_get(spec, "leaseTransitions"));
+	kube_time(now_ms, true, ts, sizeof(ts));
+	if (!old || !streq(holder, GUARD_MEDIK8S_HOLDER)) {
+		json_object_object_add(spec, "acquireTime", json_object_new_string(ts));
+		json_object_object_add(spec, "leaseTransitions",
+				       json_object_new_int64(old ? tr + 1 : 0));
+	}
+	json_object_object_add(spec, "holderIdentity", json_object_new_string(GUARD_MEDIK8S_HOLDER));
+	json_object_object_add(spec, "leaseDurationSeconds",
+			       json_object_new_int(GUARD_MEDIK8S_SECONDS));
+	json_object_object_add(spec, "renewTime", json_object_new_string(ts));
+	return l;
+}

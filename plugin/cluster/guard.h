@@ -24,6 +24,11 @@
  *     (kured's reboot window); outside it a remediation is only a dry-run;
  *   - protected pods: cpuzombie.io/protect "true", or the cluster autoscaler's
  *     cluster-autoscaler.kubernetes.io/safe-to-evict "false", blocks the drain of its node;
+ *   - hand-off with medik8s NodeHealthCheck: its per-node Lease "node-<name>" in
+ *     remediation.medik8s_lease_namespace (medik8s/common pkg/lease/manager.go: a Lease is
+ *     valid while renewTime + leaseDurationSeconds is not past and renewTime not in the future;
+ *     a holder takes over an invalid one with an update, bumping leaseTransitions), taken by
+ *     cpuzombie before a cordon and deleted at the uncordon;
  */
 
 #include <json-c/json.h>
@@ -41,6 +46,9 @@
 #define GUARD_ANN_LAST "cpuzombie.io/last-remediation"	/* "<ms> <node>" */
 #define GUARD_ANN_PROTECT "cpuzombie.io/protect"
 #define GUARD_ANN_SAFE_TO_EVICT "cluster-autoscaler.kubernetes.io/safe-to-evict"
+#define GUARD_MEDIK8S_PREFIX "node-"			/* medik8s/common: "<kind>-<name>" */
+#define GUARD_MEDIK8S_HOLDER "cpuzombie"		/* our holderIdentity there */
+#define GUARD_MEDIK8S_SECONDS 3600			/* the hold we take; renewed at half */
 #define GUARD_HISTORY_MAX 64				/* entries kept (breaker_max <= this) */
 #define GUARD_RESET_HINT "kubectl -n %s annotate lease " GUARD_LEASE " " GUARD_ANN_TRIPPED "-"
 
@@ -124,5 +132,20 @@ bool guard_zone_ok(const char *zone);
  * GUARD_ANN_SAFE_TO_EVICT "false").
  */
 bool guard_pod_protected(json_object *pod);
+
+/*
+ * guard_medik8s_valid - pure: medik8s' isValidLease(): @lease has renewTime and
+ * leaseDurationSeconds, renewTime is not after @now_ms and renewTime + duration is not before.
+ */
+bool guard_medik8s_valid(json_object *lease, uint64_t now_ms);
+
+/*
+ * guard_medik8s_body - pure: the Lease node-@node held by GUARD_MEDIK8S_HOLDER at @now_ms,
+ * owned by the Node (@node_uid may be NULL), built on @old (as read: metadata and
+ * resourceVersion kept, leaseTransitions bumped when the holder changes) or new. Returns a new
+ * object or NULL.
+ */
+json_object *guard_medik8s_body(json_object *old, const char *node, const char *node_uid,
+				uint64_t now_ms);
 
 #endif

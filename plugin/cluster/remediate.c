@@ -26,7 +26,11 @@ struct rem {
 	json_object *guard_lease;	/* the guard Lease as read (NULL: none) */
 	struct guard_fleet fleet;	/* counted here when the caller gave none */
 	char drain_pod[320];
+	char handoff_holder[128];
 };
+
+static void medik8s_release(struct rem *r);
+static void medik8s_renew(struct rem *r);
 
 static void node_path(const struct rem *r, const char *name, char *buf, size_t size)
 {
@@ -174,6 +178,8 @@ static void step_take_slot(struct rem *r, int slot, bool renew)
 	long st = write_slot(r, slot);
 
 	r->in.slot_tried = true;
+	if (renew)
+		medik8s_renew(r);
 	if (renew || st == 200 || st == 201) {
 		r->in.slot_held = slot;	/* a failed renewal only means a stale renewTime */
 		return;
@@ -191,6 +197,7 @@ static void step_release_slots(struct rem *r)
 	json_object *items;
 	char path[400], pre[200];
 
+	medik8s_release(r);
 	if (list_leases(r, &body, &items) < 0)
 		return;
 	for (size_t i = 0; i < json_object_array_length(items); i++) {
@@ -426,6 +433,115 @@ static bool paused_now(struct rem *r)
 	return cluster_paused(r) == 1;
 }
 
+/* ---- hand-off with medik8s NodeHealthCheck ------------------------------------------------- */
+
+static void medik8s_path(const struct rem *r, bool named, char *buf, size_t size)
+{
+	snprintf(buf, size, "/apis/coordination.k8s.io/v1/namespaces/%s/leases%s%s%s",
+		 r->cfg->remediation.medik8s_lease_namespace, named ? "/" : "",
+		 named ? GUARD_MEDIK8S_PREFIX : "", named ? r->in.node_name : "");
+}
+
+/* Create (@old NULL) or update medik8s' Lease for this node: the HTTP status or -errno. */
+static long medik8s_write(struct rem *r, json_object *old)
+{
+	_cleanup_(json_object_putp) json_object *l = guard_medik8s_body(old, r->in.node_name,
+		kube_get_str(r->in.node, "metadata.uid", NULL), r->in.now_ms);
+	struct kube_response resp = { 0 };
+	char path[400];
+	long st;
+	int e;
+
+	if (!l)
+		return -ENOMEM;
+	medik8s_path(r, old != NULL, path, sizeof(path));
+	e = kube_json(r->kc, old ? "PUT" : "POST", path, "application/json", l, 0, &resp);
+	st = e < 0 ? e : resp.status;
+	kube_response_clear(&resp);
+	return st;
+}
+
+/*
+ * Take medik8s' Lease: created (a 404 there means its namespace does not exist: no
+ * NodeHealthCheck, nothing to hand off), ours already, or taken over once invalid; a valid
+ * Lease of another holder blocks the node.
+ */
+static void step_handoff(struct rem *r)
+{
+	_cleanup_(json_object_putp) json_object *old = NULL;
+	char path[400];
+	long st;
+	int e;
+
+	medik8s_path(r, true, path, sizeof(path));
+	e = get_maybe(r, path, &old);
+	if (e < 0) {
+		r->in.handoff = REM_FAILED;
+		r->in.err = e;
+		return;
+	}
+	if (e == 1 && !streq(kube_get_str(old, "spec.holderIdentity", ""), GUARD_MEDIK8S_HOLDER) &&
+	    guard_medik8s_valid(old, r->in.now_ms)) {
+		snprintf(r->handoff_holder, sizeof(r->handoff_holder), "%.100s",
+			 kube_get_str(old, "spec.holderIdentity", "?"));
+		r->in.handoff_holder = r->handoff_holder;
+		r->in.handoff = REM_BLOCKED;
+		return;
+	}
+	st = medik8s_write(r, e == 1 ? old : NULL);
+	if (st == 200 || st == 201 || (e == 0 && st == 404)) {
+		r->in.handoff = REM_DONE;
+		return;
+	}
+	if (st == 409) {	/* another remediator wrote it first: it acts */
+		snprintf(r->handoff_holder, sizeof(r->handoff_holder), "another remediator (409)");
+		r->in.handoff_holder = r->handoff_holder;
+		r->in.handoff = REM_BLOCKED;
+		return;
+	}
+	log_kube(LOG_PRIO_ERR, "Failed to take Lease %s: %ld", path, st);
+	r->in.handoff = REM_FAILED;
+	r->in.err = st < 0 ? (int)st : -EREMOTEIO;
+}
+
+/* Give medik8s' Lease back (deleted at its resourceVersion), when we hold it. */
+static void medik8s_release(struct rem *r)
+{
+	_cleanup_(json_object_putp) json_object *l = NULL;
+	struct kube_response resp = { 0 };
+	char path[400], pre[200];
+
+	if (!*r->cfg->remediation.medik8s_lease_namespace)
+		return;
+	medik8s_path(r, true, path, sizeof(path));
+	if (get_maybe(r, path, &l) != 1 ||
+	    !streq(kube_get_str(l, "spec.holderIdentity", ""), GUARD_MEDIK8S_HOLDER))
+		return;
+	snprintf(pre, sizeof(pre), "{\"kind\":\"DeleteOptions\",\"apiVersion\":\"v1\","
+		 "\"preconditions\":{\"resourceVersion\":\"%.100s\"}}",
+		 kube_get_str(l, "metadata.resourceVersion", ""));
+	(void)kube_request(r->kc, "DELETE", path, "application/json", pre, 0, &resp);
+	kube_response_clear(&resp);
+}
+
+/* While we hold the node: renew medik8s' Lease once half of its hold has passed. */
+static void medik8s_renew(struct rem *r)
+{
+	_cleanup_(json_object_putp) json_object *l = NULL;
+	char path[400];
+	uint64_t t;
+
+	if (!*r->cfg->remediation.medik8s_lease_namespace)
+		return;
+	medik8s_path(r, true, path, sizeof(path));
+	if (get_maybe(r, path, &l) != 1 ||
+	    !streq(kube_get_str(l, "spec.holderIdentity", ""), GUARD_MEDIK8S_HOLDER) ||
+	    (kube_parse_time(kube_get_str(l, "spec.renewTime", NULL), &t) == 0 &&
+	     t <= r->in.now_ms && r->in.now_ms - t < GUARD_MEDIK8S_SECONDS * 1000ull / 2))
+		return;
+	(void)medik8s_write(r, l);
+}
+
 /* ---- drain --------------------------------------------------------------------------------- */
 
 /* One eviction: 1 = done (evicted or gone), 0 = try again later (429), -errno = failed. */
@@ -591,6 +707,7 @@ static int execute(struct rem *r, const struct rem_plan *p)
 		case REM_OP_COUNT_FLEET: step_count_fleet(r); break;
 		case REM_OP_RECORD: step_record(r); break;
 		case REM_OP_TRIP: step_trip(r); break;
+		case REM_OP_HANDOFF: step_handoff(r); break;
 		case REM_OP_UNCORDON:
 		case REM_OP_FORGET:
 			e = step_uncordon(r, s->op == REM_OP_UNCORDON);

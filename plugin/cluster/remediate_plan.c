@@ -512,6 +512,25 @@ static void plan_cordon(const struct rem_input *in, struct rem_plan *p, const ch
 	}
 	if (!new_remediation_ok(in, p, type) || !slot_ready(in, p))
 		return;
+	if (*cfg->remediation.medik8s_lease_namespace && in->handoff != REM_DONE) {
+		if (in->handoff == REM_NOT_TRIED) {
+			step(p, REM_OP_HANDOFF, -1);
+			again(p);
+			return;
+		}
+		if (in->handoff == REM_BLOCKED)
+			say(p, "%s True, but medik8s NodeHealthCheck's Lease %s/" GUARD_MEDIK8S_PREFIX
+			    "%s is held by %s: another remediator acts on this node", type,
+			    cfg->remediation.medik8s_lease_namespace, in->node_name,
+			    in->handoff_holder ? in->handoff_holder : "?");
+		else
+			say(p, "cannot take medik8s' Lease %s/" GUARD_MEDIK8S_PREFIX "%s: holding",
+			    cfg->remediation.medik8s_lease_namespace, in->node_name);
+		step(p, REM_OP_RELEASE_SLOTS, -1);
+		final(p, in->handoff == REM_BLOCKED ? REM_SKIPPED : REM_WAITING,
+		      in->handoff == REM_BLOCKED ? 0 : (in->err ? in->err : -EREMOTEIO));
+		return;
+	}
 	if ((cfg->remediation.breaker_max || cfg->remediation.drain_gap_ms) &&
 	    in->record != REM_DONE) {
 		if (in->record == REM_NOT_TRIED) {

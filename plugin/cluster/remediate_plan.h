@@ -75,6 +75,7 @@ enum rem_op {
 	REM_OP_COUNT_FLEET,	/* list the selection's nodes: True per condition (storm guard) */
 	REM_OP_RECORD,		/* conditional write of the guard Lease: this remediation starts */
 	REM_OP_TRIP,		/* conditional write of the guard Lease: the breaker trips */
+	REM_OP_HANDOFF,		/* take medik8s' Lease node-<name> (medik8s_lease_namespace) */
 };
 
 struct rem_step {
@@ -131,6 +132,8 @@ struct rem_input {
 	const struct guard_fleet *fleet;
 	bool window_closed;		/* outside the maintenance window now */
 	enum rem_outcome record, trip;
+	enum rem_outcome handoff;	/* BLOCKED: another remediator holds the node */
+	const char *handoff_holder;	/* BLOCKED: who (borrowed) */
 	const char *drain_pod;		/* PROTECTED: "ns/name" of the pod (borrowed) */
 };
 

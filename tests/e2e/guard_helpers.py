@@ -88,3 +88,43 @@ def wait_for(pred, proc, seconds, what):
         assert proc.poll() is None, (what, proc.communicate())
         assert time.monotonic() < deadline, "timed out waiting for " + what
         time.sleep(0.2)
+
+
+# -- the hand-off with medik8s NodeHealthCheck ---------------------------------------------------
+
+MEDIK8S_NS = "medik8s-leases"           # medik8s/common pkg/lease defaultLeaseNs
+MEDIK8S_VALUES = kh.CHART_VALUES + ("--set",
+                                    "config.remediation.medik8s_lease_namespace=" + MEDIK8S_NS)
+MEDIK8S_LEASES = "/apis/coordination.k8s.io/v1/namespaces/%s/leases" % MEDIK8S_NS
+
+
+def apply_medik8s_rbac(cp):
+    """The chart's access objects with the medik8s hand-off on (its namespace must exist);
+    waits until the admission policy lets the remediator create node-* Leases there."""
+    kh.apply_chart_rbac(cp, MEDIK8S_VALUES)
+    k = kh.Kube(cp, os.path.join(cp.dir, "medik8s-probe"))
+    tok = cp.token(kh.AGENT_NS, rh.REM_SA, None, 600)
+    body = {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
+            "metadata": {"name": "node-probe"}, "spec": {}}
+    try:
+        def allowed():
+            st, obj = k.call("POST", MEDIK8S_LEASES + "?dryRun=All", body, token=tok)
+            assert st in (201, 403, 409, 422), (st, obj)
+            return st in (201, 409)
+        kh.wait_until(allowed, 60, "the remediator's rights on medik8s' Leases")
+    finally:
+        k.stop()
+
+
+def micro(t):
+    return time.strftime("%Y-%m-%dT%H:%M:%S.000000Z", time.gmtime(t))
+
+
+def medik8s_lease(node, holder, renewed, seconds=3600):
+    """A Lease as medik8s/common's manager creates it (createLease): node-<name>, owned by the
+    Node, holderIdentity, leaseDurationSeconds, acquire and renew times."""
+    return {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
+            "metadata": {"name": "node-" + node, "namespace": MEDIK8S_NS},
+            "spec": {"holderIdentity": holder, "leaseDurationSeconds": seconds,
+                     "acquireTime": micro(renewed), "renewTime": micro(renewed),
+                     "leaseTransitions": 0}}

@@ -541,6 +541,12 @@ CALLS = [
      "budget"),
     ("remediate.c", "GET", "leases/%s", ("coordination.k8s.io", "leases", "get"), "guard"),
     ("remediate.c", "PUT", "leases/%s", ("coordination.k8s.io", "leases", "update"), "guard"),
+    # the hand-off with medik8s NodeHealthCheck (medik8s_lease_namespace on: role "medik8s")
+    ("remediate.c", "GET", "leases/%s", ("coordination.k8s.io", "leases", "get"), "medik8s"),
+    ("remediate.c", "POST", "leases", ("coordination.k8s.io", "leases", "create"), "medik8s"),
+    ("remediate.c", "PUT", "leases/%s", ("coordination.k8s.io", "leases", "update"), "medik8s"),
+    ("remediate.c", "DELETE", "leases/%s", ("coordination.k8s.io", "leases", "delete"),
+     "medik8s"),
     ("remediate.c", "GET", "/api/v1/pods?fieldSelector=spec.nodeName", ("", "pods", "list"),
      "remediator"),
     ("remediate.c", "POST", "/api/v1/namespaces/%s/pods/%s/eviction",
@@ -558,7 +564,8 @@ CALLS = [
      ("coordination.k8s.io", "leases", "update"), "leader"),
 ]
 ROLES = {"cpuzombie-conditions": "ClusterRole", "cpuzombie-remediator": "ClusterRole",
-         "cpuzombie-budget": "Role", "cpuzombie-remediator-leader": "Role"}
+         "cpuzombie-budget": "Role", "cpuzombie-remediator-leader": "Role",
+         "cpuzombie-medik8s-handoff": "Role"}
 # NPD's k8s exporter: get nodes, patch nodes/status, create/patch/update events.
 NPD_NEEDS = {("", "nodes", "get"), ("", "nodes/status", "patch"), ("", "events", "create"),
              ("", "events", "patch"), ("", "events", "update")}
@@ -590,12 +597,13 @@ def test_rbac_source_calls_are_the_table():
                     and shape.split("?")[0].split("%")[0].rstrip("/") \
                     in src.replace('"/apis/coordination.k8s.io/v1/namespaces/%s/leases%s%s"',
                                    "leases leases/%s"), (f, method, shape)
-    # remediate.c: 10 call sites (one does PUT or POST; one GET helper serves the node, the
+    # remediate.c: 12 call sites (one does PUT or POST; one GET helper serves the node, the
     # node list and the pod list; one GET of an object that may be absent serves the pause
-    # ConfigMap and the guard Lease; one PUT or POST of the guard Lease); kube_agent.c 2 (GET its node, PATCH its status); event.c 1;
+    # ConfigMap, the guard Lease and medik8s' Lease; one PUT or POST of the guard Lease, one of
+    # medik8s' Lease, one DELETE of it); kube_agent.c 2 (GET its node, PATCH its status); event.c 1;
     # pods_publish.c 1; fleet_fetch.c 1 (one page of nodes or Leases); remediator.c 2 (GET the
     # leader Lease; PUT or POST it)
-    assert sites == {"event.c": 1, "kube_agent.c": 2, "pods_publish.c": 1, "remediate.c": 10,
+    assert sites == {"event.c": 1, "kube_agent.c": 2, "pods_publish.c": 1, "remediate.c": 12,
                      "fleet_fetch.c": 1, "remediator.c": 2}, sites
 
 
@@ -661,6 +669,14 @@ def test_rbac_is_exactly_what_the_code_and_npd_call(rendered):
         rules = one(brk, "Role", "cpuzombie-budget")["rules"]
         assert [r_.get("resourceNames") for r_ in rules if "get" in r_["verbs"]] == [
             ["cpuzombie-pause"], ["cpuzombie-guard"]], rules
+    # medik8s' Leases only with medik8s_lease_namespace, in that namespace
+    assert not find(r, "Role", "cpuzombie-medik8s-handoff")
+    _, m8 = render("remediation", ["--set",
+                                   "config.remediation.medik8s_lease_namespace=medik8s-leases"])
+    assert _grants(m8, "cpuzombie-medik8s-handoff") == need("medik8s")
+    assert one(m8, "Role", "cpuzombie-medik8s-handoff")["metadata"]["namespace"] == \
+        "medik8s-leases"
+    assert "cpuzombie-medik8s-handoff" in _bound(m8, "cpuzombie-remediator")
     _, ns = render("remediation", ["--set", "config.remediation.lease_namespace=cz-budget"])
     assert one(ns, "Role", "cpuzombie-budget")["metadata"]["namespace"] == "cz-budget"
 

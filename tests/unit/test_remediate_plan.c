@@ -68,6 +68,8 @@ struct row {
 		const char *max_unhealthy;
 		bool window_closed;
 		enum rem_outcome record, trip;
+		const char *medik8s_ns;
+		enum rem_outcome handoff;
 	} g;
 	/* expected */
 	bool again;
@@ -358,6 +360,22 @@ static const struct row rows[] = {
 	  .cordon = REM_DONE, .drain = REM_PROTECTED, .action = REM_DRAIN_INCOMPLETE,
 	  .ops = { REM_OP_EVENT, NO_OP }, .msg = "pod default/db-0 is protected",
 	  .reasons = "CpuzombieDrainProtected" },
+	{ "medik8s hand-off on: its Lease node-n1 before the cordon", OLD_TRUE,
+	  CZ_REMEDIATE_CORDON, 10 * MIN, 30 * MIN, "1", .leases_read = true, .held_plus1 = 1,
+	  .g = { .medik8s_ns = "medik8s-leases" }, .again = true,
+	  .ops = { REM_OP_HANDOFF, NO_OP } },
+	{ "medik8s NodeHealthCheck holds node-n1: left to it, our slot freed", OLD_TRUE,
+	  CZ_REMEDIATE_CORDON, 10 * MIN, 30 * MIN, "1", .leases_read = true, .held_plus1 = 1,
+	  .g = { .medik8s_ns = "medik8s-leases", .handoff = REM_BLOCKED }, .action = REM_SKIPPED,
+	  .ops = { REM_OP_RELEASE_SLOTS, NO_OP }, .msg = "is held by NodeHealthCheck-x" },
+	{ "medik8s Lease unreadable: hold, slot freed, fail", OLD_TRUE, CZ_REMEDIATE_CORDON,
+	  10 * MIN, 30 * MIN, "1", .leases_read = true, .held_plus1 = 1,
+	  .g = { .medik8s_ns = "medik8s-leases", .handoff = REM_FAILED }, .action = REM_WAITING,
+	  .ops = { REM_OP_RELEASE_SLOTS, NO_OP }, .fails = true },
+	{ "medik8s Lease ours: cordon", OLD_TRUE, CZ_REMEDIATE_CORDON, 10 * MIN, 30 * MIN, "1",
+	  .leases_read = true, .held_plus1 = 1,
+	  .g = { .medik8s_ns = "medik8s-leases", .handoff = REM_DONE }, .again = true,
+	  .ops = { REM_OP_CORDON, NO_OP }, .slot = 0 },
 	{ "paused mid-drain: stops where it is, stays cordoned", OLD_TRUE, CZ_REMEDIATE_DRAIN,
 	  10 * MIN, 30 * MIN, "1", .leases_read = true, .held_plus1 = 1, .cordon = REM_DONE,
 	  .drain = REM_PAUSED_MID, .drain_left = 1, .action = REM_PAUSED,
@@ -412,7 +430,11 @@ static void run_row(const struct row *t)
 				 .fleet_read = !t->g.fleet_unknown,
 				 .fleet = t->g.fleet_unknown ? NULL : &fleet,
 				 .window_closed = t->g.window_closed, .record = t->g.record,
-				 .trip = t->g.trip, .drain_pod = "default/db-0" };
+				 .trip = t->g.trip, .drain_pod = "default/db-0",
+				 .handoff = t->g.handoff, .handoff_holder = "NodeHealthCheck-x" };
+	snprintf(cfg.remediation.medik8s_lease_namespace,
+		 sizeof(cfg.remediation.medik8s_lease_namespace), "%s",
+		 t->g.medik8s_ns ? t->g.medik8s_ns : "");
 	if (unreadable)
 		fleet.covered = 0;
 	cfg.remediation.breaker_max = t->g.breaker_max;
@@ -561,6 +583,25 @@ static void test_guard_pure(void **s)
 	assert_int_equal(guard_parse_hhmm("7:00"), -EINVAL);
 	assert_int_equal(guard_day_index("SUN"), 0);
 	assert_int_equal(guard_day_index("monday"), -EINVAL);
+
+	/* medik8s' lease validity (pkg/lease isValidLease), and the Lease we take */
+	l = guard_medik8s_body(NULL, "n1", "u1", NOW - 10 * S);
+	assert_true(guard_medik8s_valid(l, NOW));
+	assert_false(guard_medik8s_valid(l, NOW - 20 * S));	/* renewTime in the future */
+	assert_false(guard_medik8s_valid(l, NOW + (GUARD_MEDIK8S_SECONDS + 1) * S));
+	assert_string_equal(kube_get_str(l, "metadata.name", ""), "node-n1");
+	assert_string_equal(kube_get_str(l, "spec.holderIdentity", ""), "cpuzombie");
+	assert_string_equal(kube_get_str(json_object_array_get_idx(kube_get_array(l,
+			    "metadata.ownerReferences"), 0), "kind", ""), "Node");
+	json_object_object_add(kube_get(l, "spec"), "holderIdentity",
+			       json_object_new_string("NodeHealthCheck"));
+	l2 = guard_medik8s_body(l, "n1", "u1", NOW);		/* a take-over counts */
+	assert_int_equal(json_object_get_int(kube_get(l2, "spec.leaseTransitions")), 1);
+	json_object_put(l2);
+	json_object_put(l);
+	l = json_tokener_parse("{\"spec\":{\"holderIdentity\":\"x\"}}");	/* no times */
+	assert_false(guard_medik8s_valid(l, NOW));
+	json_object_put(l);
 
 	/* protected pods: ours and the cluster autoscaler's */
 	pod = json_tokener_parse("{\"metadata\":{\"annotations\":{\"" GUARD_ANN_PROTECT
