@@ -119,6 +119,7 @@ static const struct key_def keys[] = {
 	K("remediation", "window_end", T_STR, remediation.window_end),
 	K("remediation", "window_timezone", T_STR, remediation.window_timezone),
 	K("remediation", "medik8s_lease_namespace", T_NAME, remediation.medik8s_lease_namespace),
+	K("remediation", "kured_daemonset", T_STR, remediation.kured_daemonset),
 };
 
 /*
@@ -664,6 +665,16 @@ static void check_guards(struct loader *ld)
 	if (!valid_zone(c->remediation.window_timezone))
 		add_err(ld, NULL, "key 'remediation.window_timezone': not a TZ database name such as "
 			"UTC or Europe/Berlin, got '%s'", c->remediation.window_timezone);
+	if (*c->remediation.kured_daemonset) {
+		const char *k = c->remediation.kured_daemonset, *sl = strchr(k, '/');
+		char ns[CZ_NAME_MAX] = "";
+
+		if (sl && (size_t)(sl - k) < sizeof(ns))
+			memcpy(ns, k, (size_t)(sl - k));
+		if (!sl || !valid_name(ns, CZ_NAME_MAX - 1) || !valid_name(sl + 1, CZ_NAME_MAX - 1))
+			add_err(ld, NULL, "key 'remediation.kured_daemonset': expected NAMESPACE/NAME "
+				"such as kube-system/kured, got '%s'", k);
+	}
 	if (c->remediation.breaker_max > 64)
 		add_err(ld, NULL, "key 'remediation.breaker_max': more than 64 (the history kept)");
 }

@@ -132,6 +132,7 @@ struct cz_config {
 		char window_end[8];		/* "" = 24:00 */
 		char window_timezone[CZ_NAME_MAX]; /* "UTC"; the TZ database's names */
 		char medik8s_lease_namespace[CZ_NAME_MAX]; /* "" = off; medik8s: medik8s-leases */
+		char kured_daemonset[CZ_NAME_MAX * 2]; /* "" = off; "kube-system/kured" */
 	} remediation;
 };
 

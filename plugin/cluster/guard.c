@@ -379,3 +379,45 @@ json_object *guard_medik8s_body(json_object *old, const char *node, const char *
 	json_object_object_add(spec, "renewTime", json_object_new_string(ts));
 	return l;
 }
+
+/* ---- kured's node lock ---------------------------------------------------------------------- */
+
+/* One kured lock entry: does it hold @node now? -1: unreadable. */
+static int kured_entry(json_object *e, const char *node, uint64_t now_ms)
+{
+	json_object *ttl = kube_get(e, "TTL");
+	const char *id = kube_get_str(e, "nodeID", NULL);
+	uint64_t created;
+	int64_t ns;
+
+	if (!id || kube_parse_time(kube_get_str(e, "created", NULL), &created) < 0)
+		return -1;
+	if (!streq(id, node))
+		return 0;
+	ns = ttl && json_object_is_type(ttl, json_type_int) ? json_object_get_int64(ttl) : 0;
+	/* kured's ttlExpired(): a positive TTL since created has passed */
+	return ns <= 0 || created + (uint64_t)(ns / 1000000) > now_ms;
+}
+
+bool guard_kured_locked(const char *value, const char *node, uint64_t now_ms)
+{
+	_cleanup_(json_object_putp) json_object *v = NULL;
+	json_object *locks;
+	size_t n;
+
+	if (!value || !*value)
+		return false;
+	v = kube_parse_body(value, strlen(value));
+	if (!v || !json_object_is_type(v, json_type_object))
+		return true;
+	locks = kube_get(v, "locks");
+	if (!locks)
+		return kured_entry(v, node, now_ms) != 0;
+	if (!json_object_is_type(locks, json_type_array))
+		return true;
+	n = json_object_array_length(locks);
+	for (size_t i = 0; i < n; i++)
+		if (kured_entry(json_object_array_get_idx(locks, i), node, now_ms) != 0)
+			return true;
+	return false;
+}

@@ -49,6 +49,7 @@
 #define GUARD_MEDIK8S_PREFIX "node-"			/* medik8s/common: "<kind>-<name>" */
 #define GUARD_MEDIK8S_HOLDER "cpuzombie"		/* our holderIdentity there */
 #define GUARD_MEDIK8S_SECONDS 3600			/* the hold we take; renewed at half */
+#define GUARD_KURED_LOCK "weave.works/kured-node-lock"	/* kured: on its DaemonSet */
 #define GUARD_HISTORY_MAX 64				/* entries kept (breaker_max <= this) */
 #define GUARD_RESET_HINT "kubectl -n %s annotate lease " GUARD_LEASE " " GUARD_ANN_TRIPPED "-"
 
@@ -147,5 +148,14 @@ bool guard_medik8s_valid(json_object *lease, uint64_t now_ms);
  */
 json_object *guard_medik8s_body(json_object *old, const char *node, const char *node_uid,
 				uint64_t now_ms);
+
+/*
+ * guard_kured_locked - pure: kured's node lock @value (the annotation GUARD_KURED_LOCK, JSON as
+ * kured's pkg/daemonsetlock writes it: {"nodeID", "metadata", "created" RFC 3339, "TTL" in ns,
+ * 0 = none}, or its multi-lock {"maxOwners", "locks": [...]}) holds @node at @now_ms (created +
+ * TTL not past). A value that cannot be read holds every node (kured's own lock, unreadable:
+ * we cannot tell which node it is rebooting).
+ */
+bool guard_kured_locked(const char *value, const char *node, uint64_t now_ms);
 
 #endif

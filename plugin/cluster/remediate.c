@@ -329,6 +329,26 @@ static int cluster_paused(struct rem *r)
 	return get_maybe(r, path, NULL);
 }
 
+/* kured's node lock on its DaemonSet: 1 it names this node, 0 not (or no such DaemonSet), or
+ * -errno (unreadable: the caller holds). */
+static int kured_lock(struct rem *r)
+{
+	_cleanup_(json_object_putp) json_object *ds = NULL;
+	const char *k = r->cfg->remediation.kured_daemonset, *sl = strchr(k, '/');
+	char path[400];
+	int e;
+
+	if (!*k || !sl)
+		return 0;
+	snprintf(path, sizeof(path), "/apis/apps/v1/namespaces/%.*s/daemonsets/%s",
+		 (int)(sl - k), k, sl + 1);
+	e = get_maybe(r, path, &ds);
+	if (e <= 0)
+		return e;
+	return guard_kured_locked(kube_annotation(ds, GUARD_KURED_LOCK), r->in.node_name,
+				  r->in.now_ms);
+}
+
 static void step_read_guards(struct rem *r)
 {
 	char path[400];
@@ -341,6 +361,12 @@ static void step_read_guards(struct rem *r)
 		return;
 	}
 	r->in.cluster_paused = e == 1;
+	e = kured_lock(r);
+	if (e < 0) {
+		r->in.guards_err = e;
+		return;
+	}
+	r->in.kured_locked = e == 1;
 	if (!guard_lease_used(r->cfg))
 		return;
 	json_object_put(r->guard_lease);

@@ -281,6 +281,12 @@ static bool new_remediation_ok(const struct rem_input *in, struct rem_plan *p, c
 	}
 	if (fleet_holds(in, p, type, since))
 		return false;
+	if (in->kured_locked) {
+		say(p, "%s True, but kured's node lock (" GUARD_KURED_LOCK " on %s) names this node: "
+		    "kured is rebooting it", type, cfg->remediation.kured_daemonset);
+		final(p, REM_SKIPPED, 0);
+		return false;
+	}
 	if (in->window_closed) {
 		say(p, "outside the maintenance window (remediation.window_*, %s): dry-run: would "
 		    "%s: %s True", cfg->remediation.window_timezone,

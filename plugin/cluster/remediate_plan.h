@@ -127,6 +127,7 @@ struct rem_input {
 	bool guards_read;
 	int guards_err;			/* -errno: the pause ConfigMap or guard Lease unreadable */
 	bool cluster_paused;
+	bool kured_locked;		/* kured's node lock names this node (kured_daemonset) */
 	struct guard_state guard;	/* the breaker and pacing, from the guard Lease */
 	bool fleet_read;		/* with fleet NULL: it could not be counted */
 	const struct guard_fleet *fleet;

@@ -128,3 +128,19 @@ def medik8s_lease(node, holder, renewed, seconds=3600):
             "spec": {"holderIdentity": holder, "leaseDurationSeconds": seconds,
                      "acquireTime": micro(renewed), "renewTime": micro(renewed),
                      "leaseTransitions": 0}}
+
+
+# -- the hand-off with kured ---------------------------------------------------------------------
+
+KURED_DS = "kube-system/kured"          # kured's --ds-namespace/--ds-name defaults
+KURED_VALUES = kh.CHART_VALUES + ("--set", "config.remediation.kured_daemonset=" + KURED_DS)
+KURED_PATH = "/apis/apps/v1/namespaces/kube-system/daemonsets/kured"
+
+
+def kured_lock(node, created, ttl_ns=0):
+    """kured's lock annotation value as pkg/daemonsetlock marshals LockAnnotationValue."""
+    import json
+    return json.dumps({"nodeID": node, "metadata": {"unschedulable": False},
+                       "created": time.strftime("%Y-%m-%dT%H:%M:%S.123456789Z",
+                                                time.gmtime(created)),
+                       "TTL": ttl_ns})

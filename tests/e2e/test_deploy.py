@@ -547,6 +547,9 @@ CALLS = [
     ("remediate.c", "PUT", "leases/%s", ("coordination.k8s.io", "leases", "update"), "medik8s"),
     ("remediate.c", "DELETE", "leases/%s", ("coordination.k8s.io", "leases", "delete"),
      "medik8s"),
+    # the hand-off with kured (kured_daemonset on: role "kured"): its DaemonSet's lock
+    ("remediate.c", "GET", "/apis/apps/v1/namespaces/%.*s/daemonsets/%s",
+     ("apps", "daemonsets", "get"), "kured"),
     ("remediate.c", "GET", "/api/v1/pods?fieldSelector=spec.nodeName", ("", "pods", "list"),
      "remediator"),
     ("remediate.c", "POST", "/api/v1/namespaces/%s/pods/%s/eviction",
@@ -565,7 +568,7 @@ CALLS = [
 ]
 ROLES = {"cpuzombie-conditions": "ClusterRole", "cpuzombie-remediator": "ClusterRole",
          "cpuzombie-budget": "Role", "cpuzombie-remediator-leader": "Role",
-         "cpuzombie-medik8s-handoff": "Role"}
+         "cpuzombie-medik8s-handoff": "Role", "cpuzombie-kured-handoff": "Role"}
 # NPD's k8s exporter: get nodes, patch nodes/status, create/patch/update events.
 NPD_NEEDS = {("", "nodes", "get"), ("", "nodes/status", "patch"), ("", "events", "create"),
              ("", "events", "patch"), ("", "events", "update")}
@@ -677,6 +680,12 @@ def test_rbac_is_exactly_what_the_code_and_npd_call(rendered):
     assert one(m8, "Role", "cpuzombie-medik8s-handoff")["metadata"]["namespace"] == \
         "medik8s-leases"
     assert "cpuzombie-medik8s-handoff" in _bound(m8, "cpuzombie-remediator")
+    # kured's DaemonSet only with kured_daemonset, by name, in its namespace
+    assert not find(r, "Role", "cpuzombie-kured-handoff")
+    _, ku = render("remediation", ["--set", "config.remediation.kured_daemonset=kube-system/kured"])
+    assert _grants(ku, "cpuzombie-kured-handoff") == need("kured")
+    assert _rule_names(ku, "Role", "cpuzombie-kured-handoff", "get") == ["kured"]
+    assert one(ku, "Role", "cpuzombie-kured-handoff")["metadata"]["namespace"] == "kube-system"
     _, ns = render("remediation", ["--set", "config.remediation.lease_namespace=cz-budget"])
     assert one(ns, "Role", "cpuzombie-budget")["metadata"]["namespace"] == "cz-budget"
 

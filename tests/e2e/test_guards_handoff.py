@@ -88,3 +88,47 @@ def test_medik8s_lease_unreadable_holds_the_node(kube, tmp_path):
         r.stdout, r.stdout
     assert "HTTP 403" in r.stderr, r.stderr
     assert gh.held(kube, [n]) == [] and kube.leases() == []
+
+
+@pytest.fixture
+def kured(kube, control_plane):
+    kh.apply_chart_rbac(control_plane, gh.KURED_VALUES)
+    ds = kh.ds_obj("kured", ns="kube-system")
+    st, obj = kube.cp.raw("POST", "/apis/apps/v1/namespaces/kube-system/daemonsets", ds)
+    assert st == 201, obj
+    yield kube
+    kube.cp.raw("DELETE", gh.KURED_PATH)
+    rh.drop_leader(kube)
+    gh.restore_rbac(control_plane)
+
+
+def _set_lock(kube, value):
+    st, obj = kube.cp.raw("PATCH", gh.KURED_PATH, {"metadata": {"annotations": {
+        "weave.works/kured-node-lock": value}}}, "application/strategic-merge-patch+json")
+    assert st == 200, obj
+
+
+def test_kured_node_lock_leaves_its_node_to_kured(kured, tmp_path):
+    """kured's lock (the annotation weave.works/kured-node-lock on its DaemonSet, as kured
+    writes it) names kured-1: kured is rebooting it, so cpuzombie leaves it and remediates
+    kured-2. Once the lock's TTL has passed, kured-1 is cpuzombie's again."""
+    kube = kured
+    names = ["kured-1", "kured-2"]
+    objs = gh.sick_nodes(names)
+    for o in objs:
+        o["metadata"]["labels"]["guards"] = "kured"
+    kube.add(*objs)
+    _set_lock(kube, gh.kured_lock(names[0], time.time() - 60, ttl_ns=3600 * 10**9))
+    cfg = rh.config(tmp_path, rh.remediator_kubeconfig(kube, str(tmp_path / "kc")), "k",
+                    mode="cordon", max_unavailable="2", node_selector='"guards=kured"',
+                    kured_daemonset=gh.KURED_DS)
+    r = rh.run_once(cfg)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "%s: skipped" % names[0] in r.stdout and "kured's node lock" in r.stdout, r.stdout
+    assert gh.held(kube, names) == names[1:]
+    assert "weave.works/kured-node-lock" in kube.get(gh.KURED_PATH)["metadata"]["annotations"]
+    # the lock expired (created 2 h ago, TTL 1 h): kured-1 is remediated
+    _set_lock(kube, gh.kured_lock(names[0], time.time() - 7200, ttl_ns=3600 * 10**9))
+    r = rh.run_once(cfg)
+    assert "%s: cordoned" % names[0] in r.stdout, r.stdout + r.stderr
+    assert gh.held(kube, names) == names

@@ -70,6 +70,7 @@ struct row {
 		enum rem_outcome record, trip;
 		const char *medik8s_ns;
 		enum rem_outcome handoff;
+		bool kured_locked;
 	} g;
 	/* expected */
 	bool again;
@@ -376,6 +377,9 @@ static const struct row rows[] = {
 	  .leases_read = true, .held_plus1 = 1,
 	  .g = { .medik8s_ns = "medik8s-leases", .handoff = REM_DONE }, .again = true,
 	  .ops = { REM_OP_CORDON, NO_OP }, .slot = 0 },
+	{ "kured's node lock names this node: kured reboots it, we leave it", OLD_TRUE,
+	  CZ_REMEDIATE_DRAIN, 10 * MIN, 30 * MIN, "1", .g = { .kured_locked = true },
+	  .action = REM_SKIPPED, .ops = { NO_OP }, .msg = "kured's node lock" },
 	{ "paused mid-drain: stops where it is, stays cordoned", OLD_TRUE, CZ_REMEDIATE_DRAIN,
 	  10 * MIN, 30 * MIN, "1", .leases_read = true, .held_plus1 = 1, .cordon = REM_DONE,
 	  .drain = REM_PAUSED_MID, .drain_left = 1, .action = REM_PAUSED,
@@ -424,6 +428,7 @@ static void run_row(const struct row *t)
 				 .mark_drained = t->mark_drained, .drain_left = t->drain_left,
 				 .guards_read = !t->g.unread, .guards_err = unreadable ? -EREMOTEIO : 0,
 				 .cluster_paused = t->g.cluster_paused,
+				 .kured_locked = t->g.kured_locked,
 				 .guard = { .tripped = t->g.tripped, .recent = t->g.recent,
 					    .last_ms = t->g.last_age_ms ? NOW - t->g.last_age_ms : 0,
 					    .last_node = "n7" },
@@ -602,6 +607,26 @@ static void test_guard_pure(void **s)
 	l = json_tokener_parse("{\"spec\":{\"holderIdentity\":\"x\"}}");	/* no times */
 	assert_false(guard_medik8s_valid(l, NOW));
 	json_object_put(l);
+
+	/* kured's lock (pkg/daemonsetlock): one, or the multi-lock; TTL in ns, 0 = no expiry */
+	assert_false(guard_kured_locked(NULL, "n1", NOW));
+	assert_true(guard_kured_locked("{\"nodeID\":\"n1\",\"metadata\":{\"unschedulable\":"
+				       "false},\"created\":\"2024-01-01T00:00:00.123456789Z\","
+				       "\"TTL\":0}", "n1", NOW + 3600 * S));
+	assert_false(guard_kured_locked("{\"nodeID\":\"n2\",\"created\":"
+					"\"2024-01-01T00:00:00Z\",\"TTL\":0}", "n1", NOW));
+	assert_true(guard_kured_locked("{\"nodeID\":\"n1\",\"created\":"
+				       "\"2023-12-31T23:30:00Z\",\"TTL\":3600000000000}", "n1",
+				       NOW));
+	assert_false(guard_kured_locked("{\"nodeID\":\"n1\",\"created\":"
+					"\"2023-12-31T22:30:00Z\",\"TTL\":3600000000000}", "n1",
+					NOW));		/* expired */
+	assert_true(guard_kured_locked("{\"maxOwners\":2,\"locks\":[{\"nodeID\":\"n0\","
+				       "\"created\":\"2024-01-01T00:00:00Z\",\"TTL\":0},"
+				       "{\"nodeID\":\"n1\",\"created\":"
+				       "\"2024-01-01T00:00:00Z\",\"TTL\":0}]}", "n1", NOW));
+	assert_false(guard_kured_locked("{\"maxOwners\":2,\"locks\":[]}", "n1", NOW));
+	assert_true(guard_kured_locked("{not json", "n1", NOW));	/* unreadable: a lock */
 
 	/* protected pods: ours and the cluster autoscaler's */
 	pod = json_tokener_parse("{\"metadata\":{\"annotations\":{\"" GUARD_ANN_PROTECT
