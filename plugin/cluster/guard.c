@@ -79,6 +79,13 @@ static int entry_time(const char *s, size_t len, uint64_t *ret)
 	return kube_parse_time(t, ret);
 }
 
+/* Within the last @window_ms at @now_ms; up to a minute ahead counts too (another replica's
+ * clock a little ahead of ours), further ahead is garbage. */
+static bool in_window(uint64_t t, uint64_t now_ms, uint64_t window_ms)
+{
+	return t > now_ms ? t - now_ms <= 60000 : now_ms - t < window_ms;
+}
+
 void guard_state_read(json_object *lease, uint64_t now_ms, uint64_t window_ms,
 		      struct guard_state *ret)
 {
@@ -98,7 +105,7 @@ void guard_state_read(json_object *lease, uint64_t now_ms, uint64_t window_ms,
 
 		while (len && *p == ' ')
 			p++, len--;
-		if (entry_time(p, len, &t) == 0 && t <= now_ms + 60000 && now_ms - t < window_ms)
+		if (entry_time(p, len, &t) == 0 && in_window(t, now_ms, window_ms))
 			g.recent++;
 		p += len;
 		if (*p == ';')
@@ -172,7 +179,7 @@ json_object *guard_record_body(json_object *old, const char *node, uint64_t now_
 
 		while (e && *p == ' ')
 			p++, e--;
-		if (entry_time(p, e, &t) == 0 && t <= now_ms && now_ms - t < window_ms &&
+		if (entry_time(p, e, &t) == 0 && in_window(t, now_ms, window_ms) &&
 		    e < sizeof(one)) {
 			ents[n] = p;
 			lens[n++] = e;

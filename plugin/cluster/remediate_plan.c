@@ -233,9 +233,9 @@ static bool guards_ready(const struct rem_input *in, struct rem_plan *p)
 	return true;
 }
 
-/* The storm guard and a tripped breaker: true (final plan made) when one holds @type's node. */
-static bool fleet_holds(const struct rem_input *in, struct rem_plan *p, const char *type,
-			uint64_t episode)
+/* The storm guard and a tripped breaker: true (final plan made) when one holds the node; its
+ * Event is timed at @episode (once per episode). */
+static bool fleet_holds(const struct rem_input *in, struct rem_plan *p, uint64_t episode)
 {
 	const struct cz_config *cfg = cfg_of(in);
 	char why[300];
@@ -253,7 +253,6 @@ static bool fleet_holds(const struct rem_input *in, struct rem_plan *p, const ch
 		final(p, REM_HELD, 0);
 		return true;
 	}
-	(void)type;
 	return false;
 }
 
@@ -279,7 +278,7 @@ static bool new_remediation_ok(const struct rem_input *in, struct rem_plan *p, c
 		final(p, REM_WAITING, in->err ? in->err : -EREMOTEIO);
 		return false;
 	}
-	if (fleet_holds(in, p, type, since))
+	if (fleet_holds(in, p, since))
 		return false;
 	if (in->kured_locked) {
 		say(p, "%s True, but kured's node lock (" GUARD_KURED_LOCK " on %s) names this node: "
@@ -471,7 +470,7 @@ static void plan_ours(const struct rem_input *in, struct rem_plan *p)
 		(void)remediate_problem(in->node, &cfg->remediation.conditions, 0, in->now_ms, &type,
 					NULL);
 		if (in->drain == REM_NOT_TRIED && type &&
-		    fleet_holds(in, p, type, cordoned_at(in->node, in->now_ms))) {
+		    fleet_holds(in, p, cordoned_at(in->node, in->now_ms))) {
 			p->n = 0;	/* no Event: the cordon's episode has had its say */
 			return;
 		}

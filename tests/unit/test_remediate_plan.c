@@ -547,6 +547,13 @@ static void test_guard_pure(void **s)
 	snprintf(hist, sizeof(hist), "%s n2;", kube_time(NOW - 10 * S, false, ts, sizeof(ts)));
 	assert_non_null(strstr(kube_annotation(l, GUARD_ANN_HISTORY), hist));
 	assert_null(strstr(kube_annotation(l, GUARD_ANN_HISTORY), " n1"));	/* pruned */
+	/* a replica's clock 30 s ahead of ours: its fresh entry counts; a day ahead does not */
+	l2 = guard_record_body(l, "n4", NOW + 30 * S, 3600 * S);
+	guard_state_read(l2, NOW, 3600 * S, &g);
+	assert_int_equal(g.recent, 3);
+	guard_state_read(l2, NOW - 24 * 3600 * S, 3600 * S, &g);
+	assert_int_equal(g.recent, 0);
+	json_object_put(l2);
 	/* trip: tripped, history cleared, the last start kept for the gap */
 	l2 = guard_trip_body(l, NOW, "3 remediations within 1h");
 	guard_state_read(l2, NOW, 3600 * S, &g);
