@@ -68,6 +68,8 @@ static int write_heartbeat(struct agent *a, bool stopped)
 	hb.ncpu = cpu_sampler_ncpu(a->s);
 	hb.stopped = stopped;
 	hb.nactive = stopped ? 0 : cpu_sampler_active(a->s, hb.active, HISTORY_ACTIVE_MAX);
+	for (size_t i = 0; i < hb.nactive; i++) /* the profile so far: its hot kernel function */
+		burst_profiles_peek(a->prof, &hb.active[i]);
 	r = heartbeat_write(a->ctx->cfg.paths.run, &hb);
 	if (r < 0)
 		log_error_errno(r, "Failed to write heartbeat in '%s': %m", a->ctx->cfg.paths.run);
