@@ -110,3 +110,66 @@ def test_mid_burst_names_queue_and_function_everywhere(tmp_path):
     assert ZERO_PATH.search(body), "the ongoing burst's tooltip names the function"
     for q in want_irqs:
         assert q in body, q
+
+
+@needs_root
+@needs_2cpu
+def test_condition_patched_when_the_run_crosses_min_burst(kube, tmp_path):
+    """agent.set_conditions with agent.check_interval 1h: after the first cycle (at start) no
+    periodic cycle can come during the test, so CPUCoreSaturation True on the real API server
+    can only be the event-driven PATCH (plugin/agent/trigger.h), sent when the run crossed
+    cpu.min_burst, while the burst still ran: its message says so and names the links."""
+    import kube_helpers as kh
+
+    node = "mid-1"
+    kube.add(kh.node_obj(node))
+    kc = kube.kubeconfig(str(tmp_path / "kc"), node=node)
+    cfg = tmp_path / "cz.yaml"
+    cfg.write_text("kubernetes:\n  node_name: %s\n  kubeconfig: %s\n  timeout: 5s\n"
+                   "agent:\n  set_conditions: true\n  remediate: false\n  check_interval: 1h\n"
+                   "remediation:\n  mode: \"off\"\n" % (node, kc))
+    run_dir = tmp_path / "run"
+    hot = hot_core()
+
+    def cpu_cond():
+        for c in kube.node(node)["status"].get("conditions", []):
+            if c["type"] == "CPUCoreSaturation":
+                return c
+        return None
+
+    def wait(pred, timeout):
+        deadline = time.time() + timeout
+        while time.time() < deadline:
+            c = cpu_cond()
+            if c and pred(c):
+                return c
+            time.sleep(0.1)
+        return cpu_cond()
+
+    with burn_lock():
+        agent = start_agent(run_dir, config=cfg)
+        try:
+            first = wait(lambda c: c["status"] == "False", 30)
+            assert first and first["status"] == "False", first
+            mark = kube.proxy.seq
+            with burning_locked(hot):
+                c = wait(lambda c: c["status"] == "True", 8)
+                during = any(int(a[1]) == hot for a in heartbeat_active(run_dir))
+            time.sleep(0.5)
+        finally:
+            stop(agent)
+        err = agent.stderr.read()
+    assert c and c["status"] == "True", (c, err[-2000:])
+    assert c["reason"] == "CoreSaturationBursts", c
+    msg = c["message"]
+    assert msg.startswith(f"cpu{hot} ") and "burst ongoing" in msg, msg
+    assert re.search(r"top dd [\d.]+s", msg), msg
+    assert during, "the burst was over when the condition came"
+    # the PATCH came from the agent's ServiceAccount, and from the trigger (its log line)
+    patches = [e for e in kube.log(mark) if e["method"] == "PATCH"
+               and e["path"] == f"/api/v1/nodes/{node}/status"]
+    assert patches and all(e["user"].endswith(":cpuzombie") for e in patches), patches
+    assert all(e["status"] == 200 for e in patches), patches
+    # rate limit: one PATCH of the condition for one burst (the gap is 5 s; no cycle in 1h)
+    assert len(patches) == 1, patches
+    assert "trigger: conditions: 1 set, 1 changed" in err, err[-2000:]
