@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <sys/uio.h>
+#include <time.h>
 
 #include "agent/burst_profiles.h"
 #include "agent/profiler.h"
@@ -11,6 +12,22 @@
 #include "base/fileio.h"
 #include "base/log.h"
 #include "base/util.h"
+
+/* Measured, logged with the burst (-v): the peeks' thread CPU time (bench_latency_peek.py). */
+struct peek_cost {
+	uint64_t cpu_ns;
+	unsigned peeks, writes;
+	size_t bytes; /* the largest profile text formatted */
+};
+
+static uint64_t thread_cpu_ns(void)
+{
+	struct timespec ts;
+
+	if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) < 0)
+		return 0;
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
 
 struct burst_profiles {
 	struct profiler *p;
@@ -22,6 +39,7 @@ struct burst_profiles {
 	char (*live)[64];	/* per CPU: the profile file written mid-burst, "" when none */
 	uint64_t *peeked;	/* per CPU: samples in that file (rewritten only when it grew) */
 	struct hot_frame *hot;	/* per CPU: its hottest frame */
+	struct peek_cost *cost;	/* per CPU: what the mid-burst peeks of its run cost */
 	bool warned;		/* the first failure is logged, later ones are in the burst log */
 };
 
@@ -47,7 +65,8 @@ int burst_profiles_new(const struct cz_ctx *ctx, unsigned ncpu, struct burst_pro
 	bp->live = calloc(ncpu, sizeof(*bp->live));
 	bp->peeked = calloc(ncpu, sizeof(*bp->peeked));
 	bp->hot = calloc(ncpu, sizeof(*bp->hot));
-	r = bp->buf && bp->why && bp->live && bp->peeked && bp->hot ? profiler_new(&ctx->hf, ncpu, &o, &bp->p) : -ENOMEM;
+	bp->cost = calloc(ncpu, sizeof(*bp->cost));
+	r = bp->buf && bp->why && bp->live && bp->peeked && bp->hot && bp->cost ? profiler_new(&ctx->hf, ncpu, &o, &bp->p) : -ENOMEM;
 	if (r < 0) {
 		burst_profiles_free(bp);
 		return r;
@@ -69,6 +88,7 @@ void burst_profiles_free(struct burst_profiles *bp)
 	free(bp->live);
 	free(bp->peeked);
 	free(bp->hot);
+	free(bp->cost);
 	free(bp);
 }
 
@@ -162,6 +182,14 @@ static void finish_burst(struct burst_profiles *bp, struct burst_event *ev)
 		snprintf(ev->why, sizeof(ev->why), "%s", bp->why[ev->cpu]);
 		return;
 	}
+	if (bp->cost[ev->cpu].peeks) {
+		const struct peek_cost *pc = &bp->cost[ev->cpu];
+
+		log_debug("burst cpu%u: %u mid-burst profile peeks, %u written, %.3f ms CPU in all "
+			  "(%.3f ms each), up to %zu bytes", ev->cpu, pc->peeks, pc->writes,
+			  (double)pc->cpu_ns / 1e6, (double)pc->cpu_ns / 1e6 / pc->peeks, pc->bytes);
+	}
+	bp->cost[ev->cpu] = (struct peek_cost){ 0 };
 	len = profiler_stop(bp->p, ev->cpu, true, bp->buf, bp->bytes + 1);
 	if (len > 0)
 		keep(bp, ev, (size_t)len);
@@ -173,7 +201,8 @@ void burst_profiles_peek(struct burst_profiles *bp, struct burst_event *ev)
 {
 	struct hot_frame *h;
 	char name[sizeof(ev->profile)];
-	uint64_t samples;
+	struct peek_cost *pc;
+	uint64_t samples, t0;
 	ssize_t len;
 	int r;
 
@@ -190,21 +219,28 @@ void burst_profiles_peek(struct burst_profiles *bp, struct burst_event *ev)
 		drop_live(bp, ev->cpu); /* another run on this core, or the clocks moved apart */
 	/* the cost is one fold_format and one scan of its text, at most per heartbeat (2 s) and
 	 * only when samples came in: bench_profile.py measures it */
+	t0 = thread_cpu_ns();
+	pc = &bp->cost[ev->cpu];
+	pc->peeks++;
 	samples = profiler_samples(bp->p, ev->cpu);
 	if (samples > 0 && (!bp->live[ev->cpu][0] || samples != bp->peeked[ev->cpu])) {
 		len = profiler_peek(bp->p, ev->cpu, bp->buf, bp->bytes + 1);
-		if (len <= 0) {
-			drop_live(bp, ev->cpu);
-			return;
-		}
-		r = fileio_write_atomic(bp->run_dir, name, &(struct iovec){ bp->buf, (size_t)len }, 1,
-					0600, 0);
-		if (r < 0 || folded_hot_frame(bp->buf, (size_t)len, h) < 0 || h->total == 0) {
+		r = len <= 0 ? -ENODATA : fileio_write_atomic(bp->run_dir, name,
+				&(struct iovec){ bp->buf, (size_t)len }, 1, 0600, 0);
+		if (r >= 0 && (folded_hot_frame(bp->buf, (size_t)len, h) < 0 || h->total == 0))
+			r = -EINVAL;
+		pc->writes += r >= 0;
+		if (len > 0 && (size_t)len > pc->bytes)
+			pc->bytes = (size_t)len;
+		pc->cpu_ns += thread_cpu_ns() - t0;
+		if (r < 0) {
 			drop_live(bp, ev->cpu);
 			return;
 		}
 		snprintf(bp->live[ev->cpu], sizeof(bp->live[ev->cpu]), "%s", name);
 		bp->peeked[ev->cpu] = samples;
+	} else {
+		pc->cpu_ns += thread_cpu_ns() - t0;
 	}
 	if (!bp->live[ev->cpu][0])
 		return; /* no sample yet */
@@ -246,5 +282,6 @@ void burst_profiles_step(struct burst_profiles *bp, const struct cpu_sampler *s,
 		if (!core->trk[c].active && profiler_running(bp->p, c)) {
 			(void)profiler_stop(bp->p, c, false, NULL, 0);
 			drop_live(bp, c);
+			bp->cost[c] = (struct peek_cost){ 0 };
 		}
 }

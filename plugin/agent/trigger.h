@@ -7,7 +7,7 @@
  * its evidence appears, not at the next agent.check_interval. The sampler's loop (agent.c)
  * notes what happened (trigger_note): a run on some core became a burst (it crossed
  * cpu.min_burst: CPUCoreSaturation), the kernel log recorded an event (an ENA reset, a soft
- * lockup: ENAResetStorm, CPUCoreSaturation). It takes what is due (trigger_take) and hands
+ * lockup: ENADeviceReset, CPUCoreSaturation). It takes what is due (trigger_take) and hands
  * it to the periodic thread (agent_periodic.h: periodic_kick), which owns the API client and
  * runs trigger_publish(): the check of that condition, as NPD would run it (it reads the
  * heartbeat the loop has just rewritten), and the node-status PATCH of kube_agent_publish().
@@ -28,7 +28,7 @@ struct kube_agent;
 
 enum {
 	TRIGGER_CPU = 1u << 0, /* check cpu: CPUCoreSaturation */
-	TRIGGER_ENA = 1u << 1, /* check ena: ENAResetStorm */
+	TRIGGER_ENA = 1u << 1, /* check ena: ENADeviceReset */
 	TRIGGER_ALL = TRIGGER_CPU | TRIGGER_ENA,
 };
 
