@@ -29,5 +29,7 @@ int cmd_report(struct cz_ctx *ctx);
 /* `fleet` (also `kubectl cpuzombie`): where the chain concentrates across the cluster (full
  * binary only). */
 int cmd_fleet(struct cz_ctx *ctx);
+/* `top [--once]`: the node live, every second, from the run dir (or sampling inline). */
+int cmd_top(struct cz_ctx *ctx);
 
 #endif
