@@ -173,3 +173,60 @@ def test_condition_patched_when_the_run_crosses_min_burst(kube, tmp_path):
     # rate limit: one PATCH of the condition for one burst (the gap is 5 s; no cycle in 1h)
     assert len(patches) == 1, patches
     assert "trigger: conditions: 1 set, 1 changed" in err, err[-2000:]
+
+
+def test_kernel_logged_ena_reset_patches_its_condition_at_once(kube, tmp_path):
+    """The same for a kernel-logged ENA reset: agent.kmsg is a FIFO standing in for /dev/kmsg
+    (test_kmsg.py), agent.check_interval 1h, so ENADeviceReset True can only come from the
+    trigger the kernel-log record set off."""
+    import kube_helpers as kh
+
+    node = "mid-ena"
+    kube.add(kh.node_obj(node))
+    kc = kube.kubeconfig(str(tmp_path / "kc"), node=node)
+    fifo = tmp_path / "kmsg.fifo"
+    os.mkfifo(fifo)
+    cfg = tmp_path / "cz.yaml"
+    cfg.write_text("kubernetes:\n  node_name: %s\n  kubeconfig: %s\n  timeout: 5s\n"
+                   "agent:\n  set_conditions: true\n  remediate: false\n  check_interval: 1h\n"
+                   "  kmsg: %s\nremediation:\n  mode: \"off\"\ncpu:\n  attribute_tasks: false\n"
+                   % (node, kc, fifo))
+    run_dir = tmp_path / "run"
+
+    def ena_cond():
+        for c in kube.node(node)["status"].get("conditions", []):
+            if c["type"] == "ENADeviceReset":
+                return c
+        return None
+
+    def wait(pred, timeout):
+        deadline = time.time() + timeout
+        while time.time() < deadline:
+            c = ena_cond()
+            if c and pred(c):
+                return c
+            time.sleep(0.1)
+        return ena_cond()
+
+    agent = start_agent(run_dir, config=cfg)
+    try:
+        w = os.open(fifo, os.O_WRONLY)   # the agent has it open
+        first = wait(lambda c: c["status"] != "True", 30)
+        assert first and first["status"] != "True", first
+        mark = kube.proxy.seq
+        now = int(time.clock_gettime(time.CLOCK_MONOTONIC) * 1e6)
+        os.write(w, (f"3,500,{now},-;ena 0000:00:05.0 eth0: The number of lost tx completions "
+                     "is above the threshold (156 > 128). Reset the device\n"
+                     f"3,501,{now + 1000},-;ena 0000:00:05.0 eth0: Trigger reset is on\n")
+                 .encode())
+        c = wait(lambda c: c["status"] == "True", 15)
+        os.close(w)
+    finally:
+        stop(agent)
+    err = agent.stderr.read()
+    assert c and c["status"] == "True", (c, err[-2000:])
+    assert c["reason"] == "ENAResetsDetected" and c["message"].startswith("eth0 1 reset/1h"), c
+    patches = [e for e in kube.log(mark) if e["method"] == "PATCH"
+               and e["path"] == f"/api/v1/nodes/{node}/status"]
+    assert len(patches) == 1 and patches[0]["status"] == 200, patches
+    assert "trigger: conditions: 2 set" in err, err[-2000:]
