@@ -17,7 +17,7 @@
 
 #include <stdbool.h>
 
-#include "checks/cz.h"
+#include "check/cz.h"
 
 struct periodic;
 
@@ -25,9 +25,10 @@ struct periodic;
  * periodic_new - set up the Kubernetes client when agent.set_conditions or a remediation mode
  * asks for it. A client that cannot be set up is logged and left out (the sampler keeps
  * running). *@ret is NULL when there is nothing to do every interval (no Kubernetes work and no
- * metrics textfile). Returns 0 or -ENOMEM.
+ * metrics textfile). @once: `agent --once` (its cycle runs in the caller's thread, and reports
+ * a failure to set Kubernetes up in its exit code). Returns 0 or -ENOMEM.
  */
-int periodic_new(struct cz_ctx *ctx, struct periodic **ret);
+int periodic_new(struct cz_ctx *ctx, bool once, struct periodic **ret);
 
 /*
  * periodic_cycle - one cycle now, in the caller's thread (agent --once: the Kubernetes summary

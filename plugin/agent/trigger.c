@@ -3,6 +3,7 @@
 #include <stdio.h>
 
 #include "agent/kube_agent.h"
+#include "node/checks.h"
 #include "agent/trigger.h"
 #include "base/util.h"
 

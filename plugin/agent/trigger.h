@@ -20,7 +20,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "checks/cz.h"
+#include "check/cz.h"
 
 struct kube_agent;
 

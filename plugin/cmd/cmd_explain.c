@@ -17,7 +17,7 @@
 #include <json-c/json.h>
 
 #include "cmd/cmd.h"
-#include "checks/klog_incident.h"
+#include "ena/klog_incident.h"
 #include "base/log.h"
 #include "base/util.h"
 
@@ -281,49 +281,49 @@ static int print_json(const struct input *in, const struct klog_incident *inc)
 	return r;
 }
 
-int cmd_explain(struct cz_ctx *ctx)
+int cmd_explain(struct cz_ctx *ctx, const struct cmd_opts *o)
 {
 	static struct klog_incident inc; /* large: keep it off the stack */
 	struct ena_lists lists = ena_lists_from_config(&ctx->cfg);
 	struct input in = { 0 };
 	int fd, r;
 
-	if (ctx->argc != 1) {
+	if (o->argc != 1) {
 		log_error("usage: cpuzombie explain FILE|-  (kernel log text: dmesg, journalctl -k)");
 		return CZ_EXIT_ERROR;
 	}
-	fd = open_input(ctx->argv[0]);
+	fd = open_input(o->argv[0]);
 	if (fd < 0) {
-		log_error_errno(fd, "Failed to open '%s': %m", ctx->argv[0]);
+		log_error_errno(fd, "Failed to open '%s': %m", o->argv[0]);
 		return CZ_EXIT_ERROR;
 	}
 	r = read_all(fd, &in);
 	if (fd != STDIN_FILENO)
 		close(fd);
 	if (r == -EILSEQ) {
-		log_error("%s:%u: NUL byte: not kernel log text%s", ctx->argv[0], in.bad_line,
+		log_error("%s:%u: NUL byte: not kernel log text%s", o->argv[0], in.bad_line,
 			  in.utf16 ? " (UTF-16: convert it with iconv -f UTF-16 -t UTF-8)" :
 				     " (UTF-16 or binary?)");
 		klog_log_free(&in.log);
 		return CZ_EXIT_ERROR;
 	}
 	if (r < 0) {
-		log_error_errno(r, "Failed to read '%s': %m", ctx->argv[0]);
+		log_error_errno(r, "Failed to read '%s': %m", o->argv[0]);
 		klog_log_free(&in.log);
 		return CZ_EXIT_ERROR;
 	}
 	if (in.cut)
-		log_warning("'%s': only the first %llu MiB read", ctx->argv[0], INPUT_MAX >> 20);
+		log_warning("'%s': only the first %llu MiB read", o->argv[0], INPUT_MAX >> 20);
 	if (in.log.dropped)
-		log_warning("'%s': %zu events beyond the first %d not analysed", ctx->argv[0],
+		log_warning("'%s': %zu events beyond the first %d not analysed", o->argv[0],
 			    in.log.dropped, KLOG_EVENTS_MAX);
 	r = klog_analyze(&in.log, &lists, &inc);
 	if (r < 0) {
-		log_error_errno(r, "Failed to analyse '%s': %m", ctx->argv[0]);
+		log_error_errno(r, "Failed to analyse '%s': %m", o->argv[0]);
 		klog_log_free(&in.log);
 		return CZ_EXIT_ERROR;
 	}
-	r = ctx->json ? print_json(&in, &inc) : (print_text(&in, &inc), 0);
+	r = o->json ? print_json(&in, &inc) : (print_text(&in, &inc), 0);
 	klog_log_free(&in.log);
 	if (r < 0 || fflush(stdout) != 0)
 		return CZ_EXIT_ERROR;

@@ -2,7 +2,7 @@
 /*
  * `cpuzombie top`: the incident as it happens, for the person on the node (issue 27). Every
  * second it reads what the agent wrote to the run dir (the history ring, the heartbeat with the
- * bursts going on and their links, the kernel-event log) and draws it (report/top_render.h).
+ * bursts going on and their links, the kernel-event log) and draws it (view/top_render.h).
  * Without a live agent it samples /proc/stat itself (the sampler `check cpu` uses inline) and
  * says so on the screen. The node's dying memcgs (what `check memcg` reads, every 5 s) and the
  * ENA counters that moved (read at most every ena.min_read_interval: each read holds RTNL) join
@@ -26,15 +26,15 @@
 #include "base/log.h"
 #include "base/state.h"
 #include "base/util.h"
-#include "checks/check_cpu.h"
-#include "checks/check_ena.h"
-#include "checks/check_memcg.h"
-#include "checks/cpustat.h"
-#include "checks/history.h"
-#include "checks/kevents.h"
+#include "cpu/check_cpu.h"
+#include "ena/check_ena.h"
+#include "memcg/check_memcg.h"
+#include "cpu/cpustat.h"
+#include "cpu/history.h"
+#include "klog/kevents.h"
 #include "cmd/cmd.h"
 #include "host/ethtool.h"
-#include "report/top_render.h"
+#include "view/top_render.h"
 
 #define REFRESH_MS 1000
 #define MEMCG_EVERY_MS 5000
@@ -52,6 +52,7 @@ static void on_signal(int sig)
 
 struct top {
 	struct cz_ctx *ctx;
+	bool once;			/* --once: one screen or line */
 	unsigned ncpu;
 	struct top_model m;
 	struct heartbeat *hb;
@@ -469,7 +470,7 @@ static int run(struct top *t, bool tty, char *screen)
 			}
 			got_winch = 0;
 			draw(t, tty, screen);
-			if (t->ctx->once)
+			if (t->once)
 				return 0;
 		}
 		now = now_monotonic_ms();
@@ -490,15 +491,15 @@ static int run(struct top *t, bool tty, char *screen)
 	}
 }
 
-int cmd_top(struct cz_ctx *ctx)
+int cmd_top(struct cz_ctx *ctx, const struct cmd_opts *o)
 {
-	struct top t = { .ctx = ctx };
+	struct top t = { .ctx = ctx, .once = o->once };
 	_cleanup_free_ char *screen = malloc(SCREEN_MAX);
 	bool tty = isatty(STDOUT_FILENO) && isatty(STDIN_FILENO);
 	int r;
 
-	if (ctx->argc > 0) {
-		log_error("Unexpected argument '%s' (usage: top [--once])", ctx->argv[0]);
+	if (o->argc > 0) {
+		log_error("Unexpected argument '%s' (usage: top [--once])", o->argv[0]);
 		return CZ_EXIT_ERROR;
 	}
 	t.hb = calloc(1, sizeof(*t.hb));
@@ -514,7 +515,7 @@ int cmd_top(struct cz_ctx *ctx)
 	t.m.metric = cpustat_metric_short(ctx->cfg.cpu.metric);
 	node_name(&t);
 	install_signals();
-	if (tty && !ctx->once && term_enter() < 0)
+	if (tty && !o->once && term_enter() < 0)
 		tty = false;
 	r = run(&t, tty, screen);
 	term_restore();

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 #include "testutil.h"
 
-#include "report/top_render.h"
+#include "view/top_render.h"
 
 static const char *next_esc(const char *p)
 {
