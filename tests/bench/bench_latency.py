@@ -183,8 +183,10 @@ def main():
         bl.table(["path", "runs", "burst start -> True (s)", "from min_burst (s)", "missed"],
                  rows)
         print()
-        print("The NPD path waits for NPD's next invocation of `check cpu` (uniform over its "
-              "30 s interval); the agent path is event-driven, rate-limited to one PATCH per "
+        print("The NPD path waits for NPD's next run of `check cpu`: here the burst starts "
+              "about 1 s after NPD's first run (the False it published), so its figure is near "
+              "the worst case of the 30 s interval (a burst at a random moment: min_burst + "
+              "15 s on average). The agent path is event-driven, rate-limited to one PATCH per "
               "condition per 5 s.")
         bl.save("latency", {"agent": agent, "npd": npd})
     finally:
