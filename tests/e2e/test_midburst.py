@@ -41,8 +41,20 @@ def test_mid_burst_names_queue_and_function_everywhere(tmp_path):
     run_dir = tmp_path / "run"
     hot = hot_core()
     want_irqs = nic_irqs_for_cpu(hot)
+    prom = tmp_path / "cz.prom"
+    cfg = tmp_path / "cz.yaml"
+    cfg.write_text(f"agent:\n  metrics_textfile: {prom}\n  check_interval: 1s\n")
+
+    def ongoing_metric():
+        try:
+            m = re.search(rf'^cpuzombie_cpu_burst_ongoing{{cpu="{hot}"}} (\d)$', prom.read_text(),
+                          re.M)
+        except OSError:
+            return None
+        return m and int(m.group(1))
+
     with burn_lock():
-        agent = start_agent(run_dir)
+        agent = start_agent(run_dir, config=cfg)
         try:
             time.sleep(1.0)
             with burning_locked(hot) as burner:
@@ -54,12 +66,17 @@ def test_mid_burst_names_queue_and_function_everywhere(tmp_path):
                 js = cz_run(run_dir, tmp_path / "s3", "report", "--json")
                 svg = tmp_path / "mid.svg"
                 sv = cz_run(run_dir, tmp_path / "s4", "report", "--svg", str(svg))
+                metric_mid = ongoing_metric()
                 # the burst is still going on when every command above has answered
                 still = burner.poll() is None and any(
                     int(a[1]) == hot for a in heartbeat_active(run_dir))
                 time.sleep(max(0.0, 9.0 - (time.time() - t0)))
             time.sleep(1.0)
             after = cz_run(run_dir, tmp_path / "s5", "check", "cpu")
+            deadline = time.time() + 5
+            while ongoing_metric() != 0 and time.time() < deadline:
+                time.sleep(0.2)
+            metric_after = ongoing_metric()
         finally:
             stop(agent)
     assert still, "the burst ended before the mid-burst commands were done"
@@ -103,6 +120,9 @@ def test_mid_burst_names_queue_and_function_everywhere(tmp_path):
     assert set(b[0]["nic_irqs"]) == want_irqs, (b[0]["nic_irqs"], want_irqs)
     assert ZERO_PATH.search(b[0]["profile"]["hot_frame"]), b[0]
     assert b[0]["profile"]["top"], b[0]
+
+    # the metrics (agent.metrics_textfile): the burst counts, marked as going on, then not
+    assert metric_mid == 1 and metric_after == 0, (metric_mid, metric_after)
 
     # report --svg: the burst marker's tooltip names the function and the queue
     assert sv.returncode in (0, 1), sv.stderr
