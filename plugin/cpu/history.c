@@ -542,35 +542,9 @@ int heartbeat_parse(const char *payload, struct heartbeat *ret)
 	return 0;
 }
 
-static int hb_state_parse(const char *payload, size_t len, void *obj)
-{
-	return heartbeat_parse(payload, obj);
-}
-
-static ssize_t hb_state_format(const void *obj, char **ret)
-{
-	char *buf = malloc(HEARTBEAT_BUF);
-	int n;
-
-	if (!buf)
-		return -ENOMEM;
-	n = heartbeat_format(obj, buf, HEARTBEAT_BUF);
-	if (n < 0) {
-		free(buf);
-		return n;
-	}
-	*ret = buf;
-	return n;
-}
-
 /* run dir, rewritten every 2 s: atomic, not fsync'ed */
-static const struct state_type heartbeat_state = {
-	.name = HISTORY_HEARTBEAT,
-	.max = HEARTBEAT_BUF,
-	.durable = false,
-	.parse = hb_state_parse,
-	.format = hb_state_format,
-};
+STATE_TYPE_BOUNDED(static, heartbeat_state, HISTORY_HEARTBEAT, HEARTBEAT_BUF, false, heartbeat_parse,
+		   heartbeat_format);
 
 int heartbeat_write(const char *run_dir, const struct heartbeat *hb)
 {
