@@ -20,6 +20,7 @@ admin GETs of the node that shows it (so each figure is late by up to 50 ms plus
 Run alone: /usr/bin/python3 tests/bench/bench_latency.py build/cpuzombie
 """
 import os
+import shutil
 import signal
 import statistics
 import subprocess
@@ -193,6 +194,7 @@ def main():
         if kube:
             kube.cleanup()
         cp.stop()
+        shutil.rmtree(tmp, ignore_errors=True)
     return 0
 
 

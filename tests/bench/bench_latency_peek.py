@@ -12,6 +12,7 @@ Run alone: /usr/bin/python3 tests/bench/bench_latency_peek.py build/cpuzombie
 """
 import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -36,6 +37,13 @@ def main():
         print("(skipped: needs root and 2 CPUs for a real one-core burst and its profile)")
         return 0
     tmp = tempfile.mkdtemp(prefix="cz-bench-peek-")
+    try:
+        return measure(tmp)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def measure(tmp):
     run_dir = os.path.join(tmp, "run")
     err = os.path.join(tmp, "agent.err")
     p = subprocess.Popen([BIN, "--run-dir", run_dir, "--state-dir", os.path.join(tmp, "state"),
