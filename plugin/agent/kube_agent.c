@@ -154,6 +154,14 @@ static int publish(struct kube_agent *ka, const char *const checks[],
 	return 0;
 }
 
+int kube_agent_publish(struct kube_agent *ka, const char *const checks[],
+		       const struct npd_result res[], size_t n, char *out, size_t size)
+{
+	if (!ka || !ka->cfg->agent.set_conditions)
+		return 0;
+	return publish(ka, checks, res, n, out, size);
+}
+
 #define HANDOFF_STATE "reboot-handoff"	/* the drained annotation last handed to kured */
 
 /*

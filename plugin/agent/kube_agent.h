@@ -54,6 +54,14 @@ int kube_agent_cycle(struct kube_agent *ka, struct cz_ctx *ctx, const char *cons
 		     const struct npd_result res[], size_t n, char *summary, size_t summary_size);
 
 /*
+ * kube_agent_publish - agent.set_conditions only: patch the conditions of @res (as
+ * kube_agent_cycle does, with its Events), nothing else; for a condition whose evidence just
+ * appeared (agent/trigger.h). Returns as kube_agent_cycle; 0 for NULL or set_conditions off.
+ */
+int kube_agent_publish(struct kube_agent *ka, const char *const checks[],
+		       const struct npd_result res[], size_t n, char *out, size_t size);
+
+/*
  * kube_agent_run_checks - run every check that maps to a node condition (memcg, cpu, ena), in
  * the registry's order, into @res (at most @max); @names[i] is the check of @res[i]. Returns
  * how many ran.

@@ -103,6 +103,16 @@ static void cpu(const struct report *r, FILE *out)
 	     "Highest share of a burst per core in the window (0 without bursts).");
 	for (unsigned c = 0; c < r->ncpu; c++)
 		fprintf(out, "cpuzombie_cpu_burst_peak_percent{cpu=\"%u\"} %.1f\n", c, peak[c]);
+	/* the bursts above include those going on (the heartbeat's, after the logged ones) */
+	help(out, "cpuzombie_cpu_burst_ongoing", "gauge",
+	     "1 while a saturation burst is going on on the core (it counts above already).");
+	for (unsigned c = 0; c < r->ncpu; c++) {
+		bool on = false;
+
+		for (size_t i = r->nlogged; i < r->nbursts && !on; i++)
+			on = r->bursts[i].cpu == c;
+		fprintf(out, "cpuzombie_cpu_burst_ongoing{cpu=\"%u\"} %d\n", c, on);
+	}
 }
 
 static void ena_counters(const struct report *r, const struct ena_state *st, enum ena_class want,

@@ -9,6 +9,7 @@
 #include <errno.h>
 #include <time.h>
 
+#include "base/jsonw.h"
 #include "cmd/cmd.h"
 #include "cluster/fleet_fetch.h"
 #include "cluster/guard.h"
@@ -164,8 +165,7 @@ static int output(struct cz_ctx *ctx, const struct cmd_opts *o, struct fleet *f,
 
 		if (!j)
 			return log_error_errno(-ENOMEM, "Failed to build the JSON summary: %m");
-		puts(json_object_to_json_string_ext(j, JSON_C_TO_STRING_PRETTY |
-						       JSON_C_TO_STRING_NOSLASHESCAPE));
+		(void)jsonw_print(j, stdout); /* a failed write is the fflush() below */
 		json_object_put(j);
 	} else {
 		fleet_print(f, s, o->nodes, stdout);

@@ -8,6 +8,7 @@
 #include <fcntl.h>
 #include <time.h>
 
+#include "base/jsonw.h"
 #include "node/node.h"
 #include "memcg/check_memcg.h"
 #include "cpu/cpustat.h"
@@ -121,11 +122,8 @@ int cmd_report(struct cz_ctx *ctx, const struct cmd_opts *o)
 		direct(ctx, r);
 	if (o->json) {
 		json_object *j = report_json(r);
-		const char *s = j ? json_object_to_json_string_ext(j, JSON_C_TO_STRING_PRETTY |
-								   JSON_C_TO_STRING_NOSLASHESCAPE)
-				  : NULL;
 
-		e = s && printf("%s\n", s) > 0 ? 0 : -EIO;
+		e = jsonw_print(j, stdout) < 0 ? -EIO : 0;
 		json_object_put(j);
 	} else {
 		if (o->svg_path)

@@ -72,6 +72,7 @@ static const struct cmd cmds[] = {
 	  "    conditions are True, under the budget; node agents then only report.\n"
 	  "    --once: one cycle, its summary on stdout, then exit.\n" },
 	{ "report", cmd_report, "report [--json|--svg FILE] [--since TIME] [--until TIME]\n    Everything this node says, in one screen: memcg, cores, NICs, conditions; exit 1\n    when a condition is True. --json: one JSON document; --svg: per-core heatmap.\n    --since/--until: the window of the heatmap and bursts, as '3h' (ago),\n    '2026-12-01T03:10' (UTC) or '@EPOCH'; from the finest history tier covering it.\n" },
+	{ "top", cmd_top, "top [--once]\n    The node live, every second: each core's share and heatmap, the bursting core with\n    its task, kernel function and NIC queue, dying memcgs, ENA counters, kernel-log events;\n    from the agent's run dir, or sampling inline without one. q quits, p pauses; not a\n    terminal: one line a second.\n" },
 	{ "fleet", ONLINE(cmd_fleet), "fleet [-l SELECTOR] [--group-by LABEL]... [--nodes] [--json] [--chunk-size N]\n"
 	  "    Where the chain concentrates across the cluster, read from the API server\n"
 	  "    (--kubeconfig, $KUBECONFIG, ~/.kube/config or in-cluster): per condition, the\n"
