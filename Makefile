@@ -84,7 +84,8 @@ LIB_OBJS := $(filter-out $(B)/obj/cmd/main.o,$(OBJS))
 HDRS := $(wildcard plugin/*/*.h)
 # What the check binary leaves out: the agent, the subcommands that need it, the cluster side
 # but its pure condition model, and the libsystemd half of host/. Everything else is offline.
-CHECK_CLUSTER_SRCS := $(wildcard plugin/cluster/conditions.c plugin/cluster/kjson.c)
+CHECK_CLUSTER_SRCS := $(wildcard plugin/cluster/conditions.c plugin/cluster/kjson.c \
+	plugin/cluster/recover.c plugin/cluster/recover_store.c)
 ONLINE_SRCS := $(wildcard plugin/agent/*.c plugin/cmd/cmd_agent.c plugin/cmd/cmd_remediator.c \
 	plugin/cmd/cmd_kube.c \
 	plugin/cmd/cmd_fleet.c plugin/report/fleet*.c \

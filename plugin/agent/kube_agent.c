@@ -12,6 +12,7 @@
 #include "cluster/conditions.h"
 #include "cluster/event.h"
 #include "cluster/kube.h"
+#include "cluster/recover_store.h"
 #include "cluster/remediate.h"
 
 struct kube_agent {
@@ -232,6 +233,16 @@ int kube_agent_cycle(struct kube_agent *ka, struct cz_ctx *ctx, const char *cons
 	return r < 0 ? r : r2;
 }
 
+void kube_agent_recover(struct cz_ctx *ctx, const char *check, struct npd_result *res)
+{
+	int r = recover_store_apply(ctx->cfg.paths.state, check,
+				    conditions_recover_after(&ctx->cfg, check), now_realtime_ms(), res);
+
+	if (r < 0 && r != -ENOENT)
+		log_warning_errno(r, "Failed to keep %s's recover_after state in '%s': %m, ignoring",
+				  check, ctx->cfg.paths.state);
+}
+
 size_t kube_agent_run_checks(struct cz_ctx *ctx, const char *names[], struct npd_result res[],
 			     size_t max)
 {
@@ -242,6 +253,7 @@ size_t kube_agent_run_checks(struct cz_ctx *ctx, const char *names[], struct npd
 			continue;
 		res[n] = (struct npd_result){ .status = NPD_UNKNOWN };
 		c->run(ctx, &res[n]);
+		kube_agent_recover(ctx, c->name, &res[n]);
 		names[n++] = c->name;
 	}
 	return n;

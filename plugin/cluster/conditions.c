@@ -4,6 +4,7 @@
 
 #include "cluster/conditions.h"
 #include "cluster/kjson.h"
+#include "base/config.h"
 #include "base/textsafe.h"
 #include "base/util.h"
 
@@ -19,6 +20,13 @@ const struct cond_def *conditions_for_check(const char *check)
 		if (streq(defs[i].check, check))
 			return &defs[i];
 	return NULL;
+}
+
+uint64_t conditions_recover_after(const struct cz_config *cfg, const char *check)
+{
+	return streq(check, "memcg") ? cfg->memcg.recover_after_ms :
+	       streq(check, "cpu") ? cfg->cpu.recover_after_ms :
+	       streq(check, "ena") ? cfg->ena.recover_after_ms : 0;
 }
 
 const char *conditions_status_name(enum npd_status s)

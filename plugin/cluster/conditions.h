@@ -51,6 +51,11 @@ int conditions_build_patch(json_object *node, const struct cond_input in[], size
 			   uint64_t now_ms, json_object **ret_patch, struct cond_change *changes,
 			   size_t *ret_nchanges);
 
+struct cz_config;
+
+/* conditions_recover_after - <check>.recover_after of @cfg in ms (0 for a check without one). */
+uint64_t conditions_recover_after(const struct cz_config *cfg, const char *check);
+
 /* conditions_status_name - "False", "True" or "Unknown" for an NPD status. */
 const char *conditions_status_name(enum npd_status s);
 
