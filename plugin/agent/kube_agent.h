@@ -54,6 +54,18 @@ int kube_agent_cycle(struct kube_agent *ka, struct cz_ctx *ctx, const char *cons
 		     const struct npd_result res[], size_t n, char *summary, size_t summary_size);
 
 /*
+ * kube_agent_publish - the condition PATCH, the one entry point for it (kube_agent_cycle calls
+ * it each check_interval; an event-driven trigger may call it between cycles with fresh
+ * results): reads this node, removes our conditions whose <check>.condition is false
+ * (strategic-merge "$patch: delete" by type: no other type is touched), patches one condition
+ * per enabled result in @checks/@res (@n), and posts an Event per status flip. Never writes a
+ * condition for a check that did not run: only the results given are published. One line into
+ * @out. Returns 0 or -errno (logged). @ka must not be NULL.
+ */
+int kube_agent_publish(struct kube_agent *ka, const char *const checks[],
+		       const struct npd_result res[], size_t n, char *out, size_t size);
+
+/*
  * kube_agent_run_checks - run every check that maps to a node condition (memcg, cpu, ena), in
  * the registry's order, into @res (at most @max); @names[i] is the check of @res[i]. Returns
  * how many ran.

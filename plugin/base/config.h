@@ -61,6 +61,7 @@ struct cz_config {
 		bool systemd_hints;		/* true */
 		uint64_t census_interval_ms;	/* 10m: the agent's zombie census (BPF); 0 = off */
 		uint64_t recover_after_ms;	/* 0: MemcgZombieLeak False only after OK this long */
+		bool condition;			/* true; false: no MemcgZombieLeak (removed) */
 	} memcg;
 	struct {
 		uint64_t interval_ms;		/* 250ms */
@@ -80,6 +81,7 @@ struct cz_config {
 		uint64_t profile_max_ms;	/* 30s: a profile samples at most this long */
 		uint64_t profile_bytes;		/* 65536: folded stacks kept per burst */
 		uint64_t recover_after_ms;	/* 0: CPUCoreSaturation False only after OK this long */
+		bool condition;			/* true; false: no CPUCoreSaturation (removed) */
 	} cpu;
 	struct {
 		struct cz_strlist drivers;	/* [ena] */
@@ -88,6 +90,7 @@ struct cz_config {
 		uint64_t min_read_interval_ms;	/* 5s: each read holds RTNL */
 		uint64_t conntrack_floor;	/* 0 = off */
 		uint64_t recover_after_ms;	/* 0: ENADeviceReset False only after OK this long */
+		bool condition;			/* true; false: no ENADeviceReset (removed) */
 		struct cz_strlist reset_counters;
 		struct cz_strlist risk_counters;
 		struct cz_strlist allowance_counters;

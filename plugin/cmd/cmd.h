@@ -29,5 +29,8 @@ int cmd_report(struct cz_ctx *ctx);
 /* `fleet` (also `kubectl cpuzombie`): where the chain concentrates across the cluster (full
  * binary only). */
 int cmd_fleet(struct cz_ctx *ctx);
+/* `cleanup`: remove our conditions, cpuzombie.io/ annotations and taints from all nodes, and
+ * our Leases (the chart's uninstall hook; full binary only). */
+int cmd_cleanup(struct cz_ctx *ctx);
 
 #endif
