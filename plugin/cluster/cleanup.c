@@ -75,8 +75,9 @@ struct run {
 	size_t err_size;
 };
 
+/* One request; the HTTP status (or -errno). 200's body goes to *@ret when @ret is not NULL. */
 static long send(struct run *r, const char *method, const char *path, const char *ctype,
-		 json_object *body)
+		 json_object *body, json_object **ret)
 {
 	struct kube_response resp = { 0 };
 	long status;
@@ -87,6 +88,8 @@ static long send(struct run *r, const char *method, const char *path, const char
 		snprintf(r->err, r->err_size, "%s %s: %s%ld%s%s", method, path,
 			 e < 0 ? "error " : "HTTP ", e < 0 ? (long)-e : status,
 			 *resp.message ? ": " : "", resp.message);
+	if (ret && status == 200 && resp.body && json_object_is_type(resp.body, json_type_object))
+		*ret = json_object_get(resp.body);
 	kube_response_clear(&resp);
 	return status;
 }
@@ -111,7 +114,9 @@ static int clean_node(json_object *node, void *userdata)
 		if (n < 0)
 			return n;
 		if (n > 0) {
-			long s = send(r, "PATCH", path, "application/strategic-merge-patch+json", p);
+			/* the node as it is after: its resourceVersion for the next patch */
+			long s = send(r, "PATCH", path, "application/strategic-merge-patch+json", p,
+				      &fresh);
 
 			if (s != 200 && s != 404)
 				return s < 0 ? (int)s : -EREMOTEIO;
@@ -126,7 +131,7 @@ static int clean_node(json_object *node, void *userdata)
 		n = cleanup_node_patch(fresh ? fresh : node, &p);
 		if (n <= 0)
 			return n;
-		s = send(r, "PATCH", path, "application/merge-patch+json", p);
+		s = send(r, "PATCH", path, "application/merge-patch+json", p, NULL);
 		if (s == 200 || s == 404) {
 			r->st->marks += s == 200 ? (size_t)n : 0;
 			return 0;
@@ -151,7 +156,7 @@ static int delete_lease(struct run *r, const char *ns, const char *name)
 
 	snprintf(path, sizeof(path), "/apis/coordination.k8s.io/v1/namespaces/%s/leases/%s", ns,
 		 name);
-	s = send(r, "DELETE", path, NULL, NULL);
+	s = send(r, "DELETE", path, NULL, NULL, NULL);
 	if (s == 200)
 		r->st->leases++;
 	return s == 200 || s == 404 ? 0 : s < 0 ? (int)s : -EREMOTEIO;

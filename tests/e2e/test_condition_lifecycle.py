@@ -209,3 +209,179 @@ def test_condition_turned_off_is_removed_theirs_untouched(kube, tmp_path):
     assert deletes == [{"type": "MemcgZombieLeak", "$patch": "delete"}], deletes
     out = once(off, tree, tmp_path, node)                        # nothing left to remove
     assert "removed" not in out, out
+
+
+# -- helm uninstall -----------------------------------------------------------------------------
+
+HOOK_NEEDS = {"ClusterRole": {("", "nodes", "list"), ("", "nodes", "get"), ("", "nodes", "patch"),
+                              ("", "nodes/status", "patch")},
+              "Role": {("coordination.k8s.io", "leases", "list"),
+                       ("coordination.k8s.io", "leases", "delete")}}
+
+
+def grants(role):
+    return {(g, r, v) for rule in role["rules"] for g in rule["apiGroups"]
+            for r in rule["resources"] for v in rule["verbs"]}
+
+
+def hook_objects(ns):
+    """The rendered pre-delete hook: its Job runs `cpuzombie cleanup` as cpuzombie-cleanup,
+    whose rights are exactly cleanup.c's calls."""
+    import deploy_helpers as dh
+    _, objs = dh.render("remediation", ns_args=("-n", ns))
+    hook = [o for o in objs if o["metadata"].get("name") == "cpuzombie-cleanup"]
+    for o in hook:
+        ann = o["metadata"]["annotations"]
+        assert ann["helm.sh/hook"] == "pre-delete", o["kind"]
+        assert ann["helm.sh/hook-delete-policy"] == "before-hook-creation,hook-succeeded"
+    kinds = sorted(o["kind"] for o in hook)
+    assert kinds == ["ClusterRole", "ClusterRoleBinding", "ConfigMap", "Job", "Role", "Role",
+                     "RoleBinding", "RoleBinding", "ServiceAccount"], kinds
+    for o in hook:
+        if o["kind"] in HOOK_NEEDS:
+            assert grants(o) == HOOK_NEEDS[o["kind"]], o
+            assert all("resourceNames" not in r for r in o["rules"])
+        if o["kind"].endswith("Binding"):
+            assert o["subjects"] == [{"kind": "ServiceAccount", "name": "cpuzombie-cleanup",
+                                      "namespace": ns}]
+    assert sorted(o["metadata"]["namespace"] for o in hook if o["kind"] == "Role") == \
+        sorted([ns, kh.LEASE_NS])
+    job = next(o for o in hook if o["kind"] == "Job")
+    spec = job["spec"]["template"]["spec"]
+    assert spec["serviceAccountName"] == "cpuzombie-cleanup"
+    assert spec["containers"][0]["command"][-1] == "cleanup"
+    assert int(job["metadata"]["annotations"]["helm.sh/hook-weight"]) > max(
+        int(o["metadata"]["annotations"]["helm.sh/hook-weight"]) for o in hook if o is not job)
+    return hook
+
+
+def our_marks(kube, nodes, release_ns):
+    left = []
+    for n in nodes:
+        o = kube.node(n)
+        left += [(n, c["type"]) for c in o["status"].get("conditions", []) if c["type"] in OURS]
+        left += [(n, k) for k in o["metadata"].get("annotations", {})
+                 if k.startswith("cpuzombie.io/")]
+        left += [(n, t["key"]) for t in o["spec"].get("taints", [])
+                 if t["key"].startswith("cpuzombie.io/")]
+    for ns in (kh.LEASE_NS, release_ns):
+        left += [(ns, l["metadata"]["name"]) for l in kube.get(
+            "/apis/coordination.k8s.io/v1/namespaces/%s/leases" % ns)["items"]
+            if l["metadata"]["name"].startswith("cpuzombie")]
+    return left
+
+
+def complete_job(kube, ns, name):
+    """The Job cannot run here (kwok fakes pods; no job controller, no image): once its
+    command has been run as its ServiceAccount, mark it Complete as the job controller would."""
+    now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    st, obj = kube.cp.raw("PATCH", "/apis/batch/v1/namespaces/%s/jobs/%s/status" % (ns, name), {
+        "status": {"startTime": now, "completionTime": now, "succeeded": 1, "conditions": [
+            {"type": "SuccessCriteriaMet", "status": "True", "lastProbeTime": now,
+             "lastTransitionTime": now},
+            {"type": "Complete", "status": "True", "lastProbeTime": now,
+             "lastTransitionTime": now}]}}, "application/merge-patch+json")
+    assert st == 200, (st, obj)
+
+
+def test_helm_uninstall_leaves_nothing_of_ours(kube, tmp_path):
+    """Real helm install and uninstall against the test's control plane: the pre-delete hook's
+    command, run as the hook's ServiceAccount with the config helm created for it, removes our
+    condition types, cpuzombie.io/ annotations and taints from every node and our Leases; the
+    EKS monitoring agent's types, others' annotations, taints and Leases stay; the hook's
+    objects go when it succeeded."""
+    import deploy_helpers as dh
+    helm, _ = dh.kube_tools()
+    hook_objects(kh.AGENT_NS)
+    pid = os.getpid()
+    # a release namespace of its own: the session's "cpuzombie" holds the harness's DaemonSet
+    ns = "cz-lc-%d" % pid
+    nodes = ["lc-un-a-%d" % pid, "lc-un-b-%d" % pid]
+    kube.add(*[kh.node_obj(n) for n in nodes])
+    for i, n in enumerate(nodes):
+        kube.set_conditions(n, *THEIRS, cond("MemcgZombieLeak", "True", "ZombieMemcgsHigh"),
+                            *([cond("CPUCoreSaturation", "False"), cond("ENADeviceReset", "True")]
+                              if i == 0 else []))
+        st, obj = kube.cp.raw("PATCH", "/api/v1/nodes/" + n, {
+            "metadata": {"annotations": {"cpuzombie.io/cordoned": OLD, "cpuzombie.io/drained": OLD,
+                                         "cpuzombie.io/last-action": "cordon",
+                                         "weave.works/kured-node-lock": "theirs"}},
+            "spec": {"taints": [{"key": "cpuzombie.io/unhealthy", "effect": "NoSchedule"},
+                                {"key": "example.com/theirs", "effect": "NoExecute"}]}},
+            "application/merge-patch+json")
+        assert st == 200, (st, obj)
+    lease = lambda ns, name, labels: {  # noqa: E731
+        "kind": "Lease", "apiVersion": "coordination.k8s.io/v1",
+        "metadata": {"name": name, "namespace": ns, "labels": labels},
+        "spec": {"holderIdentity": nodes[0]}}
+    ours = {"app.kubernetes.io/managed-by": "cpuzombie"}
+    kube.add(lease(kh.LEASE_NS, "cpuzombie-slot-0", ours),
+             lease(ns, "cpuzombie-remediator", {"app.kubernetes.io/name": "cpuzombie"}),
+             lease(kh.LEASE_NS, "node-" + nodes[1], {}))            # medik8s's: not ours
+    before = {n: kube.node(n) for n in nodes}
+    assert len(our_marks(kube, nodes, ns)) == 4 + 2 * 3 + 2 * 1 + 2, our_marks(kube, nodes, ns)
+    admin = kube.admin_kubeconfig(str(tmp_path / "admin.kc"))
+    try:
+        p = subprocess.run([helm, "install", "cpuzombie", dh.CHART, "-n", ns,
+                            "--kubeconfig", admin, "--take-ownership", "--set",
+                            "config.remediation.mode=drain"], capture_output=True, text=True,
+                           timeout=300)
+        assert p.returncode == 0, p.stdout + p.stderr
+        out = {}
+        un = threading.Thread(target=lambda: out.setdefault("p", subprocess.run(
+            [helm, "uninstall", "cpuzombie", "-n", ns, "--kubeconfig", admin,
+             "--timeout", "180s"], capture_output=True, text=True, timeout=300)))
+        un.start()
+        job_path = "/apis/batch/v1/namespaces/%s/jobs/cpuzombie-cleanup" % ns
+        kh.wait_until(lambda: kube.cp.raw("GET", job_path)[0] == 200 or not un.is_alive(), 120,
+                      "helm to create the pre-delete hook's Job")
+        assert un.is_alive(), out["p"].stdout + out["p"].stderr
+        job = kube.get(job_path)
+        spec = job["spec"]["template"]["spec"]
+        sa = spec["serviceAccountName"]
+        cmd = spec["containers"][0]["command"]
+        assert cmd[0] == "/usr/local/bin/cpuzombie" and cmd[-1] == "cleanup", cmd
+        cm = kube.get("/api/v1/namespaces/%s/configmaps/%s" % (
+            ns, spec["volumes"][0]["configMap"]["name"]))
+        kc = kube.cp.kubeconfig(str(tmp_path / "hook.kc"),
+                                {"token": kube.cp.token(ns, sa)}, server=kube.url)
+        cfg = tmp_path / "cpuzombie.yaml"
+        cfg.write_text(cm["data"]["cpuzombie.yaml"] + "kubernetes:\n  kubeconfig: %s\n" % kc)
+        mark = len(kube.log())
+        args = [BIN] + [str(cfg) if a == "/etc/cpuzombie/cpuzombie.yaml" else a
+                        for a in cmd[1:]]
+        r = subprocess.run(args, capture_output=True, text=True, timeout=120)
+        assert r.returncode == 0, r.stdout + r.stderr
+        assert "4 conditions" in r.stdout and "2 Leases deleted" in r.stdout, r.stdout
+        calls = kube.log()[mark:]
+        assert calls and {e["user"] for e in calls} == {
+            "system:serviceaccount:%s:%s" % (ns, sa)}
+        # refused nothing: a 409 is only a node changed under us (kwok heartbeats it), re-read
+        # and patched again; each node's last patch was taken
+        bad = [(e["method"], e["path"], e["status"]) for e in calls if e["status"] >= 300]
+        assert all(m == "PATCH" and st == 409 for m, _, st in bad), bad
+        for n in nodes:
+            last = [e for e in calls if e["method"] == "PATCH" and e["path"] == "/api/v1/nodes/" + n]
+            assert last and last[-1]["status"] == 200, last
+        complete_job(kube, ns, "cpuzombie-cleanup")
+        un.join(240)
+        assert not un.is_alive() and out["p"].returncode == 0, out["p"].stdout + out["p"].stderr
+        # hook-succeeded: the hook's objects are gone (before the session's chart objects,
+        # which render the hook too, are applied again below)
+        for path in ("/api/v1/namespaces/%s/serviceaccounts/cpuzombie-cleanup" % ns,
+                     "/apis/rbac.authorization.k8s.io/v1/clusterroles/cpuzombie-cleanup",
+                     "/apis/batch/v1/namespaces/%s/jobs/cpuzombie-cleanup" % ns):
+            kh.wait_until(lambda: kube.cp.raw("GET", path)[0] == 404, 30, path + " to go")
+    finally:
+        kh.apply_chart_rbac(kube.cp)    # the session's chart objects, which helm had adopted
+    assert our_marks(kube, nodes, ns) == []
+    for n in nodes:
+        o = kube.node(n)
+        c = {x["type"]: x for x in o["status"]["conditions"]}
+        b = {x["type"]: x for x in before[n]["status"]["conditions"]}
+        for t in THEIRS:
+            assert c[t["type"]] == b[t["type"]], t["type"]
+        assert o["metadata"]["annotations"]["weave.works/kured-node-lock"] == "theirs"
+        assert [t["key"] for t in o["spec"]["taints"]] == ["example.com/theirs"]
+    assert kube.cp.raw("GET", "/apis/coordination.k8s.io/v1/namespaces/%s/leases/node-%s"
+                       % (kh.LEASE_NS, nodes[1]))[0] == 200
