@@ -9,7 +9,7 @@
 #   make bench      tests/bench: measured tables (ratios against naive alternatives)
 #   make fuzz       every libFuzzer target for FUZZ_TIME seconds (default 300)
 #   make install    PREFIX=/usr/local DESTDIR=
-#   V=1             print whole command lines instead of "CC plugin/checks/memcg.c"
+#   V=1             print whole command lines instead of "CC plugin/memcg/memcg.c"
 
 VERSION ?= $(shell cat VERSION 2>/dev/null || echo 0.1.0)
 PREFIX ?= /usr/local
@@ -88,16 +88,16 @@ CHECK_CLUSTER_SRCS := $(wildcard plugin/cluster/conditions.c plugin/cluster/kjso
 	plugin/cluster/recover.c plugin/cluster/recover_store.c)
 ONLINE_SRCS := $(wildcard plugin/agent/*.c plugin/cmd/cmd_agent.c plugin/cmd/cmd_remediator.c \
 	plugin/cmd/cmd_kube.c plugin/cmd/cmd_cleanup.c \
-	plugin/cmd/cmd_fleet.c plugin/report/fleet*.c \
+	plugin/cmd/cmd_fleet.c plugin/fleet/*.c \
 	plugin/host/systemd.c) $(filter-out $(CHECK_CLUSTER_SRCS),$(wildcard plugin/cluster/*.c))
 ONLINE_OBJS := $(ONLINE_SRCS:plugin/%.c=$(B)/obj/%.o)
-CHECK_OBJS := $(patsubst plugin/%.c,$(B)/obj/%.o,$(filter-out $(ONLINE_SRCS) plugin/cmd/main.c,\
-	$(SRCS))) $(B)/obj/cmd/main-check.o
+CHECK_OBJS := $(patsubst plugin/%.c,$(B)/obj/%.o,$(filter-out $(ONLINE_SRCS) plugin/cmd/main.c \
+	plugin/cmd/report_direct.c,$(SRCS))) $(B)/obj/cmd/main-check.o $(B)/obj/cmd/report_direct-check.o
 
 UNIT_SRCS := $(sort $(wildcard tests/unit/test_*.c))
 UNIT_BINS := $(UNIT_SRCS:tests/unit/%.c=$(B)/tests/%)
 
-# Quiet build lines ("CC plugin/checks/memcg.c"); V=1 prints the whole commands.
+# Quiet build lines ("CC plugin/memcg/memcg.c"); V=1 prints the whole commands.
 ifeq ($(V),1)
 Q :=
 say = :
@@ -141,8 +141,9 @@ $(B)/obj/agent/census_bpf.o: CZ_CFLAGS += -DCZ_CENSUS_BPF -I$(B)/bpf
 $(B)/obj/agent/census_bpf.o: $(B)/bpf/census.skel.h
 endif
 
-# main.c once more for the check binary: the online subcommands answer with a one-line error.
-$(B)/obj/cmd/main-check.o: plugin/cmd/main.c
+# main.c and report_direct.c once more for the check binary: the online subcommands answer with
+# a one-line error, and `report` asks neither BPF nor systemd itself.
+$(B)/obj/cmd/%-check.o: plugin/cmd/%.c
 	@mkdir -p $(@D)
 	@$(say) CC "$< (check binary)"
 	$(Q)$(CC) $(CZ_CFLAGS) $(CFLAGS) -DCZ_CHECK_BINARY -MMD -MP -c -o $@ $<

@@ -5,6 +5,7 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
+#include "node/checks.h"
 #include "agent/kube_agent.h"
 #include "base/fileio.h"
 #include "base/log.h"
@@ -123,8 +124,8 @@ static int remove_disabled(struct kube_agent *ka, json_object *cur, const char *
 	return n;
 }
 
-int kube_agent_publish(struct kube_agent *ka, const char *const checks[],
-		       const struct npd_result res[], size_t n, char *out, size_t size)
+static int publish(struct kube_agent *ka, const char *const checks[],
+		   const struct npd_result res[], size_t n, char *out, size_t size)
 {
 	const char *node = ka->cfg->kubernetes.node_name;
 	struct cond_input in[8];
@@ -189,6 +190,14 @@ int kube_agent_publish(struct kube_agent *ka, const char *const checks[],
 	else
 		snprintf(out, size, "conditions: %zu set, %zu changed", k, nch);
 	return 0;
+}
+
+int kube_agent_publish(struct kube_agent *ka, const char *const checks[],
+		       const struct npd_result res[], size_t n, char *out, size_t size)
+{
+	if (!ka || !ka->cfg->agent.set_conditions)
+		return 0;
+	return publish(ka, checks, res, n, out, size);
 }
 
 #define HANDOFF_STATE "reboot-handoff"	/* the drained annotation last handed to kured */

@@ -18,7 +18,7 @@
 #include <stddef.h>
 
 #include "base/npd.h"
-#include "checks/cz.h"
+#include "check/cz.h"
 #include "cluster/remediate_plan.h"
 
 struct kube_agent;
@@ -54,13 +54,13 @@ int kube_agent_cycle(struct kube_agent *ka, struct cz_ctx *ctx, const char *cons
 		     const struct npd_result res[], size_t n, char *summary, size_t summary_size);
 
 /*
- * kube_agent_publish - the condition PATCH, the one entry point for it (kube_agent_cycle calls
- * it each check_interval; an event-driven trigger may call it between cycles with fresh
- * results): reads this node, removes our conditions whose <check>.condition is false
- * (strategic-merge "$patch: delete" by type: no other type is touched), patches one condition
- * per enabled result in @checks/@res (@n), and posts an Event per status flip. Never writes a
- * condition for a check that did not run: only the results given are published. One line into
- * @out. Returns 0 or -errno (logged). @ka must not be NULL.
+ * kube_agent_publish - the condition PATCH, its one entry point: kube_agent_cycle calls it each
+ * check_interval, and agent/trigger.h for a condition whose evidence just appeared. With
+ * agent.set_conditions only (0 for NULL or set_conditions off): reads this node, removes our
+ * conditions whose <check>.condition is false (strategic-merge "$patch: delete" by type: no
+ * other type is touched), patches one condition per enabled result in @checks/@res (@n; only
+ * checks that ran: never a False before a check), and posts an Event per status flip. One line
+ * into @out. Returns 0 or -errno (logged).
  */
 int kube_agent_publish(struct kube_agent *ka, const char *const checks[],
 		       const struct npd_result res[], size_t n, char *out, size_t size);

@@ -4,11 +4,11 @@
 #include <limits.h>
 
 #include "agent/metrics.h"
-#include "checks/kevents.h"
+#include "klog/kevents.h"
 #include "cluster/conditions.h"
 #include "cluster/recover_store.h"
 #include "base/fileio.h"
-#include "report/report.h"
+#include "node/report.h"
 #include "base/textsafe.h"
 #include "base/util.h"
 
@@ -105,6 +105,16 @@ static void cpu(const struct report *r, FILE *out)
 	     "Highest share of a burst per core in the window (0 without bursts).");
 	for (unsigned c = 0; c < r->ncpu; c++)
 		fprintf(out, "cpuzombie_cpu_burst_peak_percent{cpu=\"%u\"} %.1f\n", c, peak[c]);
+	/* the bursts above include those going on (the heartbeat's, after the logged ones) */
+	help(out, "cpuzombie_cpu_burst_ongoing", "gauge",
+	     "1 while a saturation burst is going on on the core (it counts above already).");
+	for (unsigned c = 0; c < r->ncpu; c++) {
+		bool on = false;
+
+		for (size_t i = r->nlogged; i < r->nbursts && !on; i++)
+			on = r->bursts[i].cpu == c;
+		fprintf(out, "cpuzombie_cpu_burst_ongoing{cpu=\"%u\"} %d\n", c, on);
+	}
 }
 
 static void ena_counters(const struct report *r, const struct ena_state *st, enum ena_class want,
@@ -174,7 +184,7 @@ static void census(const struct report *r, FILE *out)
 		       r->census.group[i].bytes);
 }
 
-/* remediation.reclaim (checks/reclaim.h): what the agent's reclaims did, once there was one. */
+/* remediation.reclaim (memcg/reclaim.h): what the agent's reclaims did, once there was one. */
 static void reclaim(const struct report *r, FILE *out)
 {
 	const struct reclaim_state *s = &r->reclaim;

@@ -147,6 +147,26 @@ int config_load_file(const char *path, struct cz_config *cfg, char *errs, size_t
 int config_load_string(const char *name, const char *text, size_t len, struct cz_config *cfg,
 		       char *errs, size_t errs_size);
 
+/*
+ * The command line's say over the config file (--config, --proc-root, --sys-root, --state-dir,
+ * --run-dir, --kubeconfig, --node-name; NULL: not given). Kept as data so that the agent's
+ * SIGHUP applies them again over the file it rereads.
+ */
+struct cz_overrides {
+	const char *config, *proc, *sys, *state, *run, *kubeconfig, *node;
+};
+
+/*
+ * config_load_effective - the config a run uses: the defaults, then the file (@ov->config, else
+ * CZ_DEFAULT_CONFIG_PATH when it exists), then the overrides. On success writes *@ret and
+ * *@ret_path (the file loaded, or NULL for the embedded defaults) and returns 0. On failure
+ * *@ret is undefined and @errs holds the errors, one per line: the file's ("FILE:LINE: ...", as
+ * config_load_file) with -EINVAL or -errno, or one override's ("--node-name: ...") with
+ * -EDOM, so that the caller can tell a bad option from a bad file.
+ */
+int config_load_effective(const struct cz_overrides *ov, struct cz_config *ret,
+			  const char **ret_path, char *errs, size_t errs_size);
+
 /* config_metric_name / config_mode_name - the YAML spelling of an enum value. */
 const char *config_metric_name(enum cz_cpu_metric m);
 const char *config_mode_name(enum cz_remediation_mode m);

@@ -31,6 +31,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <errno.h>
+#include <stdlib.h>
 #include <sys/types.h>
 
 #define STATE_VERSION 1
@@ -40,14 +42,14 @@
 /* The state and run files, one constant each; the owning module defines the struct state_type.
  * Run files of later features name themselves in their module (kevents.h RUN_KERNEL_EVENTS,
  * units.h UNITS_FILE, tier.h) and go through the same store or base/fileio.h. */
-#define STATE_MEMCG "memcg"			/* checks/memcg.h: dying-memcg history */
-#define STATE_ENA "ena"				/* checks/ena.h: readings and reset events */
-#define STATE_ENA_ALLOWANCE "ena-allowance"	/* checks/ena.h: allowance readings */
-#define STATE_CANARY "canary"			/* checks/canary.h: last canary read */
+#define STATE_MEMCG "memcg"			/* memcg/memcg.h: dying-memcg history */
+#define STATE_ENA "ena"				/* ena/ena.h: readings and reset events */
+#define STATE_ENA_ALLOWANCE "ena-allowance"	/* ena/ena.h: allowance readings */
+#define STATE_CANARY "canary"			/* memcg/canary.h: last canary read */
 #define STATE_SYSTEMD_RESTARTS "systemd-restarts" /* host/systemd.h: restart baseline */
-#define RUN_CPU_BURSTS "cpu-bursts"		/* checks/history.h: the burst log (run dir) */
-#define RUN_CPU_HEARTBEAT "cpu-heartbeat"	/* checks/history.h: the sampler's heartbeat */
-#define RUN_CPU_HISTORY "cpu-history"		/* checks/history.h: the per-core ring (not an
+#define RUN_CPU_BURSTS "cpu-bursts"		/* cpu/history.h: the burst log (run dir) */
+#define RUN_CPU_HEARTBEAT "cpu-heartbeat"	/* cpu/history.h: the sampler's heartbeat */
+#define RUN_CPU_HISTORY "cpu-history"		/* cpu/history.h: the per-core ring (not an
 						 * envelope file: rewritten in place by slots) */
 
 struct state_lock {
@@ -114,6 +116,40 @@ struct state_type {
 	/* pure: @obj as a malloc()ed payload in *@ret; returns its length or -errno */
 	ssize_t (*format)(const void *obj, char **ret);
 };
+
+/*
+ * STATE_TYPE_BOUNDED - define the struct state_type @var (with @qual: static, or nothing for
+ * one the module's header declares) for the common form of a module's pure pair:
+ *     int PARSE(const char *payload, T *obj)		0 or -errno, @obj untouched on failure
+ *     N FORMAT(const T *obj, char *buf, size_t size)	the length written, or < 0
+ * with payloads of at most MAX bytes. The two callbacks state.c calls are generated here, so a
+ * module writes its parser and formatter once, in its own types, and no adapter by hand.
+ */
+#define STATE_TYPE_BOUNDED(qual, var, NAME, MAX, DURABLE, PARSE, FORMAT)			\
+	static int var##_parse_cb(const char *payload, size_t len, void *obj)			\
+	{											\
+		(void)len;									\
+		return PARSE(payload, obj);							\
+	}											\
+	static ssize_t var##_format_cb(const void *obj, char **ret)				\
+	{											\
+		char *buf = malloc(MAX);							\
+		ssize_t n;									\
+												\
+		if (!buf)									\
+			return -ENOMEM;								\
+		n = (ssize_t)FORMAT(obj, buf, MAX);						\
+		if (n < 0) {									\
+			free(buf);								\
+			return n;								\
+		}										\
+		*ret = buf;									\
+		return n;									\
+	}											\
+	qual const struct state_type var = {							\
+		.name = NAME, .max = MAX, .durable = DURABLE,					\
+		.parse = var##_parse_cb, .format = var##_format_cb,				\
+	}
 
 enum state_status {
 	STATE_NONE = 0,	     /* no file yet: @obj left as the caller initialised it */

@@ -403,10 +403,9 @@ static int list_due(struct remediator *rm, struct due *d)
 /* Append "; @a: @b" (or "; @a") to @buf, cut at its size. */
 static void append(char *buf, size_t size, const char *a, const char *b)
 {
-	size_t len = strlen(buf);
+	size_t off = strnlen(buf, size);
 
-	if (len + 1 < size)
-		snprintf(buf + len, size - len, "; %s%s%s", a, b ? ": " : "", b ? b : "");
+	buf_appendf_cut(buf, size, &off, "; %s%s%s", a, b ? ": " : "", b ? b : "");
 }
 
 int remediator_cycle(struct remediator *rm, char *summary, size_t summary_size)

@@ -36,15 +36,15 @@ static void leader_namespace(const struct cz_config *cfg, char *buf, size_t size
 						    sizeof(text)) > 0 ? text : NULL, buf, size);
 }
 
-int cmd_cleanup(struct cz_ctx *ctx)
+int cmd_cleanup(struct cz_ctx *ctx, const struct cmd_opts *o)
 {
 	struct kube_client *kc = NULL;
 	struct cleanup_stats st;
 	char err[512] = "", ns[64];
 	int r;
 
-	if (ctx->argc > 0) {
-		log_error("cleanup: unexpected argument '%.64s'", ctx->argv[0]);
+	if (o->argc > 0) {
+		log_error("cleanup: unexpected argument '%.64s'", o->argv[0]);
 		return CZ_EXIT_ERROR;
 	}
 	leader_namespace(&ctx->cfg, ns, sizeof(ns));

@@ -2,17 +2,18 @@
 /*
  * `cpuzombie fleet` (also `kubectl cpuzombie`): where the chain concentrates across the cluster.
  * Lists the nodes through the API server in pages (cluster/fleet_fetch.h), records each into the
- * pure fleet view (report/fleet.h), reads the remediation Leases, and prints the ranked summary
+ * pure fleet view (fleet/fleet.h), reads the remediation Leases, and prints the ranked summary
  * (text or --json). Exit 0: no node has one of our conditions True; 1: some do; 2: the nodes
  * could not be listed.
  */
 #include <errno.h>
 #include <time.h>
 
+#include "base/jsonw.h"
 #include "cmd/cmd.h"
 #include "cluster/fleet_fetch.h"
 #include "cluster/remediate_plan.h"
-#include "report/fleet.h"
+#include "fleet/fleet.h"
 #include "base/log.h"
 #include "base/util.h"
 
@@ -40,20 +41,20 @@ static int add_lease(json_object *lease, void *userdata)
 	return 0;
 }
 
-static int list_nodes(struct cz_ctx *ctx, struct kube_client *kc, struct fleet *f)
+static int list_nodes(struct cz_ctx *ctx, const struct cmd_opts *o, struct kube_client *kc, struct fleet *f)
 {
-	unsigned chunk = ctx->chunk_size ? (unsigned)ctx->chunk_size : DEFAULT_CHUNK;
+	unsigned chunk = o->chunk_size ? (unsigned)o->chunk_size : DEFAULT_CHUNK;
 	struct fleet_fetch_stats st = { 0 };
 	char err[512] = "";
 	int r;
 
-	r = fleet_fetch_nodes(kc, ctx->selector, chunk, add_node, f, &st, err, sizeof(err));
+	r = fleet_fetch_nodes(kc, o->selector, chunk, add_node, f, &st, err, sizeof(err));
 	if (r == -ESTALE) {
 		/* the continue token expired between pages (a slow client, a compaction): start
 		 * over, as client-go's pager does; the records are replaced, nothing is counted twice */
 		log_warning("%s; listing the nodes again", err);
 		fleet_reset(f);
-		r = fleet_fetch_nodes(kc, ctx->selector, chunk, add_node, f, &st, err, sizeof(err));
+		r = fleet_fetch_nodes(kc, o->selector, chunk, add_node, f, &st, err, sizeof(err));
 	}
 	if (r < 0)
 		return log_error_errno(r, "Failed to list the nodes: %s", err);
@@ -61,7 +62,7 @@ static int list_nodes(struct cz_ctx *ctx, struct kube_client *kc, struct fleet *
 	return 0;
 }
 
-static void read_leases(struct cz_ctx *ctx, struct kube_client *kc, struct fleet *f)
+static void read_leases(struct cz_ctx *ctx, const struct cmd_opts *o, struct kube_client *kc, struct fleet *f)
 {
 	struct leases *l = calloc(1, sizeof(*l));
 	char err[512] = "";
@@ -76,7 +77,7 @@ static void read_leases(struct cz_ctx *ctx, struct kube_client *kc, struct fleet
 			       sizeof(err));
 	clock_gettime(CLOCK_REALTIME, &ts);
 	/* with a selector the node count is not the cluster's: the budget would be wrong */
-	if (!ctx->selector || !*ctx->selector)
+	if (!o->selector || !*o->selector)
 		budget = remediate_budget(ctx->cfg.remediation.max_unavailable,
 					  fleet_node_count(f));
 	fleet_set_leases(f, r < 0 ? NULL : l->item, r < 0 ? 0 : l->n,
@@ -87,25 +88,24 @@ static void read_leases(struct cz_ctx *ctx, struct kube_client *kc, struct fleet
 	free(l);
 }
 
-static int output(struct cz_ctx *ctx, struct fleet *f, const struct fleet_summary *s)
+static int output(struct cz_ctx *ctx, const struct cmd_opts *o, struct fleet *f, const struct fleet_summary *s)
 {
-	if (ctx->json) {
-		json_object *o = fleet_json(f, s, ctx->nodes);
+	if (o->json) {
+		json_object *j = fleet_json(f, s, o->nodes);
 
-		if (!o)
+		if (!j)
 			return log_error_errno(-ENOMEM, "Failed to build the JSON summary: %m");
-		puts(json_object_to_json_string_ext(o, JSON_C_TO_STRING_PRETTY |
-						       JSON_C_TO_STRING_NOSLASHESCAPE));
-		json_object_put(o);
+		(void)jsonw_print(j, stdout); /* a failed write is the fflush() below */
+		json_object_put(j);
 	} else {
-		fleet_print(f, s, ctx->nodes, stdout);
+		fleet_print(f, s, o->nodes, stdout);
 	}
 	if (fflush(stdout) != 0 || ferror(stdout))
 		return log_error_errno(-EIO, "Failed to write the summary: %m");
 	return 0;
 }
 
-int cmd_fleet(struct cz_ctx *ctx)
+int cmd_fleet(struct cz_ctx *ctx, const struct cmd_opts *o)
 {
 	struct fleet *f = NULL;
 	struct kube_client *kc = NULL;
@@ -113,11 +113,11 @@ int cmd_fleet(struct cz_ctx *ctx)
 	char err[512] = "";
 	int r, ret = CZ_EXIT_ERROR;
 
-	if (ctx->argc > 0) {
-		log_error("fleet: unexpected argument '%.64s'", ctx->argv[0]);
+	if (o->argc > 0) {
+		log_error("fleet: unexpected argument '%.64s'", o->argv[0]);
 		return CZ_EXIT_ERROR;
 	}
-	r = fleet_new(ctx->group_by, ctx->n_group_by, ctx->max_output, &f);
+	r = fleet_new(o->group_by, o->n_group_by, o->max_output, &f);
 	if (r < 0) {
 		log_error_errno(r, "Failed to set up the fleet view: %m");
 		return CZ_EXIT_ERROR;
@@ -127,16 +127,16 @@ int cmd_fleet(struct cz_ctx *ctx)
 		log_error_errno(r, "Failed to reach the API server: %s", err);
 		goto out;
 	}
-	if (list_nodes(ctx, kc, f) < 0)
+	if (list_nodes(ctx, o, kc, f) < 0)
 		goto out;
-	read_leases(ctx, kc, f);
+	read_leases(ctx, o, kc, f);
 	s = calloc(1, sizeof(*s));
 	r = s ? fleet_summarize(f, s) : -ENOMEM;
 	if (r < 0) {
 		log_error_errno(r, "Failed to summarize %zu nodes: %m", fleet_node_count(f));
 		goto out;
 	}
-	if (output(ctx, f, s) < 0)
+	if (output(ctx, o, f, s) < 0)
 		goto out;
 	ret = CZ_EXIT_OK;
 	for (int c = 0; c < FLEET_NCOND; c++)

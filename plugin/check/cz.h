@@ -1,0 +1,35 @@
+/* SPDX-License-Identifier: MIT */
+#ifndef CZ_CZ_H
+#define CZ_CZ_H
+
+/*
+ * What every check (and every subcommand) receives: the effective config (file, then
+ * command-line overrides) and the opened host roots. Built once by main.c. The subcommands are declared
+ * in cmd/cmd.h; each check's I/O edge, which the report and the agent share, in its domain's
+ * check_X.h; the table of checks in node/checks.h.
+ */
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "base/config.h"
+#include "host/hostfs.h"
+#include "base/npd.h"
+
+/* Exit codes of the non-check subcommands (checks use enum npd_status). */
+enum cz_exit {
+	CZ_EXIT_OK = 0,
+	CZ_EXIT_PROBLEM = 1, /* a verdict: something is wrong on the node (report, ena-diff) */
+	CZ_EXIT_ERROR = 2,   /* we could not do the job: bad usage, bad config, I/O */
+};
+
+/* What a check receives: the effective config and the opened host roots. Nothing of the
+ * subcommands' options (cmd/cmd.h) nor of the agent's (agent/agent.h). */
+struct cz_ctx {
+	struct cz_config cfg;
+	struct hostfs hf;
+	int verbose; /* -v count: a check may print diagnostics to stderr */
+};
+
+#endif
