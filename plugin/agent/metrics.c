@@ -5,6 +5,8 @@
 
 #include "agent/metrics.h"
 #include "klog/kevents.h"
+#include "cluster/conditions.h"
+#include "cluster/recover_store.h"
 #include "base/fileio.h"
 #include "node/report.h"
 #include "base/textsafe.h"
@@ -265,6 +267,45 @@ int metrics_format(const struct report *r, FILE *out)
 	return ferror(out) ? -EIO : 0;
 }
 
+/*
+ * The conditions' hysteresis (cluster/recover.h), from the state dir the checks share: what
+ * recover_after absorbed (flaps), what it let clear, and what it holds True now. Read here, not
+ * in metrics_format(), which formats the model it is given and nothing else.
+ */
+static void lifecycle(const struct report *r, FILE *out)
+{
+	static const char *const checks_[] = { "memcg", "cpu", "ena" };
+	struct recover_state st[ARRAY_SIZE(checks_)];
+	bool ok[ARRAY_SIZE(checks_)];
+
+	if (!r->cfg)
+		return;
+	for (size_t i = 0; i < ARRAY_SIZE(checks_); i++) {
+		st[i] = (struct recover_state){ 0 };
+		ok[i] = recover_store_read(r->cfg->paths.state, checks_[i], &st[i]) >= 0;
+	}
+	help(out, "cpuzombie_condition_flaps_total", "counter",
+	     "Problems seen again while recover_after held the condition True: True/False/True "
+	     "flips the node did not show.");
+	for (size_t i = 0; i < ARRAY_SIZE(checks_); i++)
+		if (ok[i])
+			series(out, "cpuzombie_condition_flaps_total", "condition",
+			       conditions_for_check(checks_[i])->type, st[i].flaps);
+	help(out, "cpuzombie_condition_clears_total", "counter",
+	     "Conditions set back to False after recover_after of OK checks.");
+	for (size_t i = 0; i < ARRAY_SIZE(checks_); i++)
+		if (ok[i])
+			series(out, "cpuzombie_condition_clears_total", "condition",
+			       conditions_for_check(checks_[i])->type, st[i].clears);
+	help(out, "cpuzombie_condition_recovering", "gauge",
+	     "1 while the problem is gone but recover_after still holds the condition True.");
+	for (size_t i = 0; i < ARRAY_SIZE(checks_); i++)
+		if (ok[i])
+			series(out, "cpuzombie_condition_recovering", "condition",
+			       conditions_for_check(checks_[i])->type,
+			       st[i].active && st[i].ok_since_ms != 0);
+}
+
 int metrics_write(const struct report *r, const char *path)
 {
 	_cleanup_free_ char *text = NULL;
@@ -282,6 +323,10 @@ int metrics_write(const struct report *r, const char *path)
 	if (!f)
 		return -errno;
 	e = metrics_format(r, f);
+	if (e == 0) {
+		lifecycle(r, f);
+		e = ferror(f) ? -EIO : 0;
+	}
 	if (fclose(f) != 0 && e == 0)
 		e = -errno;
 	if (e < 0)

@@ -61,6 +61,8 @@ static const struct key_def keys[] = {
 	K("memcg", "latency_canary", T_DUR, memcg.latency_canary_ms),
 	K("memcg", "systemd_hints", T_BOOL, memcg.systemd_hints),
 	K("memcg", "census_interval", T_DUR, memcg.census_interval_ms),
+	K("memcg", "recover_after", T_DUR, memcg.recover_after_ms),
+	K("memcg", "condition", T_BOOL, memcg.condition),
 	K("cpu", "interval", T_DUR_POS, cpu.interval_ms),
 	K("cpu", "metric", T_METRIC, cpu.metric),
 	K("cpu", "threshold_pct", T_PCT, cpu.threshold_pct),
@@ -77,11 +79,15 @@ static const struct key_def keys[] = {
 	K("cpu", "profile_hz", T_U64, cpu.profile_hz),
 	K("cpu", "profile_max", T_DUR_POS, cpu.profile_max_ms),
 	K("cpu", "profile_bytes", T_U64, cpu.profile_bytes),
+	K("cpu", "recover_after", T_DUR, cpu.recover_after_ms),
+	K("cpu", "condition", T_BOOL, cpu.condition),
 	K("ena", "drivers", T_LIST, ena.drivers),
 	K("ena", "interfaces", T_LIST, ena.interfaces),
 	K("ena", "window", T_DUR_POS, ena.window_ms),
 	K("ena", "min_read_interval", T_DUR, ena.min_read_interval_ms),
 	K("ena", "conntrack_floor", T_U64, ena.conntrack_floor),
+	K("ena", "recover_after", T_DUR, ena.recover_after_ms),
+	K("ena", "condition", T_BOOL, ena.condition),
 	K("ena", "reset_counters", T_LIST, ena.reset_counters),
 	K("ena", "risk_counters", T_LIST, ena.risk_counters),
 	K("ena", "allowance_counters", T_LIST, ena.allowance_counters),
@@ -142,6 +148,10 @@ static const struct key_bound {
 	/* each statistics read holds RTNL (ena.h) */
 	{ "ena", "min_read_interval", 1000, 3600 * 1000, "each statistics read holds RTNL" },
 	{ "kubernetes", "timeout", 100, 10 * 60 * 1000, NULL },
+	/* a condition held True this long after its problem went away (cluster/recover.h) */
+	{ "memcg", "recover_after", 1000, 7 * 24 * 3600 * 1000ull, NULL },
+	{ "cpu", "recover_after", 1000, 7 * 24 * 3600 * 1000ull, NULL },
+	{ "ena", "recover_after", 1000, 7 * 24 * 3600 * 1000ull, NULL },
 	{ "agent", "check_interval", 100, 24 * 3600 * 1000ull, "every check runs each interval" },
 	{ "remediation", "breaker_window", 60 * 1000, 30 * 24 * 3600 * 1000ull, NULL },
 	{ "remediation", "drain_gap", 1000, 7 * 24 * 3600 * 1000ull, NULL },
@@ -229,6 +239,9 @@ void config_defaults(struct cz_config *cfg)
 	cfg->memcg.latency_canary_ms = 10 * 60 * 1000;
 	cfg->memcg.census_interval_ms = 10 * 60 * 1000;
 	cfg->memcg.systemd_hints = true;
+	cfg->memcg.condition = true;
+	cfg->cpu.condition = true;
+	cfg->ena.condition = true;
 	cfg->cpu.interval_ms = 250;
 	cfg->cpu.metric = CZ_METRIC_SYSTEM;
 	cfg->cpu.threshold_pct = 90;

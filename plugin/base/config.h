@@ -60,6 +60,8 @@ struct cz_config {
 		uint64_t latency_canary_ms;	/* 10m: at most one canary read per this; 0 = off */
 		bool systemd_hints;		/* true */
 		uint64_t census_interval_ms;	/* 10m: the agent's zombie census (BPF); 0 = off */
+		uint64_t recover_after_ms;	/* 0: MemcgZombieLeak False only after OK this long */
+		bool condition;			/* true; false: no MemcgZombieLeak (removed) */
 	} memcg;
 	struct {
 		uint64_t interval_ms;		/* 250ms */
@@ -78,6 +80,8 @@ struct cz_config {
 		uint64_t profile_hz;		/* 99 */
 		uint64_t profile_max_ms;	/* 30s: a profile samples at most this long */
 		uint64_t profile_bytes;		/* 65536: folded stacks kept per burst */
+		uint64_t recover_after_ms;	/* 0: CPUCoreSaturation False only after OK this long */
+		bool condition;			/* true; false: no CPUCoreSaturation (removed) */
 	} cpu;
 	struct {
 		struct cz_strlist drivers;	/* [ena] */
@@ -85,6 +89,8 @@ struct cz_config {
 		uint64_t window_ms;		/* 1h */
 		uint64_t min_read_interval_ms;	/* 5s: each read holds RTNL */
 		uint64_t conntrack_floor;	/* 0 = off */
+		uint64_t recover_after_ms;	/* 0: ENADeviceReset False only after OK this long */
+		bool condition;			/* true; false: no ENADeviceReset (removed) */
 		struct cz_strlist reset_counters;
 		struct cz_strlist risk_counters;
 		struct cz_strlist allowance_counters;

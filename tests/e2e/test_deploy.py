@@ -603,10 +603,11 @@ def test_rbac_source_calls_are_the_table():
     # remediate.c: 12 call sites (one does PUT or POST; one GET helper serves the node, the
     # node list and the pod list; one GET of an object that may be absent serves the pause
     # ConfigMap, the guard Lease and medik8s' Lease; one PUT or POST of the guard Lease, one of
-    # medik8s' Lease, one DELETE of it); kube_agent.c 2 (GET its node, PATCH its status); event.c 1;
-    # pods_publish.c 1; fleet_fetch.c 1 (one page of nodes or Leases); remediator.c 2 (GET the
-    # leader Lease; PUT or POST it)
-    assert sites == {"event.c": 1, "kube_agent.c": 2, "pods_publish.c": 1, "remediate.c": 12,
+    # medik8s' Lease, one DELETE of it); kube_agent.c 3 (GET its node, PATCH its status: the
+    # conditions, and the removal of those turned off); event.c 1; pods_publish.c 1;
+    # fleet_fetch.c 1 (one page of nodes or Leases); remediator.c 2 (GET the leader Lease; PUT
+    # or POST it)
+    assert sites == {"event.c": 1, "kube_agent.c": 3, "pods_publish.c": 1, "remediate.c": 12,
                      "fleet_fetch.c": 1, "remediator.c": 2}, sites
 
 
@@ -731,10 +732,15 @@ def test_installs_into_the_release_namespace(variant):
         elif (o["kind"], o["metadata"]["name"]) in (("Role", "cpuzombie-budget"),
                                                     ("RoleBinding", "cpuzombie-budget")):
             assert o["metadata"]["namespace"] == "kube-system"
+        elif (o["kind"], o["metadata"]["name"]) in (("Role", "cpuzombie-cleanup"),
+                                                    ("RoleBinding", "cpuzombie-cleanup")):
+            # the uninstall hook's: the Leases of lease_namespace and of the release's
+            assert o["metadata"]["namespace"] in ("kube-system", "monitoring")
         else:
             assert o["metadata"]["namespace"] == "monitoring", (o["kind"], o["metadata"])
     for b in find(objs, "ClusterRoleBinding") + find(objs, "RoleBinding"):
         sa = "cpuzombie" if b["roleRef"]["name"] == "cpuzombie-conditions" \
+            else "cpuzombie-cleanup" if b["roleRef"]["name"] == "cpuzombie-cleanup" \
             else "cpuzombie-remediator"
         assert b["subjects"] == [{"kind": "ServiceAccount", "name": sa,
                                   "namespace": "monitoring"}]
