@@ -84,9 +84,10 @@ LIB_OBJS := $(filter-out $(B)/obj/cmd/main.o,$(OBJS))
 HDRS := $(wildcard plugin/*/*.h)
 # What the check binary leaves out: the agent, the subcommands that need it, the cluster side
 # but its pure condition model, and the libsystemd half of host/. Everything else is offline.
-CHECK_CLUSTER_SRCS := $(wildcard plugin/cluster/conditions.c plugin/cluster/kjson.c)
+CHECK_CLUSTER_SRCS := $(wildcard plugin/cluster/conditions.c plugin/cluster/kjson.c \
+	plugin/cluster/recover.c plugin/cluster/recover_store.c)
 ONLINE_SRCS := $(wildcard plugin/agent/*.c plugin/cmd/cmd_agent.c plugin/cmd/cmd_remediator.c \
-	plugin/cmd/cmd_kube.c \
+	plugin/cmd/cmd_kube.c plugin/cmd/cmd_cleanup.c \
 	plugin/cmd/cmd_fleet.c plugin/fleet/*.c \
 	plugin/host/systemd.c) $(filter-out $(CHECK_CLUSTER_SRCS),$(wildcard plugin/cluster/*.c))
 ONLINE_OBJS := $(ONLINE_SRCS:plugin/%.c=$(B)/obj/%.o)

@@ -9,6 +9,7 @@
 #include "agent/agent_periodic.h"
 #include "agent/burst_profiles.h"
 #include "agent/tiers.h"
+#include "agent/trigger.h"
 #include "agent/kmsg_follow.h"
 #include "cpu/check_cpu.h"
 #include "cpu/sampler.h"
@@ -30,6 +31,8 @@ struct agent {
 	uint64_t watchdog_ms;
 	unsigned bad_samples;	/* consecutive failed samples, for rate-limited logging */
 	struct kmsg_follow *kf;	/* the kernel log (agent.kmsg), NULL when off */
+	struct periodic *per;	/* the periodic thread, NULL when it has nothing to do */
+	struct trigger trig;	/* conditions to patch now (trigger.h) */
 	struct cz_config *next;	/* SIGHUP: the configuration loaded, to apply after this run */
 	struct hostfs next_hf;
 	bool reload;
@@ -69,6 +72,8 @@ static int write_heartbeat(struct agent *a, bool stopped)
 	hb.ncpu = cpu_sampler_ncpu(a->s);
 	hb.stopped = stopped;
 	hb.nactive = stopped ? 0 : cpu_sampler_active(a->s, hb.active, HISTORY_ACTIVE_MAX);
+	for (size_t i = 0; i < hb.nactive; i++) /* the profile so far: its hot kernel function */
+		burst_profiles_peek(a->prof, &hb.active[i]);
 	r = heartbeat_write(a->ctx->cfg.paths.run, &hb);
 	if (r < 0)
 		log_error_errno(r, "Failed to write heartbeat in '%s': %m", a->ctx->cfg.paths.run);
@@ -149,8 +154,13 @@ static void agent_loop(struct agent *a, struct burst_event *evs)
 		nact = count_active(a->s);
 		if (nact != active)
 			next_hb = 0; /* a run just became a burst: show it now */
+		if (nact > active)
+			trigger_note(&a->trig, TRIGGER_CPU); /* it crossed cpu.min_burst */
 		active = nact;
-		(void)kmsg_follow_poll(a->kf); /* non-blocking; logs its own trouble once */
+		/* non-blocking; logs its own trouble once. An ENA reset or a soft lockup it
+		 * recorded is evidence for a condition now */
+		if (kmsg_follow_poll(a->kf) > 0)
+			trigger_note(&a->trig, TRIGGER_ALL);
 		now = now_monotonic_ms();
 		if (now > deadline + cfg->cpu.interval_ms)
 			deadline = now; /* we were stopped or starved: do not catch up in a burst */
@@ -165,6 +175,9 @@ static void agent_loop(struct agent *a, struct burst_event *evs)
 				(void)systemd_notify("WATCHDOG=1");
 			next_hb = now + hb_every;
 		}
+		/* after the heartbeat: the check the periodic thread runs reads this burst there */
+		if (a->trig.pending)
+			periodic_kick(a->per, trigger_take(&a->trig, now));
 		if (a->ao->once && now - start >= cfg->cpu.inline_window_ms)
 			break;
 	}
@@ -220,8 +233,10 @@ static int agent_run_once(struct cz_ctx *ctx, const struct agent_opts *ao,
 	(void)periodic_new(ctx, ao->once, &per);
 	if (per && !ao->once && periodic_start(per) < 0)
 		log_warning("Failed to start the periodic work, ignoring");
+	a.per = per;
 	(void)systemd_notify("READY=1");
 	agent_loop(&a, evs);
+	a.per = NULL;
 	(void)systemd_notify("STOPPING=1");
 	n = cpu_sampler_finish(a.s, evs, HISTORY_ACTIVE_MAX);
 	burst_profiles_step(a.prof, a.s, evs, (size_t)n);

@@ -15,6 +15,7 @@
 #include "agent/units_publish.h"
 #include "agent/census_publish.h"
 #include "agent/reclaimer.h"
+#include "agent/trigger.h"
 #include "node/node.h"
 #include "node/report.h"
 #include "base/util.h"
@@ -34,6 +35,7 @@ struct periodic {
 	pthread_t thread;
 	bool started;
 	atomic_bool stop, done;
+	atomic_uint kick;		/* TRIGGER_* bits to publish now (trigger.h) */
 	pthread_mutex_t lock;
 	pthread_cond_t wake;
 };
@@ -216,13 +218,35 @@ static void *thread_main(void *arg)
 			ts.tv_nsec -= 1000000000L;
 		}
 		pthread_mutex_lock(&p->lock);
-		while (!atomic_load(&p->stop) &&
-		       pthread_cond_timedwait(&p->wake, &p->lock, &ts) != ETIMEDOUT)
-			;
+		while (!atomic_load(&p->stop)) {
+			unsigned k = atomic_exchange(&p->kick, 0);
+			char line[300];
+
+			if (k) { /* evidence just appeared: its condition now (trigger.h) */
+				pthread_mutex_unlock(&p->lock);
+				if (trigger_publish(p->ctx, p->ka, k, line, sizeof(line)) < 0 ||
+				    p->ctx->verbose)
+					log_info("trigger: %s", line);
+				pthread_mutex_lock(&p->lock);
+				continue;
+			}
+			if (pthread_cond_timedwait(&p->wake, &p->lock, &ts) == ETIMEDOUT)
+				break;
+		}
 		pthread_mutex_unlock(&p->lock);
 	}
 	atomic_store(&p->done, true);
 	return NULL;
+}
+
+void periodic_kick(struct periodic *p, unsigned what)
+{
+	if (!p || !p->started || !p->ka || !p->ctx->cfg.agent.set_conditions || !what)
+		return;
+	pthread_mutex_lock(&p->lock);
+	atomic_fetch_or(&p->kick, what);
+	pthread_cond_signal(&p->wake);
+	pthread_mutex_unlock(&p->lock);
 }
 
 int periodic_start(struct periodic *p)

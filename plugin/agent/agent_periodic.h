@@ -41,6 +41,13 @@ int periodic_cycle(struct periodic *p);
 int periodic_start(struct periodic *p);
 
 /*
+ * periodic_kick - from the sampler's thread: publish the conditions of @what (agent/trigger.h)
+ * now, in the periodic thread, between its cycles. Non-blocking (a cycle in progress finishes
+ * first). A no-op without a started thread or without agent.set_conditions.
+ */
+void periodic_kick(struct periodic *p, unsigned what);
+
+/*
  * periodic_free - stop the thread (waiting at most a few seconds for a cycle in progress: a
  * drain interrupted here is resumed safely by the next agent, which finds its Lease and
  * annotation) and free. Accepts NULL.

@@ -53,5 +53,10 @@ int cmd_report(struct cz_ctx *ctx, const struct cmd_opts *o);
 /* `fleet` (also `kubectl cpuzombie`): where the chain concentrates across the cluster (full
  * binary only). */
 int cmd_fleet(struct cz_ctx *ctx, const struct cmd_opts *o);
+/* `top [--once]`: the node live, every second, from the run dir (or sampling inline). */
+int cmd_top(struct cz_ctx *ctx, const struct cmd_opts *o);
+/* `cleanup`: remove our conditions, cpuzombie.io/ annotations and taints from all nodes, and
+ * our Leases (the chart's uninstall hook; full binary only). */
+int cmd_cleanup(struct cz_ctx *ctx, const struct cmd_opts *o);
 
 #endif

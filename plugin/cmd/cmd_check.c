@@ -9,6 +9,9 @@
 #include "cmd/cmd.h"
 #include "base/log.h"
 #include "base/npd.h"
+#include "base/util.h"
+#include "cluster/conditions.h"
+#include "cluster/recover_store.h"
 
 int cmd_check(struct cz_ctx *ctx, const struct cmd_opts *o)
 {
@@ -25,6 +28,16 @@ int cmd_check(struct cz_ctx *ctx, const struct cmd_opts *o)
 		return npd_emit(&res, o->max_output, stdout);
 	}
 	c->run(ctx, &res);
+	/* a condition clears only after recover_after of OK checks (cluster/recover.h) */
+	if (conditions_for_check(c->name)) {
+		int r = recover_store_apply(ctx->cfg.paths.state, c->name,
+					    conditions_recover_after(&ctx->cfg, c->name),
+					    now_realtime_ms(), &res);
+
+		if (r < 0)
+			log_warning_errno(r, "Failed to keep %s's recover_after state: %m, ignoring",
+					  c->name);
+	}
 	log_debug("check %s: %s: %s", c->name, npd_status_name(res.status), res.msg);
 	return npd_emit(&res, o->max_output, stdout);
 }

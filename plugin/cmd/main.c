@@ -71,7 +71,13 @@ static const struct cmd cmds[] = {
 	  "    if it holds the leader Lease, cordon/drain/uncordon the nodes whose listed\n"
 	  "    conditions are True, under the budget; node agents then only report.\n"
 	  "    --once: one cycle, its summary on stdout, then exit.\n" },
+	{ "cleanup", ONLINE(cmd_cleanup),
+	  "cleanup\n"
+	  "    Remove cpuzombie's condition types (not set False), its cpuzombie.io/ annotations\n"
+	  "    and taints from every node, and its Leases (remediation.lease_namespace, the\n"
+	  "    leader's); nothing of anyone else's. The chart's uninstall hook runs it.\n" },
 	{ "report", cmd_report, "report [--json|--svg FILE] [--since TIME] [--until TIME]\n    Everything this node says, in one screen: memcg, cores, NICs, conditions; exit 1\n    when a condition is True. --json: one JSON document; --svg: per-core heatmap.\n    --since/--until: the window of the heatmap and bursts, as '3h' (ago),\n    '2026-12-01T03:10' (UTC) or '@EPOCH'; from the finest history tier covering it.\n" },
+	{ "top", cmd_top, "top [--once]\n    The node live, every second: each core's share and heatmap, the bursting core with\n    its task, kernel function and NIC queue, dying memcgs, ENA counters, kernel-log events;\n    from the agent's run dir, or sampling inline without one. q quits, p pauses; not a\n    terminal: one line a second.\n" },
 	{ "fleet", ONLINE(cmd_fleet), "fleet [-l SELECTOR] [--group-by LABEL]... [--nodes] [--json] [--chunk-size N]\n"
 	  "    Where the chain concentrates across the cluster, read from the API server\n"
 	  "    (--kubeconfig, $KUBECONFIG, ~/.kube/config or in-cluster): per condition, the\n"

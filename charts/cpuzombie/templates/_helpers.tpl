@@ -195,3 +195,11 @@ seccompProfile:
               fieldRef:
                 fieldPath: metadata.namespace
 {{- end -}}
+
+{{/* "true" when a fleet guard keeps state on the Lease cpuzombie-guard: breaker_max or drain_gap on. */}}
+{{- define "cpuzombie.guardLease" -}}
+{{- $r := .Values.config.remediation -}}
+{{- if or (gt (int ($r.breaker_max | default 0)) 0) (not (regexMatch "^0+(ms|s|m|h)?$" (toString ($r.drain_gap | default "0s")))) -}}
+true
+{{- end -}}
+{{- end -}}
