@@ -41,7 +41,8 @@ static int collect(const char *dir, uint64_t now_ms, char *buf, size_t size, siz
 	}
 	off = (size_t)snprintf(buf, size, "cpuzombie-pods 1\nt %llu\n", (unsigned long long)now_ms);
 	while ((errno = 0, de = readdir(d)) && seen++ < PODS_DIRS_MAX) {
-		/* a name that is not NAMESPACE_NAME_UID of valid names is left out, never published;
+		/* a name that is not NAMESPACE_NAME_UID of valid names is left out, never
+		 * published;
 		 * d_type may be DT_UNKNOWN on some filesystems: the name alone decides */
 		if (de->d_type != DT_DIR && de->d_type != DT_UNKNOWN)
 			continue;

@@ -49,7 +49,11 @@ struct key_def {
 	size_t off, size;
 };
 
-#define K(sec, k, t, field) { sec, k, t, offsetof(struct cz_config, field), sizeof(((struct cz_config *)0)->field) }
+#define K(sec, k, t, field)                                                                        \
+	{                                                                                          \
+		sec, k, t, offsetof(struct cz_config, field),                                      \
+			sizeof(((struct cz_config *)0)->field)                                     \
+	}
 
 static const struct key_def keys[] = {
 	K("paths", "proc", T_STR, paths.proc),
@@ -384,7 +388,8 @@ const char *config_host_file_refused(const char *path)
 
 		if ((dlen == n && memcmp(path, d, n) == 0) ||
 		    (host_refused[i].tree && dlen > n && memcmp(path, d, n) == 0 && path[n] == '/'))
-			return "its directory is a system one that would be mounted writable; use a "
+			return "its directory is a system one that would be mounted writable; use "
+			       "a "
 			       "directory of its own (e.g. /var/lib/cpuzombie/)";
 	}
 	return NULL;
@@ -414,8 +419,8 @@ static bool out_of_bounds(const struct key_def *k, const void *val, char *buf, s
 			return false;
 		format_duration(b->lo_ms, lo, sizeof(lo));
 		format_duration(b->hi_ms, hi, sizeof(hi));
-		snprintf(buf, size, "%s%s..%s%s%s%s", k->type == T_DUR && b->lo_ms ? "0 or " : "", lo,
-			 hi, b->why ? " (" : "", b->why ? b->why : "", b->why ? ")" : "");
+		snprintf(buf, size, "%s%s..%s%s%s%s", k->type == T_DUR && b->lo_ms ? "0 or " : "",
+			 lo, hi, b->why ? " (" : "", b->why ? b->why : "", b->why ? ")" : "");
 		return true;
 	}
 	return false;
@@ -473,8 +478,8 @@ static int set_list(struct loader *ld, const struct key_def *k, const yaml_node_
 		if (!s || (counters  ? !valid_counter_name(s)
 			   : ifnames ? !valid_ifname(s) /* any name the kernel takes */
 				     : !valid_name(s, CZ_NAME_MAX - 1))) {
-			add_err(ld, item ? item : val, "key '%s.%s': invalid entry '%s'", k->section,
-				k->key, s ? s : "(not a string)");
+			add_err(ld, item ? item : val, "key '%s.%s': invalid entry '%s'",
+				k->section, k->key, s ? s : "(not a string)");
 			return -EINVAL;
 		}
 		if (tmp.n >= CZ_LIST_MAX) {
@@ -573,7 +578,8 @@ static int set_scalar(const struct key_def *k, const char *s, void *dst, const c
 		return 0;
 	case T_BUDGET:
 		if (set_budget(s, dst, k->size) < 0)
-			return *why = "expected a node count >= 1 or a percentage such as 10%", -EINVAL;
+			return *why = "expected a node count >= 1 or a percentage such as 10%",
+			       -EINVAL;
 		return 0;
 	default:
 		return *why = "internal: unknown type", -EINVAL;
@@ -638,7 +644,8 @@ static void load_section(struct loader *ld, yaml_document_t *doc, const char *se
 		}
 		s = scalar(vn);
 		if (!s) {
-			add_err(ld, vn ? vn : kn, "key '%s.%s': expected a single value", section, key);
+			add_err(ld, vn ? vn : kn, "key '%s.%s': expected a single value", section,
+				key);
 			continue;
 		}
 		if (has_nul(vn)) {
@@ -711,8 +718,8 @@ static bool valid_zone(const char *s)
 	if (!*s || *s == '/' || strstr(s, ".."))
 		return false;
 	for (; *s; s++)
-		if (!((*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') || (*s >= '0' && *s <= '9') ||
-		      *s == '/' || *s == '_' || *s == '-' || *s == '+'))
+		if (!((*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') ||
+		      (*s >= '0' && *s <= '9') || *s == '/' || *s == '_' || *s == '-' || *s == '+'))
 			return false;
 	return true;
 }
@@ -730,8 +737,10 @@ static void check_guards(struct loader *ld)
 		for (size_t k = 0; k < ARRAY_SIZE(days); k++)
 			ok = ok || strcasecmp(d, days[k]) == 0;
 		if (!ok)
-			add_err(ld, NULL, "key 'remediation.window_days': '%s' is not a day (sun, mon, "
-				"tue, wed, thu, fri, sat)", d);
+			add_err(ld, NULL,
+				"key 'remediation.window_days': '%s' is not a day (sun, mon, "
+				"tue, wed, thu, fri, sat)",
+				d);
 	}
 	if (*c->remediation.window_start && !valid_hhmm(c->remediation.window_start))
 		add_err(ld, NULL, "key 'remediation.window_start': expected HH:MM, got '%s'",
@@ -740,8 +749,10 @@ static void check_guards(struct loader *ld)
 		add_err(ld, NULL, "key 'remediation.window_end': expected HH:MM, got '%s'",
 			c->remediation.window_end);
 	if (!valid_zone(c->remediation.window_timezone))
-		add_err(ld, NULL, "key 'remediation.window_timezone': not a TZ database name such as "
-			"UTC or Europe/Berlin, got '%s'", c->remediation.window_timezone);
+		add_err(ld, NULL,
+			"key 'remediation.window_timezone': not a TZ database name such as "
+			"UTC or Europe/Berlin, got '%s'",
+			c->remediation.window_timezone);
 	if (*c->remediation.kured_daemonset) {
 		const char *k = c->remediation.kured_daemonset, *sl = strchr(k, '/');
 		char ns[CZ_NAME_MAX] = "";
@@ -749,8 +760,10 @@ static void check_guards(struct loader *ld)
 		if (sl && (size_t)(sl - k) < sizeof(ns))
 			memcpy(ns, k, (size_t)(sl - k));
 		if (!sl || !valid_name(ns, CZ_NAME_MAX - 1) || !valid_name(sl + 1, CZ_NAME_MAX - 1))
-			add_err(ld, NULL, "key 'remediation.kured_daemonset': expected NAMESPACE/NAME "
-				"such as kube-system/kured, got '%s'", k);
+			add_err(ld, NULL,
+				"key 'remediation.kured_daemonset': expected NAMESPACE/NAME "
+				"such as kube-system/kured, got '%s'",
+				k);
 	}
 	if (c->remediation.breaker_max > 64)
 		add_err(ld, NULL, "key 'remediation.breaker_max': more than 64 (the history kept)");
@@ -779,7 +792,8 @@ static int check_consistency(struct loader *ld)
 		add_err(ld, NULL, "key 'cpu.lookback': longer than a day");
 	for (size_t i = 0; i < c->ena.interfaces.n; i++)
 		if (strlen(c->ena.interfaces.item[i]) > 15) /* IFNAMSIZ - 1 */
-			add_err(ld, NULL, "key 'ena.interfaces': '%s' is longer than an interface name",
+			add_err(ld, NULL,
+				"key 'ena.interfaces': '%s' is longer than an interface name",
 				c->ena.interfaces.item[i]);
 	check_guards(ld);
 	return ld->nerr ? -EINVAL : 0;

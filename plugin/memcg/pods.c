@@ -19,7 +19,8 @@ bool pods_valid_uid(const char *s, size_t len)
 	for (size_t i = 0; i < len; i++) {
 		bool dash = i == 8 || i == 13 || i == 18 || i == 23;
 
-		if (dash ? s[i] != '-' : !((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'f')))
+		if (dash ? s[i] != '-'
+			 : !((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'f')))
 			return false;
 	}
 	return true;
