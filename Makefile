@@ -11,7 +11,7 @@
 #   make soak-vm    the kernel-log flood in a qemu VM (tests/bench/soak_vm.py)
 #   make fuzz       every libFuzzer target for FUZZ_TIME seconds (default 300)
 #   make install    PREFIX=/usr/local DESTDIR=
-#   V=1             print whole command lines instead of "CC plugin/checks/memcg.c"
+#   V=1             print whole command lines instead of "CC plugin/memcg/memcg.c"
 
 VERSION ?= $(shell cat VERSION 2>/dev/null || echo 0.1.0)
 PREFIX ?= /usr/local
@@ -89,7 +89,7 @@ HDRS := $(wildcard plugin/*/*.h)
 CHECK_CLUSTER_SRCS := $(wildcard plugin/cluster/conditions.c plugin/cluster/kjson.c)
 ONLINE_SRCS := $(wildcard plugin/agent/*.c plugin/cmd/cmd_agent.c plugin/cmd/cmd_remediator.c \
 	plugin/cmd/cmd_kube.c \
-	plugin/cmd/cmd_fleet.c plugin/report/fleet*.c \
+	plugin/cmd/cmd_fleet.c plugin/fleet/*.c \
 	plugin/host/systemd.c) $(filter-out $(CHECK_CLUSTER_SRCS),$(wildcard plugin/cluster/*.c))
 ONLINE_OBJS := $(ONLINE_SRCS:plugin/%.c=$(B)/obj/%.o)
 CHECK_OBJS := $(patsubst plugin/%.c,$(B)/obj/%.o,$(filter-out $(ONLINE_SRCS) plugin/cmd/main.c,\
@@ -98,7 +98,7 @@ CHECK_OBJS := $(patsubst plugin/%.c,$(B)/obj/%.o,$(filter-out $(ONLINE_SRCS) plu
 UNIT_SRCS := $(sort $(wildcard tests/unit/test_*.c))
 UNIT_BINS := $(UNIT_SRCS:tests/unit/%.c=$(B)/tests/%)
 
-# Quiet build lines ("CC plugin/checks/memcg.c"); V=1 prints the whole commands.
+# Quiet build lines ("CC plugin/memcg/memcg.c"); V=1 prints the whole commands.
 ifeq ($(V),1)
 Q :=
 say = :

@@ -3,16 +3,16 @@
 #define CZ_AGENT_H
 
 /*
- * `cpuzombie agent`: drives the sampler (checks/check_cpu.h, the live edge of the pure
- * checks/sampler.h, which `check cpu` also drives for its inline window) every cpu.interval.
+ * `cpuzombie agent`: drives the sampler (cpu/check_cpu.h, the live edge of the pure
+ * cpu/sampler.h, which `check cpu` also drives for its inline window) every cpu.interval.
  *
  * The agent loop adds the run-dir files (history.h): the per-core ring, the burst log and the
  * heartbeat; sd_notify READY/WATCHDOG under systemd; a clean exit on SIGTERM/SIGINT; and
  * the work every agent.check_interval (agent_periodic.h), in a thread of its own.
  */
 
-#include "checks/cz.h"
-#include "checks/history.h"
+#include "check/cz.h"
+#include "cpu/history.h"
 
 /*
  * agent_run - the loop until SIGTERM/SIGINT, or with ctx->once for cpu.inline_window (one

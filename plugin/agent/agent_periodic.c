@@ -5,9 +5,9 @@
 #include <stdatomic.h>
 #include <time.h>
 
-#include "checks/check_memcg.h"
+#include "memcg/check_memcg.h"
 #include "agent/agent_periodic.h"
-#include "checks/canary.h"
+#include "memcg/canary.h"
 #include "agent/kube_agent.h"
 #include "base/log.h"
 #include "agent/metrics.h"
@@ -15,7 +15,7 @@
 #include "agent/units_publish.h"
 #include "agent/census_publish.h"
 #include "agent/reclaimer.h"
-#include "report/report.h"
+#include "node/report.h"
 #include "base/util.h"
 
 #define MAX_RESULTS 8

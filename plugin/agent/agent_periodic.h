@@ -17,7 +17,7 @@
 
 #include <stdbool.h>
 
-#include "checks/cz.h"
+#include "check/cz.h"
 
 struct periodic;
 

@@ -6,8 +6,8 @@
 
 #include "agent/burst_profiles.h"
 #include "agent/profiler.h"
-#include "checks/folded.h"
-#include "checks/sampler.h"
+#include "cpu/folded.h"
+#include "cpu/sampler.h"
 #include "base/fileio.h"
 #include "base/log.h"
 #include "base/util.h"

@@ -3,10 +3,10 @@
 #define CZ_BURST_PROFILES_H
 
 /*
- * The agent's glue between the live sampler (checks/check_cpu.h) and the profiler
+ * The agent's glue between the live sampler (cpu/check_cpu.h) and the profiler
  * (agent/profiler.h): a profile starts on a core when a run of hot samples starts there, ends
  * with the run, and is kept only when the run became a burst. A kept profile is written to the
- * run dir as "cpu-profile-<cpu>-<start_ms>.folded" (checks/history.h), at most cpu.profile_bytes,
+ * run dir as "cpu-profile-<cpu>-<start_ms>.folded" (cpu/history.h), at most cpu.profile_bytes,
  * and the burst's log entry names it with its hottest kernel function; without one the entry
  * says why (no privilege, too many cores at once, no samples). The newest HISTORY_PROFILES_MAX
  * files are kept.
@@ -14,9 +14,9 @@
 
 #include <stddef.h>
 
-#include "checks/check_cpu.h"
-#include "checks/cz.h"
-#include "checks/history.h"
+#include "cpu/check_cpu.h"
+#include "check/cz.h"
+#include "cpu/history.h"
 
 struct burst_profiles;
 

@@ -15,8 +15,8 @@
 #include "base/fileio.h"
 #include "base/log.h"
 #include "base/util.h"
-#include "checks/check_memcg.h"
-#include "checks/memcg.h"
+#include "memcg/check_memcg.h"
+#include "memcg/memcg.h"
 
 struct census_seen {
 	uint64_t serial, first_ms;

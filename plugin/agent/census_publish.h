@@ -3,7 +3,7 @@
 #define CZ_CENSUS_PUBLISH_H
 
 /*
- * The agent's half of checks/census.h: every memcg.census_interval (and at once when asked,
+ * The agent's half of memcg/census.h: every memcg.census_interval (and at once when asked,
  * e.g. when MemcgZombieLeak turns True) it runs the BPF census (agent/census_bpf.h) over the
  * memory hierarchy, groups the dying memcgs (census_build) and publishes them in the run dir
  * for `check memcg` and `report`, which never load BPF themselves. When it cannot count (no
@@ -15,8 +15,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "checks/cz.h"
-#include "checks/census.h"
+#include "check/cz.h"
+#include "memcg/census.h"
 
 struct census_seen;
 

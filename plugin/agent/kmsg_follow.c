@@ -8,8 +8,8 @@
 #include <inttypes.h>
 
 #include "agent/kmsg_follow.h"
-#include "checks/kevents.h"
-#include "checks/klog_incident.h"
+#include "klog/kevents.h"
+#include "ena/klog_incident.h"
 #include "base/log.h"
 #include "base/state.h"
 #include "base/util.h"

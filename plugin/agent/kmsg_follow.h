@@ -5,8 +5,8 @@
 /*
  * The agent follows the kernel log: /dev/kmsg (agent.kmsg; "" = off) opened non-blocking,
  * polled from the sampler loop, every record of facility 0 (the kernel) handed to the kernel
- * message parser (checks/klog.h), what it recognizes kept in the run dir's kernel-event log
- * (checks/kevents.h) for `check ena`, `check cpu`, the report and the metrics.
+ * message parser (klog/klog.h), what it recognizes kept in the run dir's kernel-event log
+ * (klog/kevents.h) for `check ena`, `check cpu`, the report and the metrics.
  *
  * /dev/kmsg (Documentation/ABI/testing/dev-kmsg): each read(2) returns one record,
  * "PRI,SEQ,USEC,FLAGS;text\n" plus " KEY=value" lines; -EAGAIN when there is nothing new;
@@ -23,7 +23,7 @@
 
 #include <stdint.h>
 
-#include "checks/cz.h"
+#include "check/cz.h"
 
 struct kmsg_follow;
 

@@ -5,6 +5,7 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
+#include "node/checks.h"
 #include "agent/kube_agent.h"
 #include "base/fileio.h"
 #include "base/log.h"

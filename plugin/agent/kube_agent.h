@@ -18,7 +18,7 @@
 #include <stddef.h>
 
 #include "base/npd.h"
-#include "checks/cz.h"
+#include "check/cz.h"
 #include "cluster/remediate_plan.h"
 
 struct kube_agent;

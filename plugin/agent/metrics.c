@@ -4,9 +4,9 @@
 #include <limits.h>
 
 #include "agent/metrics.h"
-#include "checks/kevents.h"
+#include "klog/kevents.h"
 #include "base/fileio.h"
-#include "report/report.h"
+#include "node/report.h"
 #include "base/textsafe.h"
 #include "base/util.h"
 
@@ -172,7 +172,7 @@ static void census(const struct report *r, FILE *out)
 		       r->census.group[i].bytes);
 }
 
-/* remediation.reclaim (checks/reclaim.h): what the agent's reclaims did, once there was one. */
+/* remediation.reclaim (memcg/reclaim.h): what the agent's reclaims did, once there was one. */
 static void reclaim(const struct report *r, FILE *out)
 {
 	const struct reclaim_state *s = &r->reclaim;

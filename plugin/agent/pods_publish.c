@@ -6,8 +6,8 @@
 #include <sys/uio.h>
 
 #include "agent/pods_publish.h"
-#include "checks/pods.h"
-#include "checks/units.h"
+#include "memcg/pods.h"
+#include "memcg/units.h"
 #include "cluster/kube.h"
 #include "base/fileio.h"
 #include "base/log.h"

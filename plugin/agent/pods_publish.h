@@ -3,7 +3,7 @@
 #define CZ_PODS_PUBLISH_H
 
 /*
- * The agent's half of checks/pods.h: every UNITS_PUBLISH_MS, when it knows its node
+ * The agent's half of memcg/pods.h: every UNITS_PUBLISH_MS, when it knows its node
  * (kubernetes.node_name / $NODE_NAME) and an API server (kubernetes.kubeconfig, else in
  * cluster), it lists this node's pods (GET /api/v1/pods?fieldSelector=spec.nodeName=NODE: RBAC
  * list pods, chart value agent.podNames) and publishes UID -> namespace/name in the run dir, so

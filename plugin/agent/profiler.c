@@ -2,7 +2,7 @@
 #include <errno.h>
 
 #include "agent/profiler.h"
-#include "checks/folded.h"
+#include "cpu/folded.h"
 #include "host/kallsyms.h"
 #include "host/perf.h"
 #include "base/util.h"

@@ -70,7 +70,7 @@ void profiler_tick(struct profiler *p, uint64_t now_ms);
 bool profiler_running(const struct profiler *p, unsigned cpu);
 
 /*
- * profiler_stop - end @cpu's profile. With @keep, its folded stacks (checks/folded.h), within
+ * profiler_stop - end @cpu's profile. With @keep, its folded stacks (cpu/folded.h), within
  * @size bytes, go to @buf and their length is returned (0 when it got no sample); without, the
  * profile is thrown away and 0 returned. -ENOENT when @cpu had no profile; -ENOBUFS when @size is
  * too small for even a truncation line.

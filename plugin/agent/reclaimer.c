@@ -11,9 +11,9 @@
 #include "base/npd.h"
 #include "base/state.h"
 #include "base/util.h"
-#include "checks/check_memcg.h"
-#include "checks/memcg_where.h"
-#include "checks/reclaim.h"
+#include "memcg/check_memcg.h"
+#include "memcg/memcg_where.h"
+#include "memcg/reclaim.h"
 #include "cluster/event.h"
 
 #define SETTLE_STEP_MS 250

@@ -3,7 +3,7 @@
 #define CZ_RECLAIMER_H
 
 /*
- * remediation.reclaim, the agent's I/O edge (the plan and its guards: checks/reclaim.h). Each
+ * remediation.reclaim, the agent's I/O edge (the plan and its guards: memcg/reclaim.h). Each
  * agent cycle folds the memcg check's status into the reclaim state; when the plan says so it
  * counts the dying memcgs, records the attempt (before the write: a crash never repeats it
  * sooner than reclaim_interval), writes 1 to <proc>/sys/vm/drop_caches or the byte count to
@@ -22,7 +22,7 @@
 #include <stddef.h>
 
 #include "agent/census_publish.h"
-#include "checks/cz.h"
+#include "check/cz.h"
 
 #define RECLAIM_SETTLE_MS 5000	/* how long to wait for the kernel to free the memcgs */
 

@@ -15,7 +15,7 @@
 
 #include <stdbool.h>
 
-#include "checks/cz.h"
+#include "check/cz.h"
 
 /* agent_signals_install - the dispositions above; clears any earlier request. */
 void agent_signals_install(void);

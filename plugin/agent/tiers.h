@@ -3,7 +3,7 @@
 #define CZ_AGENT_TIERS_H
 
 /*
- * The agent's writer of the coarse history tiers (checks/tier.h): every sample also goes into a
+ * The agent's writer of the coarse history tiers (cpu/tier.h): every sample also goes into a
  * per-second and a per-minute max-per-core aggregate, and each finished period becomes one slot
  * of its ring file in the run dir (cpu-history-1s for cpu.history_seconds, cpu-history-1m for
  * cpu.history_minutes; 0 turns a tier off). A tier that cannot be opened is logged and left
@@ -13,9 +13,9 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "checks/cz.h"
-#include "checks/history.h"
-#include "checks/tier.h"
+#include "check/cz.h"
+#include "cpu/history.h"
+#include "cpu/tier.h"
 
 struct agent_tier {
 	bool on;

@@ -4,7 +4,7 @@
 #include <sys/uio.h>
 
 #include "agent/units_publish.h"
-#include "checks/units.h"
+#include "memcg/units.h"
 #include "base/fileio.h"
 #include "base/log.h"
 

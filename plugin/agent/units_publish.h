@@ -3,7 +3,7 @@
 #define CZ_UNITS_PUBLISH_H
 
 /*
- * The agent's half of checks/units.h: every UNITS_PUBLISH_MS it asks the host's systemd over
+ * The agent's half of memcg/units.h: every UNITS_PUBLISH_MS it asks the host's systemd over
  * D-Bus (systemd.bus; ListUnits and NRestarts, both unprivileged reads) for the service units
  * that restarted, most first, with their restarts per hour against the baseline in the state
  * dir (host/systemd.h systemd_restarts_update), and publishes them in the run dir for `check

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The default lists of ena.reset_counters / risk_counters / allowance_counters. They are config
- * defaults (config_defaults() copies them) and what checks/ena.c classifies with when a list is
+ * defaults (config_defaults() copies them) and what ena/ena.c classifies with when a list is
  * not given, so they sit below both. Names from the driver's ena_ethtool.c: upstream
  * drivers/net/ethernet/amazon/ena and Amazon's out-of-tree amzn-drivers kernel/linux/ena (2.10+
  * adds total_resets and one counter per reset reason, ENA_REGS_RESET_* in ena_regs_defs.h).

@@ -4,7 +4,7 @@
 
 /*
  * Defaults of ena.reset_counters / risk_counters / allowance_counters (ena_defaults.c): stat
- * names, '*' standing for a queue number; each list NULL-terminated. checks/ena.h says what the
+ * names, '*' standing for a queue number; each list NULL-terminated. ena/ena.h says what the
  * classes mean.
  */
 

@@ -40,14 +40,14 @@
 /* The state and run files, one constant each; the owning module defines the struct state_type.
  * Run files of later features name themselves in their module (kevents.h RUN_KERNEL_EVENTS,
  * units.h UNITS_FILE, tier.h) and go through the same store or base/fileio.h. */
-#define STATE_MEMCG "memcg"			/* checks/memcg.h: dying-memcg history */
-#define STATE_ENA "ena"				/* checks/ena.h: readings and reset events */
-#define STATE_ENA_ALLOWANCE "ena-allowance"	/* checks/ena.h: allowance readings */
-#define STATE_CANARY "canary"			/* checks/canary.h: last canary read */
+#define STATE_MEMCG "memcg"			/* memcg/memcg.h: dying-memcg history */
+#define STATE_ENA "ena"				/* ena/ena.h: readings and reset events */
+#define STATE_ENA_ALLOWANCE "ena-allowance"	/* ena/ena.h: allowance readings */
+#define STATE_CANARY "canary"			/* memcg/canary.h: last canary read */
 #define STATE_SYSTEMD_RESTARTS "systemd-restarts" /* host/systemd.h: restart baseline */
-#define RUN_CPU_BURSTS "cpu-bursts"		/* checks/history.h: the burst log (run dir) */
-#define RUN_CPU_HEARTBEAT "cpu-heartbeat"	/* checks/history.h: the sampler's heartbeat */
-#define RUN_CPU_HISTORY "cpu-history"		/* checks/history.h: the per-core ring (not an
+#define RUN_CPU_BURSTS "cpu-bursts"		/* cpu/history.h: the burst log (run dir) */
+#define RUN_CPU_HEARTBEAT "cpu-heartbeat"	/* cpu/history.h: the sampler's heartbeat */
+#define RUN_CPU_HISTORY "cpu-history"		/* cpu/history.h: the per-core ring (not an
 						 * envelope file: rewritten in place by slots) */
 
 struct state_lock {

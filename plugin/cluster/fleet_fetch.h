@@ -6,7 +6,7 @@
  * The I/O edge of `cpuzombie fleet`: open a client the way kubectl would (--kubeconfig, else
  * $KUBECONFIG, else ~/.kube/config, else in-cluster), list nodes page by page (limit/continue,
  * an optional label selector) handing each node to a callback, and list cpuzombie's remediation
- * Leases. Everything else about the fleet view is pure (report/fleet.h). This is the one file
+ * Leases. Everything else about the fleet view is pure (fleet/fleet.h). This is the one file
  * that uses the cluster layer's transport for it.
  */
 

@@ -7,7 +7,7 @@
  * ctx->argc/argv, call down into the layers, print. main.c dispatches to them.
  */
 
-#include "checks/cz.h"
+#include "check/cz.h"
 
 /* A subcommand: returns the process exit code (CZ_EXIT_*, or NPD's for `check`). */
 typedef int (*cmd_fn)(struct cz_ctx *ctx);

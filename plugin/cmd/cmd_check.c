@@ -5,6 +5,7 @@
  */
 #include <errno.h>
 
+#include "node/checks.h"
 #include "cmd/cmd.h"
 #include "base/log.h"
 #include "base/npd.h"

@@ -15,8 +15,8 @@
 #include <inttypes.h>
 
 #include "cmd/cmd.h"
-#include "checks/check_ena.h"
-#include "checks/ena.h"
+#include "ena/check_ena.h"
+#include "ena/ena.h"
 #include "base/fileio.h"
 #include "base/log.h"
 #include "base/textsafe.h"

@@ -17,7 +17,7 @@
 #include <json-c/json.h>
 
 #include "cmd/cmd.h"
-#include "checks/klog_incident.h"
+#include "ena/klog_incident.h"
 #include "base/log.h"
 #include "base/util.h"
 

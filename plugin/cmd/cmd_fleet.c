@@ -2,7 +2,7 @@
 /*
  * `cpuzombie fleet` (also `kubectl cpuzombie`): where the chain concentrates across the cluster.
  * Lists the nodes through the API server in pages (cluster/fleet_fetch.h), records each into the
- * pure fleet view (report/fleet.h), reads the remediation Leases, and prints the ranked summary
+ * pure fleet view (fleet/fleet.h), reads the remediation Leases, and prints the ranked summary
  * (text or --json). Exit 0: no node has one of our conditions True; 1: some do; 2: the nodes
  * could not be listed.
  */
@@ -12,7 +12,7 @@
 #include "cmd/cmd.h"
 #include "cluster/fleet_fetch.h"
 #include "cluster/remediate_plan.h"
-#include "report/fleet.h"
+#include "fleet/fleet.h"
 #include "base/log.h"
 #include "base/util.h"
 

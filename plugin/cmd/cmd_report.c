@@ -8,16 +8,17 @@
 #include <fcntl.h>
 #include <time.h>
 
-#include "checks/check_memcg.h"
-#include "checks/cpustat.h"
+#include "node/checks.h"
+#include "memcg/check_memcg.h"
+#include "cpu/cpustat.h"
 #include "cmd/cmd.h"
-#include "report/report.h"
-#include "report/report_window.h"
+#include "node/report.h"
+#include "node/report_window.h"
 #include "base/log.h"
 #include "base/timespec.h"
-#include "checks/units.h"
+#include "memcg/units.h"
 #include "base/state.h"
-#include "report/svg.h"
+#include "view/svg.h"
 #include "base/util.h"
 
 #define NOW_SAMPLE_MS 500

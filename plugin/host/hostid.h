@@ -7,7 +7,7 @@
  * In NPD's container (hostPID: false) getpid() is a pid of the container's namespace and means
  * nothing to a reader outside it; the host's procfs mounted at --proc-root answers "self" with
  * the pid of its own namespace (proc(5) /proc/self). The agent records both in its run-dir
- * files, and the checks judge the agent's liveness by them (checks/check_cpu.c).
+ * files, and the checks judge the agent's liveness by them (cpu/check_cpu.c).
  */
 
 #include <stdbool.h>

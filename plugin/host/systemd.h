@@ -6,7 +6,7 @@
  * The one place that talks to libsystemd, linked directly into the full binary (the agent's
  * sd_notify, watchdog and journal; the restart counts of `report` and of the full binary's
  * `check memcg`). The static check binary that NPD execs does not contain this file: it gets
- * no cz_ctx.restarts_update (checks/cz.h) and never calls in here; the pure half (state payload,
+ * no cz_ctx.restarts_update (check/cz.h) and never calls in here; the pure half (state payload,
  * growth, hint) is systemd_restarts.c, which it does link.
  *
  * Unit restart counts: systemd's Manager.ListUnits over the configured bus (systemd.bus:
@@ -75,7 +75,7 @@ struct systemd_restarts {
  * whole listing stops after a few seconds (keeping what it has). Returns 0 and fills *@ret
  * (t_ms = @now_ms), or -errno (-ECONNREFUSED / -ENOENT no bus, -EINVAL bad address, -EACCES,
  * -ETIMEDOUT) with a one-line reason in @why ("cannot connect to bus 'system': ..."). The reason
- * is data, not a log line: the agent publishes it in the run dir (checks/units.h), where
+ * is data, not a log line: the agent publishes it in the run dir (memcg/units.h), where
  * `check memcg` and `report` read why they have no restart hint.
  */
 int systemd_read_restarts(const char *bus, uint64_t now_ms, struct systemd_restarts *ret,

@@ -16,7 +16,7 @@
 #include <sys/resource.h>
 #include <sys/stat.h>
 
-#include "checks/history.h"
+#include "cpu/history.h"
 
 #define DAY_MS (24ull * 3600 * 1000)
 #define INTERVAL_MS 250ull

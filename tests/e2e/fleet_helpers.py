@@ -46,7 +46,7 @@ def _images():
 
 
 def zombie_messages(rnd, i, leakers):
-    """What our checks write on a True node (checks/condmsg.h's formats), varied."""
+    """What our checks write on a True node (check/condmsg.h's formats), varied."""
     dying = rnd.randrange(2000, 60000)
     live = rnd.randrange(80, 400)
     unit = leakers[i % len(leakers)]

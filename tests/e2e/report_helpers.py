@@ -90,7 +90,7 @@ def can_run_manager():
 
 
 # ---- a synthetic node: the sampler's run dir and the ENA state, in the formats of
-# plugin/checks/history.h, plugin/base/state.h and plugin/checks/ena.c, for any number of cores ----
+# plugin/cpu/history.h, plugin/base/state.h and plugin/ena/ena.c, for any number of cores ----
 
 import struct  # noqa: E402
 import zlib  # noqa: E402

@@ -36,7 +36,7 @@ def run_check(run_dir, config=None, timeout=30):
 
 
 def read_ring(path):
-    """The agent's cpu-history ring (format in plugin/checks/history.h): [(t_ms, [pct...])]."""
+    """The agent's cpu-history ring (format in plugin/cpu/history.h): [(t_ms, [pct...])]."""
     data = open(path, "rb").read()
     assert data[:8] == b"CZHIST1\n"
     _ver, ncpu, slots, _ival, ss = struct.unpack_from("<5I", data, 8)

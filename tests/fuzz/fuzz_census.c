@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The zombie census file (checks/census.h), which the agent writes into a run dir shared with
+ * The zombie census file (memcg/census.h), which the agent writes into a run dir shared with
  * another container: any bytes parse without harm; what parses formats back to a file that
  * parses to the same census; census_pattern and census_build on fuzzed paths never overrun and
  * keep their counts; the check line's census clause reads back as written or not at all.
@@ -9,8 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "checks/census.h"
-#include "checks/condmsg.h"
+#include "memcg/census.h"
+#include "check/condmsg.h"
 
 int LLVMFuzzerTestOneInput(const unsigned char *data, size_t size);
 

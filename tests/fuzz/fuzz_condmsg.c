@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The condition message parsers (checks/condmsg.h): any bytes parse without harm; and messages
+ * The condition message parsers (check/condmsg.h): any bytes parse without harm; and messages
  * the writers make from fuzzed numbers and names, cut at every length as NPD would, never read
  * back a field that differs from what was written.
  */
@@ -9,7 +9,7 @@
 #include <string.h>
 
 #include "base/config.h"
-#include "checks/condmsg.h"
+#include "check/condmsg.h"
 
 int LLVMFuzzerTestOneInput(const unsigned char *data, size_t size);
 

@@ -16,8 +16,8 @@
 #include <string.h>
 
 #include "base/config.h"
-#include "checks/check_ena.h"
-#include "checks/ena.h"
+#include "ena/check_ena.h"
+#include "ena/ena.h"
 #include "host/ethtool.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);

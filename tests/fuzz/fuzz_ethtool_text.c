@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "checks/ena.h"
+#include "ena/ena.h"
 #include "host/ethtool.h"
 
 int LLVMFuzzerTestOneInput(const unsigned char *data, size_t size);

@@ -15,7 +15,7 @@
 
 #include "cluster/fleet_pager.h"
 #include "cluster/kjson.h"
-#include "report/fleet.h"
+#include "fleet/fleet.h"
 #include "base/textsafe.h"
 
 int LLVMFuzzerTestOneInput(const unsigned char *data, size_t size);

@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "checks/history.h"
+#include "cpu/history.h"
 #include "base/state.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);

@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "checks/klog_incident.h"
+#include "ena/klog_incident.h"
 
 int LLVMFuzzerTestOneInput(const unsigned char *data, size_t size);
 

@@ -10,8 +10,8 @@
 
 #include <stdlib.h>
 
-#include "checks/kevents.h"
-#include "checks/klog.h"
+#include "klog/kevents.h"
+#include "klog/klog.h"
 
 int LLVMFuzzerTestOneInput(const unsigned char *data, size_t size);
 

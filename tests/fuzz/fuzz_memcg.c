@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "checks/memcg.h"
+#include "memcg/memcg.h"
 
 int LLVMFuzzerTestOneInput(const unsigned char *data, size_t size);
 

@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "checks/history.h"
+#include "cpu/history.h"
 #include "host/tasks.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)

@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "checks/folded.h"
+#include "cpu/folded.h"
 #include "host/kallsyms.h"
 #include "host/perf.h"
 

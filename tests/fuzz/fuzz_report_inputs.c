@@ -8,10 +8,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "checks/canary.h"
-#include "checks/condmsg.h"
+#include "memcg/canary.h"
+#include "check/condmsg.h"
 #include "base/log.h"
-#include "report/report.h"
+#include "node/report.h"
 #include "host/systemd.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);

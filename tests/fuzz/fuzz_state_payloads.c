@@ -11,9 +11,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "checks/ena.h"
-#include "checks/history.h"
-#include "checks/memcg.h"
+#include "ena/ena.h"
+#include "cpu/history.h"
+#include "memcg/memcg.h"
 #include "base/state.h"
 
 int LLVMFuzzerTestOneInput(const unsigned char *data, size_t size);

@@ -17,11 +17,11 @@
 
 #include "base/state.h"
 #include "base/util.h"
-#include "checks/canary.h"
-#include "checks/ena.h"
-#include "checks/history.h"
-#include "checks/memcg.h"
-#include "checks/reclaim.h"
+#include "memcg/canary.h"
+#include "ena/ena.h"
+#include "cpu/history.h"
+#include "memcg/memcg.h"
+#include "memcg/reclaim.h"
 
 int LLVMFuzzerTestOneInput(const unsigned char *data, size_t size);
 

@@ -12,8 +12,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "report/report.h"
-#include "report/svg.h"
+#include "node/report.h"
+#include "view/svg.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

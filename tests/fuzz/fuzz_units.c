@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The systemd units the agent publishes in the run dir (checks/units.h), a directory another
+ * The systemd units the agent publishes in the run dir (memcg/units.h), a directory another
  * container shares: units_parse() on any bytes. Invariants: what it accepts has printable
  * ASCII unit names inside their bounds, formats back, and parses back the same; the hint made
  * from it fits its buffer.
@@ -8,8 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "checks/condmsg.h"
-#include "checks/units.h"
+#include "check/condmsg.h"
+#include "memcg/units.h"
 
 int LLVMFuzzerTestOneInput(const unsigned char *data, size_t size);
 

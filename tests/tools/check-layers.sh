@@ -2,12 +2,17 @@
 # check-layers.sh PLUGIN_DIR [CHECK_BINARY CHECK_OBJ... -- ONLINE_OBJ...]
 #
 # The architecture of plugin/, enforced (make check-layers, part of make test):
-#  1. Includes go down the layers only. Top to bottom: cmd > agent > report > cluster|checks >
-#     host > base; cluster and checks do not include each other. A file may include its own
-#     layer and the layers below (#include "layer/file.h"; system headers are not looked at).
+#  1. Includes go down the layers only. Each folder is a room and may include only the rooms
+#     listed for it in allowed() below (and itself; system headers are not looked at):
+#        cmd > agent > view, fleet > node > ena > cpu > klog;  memcg;  > check > host > base
+#        cluster > host > base (cluster and the domain rooms never include each other)
+#     The domain rooms (klog, cpu, memcg, ena) may read a lower domain's files but never its
+#     check edge (check_*.h): ena links a reset to cpu's bursts and klog's incidents, cpu reads
+#     klog's soft lockups; memcg stands alone. The table is a DAG, so there are no circles.
 #  2. The objects of the static check binary (make's CHECK_OBJS) reference no libcurl
-#     (curl_*), no libsystemd (sd_*), no libbpf (bpf_*, libbpf_*) and no dlopen/dlsym: an undefined symbol of that kind in
-#     one of them is a check path that reaches the network or systemd.
+#     (curl_*), no libsystemd (sd_*), no libbpf (bpf_*, libbpf_*) and no dlopen/dlsym: an
+#     undefined symbol of that kind in one of them is a check path that reaches the network or
+#     systemd.
 #  3. The check binary holds no code of the online objects (agent/, the cluster transport,
 #     host/systemd.c): none of the functions they define is in its symbol table. (--gc-sections
 #     drops what nothing reaches, so this is about what the checks actually call.)
@@ -17,37 +22,58 @@ dir=${1:?usage: check-layers.sh PLUGIN_DIR [CHECK_BINARY CHECK_OBJ... -- ONLINE_
 shift
 bad=0
 
-rank() {
+# allowed ROOM: the rooms ROOM may include besides itself (empty: not a room)
+allowed() {
 	case $1 in
-	base) echo 0 ;; host) echo 1 ;; checks | cluster) echo 2 ;; report) echo 3 ;;
-	agent) echo 4 ;; cmd) echo 5 ;; *) echo -1 ;;
+	base) echo "" ;;
+	host) echo "base" ;;
+	check) echo "base host" ;;
+	cluster) echo "base host" ;;
+	klog) echo "base host check" ;;
+	cpu) echo "base host check klog" ;;
+	memcg) echo "base host check" ;;
+	ena) echo "base host check klog cpu" ;;
+	node) echo "base host check cluster klog cpu memcg ena" ;;
+	view) echo "base host check cluster klog cpu memcg ena node" ;;
+	fleet) echo "base host check cluster" ;;
+	agent) echo "base host check cluster klog cpu memcg ena node view fleet" ;;
+	cmd) echo "base host check cluster klog cpu memcg ena node view fleet agent" ;;
+	*) echo "-" ;;
 	esac
 }
+domain() { case $1 in klog | cpu | memcg | ena) return 0 ;; esac; return 1; }
 
 nfiles=0
 for f in "$dir"/*/*.[ch]; do
 	nfiles=$((nfiles + 1))
 	from=$(basename "$(dirname "$f")")
-	rf=$(rank "$from")
-	if [ "$rf" -lt 0 ]; then
-		echo "check-layers: $f: '$from' is not a layer (base host checks cluster report agent cmd)"
+	ok=$(allowed "$from")
+	if [ "$ok" = - ]; then
+		echo "check-layers: $f: '$from' is not a room (see allowed() in $0)"
 		bad=$((bad + 1))
 		continue
 	fi
 	while IFS=: read -r line inc; do
 		to=${inc%%/*}
 		if [ "$to" = "$inc" ]; then
-			echo "check-layers: $f:$line: #include \"$inc\" names no layer folder"
+			echo "check-layers: $f:$line: #include \"$inc\" names no room folder"
 			bad=$((bad + 1))
 			continue
 		fi
-		rt=$(rank "$to")
-		if [ "$rt" -lt 0 ] || [ "$rt" -gt "$rf" ] ||
-			{ [ "$rt" -eq "$rf" ] && [ "$to" != "$from" ]; }; then
+		[ "$to" = "$from" ] && continue
+		case " $ok " in
+		*" $to "*)
+			if domain "$from" && domain "$to" && [[ ${inc#*/} == check_* ]]; then
+				echo "check-layers: $f:$line: $from/ includes another domain's check edge \"$inc\""
+				bad=$((bad + 1))
+			fi
+			;;
+		*)
 			echo "check-layers: $f:$line: $from/ includes \"$inc\" (upward or sideways:" \
-				"cmd > agent > report > cluster|checks > host > base)"
+				"$from/ may include ${ok:-nothing} only)"
 			bad=$((bad + 1))
-		fi
+			;;
+		esac
 	done < <(awk 'match($0, /^[ \t]*#[ \t]*include[ \t]*"[^"]*"/) {
 		s = substr($0, RSTART, RLENGTH); sub(/^[^"]*"/, "", s); sub(/"$/, "", s)
 		print FNR ":" s }' "$f")

@@ -13,8 +13,8 @@
 #include <stdlib.h>
 
 #include "base/config.h"
-#include "checks/ena.h"
-#include "report/report.h"
+#include "ena/ena.h"
+#include "node/report.h"
 
 #define FX_NOW 1714564800000ULL /* 2024-05-01 12:00:00 UTC */
 

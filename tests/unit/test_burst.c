@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 #include "testutil.h"
 
-#include "checks/burst.h"
-#include "checks/cpu.h"
-#include "checks/history.h"
+#include "cpu/burst.h"
+#include "cpu/cpu.h"
+#include "cpu/history.h"
 #include "base/util.h"
 
 static const struct burst_params P = { .threshold_pct = 90.0, .min_burst_ms = 2000, .interval_ms = 250 };

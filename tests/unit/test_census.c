@@ -7,8 +7,8 @@
 #include <unistd.h>
 
 #include "testutil.h"
-#include "checks/census.h"
-#include "checks/condmsg.h"
+#include "memcg/census.h"
+#include "check/condmsg.h"
 #include "base/util.h"
 
 static char dir[256];

@@ -9,11 +9,11 @@
 
 #include "base/config.h"
 #include "base/npd.h"
-#include "checks/burst.h"
-#include "checks/cpu.h"
-#include "checks/condmsg.h"
-#include "checks/ena.h"
-#include "checks/memcg.h"
+#include "cpu/burst.h"
+#include "cpu/cpu.h"
+#include "check/condmsg.h"
+#include "ena/ena.h"
+#include "memcg/memcg.h"
 #include "host/ethtool.h"
 #include "base/util.h"
 

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 #include "testutil.h"
 
-#include "checks/cpustat.h"
+#include "cpu/cpustat.h"
 #include "host/hostfs.h"
 #include "base/util.h"
 

@@ -6,8 +6,8 @@
 #include <stdlib.h>
 
 #include "base/config.h"
-#include "checks/check_ena.h"
-#include "checks/ena.h"
+#include "ena/check_ena.h"
+#include "ena/ena.h"
 #include "ena_fake.h"
 #include "base/npd.h"
 #include "base/state.h"

@@ -5,10 +5,10 @@
 #include <stdlib.h>
 
 #include "testutil.h"
-#include "checks/cz.h"
-#include "checks/ena.h"
-#include "checks/ena_link.h"
-#include "checks/history.h"
+#include "check/cz.h"
+#include "ena/ena.h"
+#include "ena/ena_link.h"
+#include "cpu/history.h"
 #include "base/util.h"
 
 static char run_dir[128];

@@ -6,7 +6,7 @@
 #include <stdlib.h>
 
 #include "cluster/fleet_pager.h"
-#include "report/fleet.h"
+#include "fleet/fleet.h"
 #include "base/textsafe.h"
 #include "base/util.h"
 

@@ -1,21 +1,22 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The run dir's kernel-event log (checks/kevents.c) and what `check ena` makes of it
- * (checks/ena_kernel.c, check_ena.c's merge): resets logged by the kernel turn ENADeviceReset
+ * The run dir's kernel-event log (klog/kevents.c) and what `check ena` makes of it
+ * (ena/ena_kernel.c, check_ena.c's merge): resets logged by the kernel turn ENADeviceReset
  * True on a driver without reason counters, and never count twice with the counters.
  */
 #include <ftw.h>
 
 #include "testutil.h"
 
-#include "checks/check_ena.h"
-#include "checks/condmsg.h"
-#include "checks/ena_kernel.h"
-#include "checks/history.h"
+#include "ena/check_ena.h"
+#include "check/condmsg.h"
+#include "ena/ena_kernel.h"
+#include "cpu/history.h"
 #include "agent/metrics.h"
-#include "report/report.h"
-#include "report/svg.h"
-#include "checks/kevents.h"
+#include "node/report.h"
+#include "view/svg.h"
+#include "cpu/lockups.h"
+#include "klog/kevents.h"
 #include "base/npd.h"
 #include "base/state.h"
 #include "ena_fake.h"

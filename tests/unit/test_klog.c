@@ -1,13 +1,13 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The kernel-log reader (checks/klog.c, klog_reader.c): one table row per message family, one
+ * The kernel-log reader (klog/klog.c, klog_reader.c): one table row per message family, one
  * per prefix style, and the grouping into resets (klog_incident.c). Each line's text is the
  * format string of the source named beside it, filled with plausible values; no line is made
  * up without a source.
  */
 #include "testutil.h"
 
-#include "checks/klog_incident.h"
+#include "ena/klog_incident.h"
 #include "base/util.h"
 
 struct msg_case {

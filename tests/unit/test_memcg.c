@@ -4,9 +4,9 @@
 #include <unistd.h>
 
 #include "testutil.h"
-#include "checks/check_memcg.h"
-#include "checks/cz.h"
-#include "checks/memcg.h"
+#include "memcg/check_memcg.h"
+#include "check/cz.h"
+#include "memcg/memcg.h"
 #include "base/util.h"
 
 #define HDR "#subsys_name\thierarchy\tnum_cgroups\tenabled\n"

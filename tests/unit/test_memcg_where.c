@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* checks/memcg_where: the pure halves of "which cgroup v2 subtree holds the dying memcgs". */
 #include "testutil.h"
-#include "checks/memcg_where.h"
-#include "checks/pods.h"
+#include "memcg/memcg_where.h"
+#include "memcg/pods.h"
 
 static void test_pick(void **state)
 {

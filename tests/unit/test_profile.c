@@ -13,7 +13,7 @@
 #include <sys/un.h>
 
 #include "agent/profiler.h"
-#include "checks/folded.h"
+#include "cpu/folded.h"
 #include "host/hostfs.h"
 #include "host/kallsyms.h"
 #include "host/perf.h"

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Reclaim as a remediation, the pure half (checks/reclaim.h): every guard of the plan as a table
+ * Reclaim as a remediation, the pure half (memcg/reclaim.h): every guard of the plan as a table
  * row (config, the memcg status, how long it has been True, the last reclaim, cgroup v1/v2,
  * memory.reclaim present) -> (verdict, method, why); the watch clock (reclaim_observe) through
  * gaps and Unknowns; how an attempt is recorded (before the write) and ended; the state file
@@ -13,7 +13,7 @@
 #include "base/config.h"
 #include "base/npd.h"
 #include "base/util.h"
-#include "checks/reclaim.h"
+#include "memcg/reclaim.h"
 
 #pragma GCC diagnostic ignored "-Wmissing-field-initializers"
 

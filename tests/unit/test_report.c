@@ -4,11 +4,11 @@
  * the canary state and the journal detection. */
 #include "testutil.h"
 
-#include "checks/canary.h"
-#include "checks/condmsg.h"
+#include "memcg/canary.h"
+#include "check/condmsg.h"
 #include "base/log.h"
 #include "report_fixture.h"
-#include "report/advice.h"
+#include "node/advice.h"
 #include "host/systemd.h"
 
 static int print_text(const struct report *r, FILE *f)

@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: MIT */
-/* The pure sampler (checks/sampler.h): /proc/stat texts of a known tick series in, shares and
+/* The pure sampler (cpu/sampler.h): /proc/stat texts of a known tick series in, shares and
  * bursts out, with the agent's defaults (250 ms, >= 90 % system for >= 2 s). */
 #include "testutil.h"
 
-#include "checks/sampler.h"
+#include "cpu/sampler.h"
 
 static const struct sampler_params P = {
 	.metric = CZ_METRIC_SYSTEM,

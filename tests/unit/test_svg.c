@@ -6,7 +6,7 @@
 #include "testutil.h"
 
 #include "report_fixture.h"
-#include "report/svg.h"
+#include "view/svg.h"
 
 static size_t count(const char *s, const char *what)
 {

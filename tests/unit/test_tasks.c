@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 #include "testutil.h"
 
-#include "checks/history.h"
+#include "cpu/history.h"
 #include "host/tasks.h"
 #include "base/util.h"
 

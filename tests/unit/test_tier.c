@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 #include "testutil.h"
 
-#include "checks/history.h"
-#include "checks/tier.h"
+#include "cpu/history.h"
+#include "cpu/tier.h"
 #include "base/util.h"
 
 static void test_agg_maxima(void **state)

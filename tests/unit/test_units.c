@@ -6,7 +6,7 @@
 #include <unistd.h>
 
 #include "testutil.h"
-#include "checks/units.h"
+#include "memcg/units.h"
 #include "base/util.h"
 
 static char dir[256];
