@@ -462,7 +462,14 @@ class Soak:
             "running, same PID and start time" if r_rc is None else "EXITED rc=%s" % r_rc))
         missed = [i for i in self.incidents if not i.get("found")]
         kinds = {i["kind"] for i in self.incidents}
-        ok = not missed and not restarted and kinds == {"cpu", "memcg", "ena"}
+        self.agent_err.flush()
+        self.rem_err.flush()
+        san = [f for f in ("agent.err", "remediator.err")
+               if any(w in open(os.path.join(self.dir, f), errors="replace").read()
+                      for w in ("Sanitizer", "runtime error:"))]
+        if san:
+            print("Sanitizer reports in: %s" % ", ".join(san))
+        ok = not missed and not restarted and kinds == {"cpu", "memcg", "ena"} and not san
         print("Verdict: %s" % ("PASS" if ok else "FAIL (%d missed%s%s)" % (
             len(missed), ", restarted/exited" if restarted else "",
             "" if kinds == {"cpu", "memcg", "ena"} else ", not every kind ran")))

@@ -225,6 +225,10 @@ def judge(console, accel, ver):
     if one("agent") != "alive" or one("agent-rc") != "0":
         print("FAIL: the agent exited or did not stop cleanly")
         ok = False
+    err = "\n".join(lines.get("agent-err", []))
+    if "Sanitizer" in err or "runtime error:" in err:
+        print("FAIL: a sanitizer report in the agent's stderr:\n" + err)
+        ok = False
     print("Verdict: %s" % ("PASS" if ok else "FAIL"))
     return 0 if ok else 1
 
