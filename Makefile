@@ -86,14 +86,15 @@ LIB_OBJS := $(filter-out $(B)/obj/cmd/main.o,$(OBJS))
 HDRS := $(wildcard plugin/*/*.h)
 # What the check binary leaves out: the agent, the subcommands that need it, the cluster side
 # but its pure condition model, and the libsystemd half of host/. Everything else is offline.
-CHECK_CLUSTER_SRCS := $(wildcard plugin/cluster/conditions.c plugin/cluster/kjson.c)
+CHECK_CLUSTER_SRCS := $(wildcard plugin/cluster/conditions.c plugin/cluster/kjson.c \
+	plugin/cluster/recover.c plugin/cluster/recover_store.c)
 ONLINE_SRCS := $(wildcard plugin/agent/*.c plugin/cmd/cmd_agent.c plugin/cmd/cmd_remediator.c \
-	plugin/cmd/cmd_kube.c \
+	plugin/cmd/cmd_kube.c plugin/cmd/cmd_cleanup.c \
 	plugin/cmd/cmd_fleet.c plugin/fleet/*.c \
 	plugin/host/systemd.c) $(filter-out $(CHECK_CLUSTER_SRCS),$(wildcard plugin/cluster/*.c))
 ONLINE_OBJS := $(ONLINE_SRCS:plugin/%.c=$(B)/obj/%.o)
-CHECK_OBJS := $(patsubst plugin/%.c,$(B)/obj/%.o,$(filter-out $(ONLINE_SRCS) plugin/cmd/main.c,\
-	$(SRCS))) $(B)/obj/cmd/main-check.o
+CHECK_OBJS := $(patsubst plugin/%.c,$(B)/obj/%.o,$(filter-out $(ONLINE_SRCS) plugin/cmd/main.c \
+	plugin/cmd/report_direct.c,$(SRCS))) $(B)/obj/cmd/main-check.o $(B)/obj/cmd/report_direct-check.o
 
 UNIT_SRCS := $(sort $(wildcard tests/unit/test_*.c))
 UNIT_BINS := $(UNIT_SRCS:tests/unit/%.c=$(B)/tests/%)
@@ -142,8 +143,9 @@ $(B)/obj/agent/census_bpf.o: CZ_CFLAGS += -DCZ_CENSUS_BPF -I$(B)/bpf
 $(B)/obj/agent/census_bpf.o: $(B)/bpf/census.skel.h
 endif
 
-# main.c once more for the check binary: the online subcommands answer with a one-line error.
-$(B)/obj/cmd/main-check.o: plugin/cmd/main.c
+# main.c and report_direct.c once more for the check binary: the online subcommands answer with
+# a one-line error, and `report` asks neither BPF nor systemd itself.
+$(B)/obj/cmd/%-check.o: plugin/cmd/%.c
 	@mkdir -p $(@D)
 	@$(say) CC "$< (check binary)"
 	$(Q)$(CC) $(CZ_CFLAGS) $(CFLAGS) -DCZ_CHECK_BINARY -MMD -MP -c -o $@ $<

@@ -9,6 +9,7 @@
 #include "agent/agent_periodic.h"
 #include "agent/burst_profiles.h"
 #include "agent/tiers.h"
+#include "agent/trigger.h"
 #include "agent/kmsg_follow.h"
 #include "cpu/check_cpu.h"
 #include "cpu/sampler.h"
@@ -21,6 +22,7 @@
 
 struct agent {
 	struct cz_ctx *ctx;
+	const struct agent_opts *ao;
 	struct cpu_sampler *s;
 	struct burst_profiles *prof; /* NULL: cpu.profile off */
 	struct agent_tiers tiers;
@@ -29,6 +31,8 @@ struct agent {
 	uint64_t watchdog_ms;
 	unsigned bad_samples;	/* consecutive failed samples, for rate-limited logging */
 	struct kmsg_follow *kf;	/* the kernel log (agent.kmsg), NULL when off */
+	struct periodic *per;	/* the periodic thread, NULL when it has nothing to do */
+	struct trigger trig;	/* conditions to patch now (trigger.h) */
 	struct cz_config *next;	/* SIGHUP: the configuration loaded, to apply after this run */
 	struct hostfs next_hf;
 	bool reload;
@@ -68,6 +72,8 @@ static int write_heartbeat(struct agent *a, bool stopped)
 	hb.ncpu = cpu_sampler_ncpu(a->s);
 	hb.stopped = stopped;
 	hb.nactive = stopped ? 0 : cpu_sampler_active(a->s, hb.active, HISTORY_ACTIVE_MAX);
+	for (size_t i = 0; i < hb.nactive; i++) /* the profile so far: its hot kernel function */
+		burst_profiles_peek(a->prof, &hb.active[i]);
 	r = heartbeat_write(a->ctx->cfg.paths.run, &hb);
 	if (r < 0)
 		log_error_errno(r, "Failed to write heartbeat in '%s': %m", a->ctx->cfg.paths.run);
@@ -139,7 +145,7 @@ static void agent_loop(struct agent *a, struct burst_event *evs)
 		if (agent_signals_stop())
 			break;
 		if (agent_signals_take_reload() &&
-		    agent_reload_prepare(a->ctx, a->next, &a->next_hf) == 0) {
+		    agent_reload_prepare(a->ao, a->next, &a->next_hf) == 0) {
 			a->reload = true; /* run again with it, from agent_run() */
 			break;
 		}
@@ -148,8 +154,13 @@ static void agent_loop(struct agent *a, struct burst_event *evs)
 		nact = count_active(a->s);
 		if (nact != active)
 			next_hb = 0; /* a run just became a burst: show it now */
+		if (nact > active)
+			trigger_note(&a->trig, TRIGGER_CPU); /* it crossed cpu.min_burst */
 		active = nact;
-		(void)kmsg_follow_poll(a->kf); /* non-blocking; logs its own trouble once */
+		/* non-blocking; logs its own trouble once. An ENA reset or a soft lockup it
+		 * recorded is evidence for a condition now */
+		if (kmsg_follow_poll(a->kf) > 0)
+			trigger_note(&a->trig, TRIGGER_ALL);
 		now = now_monotonic_ms();
 		if (now > deadline + cfg->cpu.interval_ms)
 			deadline = now; /* we were stopped or starved: do not catch up in a burst */
@@ -164,16 +175,20 @@ static void agent_loop(struct agent *a, struct burst_event *evs)
 				(void)systemd_notify("WATCHDOG=1");
 			next_hb = now + hb_every;
 		}
-		if (a->ctx->once && now - start >= cfg->cpu.inline_window_ms)
+		/* after the heartbeat: the check the periodic thread runs reads this burst there */
+		if (a->trig.pending)
+			periodic_kick(a->per, trigger_take(&a->trig, now));
+		if (a->ao->once && now - start >= cfg->cpu.inline_window_ms)
 			break;
 	}
 }
 
 /* One run of the agent with ctx's configuration, until a signal ends it or asks for a reload. */
-static int agent_run_once(struct cz_ctx *ctx, struct cz_config *next, bool *ret_reload)
+static int agent_run_once(struct cz_ctx *ctx, const struct agent_opts *ao,
+			  struct cz_config *next, bool *ret_reload)
 {
 	_cleanup_free_ struct burst_event *evs = calloc(HISTORY_ACTIVE_MAX, sizeof(*evs));
-	struct agent a = { .ctx = ctx, .ring = { .fd = -1 }, .next = next };
+	struct agent a = { .ctx = ctx, .ao = ao, .ring = { .fd = -1 }, .next = next };
 	struct periodic *per = NULL;
 	int r, n, pr = 0;
 
@@ -215,18 +230,20 @@ static int agent_run_once(struct cz_ctx *ctx, struct cz_config *next, bool *ret_
 	if (r < 0)
 		log_warning_errno(r, "Failed to follow the kernel log '%s': %m, ignoring",
 				  ctx->cfg.agent.kmsg);
-	(void)periodic_new(ctx, &per);
-	if (per && !ctx->once && periodic_start(per) < 0)
+	(void)periodic_new(ctx, ao->once, &per);
+	if (per && !ao->once && periodic_start(per) < 0)
 		log_warning("Failed to start the periodic work, ignoring");
+	a.per = per;
 	(void)systemd_notify("READY=1");
 	agent_loop(&a, evs);
+	a.per = NULL;
 	(void)systemd_notify("STOPPING=1");
 	n = cpu_sampler_finish(a.s, evs, HISTORY_ACTIVE_MAX);
 	burst_profiles_step(a.prof, a.s, evs, (size_t)n);
 	log_events(&a, evs, n);
 	(void)kmsg_follow_poll(a.kf);
 	kmsg_follow_free(a.kf); /* saved: the checks below see what it read */
-	if (per && ctx->once)
+	if (per && ao->once)
 		pr = periodic_cycle(per); /* after the bursts are logged, so check cpu sees them */
 	periodic_free(per);
 	burst_profiles_free(a.prof);
@@ -234,11 +251,11 @@ static int agent_run_once(struct cz_ctx *ctx, struct cz_config *next, bool *ret_
 	history_ring_close(&a.ring);
 	/* --once leaves a fresh heartbeat (its bursts are in the log); a stopped agent does not,
 	 * and one that reloads is not stopped */
-	r = write_heartbeat(&a, !ctx->once && !a.reload);
+	r = write_heartbeat(&a, !ao->once && !a.reload);
 	cpu_sampler_free(a.s);
 	*ret_reload = a.reload;
 	if (a.reload)
-		agent_reload_apply(ctx, next, &a.next_hf);
+		agent_reload_apply(ctx, ao, next, &a.next_hf);
 	return r < 0 || pr < 0 ? CZ_EXIT_ERROR : CZ_EXIT_OK; /* --once: its cycle's failure too */
 }
 
@@ -295,7 +312,7 @@ static int claim_run_dir(struct cz_ctx *ctx, struct state_lock *ret)
 	return 0;
 }
 
-int agent_run(struct cz_ctx *ctx)
+int agent_run(struct cz_ctx *ctx, const struct agent_opts *ao)
 {
 	_cleanup_free_ struct cz_config *next = malloc(sizeof(*next));
 	struct state_lock lock = { -1 }, moved;
@@ -309,7 +326,7 @@ int agent_run(struct cz_ctx *ctx)
 	heap_for_daemon();
 	agent_signals_install();
 	while (reload) {
-		r = agent_run_once(ctx, next, &reload);
+		r = agent_run_once(ctx, ao, next, &reload);
 		if (!reload || streq(locked, ctx->cfg.paths.run))
 			continue;
 		/* a reload moved the run dir: that one is ours before this one is let go */

@@ -15,6 +15,8 @@
 #include "agent/units_publish.h"
 #include "agent/census_publish.h"
 #include "agent/reclaimer.h"
+#include "agent/trigger.h"
+#include "node/node.h"
 #include "node/report.h"
 #include "base/util.h"
 
@@ -23,6 +25,7 @@
 
 struct periodic {
 	struct cz_ctx *ctx;
+	bool once;			/* agent --once */
 	struct kube_agent *ka;
 	int kube_err;			/* why Kubernetes could not be set up (logged), or 0 */
 	struct units_publisher units;	/* systemd units for the checks, every UNITS_PUBLISH_MS */
@@ -32,11 +35,12 @@ struct periodic {
 	pthread_t thread;
 	bool started;
 	atomic_bool stop, done;
+	atomic_uint kick;		/* TRIGGER_* bits to publish now (trigger.h) */
 	pthread_mutex_t lock;
 	pthread_cond_t wake;
 };
 
-int periodic_new(struct cz_ctx *ctx, struct periodic **ret)
+int periodic_new(struct cz_ctx *ctx, bool once, struct periodic **ret)
 {
 	struct periodic *p;
 
@@ -45,6 +49,7 @@ int periodic_new(struct cz_ctx *ctx, struct periodic **ret)
 	if (!p)
 		return -ENOMEM;
 	p->ctx = ctx;
+	p->once = once;
 	pthread_mutex_init(&p->lock, NULL);
 	pthread_cond_init(&p->wake, NULL);
 	p->kube_err = kube_agent_new(&ctx->cfg, &p->ka);
@@ -55,7 +60,7 @@ int periodic_new(struct cz_ctx *ctx, struct periodic **ret)
 	/* --once keeps the failure, so that the one cycle reports it in its exit code */
 	if (!p->ka && !ctx->cfg.agent.metrics_textfile[0] && !ctx->cfg.memcg.systemd_hints &&
 	    !ctx->cfg.kubernetes.node_name[0] && !ctx->cfg.memcg.census_interval_ms &&
-	    ctx->cfg.remediation.reclaim == CZ_RECLAIM_OFF && !(ctx->once && p->kube_err < 0)) {
+	    ctx->cfg.remediation.reclaim == CZ_RECLAIM_OFF && !(once && p->kube_err < 0)) {
 		/* nothing to publish: the sampler alone is the agent's job */
 		periodic_free(p);
 		return 0;
@@ -67,10 +72,7 @@ int periodic_new(struct cz_ctx *ctx, struct periodic **ret)
 /* The canary (rate-limited by itself): a slow read is what kubelet pays on every stats pass. */
 static void canary(struct periodic *p, struct report *r)
 {
-	const struct cz_config *cfg = &p->ctx->cfg;
-
-	r->canary_rc = canary_run(&p->ctx->hf, cfg->paths.state, cfg->memcg.latency_canary_ms,
-				  r->now_ms, &r->canary);
+	node_read_canary(p->ctx, r);
 	if (r->canary_rc == 0 && r->canary.fresh && r->canary.err == 0 &&
 	    r->canary.read_us >= 100000)
 		log_fields_full(LOG_PRIO_WARNING, &(struct log_fields){ LOG_MID_CHECK, "memcg", -1, NULL },
@@ -81,19 +83,15 @@ static void canary(struct periodic *p, struct report *r)
 static int metrics(struct periodic *p, struct report *r)
 {
 	const struct cz_config *cfg = &p->ctx->cfg;
-	struct npd_result res;
 	int e;
 
-	r->memcg_rc = memcg_read(p->ctx, &r->memcg, &res);
-	if (r->memcg_rc == NPD_OK)
-		report_memcg_growth(r, cfg->paths.state);
+	(void)node_read_memcg(p->ctx, r);
 	r->since_ms = r->now_ms > cfg->cpu.lookback_ms ? r->now_ms - cfg->cpu.lookback_ms : 0;
 	e = report_load_run(r, cfg->paths.run, r->now_ms);
 	if (e < 0)
 		return e;
-	r->ena_rc = report_ena_load(cfg->paths.state, &ena_reset_state, &r->ena);
-	r->allowance_rc = report_ena_load(cfg->paths.state, &ena_allowance_state, &r->allowance);
-	r->reclaim_rc = state_read(cfg->paths.state, &reclaim_state_type, &r->reclaim);
+	node_read_ena(cfg, r);
+	node_read_reclaim(cfg, r);
 	e = metrics_write(r, cfg->agent.metrics_textfile);
 	if (e < 0)
 		log_fields_full(LOG_PRIO_ERR, &(struct log_fields){ LOG_MID_METRICS, NULL, -1, NULL },
@@ -177,7 +175,7 @@ int periodic_cycle(struct periodic *p)
 	/* after the conditions: the node says MemcgZombieLeak before it says what was done */
 	q = reclaim(p, names, res, n, rsum, sizeof(rsum));
 	e = e < 0 ? e : q;
-	if (p->ctx->once && (p->ka || *rsum)) {	/* `agent --once`: what the one cycle did */
+	if (p->once && (p->ka || *rsum)) {	/* `agent --once`: what the one cycle did */
 		printf("%s%s%s\n", summary, *summary && *rsum ? "; " : "", rsum);
 		fflush(stdout);
 	}
@@ -221,13 +219,35 @@ static void *thread_main(void *arg)
 			ts.tv_nsec -= 1000000000L;
 		}
 		pthread_mutex_lock(&p->lock);
-		while (!atomic_load(&p->stop) &&
-		       pthread_cond_timedwait(&p->wake, &p->lock, &ts) != ETIMEDOUT)
-			;
+		while (!atomic_load(&p->stop)) {
+			unsigned k = atomic_exchange(&p->kick, 0);
+			char line[300];
+
+			if (k) { /* evidence just appeared: its condition now (trigger.h) */
+				pthread_mutex_unlock(&p->lock);
+				if (trigger_publish(p->ctx, p->ka, k, line, sizeof(line)) < 0 ||
+				    p->ctx->verbose)
+					log_info("trigger: %s", line);
+				pthread_mutex_lock(&p->lock);
+				continue;
+			}
+			if (pthread_cond_timedwait(&p->wake, &p->lock, &ts) == ETIMEDOUT)
+				break;
+		}
 		pthread_mutex_unlock(&p->lock);
 	}
 	atomic_store(&p->done, true);
 	return NULL;
+}
+
+void periodic_kick(struct periodic *p, unsigned what)
+{
+	if (!p || !p->started || !p->ka || !p->ctx->cfg.agent.set_conditions || !what)
+		return;
+	pthread_mutex_lock(&p->lock);
+	atomic_fetch_or(&p->kick, what);
+	pthread_cond_signal(&p->wake);
+	pthread_mutex_unlock(&p->lock);
 }
 
 int periodic_start(struct periodic *p)

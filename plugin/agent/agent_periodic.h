@@ -25,9 +25,10 @@ struct periodic;
  * periodic_new - set up the Kubernetes client when agent.set_conditions or a remediation mode
  * asks for it. A client that cannot be set up is logged and left out (the sampler keeps
  * running). *@ret is NULL when there is nothing to do every interval (no Kubernetes work and no
- * metrics textfile). Returns 0 or -ENOMEM.
+ * metrics textfile). @once: `agent --once` (its cycle runs in the caller's thread, and reports
+ * a failure to set Kubernetes up in its exit code). Returns 0 or -ENOMEM.
  */
-int periodic_new(struct cz_ctx *ctx, struct periodic **ret);
+int periodic_new(struct cz_ctx *ctx, bool once, struct periodic **ret);
 
 /*
  * periodic_cycle - one cycle now, in the caller's thread (agent --once: the Kubernetes summary
@@ -38,6 +39,13 @@ int periodic_cycle(struct periodic *p);
 
 /* periodic_start - run periodic_cycle every agent.check_interval in a thread. Returns 0/-errno. */
 int periodic_start(struct periodic *p);
+
+/*
+ * periodic_kick - from the sampler's thread: publish the conditions of @what (agent/trigger.h)
+ * now, in the periodic thread, between its cycles. Non-blocking (a cycle in progress finishes
+ * first). A no-op without a started thread or without agent.set_conditions.
+ */
+void periodic_kick(struct periodic *p, unsigned what);
 
 /*
  * periodic_free - stop the thread (waiting at most a few seconds for a cycle in progress: a

@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <sys/uio.h>
+#include <time.h>
 
 #include "agent/burst_profiles.h"
 #include "agent/profiler.h"
@@ -12,6 +13,22 @@
 #include "base/log.h"
 #include "base/util.h"
 
+/* Measured, logged with the burst (-v): the peeks' thread CPU time (bench_latency_peek.py). */
+struct peek_cost {
+	uint64_t cpu_ns;
+	unsigned peeks, writes;
+	size_t bytes; /* the largest profile text formatted */
+};
+
+static uint64_t thread_cpu_ns(void)
+{
+	struct timespec ts;
+
+	if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) < 0)
+		return 0;
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
 struct burst_profiles {
 	struct profiler *p;
 	const char *run_dir;
@@ -19,6 +36,10 @@ struct burst_profiles {
 	size_t bytes;
 	char *buf;		/* cpu.profile_bytes + 1 */
 	char (*why)[64];	/* per CPU: why its last start failed, "" when it did not */
+	char (*live)[64];	/* per CPU: the profile file written mid-burst, "" when none */
+	uint64_t *peeked;	/* per CPU: samples in that file (rewritten only when it grew) */
+	struct hot_frame *hot;	/* per CPU: its hottest frame */
+	struct peek_cost *cost;	/* per CPU: what the mid-burst peeks of its run cost */
 	bool warned;		/* the first failure is logged, later ones are in the burst log */
 };
 
@@ -41,7 +62,11 @@ int burst_profiles_new(const struct cz_ctx *ctx, unsigned ncpu, struct burst_pro
 	bp->bytes = (size_t)cfg->cpu.profile_bytes;
 	bp->buf = malloc(bp->bytes + 1);
 	bp->why = calloc(ncpu, sizeof(*bp->why));
-	r = bp->buf && bp->why ? profiler_new(&ctx->hf, ncpu, &o, &bp->p) : -ENOMEM;
+	bp->live = calloc(ncpu, sizeof(*bp->live));
+	bp->peeked = calloc(ncpu, sizeof(*bp->peeked));
+	bp->hot = calloc(ncpu, sizeof(*bp->hot));
+	bp->cost = calloc(ncpu, sizeof(*bp->cost));
+	r = bp->buf && bp->why && bp->live && bp->peeked && bp->hot && bp->cost ? profiler_new(&ctx->hf, ncpu, &o, &bp->p) : -ENOMEM;
 	if (r < 0) {
 		burst_profiles_free(bp);
 		return r;
@@ -60,6 +85,10 @@ void burst_profiles_free(struct burst_profiles *bp)
 	profiler_free(bp->p);
 	free(bp->buf);
 	free(bp->why);
+	free(bp->live);
+	free(bp->peeked);
+	free(bp->hot);
+	free(bp->cost);
 	free(bp);
 }
 
@@ -101,6 +130,18 @@ static void roll_off(const char *run_dir)
 	closedir(d);
 }
 
+/* Removes the mid-burst file of @cpu (its run ended short, or the name moved). */
+static void drop_live(struct burst_profiles *bp, unsigned cpu)
+{
+	char path[FILEIO_PATH_MAX];
+
+	if (bp->live[cpu][0] &&
+	    snprintf(path, sizeof(path), "%s/%s", bp->run_dir, bp->live[cpu]) < (int)sizeof(path))
+		(void)unlink(path);
+	bp->live[cpu][0] = '\0';
+	bp->peeked[cpu] = 0;
+}
+
 /* Writes @len bytes of folded stacks as @ev's profile and names its hottest function. */
 static void keep(struct burst_profiles *bp, struct burst_event *ev, size_t len)
 {
@@ -111,6 +152,11 @@ static void keep(struct burst_profiles *bp, struct burst_event *ev, size_t len)
 
 	snprintf(name, sizeof(name), HISTORY_PROFILE_PREFIX "%u-%" PRIu64 ".folded", ev->cpu,
 		 ev->start_ms);
+	/* the file written mid-burst is this one, unless the clocks moved apart meanwhile */
+	if (bp->live[ev->cpu][0] && !streq(bp->live[ev->cpu], name))
+		drop_live(bp, ev->cpu);
+	bp->live[ev->cpu][0] = '\0';
+	bp->peeked[ev->cpu] = 0;
 	r = fileio_write_atomic(bp->run_dir, name, &iov, 1, 0600, 0);
 	if (r < 0) {
 		log_warning_errno(r, "Failed to write burst profile '%s/%s': %m, ignoring",
@@ -136,11 +182,71 @@ static void finish_burst(struct burst_profiles *bp, struct burst_event *ev)
 		snprintf(ev->why, sizeof(ev->why), "%s", bp->why[ev->cpu]);
 		return;
 	}
+	if (bp->cost[ev->cpu].peeks) {
+		const struct peek_cost *pc = &bp->cost[ev->cpu];
+
+		log_debug("burst cpu%u: %u mid-burst profile peeks, %u written, %.3f ms CPU in all "
+			  "(%.3f ms each), up to %zu bytes", ev->cpu, pc->peeks, pc->writes,
+			  (double)pc->cpu_ns / 1e6, (double)pc->cpu_ns / 1e6 / pc->peeks, pc->bytes);
+	}
+	bp->cost[ev->cpu] = (struct peek_cost){ 0 };
 	len = profiler_stop(bp->p, ev->cpu, true, bp->buf, bp->bytes + 1);
 	if (len > 0)
 		keep(bp, ev, (size_t)len);
 	else
 		snprintf(ev->why, sizeof(ev->why), "%s", len == 0 ? "no samples" : "profile too big");
+}
+
+void burst_profiles_peek(struct burst_profiles *bp, struct burst_event *ev)
+{
+	struct hot_frame *h;
+	char name[sizeof(ev->profile)];
+	struct peek_cost *pc;
+	uint64_t samples, t0;
+	ssize_t len;
+	int r;
+
+	if (!bp || ev->cpu >= bp->ncpu)
+		return;
+	if (!profiler_running(bp->p, ev->cpu)) {
+		snprintf(ev->why, sizeof(ev->why), "%s", bp->why[ev->cpu]);
+		return;
+	}
+	h = &bp->hot[ev->cpu];
+	snprintf(name, sizeof(name), HISTORY_PROFILE_PREFIX "%u-%" PRIu64 ".folded", ev->cpu,
+		 ev->start_ms);
+	if (bp->live[ev->cpu][0] && !streq(bp->live[ev->cpu], name))
+		drop_live(bp, ev->cpu); /* another run on this core, or the clocks moved apart */
+	/* the cost is one fold_format and one scan of its text, at most per heartbeat (2 s) and
+	 * only when samples came in: bench_profile.py measures it */
+	t0 = thread_cpu_ns();
+	pc = &bp->cost[ev->cpu];
+	pc->peeks++;
+	samples = profiler_samples(bp->p, ev->cpu);
+	if (samples > 0 && (!bp->live[ev->cpu][0] || samples != bp->peeked[ev->cpu])) {
+		len = profiler_peek(bp->p, ev->cpu, bp->buf, bp->bytes + 1);
+		r = len <= 0 ? -ENODATA : fileio_write_atomic(bp->run_dir, name,
+				&(struct iovec){ bp->buf, (size_t)len }, 1, 0600, 0);
+		if (r >= 0 && (folded_hot_frame(bp->buf, (size_t)len, h) < 0 || h->total == 0))
+			r = -EINVAL;
+		pc->writes += r >= 0;
+		if (len > 0 && (size_t)len > pc->bytes)
+			pc->bytes = (size_t)len;
+		pc->cpu_ns += thread_cpu_ns() - t0;
+		if (r < 0) {
+			drop_live(bp, ev->cpu);
+			return;
+		}
+		snprintf(bp->live[ev->cpu], sizeof(bp->live[ev->cpu]), "%s", name);
+		bp->peeked[ev->cpu] = samples;
+	} else {
+		pc->cpu_ns += thread_cpu_ns() - t0;
+	}
+	if (!bp->live[ev->cpu][0])
+		return; /* no sample yet */
+	snprintf(ev->profile, sizeof(ev->profile), "%s", name);
+	snprintf(ev->hot, sizeof(ev->hot), "%s", h->frame);
+	ev->hot_pct = (unsigned)(h->samples * 100 / h->total);
 }
 
 void burst_profiles_step(struct burst_profiles *bp, const struct cpu_sampler *s,
@@ -173,6 +279,9 @@ void burst_profiles_step(struct burst_profiles *bp, const struct cpu_sampler *s,
 		finish_burst(bp, &ev[i]);
 	/* runs that ended without becoming a burst: their profiles are not wanted */
 	for (unsigned c = 0; c < bp->ncpu && c < core->ncpu; c++)
-		if (!core->trk[c].active && profiler_running(bp->p, c))
+		if (!core->trk[c].active && profiler_running(bp->p, c)) {
 			(void)profiler_stop(bp->p, c, false, NULL, 0);
+			drop_live(bp, c);
+			bp->cost[c] = (struct peek_cost){ 0 };
+		}
 }

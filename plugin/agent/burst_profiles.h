@@ -37,4 +37,12 @@ void burst_profiles_free(struct burst_profiles *bp);
 void burst_profiles_step(struct burst_profiles *bp, const struct cpu_sampler *s,
 			 struct burst_event *ev, size_t n);
 
+/*
+ * burst_profiles_peek - for @ev, a burst still going on (cpu and start_ms set): its profile so
+ * far, written to the file its end will write (rewritten only when samples came in), and its
+ * hottest kernel function into @ev's profile/hot/hot_pct; or why it has none. So a reader
+ * mid-burst sees the same links as after it. Safe on NULL.
+ */
+void burst_profiles_peek(struct burst_profiles *bp, struct burst_event *ev);
+
 #endif

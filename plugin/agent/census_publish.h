@@ -47,7 +47,7 @@ int census_publish(struct census_publisher *p, struct cz_ctx *ctx, uint64_t mono
 
 /*
  * census_take - count now into *@ret without publishing or remembering anything (every memcg
- * "first seen" now): `report` run by hand where no agent publishes (ctx->census_direct).
+ * "first seen" now): `report` run by hand where no agent publishes (cmd/report_direct.h).
  * Returns 0, or -errno with the one-line reason in @why.
  */
 int census_take(struct cz_ctx *ctx, uint64_t now_ms, struct census *ret, char *why,

@@ -13,6 +13,7 @@
 #include "cluster/conditions.h"
 #include "cluster/event.h"
 #include "cluster/kube.h"
+#include "cluster/recover_store.h"
 #include "cluster/remediate.h"
 
 struct kube_agent {
@@ -95,7 +96,34 @@ static int get_node(struct kube_agent *ka, json_object **ret)
 	return kube_get_object(ka->kc, path, what, ret);
 }
 
-/* Patch this node's conditions from @res, and post an Event for every status flip. */
+/* Remove from node @cur each condition of ours whose <check>.condition is false (not False:
+ * gone, as if the check had never been installed). Returns how many, or -errno (logged). */
+static int remove_disabled(struct kube_agent *ka, json_object *cur, const char *path)
+{
+	struct kube_response resp = { 0 };
+	_cleanup_(json_object_putp) json_object *patch = NULL;
+	const char *types[3];
+	int n, r;
+
+	n = conditions_build_removal(cur, ka->cfg, conditions_enabled, &patch, types);
+	if (n <= 0)
+		return n;
+	r = kube_json(ka->kc, "PATCH", path, "application/strategic-merge-patch+json", patch, 0,
+		      &resp);
+	if (r == 0 && resp.status != 200)
+		r = log_error_errno(EREMOTEIO, "PATCH %s: HTTP %ld: %s", path, resp.status,
+				    resp.message);
+	else if (r < 0)
+		log_error_errno(r, "PATCH %s: %s", path, resp.message);
+	kube_response_clear(&resp);
+	if (r < 0)
+		return r;
+	for (int i = 0; i < n; i++)
+		log_notice("%s: condition %s removed (its check's condition is off)",
+			   ka->cfg->kubernetes.node_name, types[i]);
+	return n;
+}
+
 static int publish(struct kube_agent *ka, const char *const checks[],
 		   const struct npd_result res[], size_t n, char *out, size_t size)
 {
@@ -107,14 +135,12 @@ static int publish(struct kube_agent *ka, const char *const checks[],
 	size_t k = 0, nch = 0;
 	char path[400];
 	uint64_t now = now_realtime_ms();
-	int r;
+	int r, removed;
 
 	for (size_t i = 0; i < n && k < ARRAY_SIZE(in); i++)
-		if (conditions_for_check(checks[i]))
+		if (conditions_for_check(checks[i]) && conditions_enabled(ka->cfg, checks[i]))
 			in[k++] = (struct cond_input){ conditions_for_check(checks[i]),
 						       res[i].status, res[i].msg };
-	if (k == 0)
-		return 0;
 	snprintf(path, sizeof(path), "/api/v1/nodes/%s", node);
 	/* not "a node without conditions" when unreadable: that would reset every transition time */
 	r = get_node(ka, &cur);
@@ -122,10 +148,19 @@ static int publish(struct kube_agent *ka, const char *const checks[],
 		snprintf(out, size, "cannot read node %.64s", node);
 		return r;
 	}
+	strncat(path, "/status", sizeof(path) - strlen(path) - 1);
+	removed = remove_disabled(ka, cur, path);
+	if (removed < 0) {
+		snprintf(out, size, "cannot remove the conditions turned off");
+		return removed;
+	}
+	if (k == 0) {
+		snprintf(out, size, "conditions: none on (%d removed)", removed);
+		return 0;
+	}
 	r = conditions_build_patch(cur, in, k, now, &patch, ch, &nch);
 	if (r < 0)
 		return r;
-	strncat(path, "/status", sizeof(path) - strlen(path) - 1);
 	r = kube_json(ka->kc, "PATCH", path, "application/strategic-merge-patch+json", patch, 0,
 		      &resp);
 	if (r == 0 && resp.status != 200)
@@ -150,8 +185,19 @@ static int publish(struct kube_agent *ka, const char *const checks[],
 			 ch[i].new_status, *ch[i].old_status ? ch[i].old_status : "unset");
 		(void)event_post(ka->kc, &d);
 	}
-	snprintf(out, size, "conditions: %zu set, %zu changed", k, nch);
+	if (removed)
+		snprintf(out, size, "conditions: %zu set, %zu changed, %d removed", k, nch, removed);
+	else
+		snprintf(out, size, "conditions: %zu set, %zu changed", k, nch);
 	return 0;
+}
+
+int kube_agent_publish(struct kube_agent *ka, const char *const checks[],
+		       const struct npd_result res[], size_t n, char *out, size_t size)
+{
+	if (!ka || !ka->cfg->agent.set_conditions)
+		return 0;
+	return publish(ka, checks, res, n, out, size);
 }
 
 #define HANDOFF_STATE "reboot-handoff"	/* the drained annotation last handed to kured */
@@ -216,7 +262,7 @@ int kube_agent_cycle(struct kube_agent *ka, struct cz_ctx *ctx, const char *cons
 	if (!ka)
 		return 0;
 	if (ka->cfg->agent.set_conditions)
-		r = publish(ka, checks, res, n, cond, sizeof(cond));
+		r = kube_agent_publish(ka, checks, res, n, cond, sizeof(cond));
 	ka->last = REM_NONE;
 	if (kube_agent_remediates(ka->cfg))
 		r2 = remediate_cycle(ka->kc, ka->cfg, ka->cfg->kubernetes.node_name,
@@ -233,6 +279,16 @@ int kube_agent_cycle(struct kube_agent *ka, struct cz_ctx *ctx, const char *cons
 	return r < 0 ? r : r2;
 }
 
+void kube_agent_recover(struct cz_ctx *ctx, const char *check, struct npd_result *res)
+{
+	int r = recover_store_apply(ctx->cfg.paths.state, check,
+				    conditions_recover_after(&ctx->cfg, check), now_realtime_ms(), res);
+
+	if (r < 0 && r != -ENOENT)
+		log_warning_errno(r, "Failed to keep %s's recover_after state in '%s': %m, ignoring",
+				  check, ctx->cfg.paths.state);
+}
+
 size_t kube_agent_run_checks(struct cz_ctx *ctx, const char *names[], struct npd_result res[],
 			     size_t max)
 {
@@ -243,6 +299,7 @@ size_t kube_agent_run_checks(struct cz_ctx *ctx, const char *names[], struct npd
 			continue;
 		res[n] = (struct npd_result){ .status = NPD_UNKNOWN };
 		c->run(ctx, &res[n]);
+		kube_agent_recover(ctx, c->name, &res[n]);
 		names[n++] = c->name;
 	}
 	return n;

@@ -54,12 +54,32 @@ int kube_agent_cycle(struct kube_agent *ka, struct cz_ctx *ctx, const char *cons
 		     const struct npd_result res[], size_t n, char *summary, size_t summary_size);
 
 /*
+ * kube_agent_publish - the condition PATCH, its one entry point: kube_agent_cycle calls it each
+ * check_interval, and agent/trigger.h for a condition whose evidence just appeared. With
+ * agent.set_conditions only (0 for NULL or set_conditions off): reads this node, removes our
+ * conditions whose <check>.condition is false (strategic-merge "$patch: delete" by type: no
+ * other type is touched), patches one condition per enabled result in @checks/@res (@n; only
+ * checks that ran: never a False before a check), and posts an Event per status flip. One line
+ * into @out. Returns 0 or -errno (logged).
+ */
+int kube_agent_publish(struct kube_agent *ka, const char *const checks[],
+		       const struct npd_result res[], size_t n, char *out, size_t size);
+
+/*
  * kube_agent_run_checks - run every check that maps to a node condition (memcg, cpu, ena), in
  * the registry's order, into @res (at most @max); @names[i] is the check of @res[i]. Returns
  * how many ran.
  */
 size_t kube_agent_run_checks(struct cz_ctx *ctx, const char *names[], struct npd_result res[],
 			     size_t max);
+
+/*
+ * kube_agent_recover - check @check's result @res through its recover_after hysteresis
+ * (cluster/recover.h; the state dir's recover-<check>, shared with NPD's `check` runs): a
+ * condition that was True stays True until the check has said OK for recover_after. A state
+ * that cannot be used is logged and @res left as the check said.
+ */
+void kube_agent_recover(struct cz_ctx *ctx, const char *check, struct npd_result *res);
 
 /* kube_agent_last_action - what remediation did in the last cycle. */
 enum remediate_action kube_agent_last_action(const struct kube_agent *ka);

@@ -5,6 +5,8 @@
 
 #include "agent/metrics.h"
 #include "klog/kevents.h"
+#include "cluster/conditions.h"
+#include "cluster/recover_store.h"
 #include "base/fileio.h"
 #include "node/report.h"
 #include "base/textsafe.h"
@@ -103,6 +105,16 @@ static void cpu(const struct report *r, FILE *out)
 	     "Highest share of a burst per core in the window (0 without bursts).");
 	for (unsigned c = 0; c < r->ncpu; c++)
 		fprintf(out, "cpuzombie_cpu_burst_peak_percent{cpu=\"%u\"} %.1f\n", c, peak[c]);
+	/* the bursts above include those going on (the heartbeat's, after the logged ones) */
+	help(out, "cpuzombie_cpu_burst_ongoing", "gauge",
+	     "1 while a saturation burst is going on on the core (it counts above already).");
+	for (unsigned c = 0; c < r->ncpu; c++) {
+		bool on = false;
+
+		for (size_t i = r->nlogged; i < r->nbursts && !on; i++)
+			on = r->bursts[i].cpu == c;
+		fprintf(out, "cpuzombie_cpu_burst_ongoing{cpu=\"%u\"} %d\n", c, on);
+	}
 }
 
 static void ena_counters(const struct report *r, const struct ena_state *st, enum ena_class want,
@@ -255,6 +267,45 @@ int metrics_format(const struct report *r, FILE *out)
 	return ferror(out) ? -EIO : 0;
 }
 
+/*
+ * The conditions' hysteresis (cluster/recover.h), from the state dir the checks share: what
+ * recover_after absorbed (flaps), what it let clear, and what it holds True now. Read here, not
+ * in metrics_format(), which formats the model it is given and nothing else.
+ */
+static void lifecycle(const struct report *r, FILE *out)
+{
+	static const char *const checks_[] = { "memcg", "cpu", "ena" };
+	struct recover_state st[ARRAY_SIZE(checks_)];
+	bool ok[ARRAY_SIZE(checks_)];
+
+	if (!r->cfg)
+		return;
+	for (size_t i = 0; i < ARRAY_SIZE(checks_); i++) {
+		st[i] = (struct recover_state){ 0 };
+		ok[i] = recover_store_read(r->cfg->paths.state, checks_[i], &st[i]) >= 0;
+	}
+	help(out, "cpuzombie_condition_flaps_total", "counter",
+	     "Problems seen again while recover_after held the condition True: True/False/True "
+	     "flips the node did not show.");
+	for (size_t i = 0; i < ARRAY_SIZE(checks_); i++)
+		if (ok[i])
+			series(out, "cpuzombie_condition_flaps_total", "condition",
+			       conditions_for_check(checks_[i])->type, st[i].flaps);
+	help(out, "cpuzombie_condition_clears_total", "counter",
+	     "Conditions set back to False after recover_after of OK checks.");
+	for (size_t i = 0; i < ARRAY_SIZE(checks_); i++)
+		if (ok[i])
+			series(out, "cpuzombie_condition_clears_total", "condition",
+			       conditions_for_check(checks_[i])->type, st[i].clears);
+	help(out, "cpuzombie_condition_recovering", "gauge",
+	     "1 while the problem is gone but recover_after still holds the condition True.");
+	for (size_t i = 0; i < ARRAY_SIZE(checks_); i++)
+		if (ok[i])
+			series(out, "cpuzombie_condition_recovering", "condition",
+			       conditions_for_check(checks_[i])->type,
+			       st[i].active && st[i].ok_since_ms != 0);
+}
+
 int metrics_write(const struct report *r, const char *path)
 {
 	_cleanup_free_ char *text = NULL;
@@ -272,6 +323,10 @@ int metrics_write(const struct report *r, const char *path)
 	if (!f)
 		return -errno;
 	e = metrics_format(r, f);
+	if (e == 0) {
+		lifecycle(r, f);
+		e = ferror(f) ? -EIO : 0;
+	}
 	if (fclose(f) != 0 && e == 0)
 		e = -errno;
 	if (e < 0)

@@ -214,6 +214,23 @@ ssize_t profiler_stop(struct profiler *p, unsigned cpu, bool keep, char *buf, si
 	return r;
 }
 
+uint64_t profiler_samples(const struct profiler *p, unsigned cpu)
+{
+	return cpu < p->ncpu && p->core[cpu].on ? fold_samples(p->core[cpu].fold) : 0;
+}
+
+ssize_t profiler_peek(const struct profiler *p, unsigned cpu, char *buf, size_t size)
+{
+	const struct core_profile *c;
+
+	if (cpu >= p->ncpu || !p->core[cpu].on)
+		return -ENOENT;
+	c = &p->core[cpu];
+	/* what the last tick drained: the agent ticks every sample, so this is at most one
+	 * cpu.interval behind the ring */
+	return fold_samples(c->fold) > 0 ? fold_format(c->fold, buf, size) : 0;
+}
+
 uint64_t profiler_lost(const struct profiler *p)
 {
 	uint64_t lost = p->lost;

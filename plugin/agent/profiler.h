@@ -77,6 +77,16 @@ bool profiler_running(const struct profiler *p, unsigned cpu);
  */
 ssize_t profiler_stop(struct profiler *p, unsigned cpu, bool keep, char *buf, size_t size);
 
+/* profiler_samples - the samples @cpu's profile holds so far (0 without a profile). */
+uint64_t profiler_samples(const struct profiler *p, unsigned cpu);
+
+/*
+ * profiler_peek - @cpu's profile so far (as drained by the last profiler_tick), folded into
+ * @buf within @size bytes as profiler_stop() would, without stopping it: the length, 0 when it
+ * has no sample yet, -ENOENT when @cpu has no profile, -ENOBUFS as profiler_stop().
+ */
+ssize_t profiler_peek(const struct profiler *p, unsigned cpu, char *buf, size_t size);
+
 /* profiler_lost - samples the kernel dropped across all profiles so far. */
 uint64_t profiler_lost(const struct profiler *p);
 

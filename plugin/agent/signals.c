@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 #include <errno.h>
 #include <signal.h>
+#include <string.h>
 
 #include "agent/signals.h"
 #include "base/log.h"
@@ -50,18 +51,26 @@ bool agent_signals_take_reload(void)
 	return true;
 }
 
-int agent_reload_prepare(const struct cz_ctx *ctx, struct cz_config *next, struct hostfs *hf)
+int agent_reload_prepare(const struct agent_opts *ao, struct cz_config *next, struct hostfs *hf)
 {
-	const char *file = ctx->config_path ? ctx->config_path : "built-in defaults";
+	const char *file = ao->config_path ? ao->config_path : "built-in defaults";
+	static char errs[8192]; /* static: the agent's one reloading thread */
+	const char *path;
 	int r;
 
-	if (!ctx->config_reload)
+	if (!ao->ov)
 		return log_warning_errno(-EOPNOTSUPP, "Cannot reload the configuration here, "
 				       "ignoring SIGHUP");
-	r = ctx->config_reload(ctx, next);
-	if (r < 0)
-		return log_error_errno(r, "Failed to reload the configuration from '%s' on SIGHUP, "
-				       "keeping the running one: %m", file);
+	r = config_load_effective(ao->ov, next, &path, errs, sizeof(errs));
+	if (r < 0) {
+		/* every error of the file (FILE:LINE: ...), then what it means for the agent */
+		for (char *line = errs, *nl; *line; line = nl ? nl + 1 : line + strlen(line)) {
+			nl = strchr(line, '\n');
+			log_error("%.*s", nl ? (int)(nl - line) : (int)strlen(line), line);
+		}
+		return log_error_errno(r == -EDOM ? -EINVAL : r, "Failed to reload the configuration "
+				       "from '%s' on SIGHUP, keeping the running one: %m", file);
+	}
 	r = hostfs_open(hf, next->paths.proc, next->paths.sys);
 	if (r < 0) {
 		hostfs_close(hf);
@@ -72,11 +81,12 @@ int agent_reload_prepare(const struct cz_ctx *ctx, struct cz_config *next, struc
 	return 0;
 }
 
-void agent_reload_apply(struct cz_ctx *ctx, const struct cz_config *next, struct hostfs *hf)
+void agent_reload_apply(struct cz_ctx *ctx, const struct agent_opts *ao,
+			const struct cz_config *next, struct hostfs *hf)
 {
 	hostfs_close(&ctx->hf);
 	ctx->hf = *hf;
 	ctx->cfg = *next;
 	log_info("Configuration reloaded from '%s'",
-		 ctx->config_path ? ctx->config_path : "built-in defaults");
+		 ao->config_path ? ao->config_path : "built-in defaults");
 }

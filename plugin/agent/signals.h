@@ -15,6 +15,7 @@
 
 #include <stdbool.h>
 
+#include "agent/agent.h"
 #include "check/cz.h"
 
 /* agent_signals_install - the dispositions above; clears any earlier request. */
@@ -27,14 +28,15 @@ int agent_signals_stop(void);
 bool agent_signals_take_reload(void);
 
 /*
- * agent_reload_prepare - load the configuration again through ctx->config_reload into *@next
- * and open its host roots into *@hf, without touching @ctx (its sampler and periodic thread are
- * still using it). On failure logs what was wrong and that the old configuration stays, and
+ * agent_reload_prepare - load the configuration again (the file and the command line's overrides
+ * of @ao, config_load_effective) into *@next and open its host roots into *@hf, without touching
+ * the running context (its sampler and periodic thread are still using it). On failure logs what was wrong and that the old configuration stays, and
  * returns -errno; on success the caller stops its work and calls agent_reload_apply().
  */
-int agent_reload_prepare(const struct cz_ctx *ctx, struct cz_config *next, struct hostfs *hf);
+int agent_reload_prepare(const struct agent_opts *ao, struct cz_config *next, struct hostfs *hf);
 
 /* agent_reload_apply - make *@next and *@hf the context's (closing the old roots); logs it. */
-void agent_reload_apply(struct cz_ctx *ctx, const struct cz_config *next, struct hostfs *hf);
+void agent_reload_apply(struct cz_ctx *ctx, const struct agent_opts *ao,
+			const struct cz_config *next, struct hostfs *hf);
 
 #endif

@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <stdarg.h>
+#include <strings.h>
 #include <yaml.h>
 
 #include "base/config.h"
@@ -60,6 +61,8 @@ static const struct key_def keys[] = {
 	K("memcg", "latency_canary", T_DUR, memcg.latency_canary_ms),
 	K("memcg", "systemd_hints", T_BOOL, memcg.systemd_hints),
 	K("memcg", "census_interval", T_DUR, memcg.census_interval_ms),
+	K("memcg", "recover_after", T_DUR, memcg.recover_after_ms),
+	K("memcg", "condition", T_BOOL, memcg.condition),
 	K("cpu", "interval", T_DUR_POS, cpu.interval_ms),
 	K("cpu", "metric", T_METRIC, cpu.metric),
 	K("cpu", "threshold_pct", T_PCT, cpu.threshold_pct),
@@ -76,11 +79,15 @@ static const struct key_def keys[] = {
 	K("cpu", "profile_hz", T_U64, cpu.profile_hz),
 	K("cpu", "profile_max", T_DUR_POS, cpu.profile_max_ms),
 	K("cpu", "profile_bytes", T_U64, cpu.profile_bytes),
+	K("cpu", "recover_after", T_DUR, cpu.recover_after_ms),
+	K("cpu", "condition", T_BOOL, cpu.condition),
 	K("ena", "drivers", T_LIST, ena.drivers),
 	K("ena", "interfaces", T_LIST, ena.interfaces),
 	K("ena", "window", T_DUR_POS, ena.window_ms),
 	K("ena", "min_read_interval", T_DUR, ena.min_read_interval_ms),
 	K("ena", "conntrack_floor", T_U64, ena.conntrack_floor),
+	K("ena", "recover_after", T_DUR, ena.recover_after_ms),
+	K("ena", "condition", T_BOOL, ena.condition),
 	K("ena", "reset_counters", T_LIST, ena.reset_counters),
 	K("ena", "risk_counters", T_LIST, ena.risk_counters),
 	K("ena", "allowance_counters", T_LIST, ena.allowance_counters),
@@ -108,6 +115,17 @@ static const struct key_def keys[] = {
 	K("remediation", "leader_namespace", T_NAME, remediation.leader_namespace),
 	K("remediation", "reclaim", T_RECLAIM, remediation.reclaim),
 	K("remediation", "reclaim_interval", T_DUR_POS, remediation.reclaim_interval_ms),
+	K("remediation", "max_unhealthy", T_BUDGET, remediation.max_unhealthy),
+	K("remediation", "max_unhealthy_min_nodes", T_U64, remediation.max_unhealthy_min_nodes),
+	K("remediation", "breaker_max", T_U64, remediation.breaker_max),
+	K("remediation", "breaker_window", T_DUR_POS, remediation.breaker_window_ms),
+	K("remediation", "drain_gap", T_DUR, remediation.drain_gap_ms),
+	K("remediation", "window_days", T_LIST, remediation.window_days),
+	K("remediation", "window_start", T_STR, remediation.window_start),
+	K("remediation", "window_end", T_STR, remediation.window_end),
+	K("remediation", "window_timezone", T_STR, remediation.window_timezone),
+	K("remediation", "medik8s_lease_namespace", T_NAME, remediation.medik8s_lease_namespace),
+	K("remediation", "kured_daemonset", T_STR, remediation.kured_daemonset),
 };
 
 /*
@@ -130,7 +148,13 @@ static const struct key_bound {
 	/* each statistics read holds RTNL (ena.h) */
 	{ "ena", "min_read_interval", 1000, 3600 * 1000, "each statistics read holds RTNL" },
 	{ "kubernetes", "timeout", 100, 10 * 60 * 1000, NULL },
+	/* a condition held True this long after its problem went away (cluster/recover.h) */
+	{ "memcg", "recover_after", 1000, 7 * 24 * 3600 * 1000ull, NULL },
+	{ "cpu", "recover_after", 1000, 7 * 24 * 3600 * 1000ull, NULL },
+	{ "ena", "recover_after", 1000, 7 * 24 * 3600 * 1000ull, NULL },
 	{ "agent", "check_interval", 100, 24 * 3600 * 1000ull, "every check runs each interval" },
+	{ "remediation", "breaker_window", 60 * 1000, 30 * 24 * 3600 * 1000ull, NULL },
+	{ "remediation", "drain_gap", 1000, 7 * 24 * 3600 * 1000ull, NULL },
 };
 
 static const char *const metric_names[] = {
@@ -215,6 +239,9 @@ void config_defaults(struct cz_config *cfg)
 	cfg->memcg.latency_canary_ms = 10 * 60 * 1000;
 	cfg->memcg.census_interval_ms = 10 * 60 * 1000;
 	cfg->memcg.systemd_hints = true;
+	cfg->memcg.condition = true;
+	cfg->cpu.condition = true;
+	cfg->ena.condition = true;
 	cfg->cpu.interval_ms = 250;
 	cfg->cpu.metric = CZ_METRIC_SYSTEM;
 	cfg->cpu.threshold_pct = 90;
@@ -253,6 +280,11 @@ void config_defaults(struct cz_config *cfg)
 	cfg->remediation.reclaim_interval_ms = 60 * 60 * 1000;
 	snprintf(cfg->remediation.lease_namespace, sizeof(cfg->remediation.lease_namespace),
 		 "kube-system");
+	/* the storm guard as EKS node auto repair: over 20% of a group of more than 5 pauses it */
+	snprintf(cfg->remediation.max_unhealthy, sizeof(cfg->remediation.max_unhealthy), "20%%");
+	cfg->remediation.max_unhealthy_min_nodes = 6;
+	cfg->remediation.breaker_window_ms = 60 * 60 * 1000;
+	snprintf(cfg->remediation.window_timezone, sizeof(cfg->remediation.window_timezone), "UTC");
 }
 
 /* ---- loading ---- */
@@ -601,6 +633,65 @@ static void load_root(struct loader *ld, yaml_document_t *doc)
 	}
 }
 
+/* "HH:MM", 00:00..24:00 (kured's --start-time/--end-time, minutes only) */
+static bool valid_hhmm(const char *s)
+{
+	return strlen(s) == 5 && s[2] == ':' && s[0] >= '0' && s[0] <= '2' && s[1] >= '0' &&
+	       s[1] <= '9' && s[3] >= '0' && s[3] <= '5' && s[4] >= '0' && s[4] <= '9' &&
+	       ((s[0] - '0') * 10 + (s[1] - '0') < 24 || streq(s, "24:00"));
+}
+
+/* A TZ database name: letters, digits, '/', '_', '-', '+'; no "..", no leading '/'. */
+static bool valid_zone(const char *s)
+{
+	if (!*s || *s == '/' || strstr(s, ".."))
+		return false;
+	for (; *s; s++)
+		if (!((*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') || (*s >= '0' && *s <= '9') ||
+		      *s == '/' || *s == '_' || *s == '-' || *s == '+'))
+			return false;
+	return true;
+}
+
+/* The maintenance window and breaker keys (remediation.window_*, breaker_max). */
+static void check_guards(struct loader *ld)
+{
+	static const char *const days[] = { "sun", "mon", "tue", "wed", "thu", "fri", "sat" };
+	const struct cz_config *c = ld->cfg;
+
+	for (size_t i = 0; i < c->remediation.window_days.n; i++) {
+		const char *d = c->remediation.window_days.item[i];
+		bool ok = false;
+
+		for (size_t k = 0; k < ARRAY_SIZE(days); k++)
+			ok = ok || strcasecmp(d, days[k]) == 0;
+		if (!ok)
+			add_err(ld, NULL, "key 'remediation.window_days': '%s' is not a day (sun, mon, "
+				"tue, wed, thu, fri, sat)", d);
+	}
+	if (*c->remediation.window_start && !valid_hhmm(c->remediation.window_start))
+		add_err(ld, NULL, "key 'remediation.window_start': expected HH:MM, got '%s'",
+			c->remediation.window_start);
+	if (*c->remediation.window_end && !valid_hhmm(c->remediation.window_end))
+		add_err(ld, NULL, "key 'remediation.window_end': expected HH:MM, got '%s'",
+			c->remediation.window_end);
+	if (!valid_zone(c->remediation.window_timezone))
+		add_err(ld, NULL, "key 'remediation.window_timezone': not a TZ database name such as "
+			"UTC or Europe/Berlin, got '%s'", c->remediation.window_timezone);
+	if (*c->remediation.kured_daemonset) {
+		const char *k = c->remediation.kured_daemonset, *sl = strchr(k, '/');
+		char ns[CZ_NAME_MAX] = "";
+
+		if (sl && (size_t)(sl - k) < sizeof(ns))
+			memcpy(ns, k, (size_t)(sl - k));
+		if (!sl || !valid_name(ns, CZ_NAME_MAX - 1) || !valid_name(sl + 1, CZ_NAME_MAX - 1))
+			add_err(ld, NULL, "key 'remediation.kured_daemonset': expected NAMESPACE/NAME "
+				"such as kube-system/kured, got '%s'", k);
+	}
+	if (c->remediation.breaker_max > 64)
+		add_err(ld, NULL, "key 'remediation.breaker_max': more than 64 (the history kept)");
+}
+
 static int check_consistency(struct loader *ld)
 {
 	const struct cz_config *c = ld->cfg;
@@ -626,6 +717,7 @@ static int check_consistency(struct loader *ld)
 		if (strlen(c->ena.interfaces.item[i]) > 15) /* IFNAMSIZ - 1 */
 			add_err(ld, NULL, "key 'ena.interfaces': '%s' is longer than an interface name",
 				c->ena.interfaces.item[i]);
+	check_guards(ld);
 	return ld->nerr ? -EINVAL : 0;
 }
 

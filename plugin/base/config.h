@@ -60,6 +60,8 @@ struct cz_config {
 		uint64_t latency_canary_ms;	/* 10m: at most one canary read per this; 0 = off */
 		bool systemd_hints;		/* true */
 		uint64_t census_interval_ms;	/* 10m: the agent's zombie census (BPF); 0 = off */
+		uint64_t recover_after_ms;	/* 0: MemcgZombieLeak False only after OK this long */
+		bool condition;			/* true; false: no MemcgZombieLeak (removed) */
 	} memcg;
 	struct {
 		uint64_t interval_ms;		/* 250ms */
@@ -78,6 +80,8 @@ struct cz_config {
 		uint64_t profile_hz;		/* 99 */
 		uint64_t profile_max_ms;	/* 30s: a profile samples at most this long */
 		uint64_t profile_bytes;		/* 65536: folded stacks kept per burst */
+		uint64_t recover_after_ms;	/* 0: CPUCoreSaturation False only after OK this long */
+		bool condition;			/* true; false: no CPUCoreSaturation (removed) */
 	} cpu;
 	struct {
 		struct cz_strlist drivers;	/* [ena] */
@@ -85,6 +89,8 @@ struct cz_config {
 		uint64_t window_ms;		/* 1h */
 		uint64_t min_read_interval_ms;	/* 5s: each read holds RTNL */
 		uint64_t conntrack_floor;	/* 0 = off */
+		uint64_t recover_after_ms;	/* 0: ENADeviceReset False only after OK this long */
+		bool condition;			/* true; false: no ENADeviceReset (removed) */
 		struct cz_strlist reset_counters;
 		struct cz_strlist risk_counters;
 		struct cz_strlist allowance_counters;
@@ -121,6 +127,18 @@ struct cz_config {
 		char leader_namespace[CZ_NAME_MAX]; /* remediator's leader Lease; "" = its pod's */
 		enum cz_reclaim_mode reclaim;	/* off */
 		uint64_t reclaim_interval_ms;	/* 1h: at most one reclaim per this */
+		/* fleet guards (cluster/guard.h) */
+		char max_unhealthy[16];		/* "20%": storm guard, a count or a percentage */
+		uint64_t max_unhealthy_min_nodes; /* 6: the storm guard holds in selections this big */
+		uint64_t breaker_max;		/* 0 = off: remediations per breaker_window */
+		uint64_t breaker_window_ms;	/* 1h */
+		uint64_t drain_gap_ms;		/* 0 = off: between two remediations cluster-wide */
+		struct cz_strlist window_days;	/* [] = every day */
+		char window_start[8];		/* "" = 00:00 */
+		char window_end[8];		/* "" = 24:00 */
+		char window_timezone[CZ_NAME_MAX]; /* "UTC"; the TZ database's names */
+		char medik8s_lease_namespace[CZ_NAME_MAX]; /* "" = off; medik8s: medik8s-leases */
+		char kured_daemonset[CZ_NAME_MAX * 2]; /* "" = off; "kube-system/kured" */
 	} remediation;
 };
 
@@ -140,6 +158,26 @@ int config_load_file(const char *path, struct cz_config *cfg, char *errs, size_t
  */
 int config_load_string(const char *name, const char *text, size_t len, struct cz_config *cfg,
 		       char *errs, size_t errs_size);
+
+/*
+ * The command line's say over the config file (--config, --proc-root, --sys-root, --state-dir,
+ * --run-dir, --kubeconfig, --node-name; NULL: not given). Kept as data so that the agent's
+ * SIGHUP applies them again over the file it rereads.
+ */
+struct cz_overrides {
+	const char *config, *proc, *sys, *state, *run, *kubeconfig, *node;
+};
+
+/*
+ * config_load_effective - the config a run uses: the defaults, then the file (@ov->config, else
+ * CZ_DEFAULT_CONFIG_PATH when it exists), then the overrides. On success writes *@ret and
+ * *@ret_path (the file loaded, or NULL for the embedded defaults) and returns 0. On failure
+ * *@ret is undefined and @errs holds the errors, one per line: the file's ("FILE:LINE: ...", as
+ * config_load_file) with -EINVAL or -errno, or one override's ("--node-name: ...") with
+ * -EDOM, so that the caller can tell a bad option from a bad file.
+ */
+int config_load_effective(const struct cz_overrides *ov, struct cz_config *ret,
+			  const char **ret_path, char *errs, size_t errs_size);
 
 /* config_metric_name / config_mode_name - the YAML spelling of an enum value. */
 const char *config_metric_name(enum cz_cpu_metric m);

@@ -31,6 +31,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <errno.h>
+#include <stdlib.h>
 #include <sys/types.h>
 
 #define STATE_VERSION 1
@@ -114,6 +116,40 @@ struct state_type {
 	/* pure: @obj as a malloc()ed payload in *@ret; returns its length or -errno */
 	ssize_t (*format)(const void *obj, char **ret);
 };
+
+/*
+ * STATE_TYPE_BOUNDED - define the struct state_type @var (with @qual: static, or nothing for
+ * one the module's header declares) for the common form of a module's pure pair:
+ *     int PARSE(const char *payload, T *obj)		0 or -errno, @obj untouched on failure
+ *     N FORMAT(const T *obj, char *buf, size_t size)	the length written, or < 0
+ * with payloads of at most MAX bytes. The two callbacks state.c calls are generated here, so a
+ * module writes its parser and formatter once, in its own types, and no adapter by hand.
+ */
+#define STATE_TYPE_BOUNDED(qual, var, NAME, MAX, DURABLE, PARSE, FORMAT)			\
+	static int var##_parse_cb(const char *payload, size_t len, void *obj)			\
+	{											\
+		(void)len;									\
+		return PARSE(payload, obj);							\
+	}											\
+	static ssize_t var##_format_cb(const void *obj, char **ret)				\
+	{											\
+		char *buf = malloc(MAX);							\
+		ssize_t n;									\
+												\
+		if (!buf)									\
+			return -ENOMEM;								\
+		n = (ssize_t)FORMAT(obj, buf, MAX);						\
+		if (n < 0) {									\
+			free(buf);								\
+			return n;								\
+		}										\
+		*ret = buf;									\
+		return n;									\
+	}											\
+	qual const struct state_type var = {							\
+		.name = NAME, .max = MAX, .durable = DURABLE,					\
+		.parse = var##_parse_cb, .format = var##_format_cb,				\
+	}
 
 enum state_status {
 	STATE_NONE = 0,	     /* no file yet: @obj left as the caller initialised it */

@@ -4,6 +4,7 @@
 
 #include "cluster/conditions.h"
 #include "cluster/kjson.h"
+#include "base/config.h"
 #include "base/textsafe.h"
 #include "base/util.h"
 
@@ -19,6 +20,60 @@ const struct cond_def *conditions_for_check(const char *check)
 		if (streq(defs[i].check, check))
 			return &defs[i];
 	return NULL;
+}
+
+uint64_t conditions_recover_after(const struct cz_config *cfg, const char *check)
+{
+	return streq(check, "memcg") ? cfg->memcg.recover_after_ms :
+	       streq(check, "cpu") ? cfg->cpu.recover_after_ms :
+	       streq(check, "ena") ? cfg->ena.recover_after_ms : 0;
+}
+
+bool conditions_enabled(const struct cz_config *cfg, const char *check)
+{
+	return streq(check, "memcg") ? cfg->memcg.condition :
+	       streq(check, "cpu") ? cfg->cpu.condition :
+	       streq(check, "ena") ? cfg->ena.condition : true;
+}
+
+int conditions_build_removal(json_object *node, const struct cz_config *cfg,
+			     bool (*keep)(const struct cz_config *cfg, const char *check),
+			     json_object **ret_patch, const char *ret_types[])
+{
+	_cleanup_(json_object_putp) json_object *patch = NULL;
+	json_object *status, *list = NULL;
+	int n = 0;
+
+	*ret_patch = NULL;
+	for (size_t i = 0; i < ARRAY_SIZE(defs); i++) {
+		json_object *c;
+
+		if ((keep && keep(cfg, defs[i].check)) || !kube_condition(node, defs[i].type))
+			continue;
+		if (!patch) {
+			patch = json_object_new_object();
+			status = json_object_new_object();
+			list = json_object_new_array();
+			if (!patch || !status || !list) {
+				json_object_put(status);
+				json_object_put(list);
+				return -ENOMEM;
+			}
+			json_object_object_add(patch, "status", status);
+			json_object_object_add(status, "conditions", list);
+		}
+		c = json_object_new_object();
+		if (!c)
+			return -ENOMEM;
+		json_object_object_add(c, "type", json_object_new_string(defs[i].type));
+		json_object_object_add(c, "$patch", json_object_new_string("delete"));
+		json_object_array_add(list, c);
+		if (ret_types)
+			ret_types[n] = defs[i].type;
+		n++;
+	}
+	*ret_patch = TAKE_PTR(patch);
+	return n;
 }
 
 const char *conditions_status_name(enum npd_status s)

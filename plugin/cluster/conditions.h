@@ -10,6 +10,7 @@
  */
 
 #include <json-c/json.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -50,6 +51,27 @@ struct cond_change {
 int conditions_build_patch(json_object *node, const struct cond_input in[], size_t n,
 			   uint64_t now_ms, json_object **ret_patch, struct cond_change *changes,
 			   size_t *ret_nchanges);
+
+struct cz_config;
+
+/* conditions_recover_after - <check>.recover_after of @cfg in ms (0 for a check without one). */
+uint64_t conditions_recover_after(const struct cz_config *cfg, const char *check);
+
+/* conditions_enabled - <check>.condition of @cfg (true for a check without the key). */
+bool conditions_enabled(const struct cz_config *cfg, const char *check);
+
+/*
+ * conditions_build_removal - the body of a strategic merge PATCH of nodes/NAME/status that
+ * removes from @node (as read) each of our condition types for which @keep(@cfg, check) is
+ * false and that the node has: {"status":{"conditions":[{"type":T,"$patch":"delete"},...]}}.
+ * Merged by type: no other condition is touched (KernelReady, NetworkingReady, Ready stay).
+ * @keep NULL removes every type of ours (cleanup). Returns how many types it removes (0: no
+ * patch, *@ret_patch NULL) with the types' names in @ret_types (capacity 3, may be NULL), or
+ * -ENOMEM.
+ */
+int conditions_build_removal(json_object *node, const struct cz_config *cfg,
+			     bool (*keep)(const struct cz_config *cfg, const char *check),
+			     json_object **ret_patch, const char *ret_types[]);
 
 /* conditions_status_name - "False", "True" or "Unknown" for an NPD status. */
 const char *conditions_status_name(enum npd_status s);

@@ -7,6 +7,7 @@
 #include <spawn.h>
 #include <sys/wait.h>
 
+#include "base/fileio.h"
 #include "base/log.h"
 #include "base/util.h"
 #include "cluster/credentials.h"
@@ -75,22 +76,13 @@ bool creds_exec_cert(const struct creds *c, const char **ret_cert, const char **
 
 int creds_read_token_file(const char *path, char **ret)
 {
-	_cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
 	char buf[CREDS_TOKEN_MAX + 1];
-	size_t n = 0;
-	ssize_t k;
+	ssize_t k = fileio_read_at(AT_FDCWD, path, 0, buf, sizeof(buf)); /* follows ..data links */
+	size_t n;
 
-	if (fd < 0)
-		return -errno;
-	while (n < sizeof(buf) && (k = read(fd, buf + n, sizeof(buf) - n)) != 0) {
-		if (k < 0 && errno == EINTR)
-			continue;
-		if (k < 0)
-			return -errno;
-		n += (size_t)k;
-	}
-	if (n > CREDS_TOKEN_MAX)
-		return -EFBIG;
+	if (k < 0)
+		return (int)k; /* -EFBIG: longer than CREDS_TOKEN_MAX */
+	n = (size_t)k;
 	while (n > 0 && strchr(" \t\r\n", buf[n - 1]) && buf[n - 1])
 		n--;
 	if (!kube_token_ok(buf, n))

@@ -5,13 +5,9 @@
 #include "base/log.h"
 #include "base/textsafe.h"
 #include "base/util.h"
+#include "base/jsonw.h"
 #include "cluster/event.h"
 #include "cluster/kube.h"
-
-static void add_str(json_object *o, const char *key, const char *v)
-{
-	json_object_object_add(o, key, json_object_new_string(v));
-}
 
 json_object *event_body(const struct event_desc *d)
 {
@@ -32,23 +28,25 @@ json_object *event_body(const struct event_desc *d)
 		if (*p >= 'A' && *p <= 'Z')
 			*p = (char)(*p - 'A' + 'a');
 	kube_time(d->when_ms, false, ts, sizeof(ts));
-	add_str(md, "name", name);
-	add_str(md, "namespace", "default");
+	jsonw_add(md, "name", json_object_new_string(name));
+	jsonw_add(md, "namespace", json_object_new_string("default"));
 	json_object_object_add(ev, "metadata", md);
-	add_str(inv, "kind", "Node");
-	add_str(inv, "apiVersion", "v1");
-	add_str(inv, "name", d->node);
+	jsonw_add(inv, "kind", json_object_new_string("Node"));
+	jsonw_add(inv, "apiVersion", json_object_new_string("v1"));
+	jsonw_add(inv, "name", json_object_new_string(d->node));
 	if (d->node_uid)
-		add_str(inv, "uid", d->node_uid);
+		jsonw_add(inv, "uid", json_object_new_string(d->node_uid));
 	json_object_object_add(ev, "involvedObject", inv);
-	add_str(ev, "reason", d->reason);
-	add_str(ev, "message", textsafe(TEXTSAFE_TEXT, d->message, msg, sizeof(msg))); /* kubectl prints it */
-	add_str(ev, "type", d->type);
-	add_str(src, "component", "cpuzombie");
-	add_str(src, "host", d->node);
+	jsonw_add(ev, "reason", json_object_new_string(d->reason));
+	/* kubectl prints it */
+	jsonw_add(ev, "message",
+		  json_object_new_string(textsafe(TEXTSAFE_TEXT, d->message, msg, sizeof(msg))));
+	jsonw_add(ev, "type", json_object_new_string(d->type));
+	jsonw_add(src, "component", json_object_new_string("cpuzombie"));
+	jsonw_add(src, "host", json_object_new_string(d->node));
 	json_object_object_add(ev, "source", src);
-	add_str(ev, "firstTimestamp", ts);
-	add_str(ev, "lastTimestamp", ts);
+	jsonw_add(ev, "firstTimestamp", json_object_new_string(ts));
+	jsonw_add(ev, "lastTimestamp", json_object_new_string(ts));
 	json_object_object_add(ev, "count", json_object_new_int(1));
 	return ev;
 }

@@ -7,6 +7,8 @@
 #include "base/util.h"
 #include "cluster/drain.h"
 #include "cluster/event.h"
+#include "cluster/fleet_fetch.h"
+#include "cluster/guard.h"
 #include "cluster/lease.h"
 #include "cluster/remediate.h"
 
@@ -21,7 +23,14 @@ struct rem {
 	const struct cz_config *cfg;
 	struct rem_input in;
 	json_object *leases_body;	/* owns in.leases */
+	json_object *guard_lease;	/* the guard Lease as read (NULL: none) */
+	struct guard_fleet fleet;	/* counted here when the caller gave none */
+	char drain_pod[320];
+	char handoff_holder[128];
 };
+
+static void medik8s_release(struct rem *r);
+static void medik8s_renew(struct rem *r);
 
 static void node_path(const struct rem *r, const char *name, char *buf, size_t size)
 {
@@ -169,6 +178,8 @@ static void step_take_slot(struct rem *r, int slot, bool renew)
 	long st = write_slot(r, slot);
 
 	r->in.slot_tried = true;
+	if (renew)
+		medik8s_renew(r);
 	if (renew || st == 200 || st == 201) {
 		r->in.slot_held = slot;	/* a failed renewal only means a stale renewTime */
 		return;
@@ -186,6 +197,7 @@ static void step_release_slots(struct rem *r)
 	json_object *items;
 	char path[400], pre[200];
 
+	medik8s_release(r);
 	if (list_leases(r, &body, &items) < 0)
 		return;
 	for (size_t i = 0; i < json_object_array_length(items); i++) {
@@ -279,6 +291,283 @@ static void step_event(struct rem *r, const struct rem_step *s, const char *msg)
 	(void)event_post(r->kc, &d);
 }
 
+/* ---- the fleet guards ---------------------------------------------------------------------- */
+
+static bool guard_lease_used(const struct cz_config *cfg)
+{
+	return cfg->remediation.breaker_max || cfg->remediation.drain_gap_ms;
+}
+
+/* GET @path: 1 = there (body in *@ret, may be NULL), 0 = 404, -errno otherwise (logged). */
+static int get_maybe(struct rem *r, const char *path, json_object **ret)
+{
+	struct kube_response resp = { 0 };
+	int e = kube_request(r->kc, "GET", path, NULL, NULL, 0, &resp);
+
+	if (e == 0 && resp.status == 404)
+		e = 0;
+	else if (e == 0 && resp.status == 200)
+		e = 1;
+	else if (e == 0)
+		e = log_error_errno(EREMOTEIO, "Failed to read %s: HTTP %ld: %s", path, resp.status,
+				    resp.message);
+	else
+		log_error_errno(e, "Failed to read %s: %s", path, resp.message);
+	if (e == 1 && ret)
+		*ret = json_object_get(resp.body);
+	kube_response_clear(&resp);
+	return e;
+}
+
+/* Is everything paused? 1 yes, 0 no, -errno (unreadable: the caller holds). */
+static int cluster_paused(struct rem *r)
+{
+	char path[400];
+
+	snprintf(path, sizeof(path), "/api/v1/namespaces/%s/configmaps/" GUARD_PAUSE_CM,
+		 r->cfg->remediation.lease_namespace);
+	return get_maybe(r, path, NULL);
+}
+
+/* kured's node lock on its DaemonSet: 1 it names this node, 0 not (or no such DaemonSet), or
+ * -errno (unreadable: the caller holds). */
+static int kured_lock(struct rem *r)
+{
+	_cleanup_(json_object_putp) json_object *ds = NULL;
+	const char *k = r->cfg->remediation.kured_daemonset, *sl = strchr(k, '/');
+	char path[400];
+	int e;
+
+	if (!*k || !sl)
+		return 0;
+	snprintf(path, sizeof(path), "/apis/apps/v1/namespaces/%.*s/daemonsets/%s",
+		 (int)(sl - k), k, sl + 1);
+	e = get_maybe(r, path, &ds);
+	if (e <= 0)
+		return e;
+	return guard_kured_locked(kube_annotation(ds, GUARD_KURED_LOCK), r->in.node_name,
+				  r->in.now_ms);
+}
+
+static void step_read_guards(struct rem *r)
+{
+	char path[400];
+	int e;
+
+	r->in.guards_read = true;
+	e = cluster_paused(r);
+	if (e < 0) {
+		r->in.guards_err = e;
+		return;
+	}
+	r->in.cluster_paused = e == 1;
+	e = kured_lock(r);
+	if (e < 0) {
+		r->in.guards_err = e;
+		return;
+	}
+	r->in.kured_locked = e == 1;
+	if (!guard_lease_used(r->cfg))
+		return;
+	json_object_put(r->guard_lease);
+	r->guard_lease = NULL;
+	lease_path(r, GUARD_LEASE, path, sizeof(path));
+	e = get_maybe(r, path, &r->guard_lease);
+	if (e < 0)
+		r->in.guards_err = e;
+	else
+		guard_state_read(r->guard_lease, r->in.now_ms, r->cfg->remediation.breaker_window_ms,
+				 &r->in.guard);
+}
+
+static int count_node(json_object *node, void *userdata)
+{
+	struct rem *r = userdata;
+
+	guard_fleet_add(&r->fleet, node, &r->cfg->remediation.conditions);
+	return 0;
+}
+
+static void step_count_fleet(struct rem *r)
+{
+	char err[512] = "";
+	int e = -ESTALE;
+
+	r->in.fleet_read = true;
+	for (int attempt = 0; e == -ESTALE && attempt < 3; attempt++) {
+		r->fleet = (struct guard_fleet){ 0 };
+		e = fleet_fetch_nodes(r->kc, r->cfg->remediation.node_selector, 500, count_node, r,
+				      NULL, err, sizeof(err));
+	}
+	if (e < 0) {
+		log_error_errno(e, "storm guard: cannot count the nodes: %s", err);
+		r->in.err = e;
+		return;
+	}
+	r->in.fleet = &r->fleet;
+}
+
+/* Write the guard Lease @l (create, or update at the resourceVersion read): DONE or FAILED. */
+static enum rem_outcome write_guard(struct rem *r, json_object *l)
+{
+	struct kube_response resp = { 0 };
+	char path[400];
+	long st;
+	int e;
+
+	if (!l)
+		return REM_FAILED;
+	lease_path(r, r->guard_lease ? GUARD_LEASE : NULL, path, sizeof(path));
+	e = kube_json(r->kc, r->guard_lease ? "PUT" : "POST", path, "application/json", l, 0,
+		      &resp);
+	st = e < 0 ? e : resp.status;
+	if (st != 200 && st != 201 && st != 409)
+		log_kube(LOG_PRIO_ERR, "Failed to write Lease %s/" GUARD_LEASE ": %ld: %s",
+			 r->cfg->remediation.lease_namespace, st, resp.message);
+	kube_response_clear(&resp);
+	json_object_put(l);
+	return st == 200 || st == 201 ? REM_DONE : REM_FAILED;
+}
+
+static void step_record(struct rem *r)
+{
+	r->in.record = write_guard(r, guard_record_body(r->guard_lease, r->in.node_name,
+							 r->in.now_ms,
+							 r->cfg->remediation.breaker_window_ms));
+}
+
+static void step_trip(struct rem *r)
+{
+	char why[200], w[40];
+
+	snprintf(why, sizeof(why), "%zu remediations within %s, the last by %.64s: reset with "
+		 "kubectl annotate lease " GUARD_LEASE " " GUARD_ANN_TRIPPED "-", r->in.guard.recent,
+		 format_duration(r->cfg->remediation.breaker_window_ms, w, sizeof(w)),
+		 r->in.node_name);
+	r->in.trip = write_guard(r, guard_trip_body(r->guard_lease, r->in.now_ms, why));
+	if (r->in.trip == REM_DONE)
+		log_kube(LOG_PRIO_WARNING, "circuit breaker tripped: %s", why);
+}
+
+/* Between two drain rounds: has a person paused this node or everything? */
+static bool paused_now(struct rem *r)
+{
+	_cleanup_(json_object_putp) json_object *n = NULL;
+
+	if (get_node(r, &n) == 0 && guard_paused_node(n))
+		return true;
+	return cluster_paused(r) == 1;
+}
+
+/* ---- hand-off with medik8s NodeHealthCheck ------------------------------------------------- */
+
+static void medik8s_path(const struct rem *r, bool named, char *buf, size_t size)
+{
+	snprintf(buf, size, "/apis/coordination.k8s.io/v1/namespaces/%s/leases%s%s%s",
+		 r->cfg->remediation.medik8s_lease_namespace, named ? "/" : "",
+		 named ? GUARD_MEDIK8S_PREFIX : "", named ? r->in.node_name : "");
+}
+
+/* Create (@old NULL) or update medik8s' Lease for this node: the HTTP status or -errno. */
+static long medik8s_write(struct rem *r, json_object *old)
+{
+	_cleanup_(json_object_putp) json_object *l = guard_medik8s_body(old, r->in.node_name,
+		kube_get_str(r->in.node, "metadata.uid", NULL), r->in.now_ms);
+	struct kube_response resp = { 0 };
+	char path[400];
+	long st;
+	int e;
+
+	if (!l)
+		return -ENOMEM;
+	medik8s_path(r, old != NULL, path, sizeof(path));
+	e = kube_json(r->kc, old ? "PUT" : "POST", path, "application/json", l, 0, &resp);
+	st = e < 0 ? e : resp.status;
+	kube_response_clear(&resp);
+	return st;
+}
+
+/*
+ * Take medik8s' Lease: created (a 404 there means its namespace does not exist: no
+ * NodeHealthCheck, nothing to hand off), ours already, or taken over once invalid; a valid
+ * Lease of another holder blocks the node.
+ */
+static void step_handoff(struct rem *r)
+{
+	_cleanup_(json_object_putp) json_object *old = NULL;
+	char path[400];
+	long st;
+	int e;
+
+	medik8s_path(r, true, path, sizeof(path));
+	e = get_maybe(r, path, &old);
+	if (e < 0) {
+		r->in.handoff = REM_FAILED;
+		r->in.err = e;
+		return;
+	}
+	if (e == 1 && !streq(kube_get_str(old, "spec.holderIdentity", ""), GUARD_MEDIK8S_HOLDER) &&
+	    guard_medik8s_valid(old, r->in.now_ms)) {
+		snprintf(r->handoff_holder, sizeof(r->handoff_holder), "%.100s",
+			 kube_get_str(old, "spec.holderIdentity", "?"));
+		r->in.handoff_holder = r->handoff_holder;
+		r->in.handoff = REM_BLOCKED;
+		return;
+	}
+	st = medik8s_write(r, e == 1 ? old : NULL);
+	if (st == 200 || st == 201 || (e == 0 && st == 404)) {
+		r->in.handoff = REM_DONE;
+		return;
+	}
+	if (st == 409) {	/* another remediator wrote it first: it acts */
+		snprintf(r->handoff_holder, sizeof(r->handoff_holder), "another remediator (409)");
+		r->in.handoff_holder = r->handoff_holder;
+		r->in.handoff = REM_BLOCKED;
+		return;
+	}
+	log_kube(LOG_PRIO_ERR, "Failed to take Lease %s: %ld", path, st);
+	r->in.handoff = REM_FAILED;
+	r->in.err = st < 0 ? (int)st : -EREMOTEIO;
+}
+
+/* Give medik8s' Lease back (deleted at its resourceVersion), when we hold it. */
+static void medik8s_release(struct rem *r)
+{
+	_cleanup_(json_object_putp) json_object *l = NULL;
+	struct kube_response resp = { 0 };
+	char path[400], pre[200];
+
+	if (!*r->cfg->remediation.medik8s_lease_namespace)
+		return;
+	medik8s_path(r, true, path, sizeof(path));
+	if (get_maybe(r, path, &l) != 1 ||
+	    !streq(kube_get_str(l, "spec.holderIdentity", ""), GUARD_MEDIK8S_HOLDER))
+		return;
+	snprintf(pre, sizeof(pre), "{\"kind\":\"DeleteOptions\",\"apiVersion\":\"v1\","
+		 "\"preconditions\":{\"resourceVersion\":\"%.100s\"}}",
+		 kube_get_str(l, "metadata.resourceVersion", ""));
+	(void)kube_request(r->kc, "DELETE", path, "application/json", pre, 0, &resp);
+	kube_response_clear(&resp);
+}
+
+/* While we hold the node: renew medik8s' Lease once half of its hold has passed. */
+static void medik8s_renew(struct rem *r)
+{
+	_cleanup_(json_object_putp) json_object *l = NULL;
+	char path[400];
+	uint64_t t;
+
+	if (!*r->cfg->remediation.medik8s_lease_namespace)
+		return;
+	medik8s_path(r, true, path, sizeof(path));
+	if (get_maybe(r, path, &l) != 1 ||
+	    !streq(kube_get_str(l, "spec.holderIdentity", ""), GUARD_MEDIK8S_HOLDER) ||
+	    (kube_parse_time(kube_get_str(l, "spec.renewTime", NULL), &t) == 0 &&
+	     t <= r->in.now_ms && r->in.now_ms - t < GUARD_MEDIK8S_SECONDS * 1000ull / 2))
+		return;
+	(void)medik8s_write(r, l);
+}
+
 /* ---- drain --------------------------------------------------------------------------------- */
 
 /* One eviction: 1 = done (evicted or gone), 0 = try again later (429), -errno = failed. */
@@ -324,6 +613,40 @@ static int evict(struct rem *r, json_object *pod)
 	return e;
 }
 
+/* A protected pod among those that must go: the drain evicts nothing (PROTECTED). */
+static bool drain_protected(struct rem *r, json_object *items)
+{
+	for (size_t i = 0; i < json_object_array_length(items); i++) {
+		json_object *p = json_object_array_get_idx(items, i);
+		enum drain_pod d = drain_pod_disposition(p, r->cfg);
+
+		if ((d == DRAIN_POD_EVICT || d == DRAIN_POD_BLOCKED) && guard_pod_protected(p)) {
+			snprintf(r->drain_pod, sizeof(r->drain_pod), "%.100s/%.200s",
+				 kube_get_str(p, "metadata.namespace", ""),
+				 kube_get_str(p, "metadata.name", ""));
+			r->in.drain_pod = r->drain_pod;
+			r->in.drain = REM_PROTECTED;
+			return true;
+		}
+	}
+	return false;
+}
+
+/* Paused since the last round: stop where the drain is (PAUSED_MID). */
+static bool drain_paused(struct rem *r, json_object *items)
+{
+	int left = 0;
+
+	if (!paused_now(r))
+		return false;
+	for (size_t i = 0; i < json_object_array_length(items); i++)
+		left += drain_pod_disposition(json_object_array_get_idx(items, i), r->cfg) !=
+			DRAIN_POD_SKIP;
+	r->in.drain = REM_PAUSED_MID;
+	r->in.drain_left = left;
+	return true;
+}
+
 /* Evict every pod that must go, waiting out PDBs, until done, blocked or drain_timeout. */
 static void step_drain(struct rem *r)
 {
@@ -344,6 +667,8 @@ static void step_drain(struct rem *r)
 			r->in.err = e;
 			return;
 		}
+		if (drain_protected(r, items) || drain_paused(r, items))
+			return;
 		for (size_t i = 0; i < json_object_array_length(items); i++) {
 			json_object *p = json_object_array_get_idx(items, i);
 
@@ -404,6 +729,11 @@ static int execute(struct rem *r, const struct rem_plan *p)
 		case REM_OP_MARK_DRAINED: step_mark_drained(r); break;
 		case REM_OP_SENTINEL: step_sentinel(r); break;
 		case REM_OP_EVENT: step_event(r, s, p->msg); break;
+		case REM_OP_READ_GUARDS: step_read_guards(r); break;
+		case REM_OP_COUNT_FLEET: step_count_fleet(r); break;
+		case REM_OP_RECORD: step_record(r); break;
+		case REM_OP_TRIP: step_trip(r); break;
+		case REM_OP_HANDOFF: step_handoff(r); break;
 		case REM_OP_UNCORDON:
 		case REM_OP_FORGET:
 			e = step_uncordon(r, s->op == REM_OP_UNCORDON);
@@ -415,9 +745,33 @@ static int execute(struct rem *r, const struct rem_plan *p)
 	return 0;
 }
 
+/* Outside the maintenance window now? A zone that cannot be used keeps it closed. */
+static bool window_closed(const struct cz_config *cfg, uint64_t now_ms)
+{
+	int wday, minute;
+
+	if (!cfg->remediation.window_days.n && !*cfg->remediation.window_start &&
+	    !*cfg->remediation.window_end)
+		return false;
+	if (guard_local(cfg->remediation.window_timezone, now_ms, &wday, &minute) < 0) {
+		log_error("remediation.window_timezone '%s': not in the TZ database: the maintenance "
+			  "window stays closed", cfg->remediation.window_timezone);
+		return true;
+	}
+	return !guard_window_open(cfg, wday, minute);
+}
+
 int remediate_cycle(struct kube_client *kc, const struct cz_config *cfg, const char *node_name,
 		    uint64_t now_ms, enum remediate_action *ret_action, char *summary,
 		    size_t summary_size)
+{
+	return remediate_cycle_fleet(kc, cfg, node_name, now_ms, NULL, ret_action, summary,
+				     summary_size);
+}
+
+int remediate_cycle_fleet(struct kube_client *kc, const struct cz_config *cfg,
+			  const char *node_name, uint64_t now_ms, const struct guard_fleet *fleet,
+			  enum remediate_action *ret_action, char *summary, size_t summary_size)
 {
 	_cleanup_(json_object_putp) json_object *node = NULL;
 	struct rem r = { .kc = kc, .cfg = cfg };
@@ -429,7 +783,8 @@ int remediate_cycle(struct kube_client *kc, const struct cz_config *cfg, const c
 	if (cfg->remediation.mode == CZ_REMEDIATE_OFF)
 		return 0;
 	r.in = (struct rem_input){ .cfg = cfg, .node_name = node_name, .now_ms = now_ms,
-				   .slot_held = -1 };
+				   .slot_held = -1, .fleet_read = fleet != NULL, .fleet = fleet,
+				   .window_closed = window_closed(cfg, now_ms) };
 	e = get_node(&r, &node);
 	if (e < 0) {
 		snprintf(summary, summary_size, "cannot read node %.64s", node_name);
@@ -457,6 +812,7 @@ int remediate_cycle(struct kube_client *kc, const struct cz_config *cfg, const c
 	snprintf(summary, summary_size, "%s", p.msg);
 	*ret_action = p.action;
 	json_object_put(r.leases_body);
+	json_object_put(r.guard_lease);
 	free(r.in.slots);
 	return p.ret;
 }

@@ -28,4 +28,13 @@ int remediate_cycle(struct kube_client *kc, const struct cz_config *cfg, const c
 		    uint64_t now_ms, enum remediate_action *ret_action, char *summary,
 		    size_t summary_size);
 
+/*
+ * remediate_cycle_fleet - remediate_cycle() with the storm guard's count of the selection
+ * @fleet already made by the caller (the remediator lists every node anyway); NULL: counted
+ * here (a node list) when a new remediation is due.
+ */
+int remediate_cycle_fleet(struct kube_client *kc, const struct cz_config *cfg,
+			  const char *node_name, uint64_t now_ms, const struct guard_fleet *fleet,
+			  enum remediate_action *ret_action, char *summary, size_t summary_size);
+
 #endif

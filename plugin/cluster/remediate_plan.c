@@ -11,7 +11,8 @@
 const char *remediate_action_name(enum remediate_action a)
 {
 	static const char *const names[] = { "none", "waiting", "skipped", "dry-run", "cordoned",
-					     "drained", "drain-incomplete", "uncordoned" };
+					     "drained", "drain-incomplete", "uncordoned", "paused",
+					     "held" };
 
 	return a < ARRAY_SIZE(names) ? names[a] : "?";
 }
@@ -165,8 +166,10 @@ static void final(struct rem_plan *p, enum remediate_action a, int ret)
 	p->action = a;
 	p->again = false;
 	p->ret = ret;
-	/* waiting while held, nothing to do, not ours: the same every cycle, not news */
-	p->notable = ret < 0 || (a != REM_NONE && a != REM_SKIPPED && a != REM_WAITING);
+	/* waiting while held, nothing to do, not ours, paused, held by a fleet guard: the same
+	 * every cycle, not news (the guards say it once: an Event per episode) */
+	p->notable = ret < 0 || (a != REM_NONE && a != REM_SKIPPED && a != REM_WAITING &&
+				 a != REM_PAUSED && a != REM_HELD);
 }
 
 static void notable(struct rem_plan *p)
@@ -177,6 +180,147 @@ static void notable(struct rem_plan *p)
 static const struct cz_config *cfg_of(const struct rem_input *in)
 {
 	return in->cfg;
+}
+
+/* Since when @type has been True on @node (0 when unknown). */
+static uint64_t problem_since(json_object *node, const char *type)
+{
+	uint64_t t = 0;
+
+	(void)kube_parse_time(kube_get_str(kube_condition(node, type), "lastTransitionTime", NULL),
+			      &t);
+	return t;
+}
+
+/*
+ * When cpuzombie cordoned @node (the first word of our annotation, whole seconds), else
+ * @now_ms cut to the second: the cordon of this cycle, annotated with that same second.
+ */
+static uint64_t cordoned_at(json_object *node, uint64_t now_ms)
+{
+	const char *a = kube_annotation(node, REMEDIATE_ANN_CORDONED);
+	char t[40];
+	size_t n = a ? strcspn(a, " ") : 0;
+	uint64_t ms;
+
+	if (n == 0 || n >= sizeof(t))
+		return now_ms / 1000 * 1000;
+	memcpy(t, a, n);
+	t[n] = '\0';
+	return kube_parse_time(t, &ms) == 0 ? ms : now_ms / 1000 * 1000;
+}
+
+/* The pause ConfigMap (and the guard Lease): true when the plan may go on. */
+static bool guards_ready(const struct rem_input *in, struct rem_plan *p)
+{
+	if (!in->guards_read) {
+		step(p, REM_OP_READ_GUARDS, -1);
+		again(p);
+		return false;
+	}
+	if (in->guards_err < 0) {
+		say(p, "cannot read the pause ConfigMap %s/" GUARD_PAUSE_CM " or the guard Lease: "
+		    "holding", cfg_of(in)->remediation.lease_namespace);
+		final(p, REM_WAITING, in->guards_err);
+		return false;
+	}
+	if (in->cluster_paused) {
+		say(p, "paused cluster-wide (ConfigMap %s/" GUARD_PAUSE_CM "): cpuzombie changes "
+		    "nothing until it is deleted", cfg_of(in)->remediation.lease_namespace);
+		final(p, REM_PAUSED, 0);
+		return false;
+	}
+	return true;
+}
+
+/* The storm guard and a tripped breaker: true (final plan made) when one holds the node; its
+ * Event is timed at @episode (once per episode). */
+static bool fleet_holds(const struct rem_input *in, struct rem_plan *p, uint64_t episode)
+{
+	const struct cz_config *cfg = cfg_of(in);
+	char why[300];
+
+	if (in->fleet && guard_storm(in->fleet, cfg, why, sizeof(why)) >= 0) {
+		say(p, "%s", why);
+		event(p, "Warning", "CpuzombieStormGuard", episode);
+		final(p, REM_HELD, 0);
+		return true;
+	}
+	if (cfg->remediation.breaker_max && in->guard.tripped) {
+		say(p, "circuit breaker tripped (%s): remediating nothing until a person resets it: "
+		    GUARD_RESET_HINT, in->guard.tripped_why, cfg->remediation.lease_namespace);
+		event(p, "Warning", "CpuzombieBreakerOpen", episode);
+		final(p, REM_HELD, 0);
+		return true;
+	}
+	return false;
+}
+
+/*
+ * The guards of a new remediation after the cordon-independent ones: storm, breaker, window,
+ * gap, the breaker's count. Returns true when the plan may go on to the slot.
+ */
+static bool new_remediation_ok(const struct rem_input *in, struct rem_plan *p, const char *type)
+{
+	const struct cz_config *cfg = cfg_of(in);
+	uint64_t since = problem_since(in->node, type);
+	char t[40], w[40];
+
+	if (!guards_ready(in, p))
+		return false;
+	if (!in->fleet_read) {
+		step(p, REM_OP_COUNT_FLEET, -1);
+		again(p);
+		return false;
+	}
+	if (!in->fleet) {
+		say(p, "cannot count the nodes of the selection (storm guard): holding");
+		final(p, REM_WAITING, in->err ? in->err : -EREMOTEIO);
+		return false;
+	}
+	if (fleet_holds(in, p, since))
+		return false;
+	if (in->kured_locked) {
+		say(p, "%s True, but kured's node lock (" GUARD_KURED_LOCK " on %s) names this node: "
+		    "kured is rebooting it", type, cfg->remediation.kured_daemonset);
+		final(p, REM_SKIPPED, 0);
+		return false;
+	}
+	if (in->window_closed) {
+		say(p, "outside the maintenance window (remediation.window_*, %s): dry-run: would "
+		    "%s: %s True", cfg->remediation.window_timezone,
+		    cfg->remediation.mode == CZ_REMEDIATE_DRAIN ? "drain" : "cordon", type);
+		event(p, "Normal", "CpuzombieDryRun", since);
+		final(p, REM_DRY_RUN, 0);
+		return false;
+	}
+	if (cfg->remediation.drain_gap_ms && in->guard.last_ms && in->guard.last_ms <= in->now_ms &&
+	    in->now_ms - in->guard.last_ms < cfg->remediation.drain_gap_ms) {
+		say(p, "drain gap: the last remediation (%s) started %s ago, remediation.drain_gap is "
+		    "%s", *in->guard.last_node ? in->guard.last_node : "?",
+		    format_duration((in->now_ms - in->guard.last_ms) / 1000 * 1000, t, sizeof(t)),
+		    format_duration(cfg->remediation.drain_gap_ms, w, sizeof(w)));
+		final(p, REM_HELD, 0);
+		return false;
+	}
+	if (cfg->remediation.breaker_max && in->guard.recent >= cfg->remediation.breaker_max) {
+		if (in->trip == REM_NOT_TRIED) {
+			step(p, REM_OP_TRIP, -1);
+			again(p);
+			return false;
+		}
+		say(p, "circuit breaker tripped: %zu remediations within %s (remediation.breaker_max "
+		    "%llu); remediating nothing until a person resets it: " GUARD_RESET_HINT,
+		    in->guard.recent, format_duration(cfg->remediation.breaker_window_ms, w,
+						      sizeof(w)),
+		    (unsigned long long)cfg->remediation.breaker_max,
+		    cfg->remediation.lease_namespace);
+		event(p, "Warning", "CpuzombieBreakerTripped", in->now_ms);
+		final(p, REM_HELD, in->trip == REM_FAILED ? (in->err ? in->err : -EREMOTEIO) : 0);
+		notable(p);
+		return false;
+	}
+	return true;
 }
 
 /*
@@ -248,6 +392,21 @@ static void plan_drain(const struct rem_input *in, struct rem_plan *p)
 		event(p, "Warning", "CpuzombieDrainIncomplete", in->now_ms);
 		final(p, REM_DRAIN_INCOMPLETE, 0);
 		return;
+	case REM_PROTECTED:
+		say(p, "drain blocked: pod %s is protected (" GUARD_ANN_PROTECT " \"true\" or "
+		    GUARD_ANN_SAFE_TO_EVICT " \"false\"): nothing evicted, the node stays cordoned",
+		    in->drain_pod ? in->drain_pod : "?");
+		event(p, "Warning", "CpuzombieDrainProtected", cordoned_at(in->node, in->now_ms));
+		final(p, REM_DRAIN_INCOMPLETE, 0);
+		return;
+	case REM_PAUSED_MID:
+		say(p, "paused mid-drain (annotation " GUARD_ANN_PAUSE " or ConfigMap %s/"
+		    GUARD_PAUSE_CM "): the drain stops here, %d pod(s) left, the node stays cordoned",
+		    cfg_of(in)->remediation.lease_namespace, in->drain_left);
+		event(p, "Warning", "CpuzombiePaused", in->now_ms);
+		final(p, REM_PAUSED, 0);
+		notable(p);
+		return;
 	case REM_FAILED:
 		say(p, "drain failed: cannot list the node's pods or an eviction was refused "
 		    "(the reason is logged)");
@@ -278,7 +437,10 @@ static void plan_drain(const struct rem_input *in, struct rem_plan *p)
 static void plan_ours(const struct rem_input *in, struct rem_plan *p)
 {
 	const struct cz_config *cfg = cfg_of(in);
+	const char *type = NULL;
 
+	if (!guards_ready(in, p))
+		return;	/* a person paused everything: nothing uncordoned behind their back */
 	if (!kube_get_bool(in->node, "spec.unschedulable")) {
 		say(p, "someone else uncordoned the node: cpuzombie forgets it and frees its slot");
 		step(p, REM_OP_FORGET, -1);
@@ -305,21 +467,18 @@ static void plan_ours(const struct rem_input *in, struct rem_plan *p)
 	}
 	if (cfg->remediation.mode == CZ_REMEDIATE_DRAIN &&
 	    !kube_annotation(in->node, REMEDIATE_ANN_DRAINED)) {
+		(void)remediate_problem(in->node, &cfg->remediation.conditions, 0, in->now_ms, &type,
+					NULL);
+		if (in->drain == REM_NOT_TRIED && type &&
+		    fleet_holds(in, p, cordoned_at(in->node, in->now_ms))) {
+			p->n = 0;	/* no Event: the cordon's episode has had its say */
+			return;
+		}
 		plan_drain(in, p);
 		return;
 	}
 	say(p, "held by cpuzombie, waiting for recovery");
 	final(p, REM_WAITING, 0);
-}
-
-/* Since when @type has been True on @node (0 when unknown). */
-static uint64_t problem_since(json_object *node, const char *type)
-{
-	uint64_t t = 0;
-
-	(void)kube_parse_time(kube_get_str(kube_condition(node, type), "lastTransitionTime", NULL),
-			      &t);
-	return t;
 }
 
 /* A node with a problem that nobody holds: take a slot, then cordon (and drain). */
@@ -356,8 +515,40 @@ static void plan_cordon(const struct rem_input *in, struct rem_plan *p, const ch
 		final(p, REM_CORDONED, 0);
 		return;
 	}
-	if (!slot_ready(in, p))
+	if (!new_remediation_ok(in, p, type) || !slot_ready(in, p))
 		return;
+	if (*cfg->remediation.medik8s_lease_namespace && in->handoff != REM_DONE) {
+		if (in->handoff == REM_NOT_TRIED) {
+			step(p, REM_OP_HANDOFF, -1);
+			again(p);
+			return;
+		}
+		if (in->handoff == REM_BLOCKED)
+			say(p, "%s True, but medik8s NodeHealthCheck's Lease %s/" GUARD_MEDIK8S_PREFIX
+			    "%s is held by %s: another remediator acts on this node", type,
+			    cfg->remediation.medik8s_lease_namespace, in->node_name,
+			    in->handoff_holder ? in->handoff_holder : "?");
+		else
+			say(p, "cannot take medik8s' Lease %s/" GUARD_MEDIK8S_PREFIX "%s: holding",
+			    cfg->remediation.medik8s_lease_namespace, in->node_name);
+		step(p, REM_OP_RELEASE_SLOTS, -1);
+		final(p, in->handoff == REM_BLOCKED ? REM_SKIPPED : REM_WAITING,
+		      in->handoff == REM_BLOCKED ? 0 : (in->err ? in->err : -EREMOTEIO));
+		return;
+	}
+	if ((cfg->remediation.breaker_max || cfg->remediation.drain_gap_ms) &&
+	    in->record != REM_DONE) {
+		if (in->record == REM_NOT_TRIED) {
+			step(p, REM_OP_RECORD, -1);
+			again(p);
+			return;
+		}
+		say(p, "the guard Lease changed under us (another remediation started?): slot "
+		    "freed, next cycle");
+		step(p, REM_OP_RELEASE_SLOTS, -1);
+		final(p, REM_WAITING, 0);
+		return;
+	}
 	step(p, REM_OP_CORDON, in->slot_held);
 	p->steps[p->n - 1].cond_type = type;
 	again(p);
@@ -371,6 +562,12 @@ void remediate_plan(const struct rem_input *in, struct rem_plan *p)
 	*p = (struct rem_plan){ .action = REM_NONE };
 	if (cfg->remediation.mode == CZ_REMEDIATE_OFF) {
 		say(p, "remediation off");
+		return;
+	}
+	if (guard_paused_node(in->node) && in->cordon == REM_NOT_TRIED) {
+		say(p, "paused by its annotation " GUARD_ANN_PAUSE ": cpuzombie leaves this node as "
+		    "it is");
+		final(p, REM_PAUSED, 0);
 		return;
 	}
 	if (kube_annotation(in->node, REMEDIATE_ANN_CORDONED) &&

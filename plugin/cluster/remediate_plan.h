@@ -19,6 +19,12 @@
  *   - a drain that times out or is blocked leaves the node cordoned and is retried next cycle;
  *     the kured reboot sentinel is written only after a complete drain.
  * dry-run emits one Event per episode ("would ...") and changes nothing else.
+ * The fleet guards (guard.h) hold before any slot is taken: a paused node (annotation) is left
+ * as it is; a cluster-wide pause holds every action, uncordons included; the storm guard and a
+ * tripped breaker hold new cordons and drains (uncordons of recovered nodes go on); outside the
+ * maintenance window a new remediation is a dry-run; drain_gap spaces remediations out; the
+ * breaker_max+1st remediation in breaker_window trips the breaker instead of starting. Each
+ * remediation is recorded on the guard Lease (conditional update) before its cordon.
  */
 
 #include <json-c/json.h>
@@ -27,6 +33,7 @@
 #include <stdint.h>
 
 #include "base/config.h"
+#include "cluster/guard.h"
 
 #define REMEDIATE_ANN_CORDONED "cpuzombie.io/cordoned"	/* present = cpuzombie cordoned it */
 #define REMEDIATE_ANN_DRAINED "cpuzombie.io/drained"
@@ -43,6 +50,8 @@ enum remediate_action {
 	REM_DRAINED,
 	REM_DRAIN_INCOMPLETE,	/* cordoned, drain timed out or blocked: retried next cycle */
 	REM_UNCORDONED,
+	REM_PAUSED,		/* a person paused it: this node (annotation) or all (ConfigMap) */
+	REM_HELD,		/* problem, but a fleet guard holds: storm, breaker, drain gap */
 };
 
 /* remediate_action_name - "none", "waiting", ... */
@@ -62,6 +71,11 @@ enum rem_op {
 	REM_OP_MARK_DRAINED,	/* PATCH: the drained annotation */
 	REM_OP_SENTINEL,	/* create remediation.reboot_sentinel for kured */
 	REM_OP_EVENT,		/* post Event .event_type/.reason with the plan's message at .when_ms */
+	REM_OP_READ_GUARDS,	/* GET the pause ConfigMap (and the guard Lease, breaker/gap on) */
+	REM_OP_COUNT_FLEET,	/* list the selection's nodes: True per condition (storm guard) */
+	REM_OP_RECORD,		/* conditional write of the guard Lease: this remediation starts */
+	REM_OP_TRIP,		/* conditional write of the guard Lease: the breaker trips */
+	REM_OP_HANDOFF,		/* take medik8s' Lease node-<name> (medik8s_lease_namespace) */
 };
 
 struct rem_step {
@@ -88,6 +102,8 @@ enum rem_outcome {
 	REM_FAILED,
 	REM_TIMED_OUT,		/* DRAIN: pods still there at drain_timeout (PDBs) */
 	REM_BLOCKED,		/* DRAIN: pods with emptyDir and delete_emptydir_data false */
+	REM_PROTECTED,		/* DRAIN: a protected pod (guard_pod_protected): nothing evicted */
+	REM_PAUSED_MID,		/* DRAIN: paused between two rounds: stopped where it was */
 };
 
 struct rem_input {
@@ -107,6 +123,19 @@ struct rem_input {
 	enum rem_outcome cordon, drain, mark_drained;
 	int drain_left;			/* pods left (TIMED_OUT) or blocked (BLOCKED) */
 	int err;			/* -errno of the failed step, for the plan's return */
+	/* the fleet guards (guard.h) */
+	bool guards_read;
+	int guards_err;			/* -errno: the pause ConfigMap or guard Lease unreadable */
+	bool cluster_paused;
+	bool kured_locked;		/* kured's node lock names this node (kured_daemonset) */
+	struct guard_state guard;	/* the breaker and pacing, from the guard Lease */
+	bool fleet_read;		/* with fleet NULL: it could not be counted */
+	const struct guard_fleet *fleet;
+	bool window_closed;		/* outside the maintenance window now */
+	enum rem_outcome record, trip;
+	enum rem_outcome handoff;	/* BLOCKED: another remediator holds the node */
+	const char *handoff_holder;	/* BLOCKED: who (borrowed) */
+	const char *drain_pod;		/* PROTECTED: "ns/name" of the pod (borrowed) */
 };
 
 struct rem_plan {
@@ -116,7 +145,7 @@ struct rem_plan {
 	bool again;			/* carry the steps out, update the input, plan again */
 	int ret;			/* when final: what the cycle returns (0 or -errno) */
 	bool notable;			/* worth a log line: an action, a refusal, a full budget */
-	char msg[320];			/* one line: what is happening and why */
+	char msg[480];			/* one line: what is happening and why */
 };
 
 /*

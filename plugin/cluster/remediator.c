@@ -9,6 +9,7 @@
 #include "base/log.h"
 #include "base/util.h"
 #include "cluster/fleet_fetch.h"
+#include "cluster/guard.h"
 #include "cluster/kube.h"
 #include "cluster/leader.h"
 #include "cluster/remediate.h"
@@ -40,6 +41,7 @@ struct remediator {
 	bool stop, want;
 	unsigned gen;
 	struct leader_state st;
+	char storm[320];	/* the storm guard's last word, logged once */
 };
 
 const char *remediator_identity(const struct remediator *rm)
@@ -252,6 +254,42 @@ static void pick_namespace(struct remediator *rm)
 				     rm->ns, sizeof(rm->ns));
 }
 
+/* The maintenance window's zone, set for the process before any thread starts (guard_local). */
+static int remediator_window_check(const struct cz_config *cfg)
+{
+	int wday, minute;
+
+	if (!cfg->remediation.window_days.n && !*cfg->remediation.window_start &&
+	    !*cfg->remediation.window_end)
+		return 0;
+	if (guard_local(cfg->remediation.window_timezone, now_realtime_ms(), &wday, &minute) < 0)
+		return log_error_errno(EINVAL, "remediation.window_timezone '%s': not in the TZ "
+				       "database (/usr/share/zoneinfo)",
+				       cfg->remediation.window_timezone);
+	log_info("remediator: maintenance window %s-%s in %s, now %s",
+		 *cfg->remediation.window_start ? cfg->remediation.window_start : "00:00",
+		 *cfg->remediation.window_end ? cfg->remediation.window_end : "24:00",
+		 cfg->remediation.window_timezone,
+		 guard_window_open(cfg, wday, minute) ? "open" : "closed");
+	return 0;
+}
+
+/* Log the storm guard's verdict once each time it changes (the plan says it per node). */
+static void storm_log(struct remediator *rm, const struct guard_fleet *f)
+{
+	char why[320] = "";
+
+	(void)guard_storm(f, &rm->cfg, why, sizeof(why));
+	if (streq(why, rm->storm))
+		return;
+	if (*why)
+		log_kube(LOG_PRIO_WARNING, "remediator %s: %s", rm->me, why);
+	else
+		log_kube(LOG_PRIO_NOTICE, "remediator %s: storm guard lifted: %s", rm->me,
+			 rm->storm);
+	snprintf(rm->storm, sizeof(rm->storm), "%s", why);
+}
+
 int remediator_new(const struct cz_config *cfg, const char *identity, struct remediator **ret)
 {
 	struct remediator *rm;
@@ -271,6 +309,10 @@ int remediator_new(const struct cz_config *cfg, const char *identity, struct rem
 	}
 	snprintf(rm->me, sizeof(rm->me), "%s", identity);
 	pick_namespace(rm);
+	if (remediator_window_check(&rm->cfg) < 0) {
+		free(rm);
+		return -EINVAL;
+	}
 	r = kube_client_from_config(cfg->kubernetes.kubeconfig, cfg->kubernetes.timeout_ms, &rm->kc);
 	if (r >= 0)
 		r = kube_client_from_config(cfg->kubernetes.kubeconfig, cfg->kubernetes.timeout_ms,
@@ -324,6 +366,7 @@ struct due {
 	size_t nholders;
 	char **names;
 	size_t n, cap, listed;
+	struct guard_fleet fleet;	/* the storm guard's count of the selection */
 };
 
 static int collect_holder(json_object *lease, void *userdata)
@@ -349,6 +392,7 @@ static int collect_node(json_object *node, void *userdata)
 	struct due *d = userdata;
 
 	d->listed++;
+	guard_fleet_add(&d->fleet, node, &d->cfg->remediation.conditions);
 	if (!remediator_node_due(node, d->cfg, d->holders, d->nholders))
 		return 0;
 	if (d->n == d->cap) {
@@ -390,6 +434,7 @@ static int list_due(struct remediator *rm, struct due *d)
 		for (size_t i = 0; i < d->n; i++)
 			free(d->names[i]);
 		d->n = d->listed = 0;
+		d->fleet = (struct guard_fleet){ 0 };
 		r = fleet_fetch_nodes(rm->kc, sel, NODES_PAGE, collect_node, d, NULL, err,
 				      sizeof(err));
 		if (r != -ESTALE)	/* 410: the continue token expired; list again */
@@ -403,10 +448,9 @@ static int list_due(struct remediator *rm, struct due *d)
 /* Append "; @a: @b" (or "; @a") to @buf, cut at its size. */
 static void append(char *buf, size_t size, const char *a, const char *b)
 {
-	size_t len = strlen(buf);
+	size_t off = strnlen(buf, size);
 
-	if (len + 1 < size)
-		snprintf(buf + len, size - len, "; %s%s%s", a, b ? ": " : "", b ? b : "");
+	buf_appendf_cut(buf, size, &off, "; %s%s%s", a, b ? ": " : "", b ? b : "");
 }
 
 int remediator_cycle(struct remediator *rm, char *summary, size_t summary_size)
@@ -438,6 +482,7 @@ int remediator_cycle(struct remediator *rm, char *summary, size_t summary_size)
 	}
 	snprintf(summary, summary_size, "remediator %s (leader): %zu nodes, %zu due", rm->me,
 		 d.listed, d.n);
+	storm_log(rm, &d.fleet);
 	for (size_t i = 0; i < d.n; i++) {
 		enum remediate_action act;
 		char line[400], what[300];
@@ -447,8 +492,8 @@ int remediator_cycle(struct remediator *rm, char *summary, size_t summary_size)
 			       "leader", NULL);
 			break;
 		}
-		r = remediate_cycle(rm->kc, &rm->cfg, d.names[i], now_realtime_ms(), &act, line,
-				    sizeof(line));
+		r = remediate_cycle_fleet(rm->kc, &rm->cfg, d.names[i], now_realtime_ms(), &d.fleet,
+					  &act, line, sizeof(line));
 		if (r < 0 && first == 0)
 			first = r;
 		snprintf(what, sizeof(what), "%s: %s", d.names[i], remediate_action_name(act));

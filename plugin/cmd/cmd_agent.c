@@ -7,11 +7,13 @@
 #include "cmd/cmd.h"
 #include "base/log.h"
 
-int cmd_agent(struct cz_ctx *ctx)
+int cmd_agent(struct cz_ctx *ctx, const struct cmd_opts *o)
 {
-	if (ctx->argc > 0) {
-		log_error("agent: unexpected argument '%s'", ctx->argv[0]);
+	if (o->argc > 0) {
+		log_error("agent: unexpected argument '%s'", o->argv[0]);
 		return CZ_EXIT_ERROR;
 	}
-	return agent_run(ctx);
+	const struct agent_opts ao = { .once = o->once, .ov = o->ov, .config_path = o->config_path };
+
+	return agent_run(ctx, &ao);
 }

@@ -6,13 +6,13 @@
  */
 #include "cmd/cmd.h"
 
-int cmd_config(struct cz_ctx *ctx)
+int cmd_config(struct cz_ctx *ctx, const struct cmd_opts *o)
 {
-	if (ctx->argc != 1 || !streq(ctx->argv[0], "check")) {
+	if (o->argc != 1 || !streq(o->argv[0], "check")) {
 		fprintf(stderr, "usage: cpuzombie config check [--config FILE]\n");
 		return CZ_EXIT_ERROR;
 	}
-	printf("configuration OK (%s)\n", ctx->config_path ? ctx->config_path : "built-in defaults");
+	printf("configuration OK (%s)\n", o->config_path ? o->config_path : "built-in defaults");
 	if (ctx->verbose && config_dump(&ctx->cfg, stdout) < 0)
 		return CZ_EXIT_ERROR;
 	return CZ_EXIT_OK;

@@ -210,22 +210,22 @@ static int dump_live(struct cz_ctx *ctx, char **names, size_t n)
 	return r < 0 || fflush(stdout) != 0 ? CZ_EXIT_ERROR : CZ_EXIT_OK;
 }
 
-int cmd_ena_diff(struct cz_ctx *ctx)
+int cmd_ena_diff(struct cz_ctx *ctx, const struct cmd_opts *o)
 {
 	struct ethtool_devdump *b = NULL, *a = NULL;
 	size_t nb = 0, na = 0;
 	char *names[ETHTOOL_MAX_DUMPS];
 	int r;
 
-	if (ctx->argc >= 1 && streq(ctx->argv[0], "-"))
-		return dump_live(ctx, ctx->argv + 1, (size_t)ctx->argc - 1);
-	if (ctx->argc != 2) {
+	if (o->argc >= 1 && streq(o->argv[0], "-"))
+		return dump_live(ctx, o->argv + 1, (size_t)o->argc - 1);
+	if (o->argc != 2) {
 		fprintf(stderr, "usage: cpuzombie ena-diff BEFORE AFTER|-  or  ena-diff - [IF...]\n");
 		return CZ_EXIT_ERROR;
 	}
-	if (read_text(ctx->argv[0], &b, &nb) < 0)
+	if (read_text(o->argv[0], &b, &nb) < 0)
 		return CZ_EXIT_ERROR;
-	if (streq(ctx->argv[1], "-")) {
+	if (streq(o->argv[1], "-")) {
 		size_t n = 0;
 
 		for (size_t i = 0; i < nb; i++)
@@ -233,7 +233,7 @@ int cmd_ena_diff(struct cz_ctx *ctx)
 				names[n++] = b[i].ifname;
 		r = read_live(ctx, names, n, &a, &na);
 	} else
-		r = read_text(ctx->argv[1], &a, &na);
+		r = read_text(o->argv[1], &a, &na);
 	if (r < 0) {
 		ethtool_dumps_free(b, nb);
 		return CZ_EXIT_ERROR;

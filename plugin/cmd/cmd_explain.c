@@ -16,6 +16,7 @@
 #include <inttypes.h>
 #include <json-c/json.h>
 
+#include "base/jsonw.h"
 #include "cmd/cmd.h"
 #include "ena/klog_incident.h"
 #include "base/log.h"
@@ -171,11 +172,6 @@ static void print_text(const struct input *in, const struct klog_incident *inc)
 
 /* ---- JSON --------------------------------------------------------------------------------- */
 
-static void put(json_object *o, const char *k, json_object *v)
-{
-	json_object_object_add(o, k, v);
-}
-
 static json_object *str_or_null(const char *s)
 {
 	return s && s[0] ? json_object_new_string(s) : NULL;
@@ -191,18 +187,18 @@ static json_object *event_json(const struct klog_event *e)
 	json_object *o = json_object_new_object();
 	char d[256];
 
-	put(o, "line", json_object_new_int64(e->line));
-	put(o, "stamp", str_or_null(e->stamp));
-	put(o, "kind", json_object_new_string(klog_kind_name(e->kind)));
-	put(o, "interface", str_or_null(e->ifname));
-	put(o, "pci", str_or_null(e->pci));
-	put(o, "queue", int_or_null(e->queue));
-	put(o, "cpu", int_or_null(e->cpu));
-	put(o, "task", str_or_null(e->comm));
-	put(o, "pid", int_or_null(e->pid));
+	jsonw_add(o, "line", json_object_new_int64(e->line));
+	jsonw_add(o, "stamp", str_or_null(e->stamp));
+	jsonw_add(o, "kind", json_object_new_string(klog_kind_name(e->kind)));
+	jsonw_add(o, "interface", str_or_null(e->ifname));
+	jsonw_add(o, "pci", str_or_null(e->pci));
+	jsonw_add(o, "queue", int_or_null(e->queue));
+	jsonw_add(o, "cpu", int_or_null(e->cpu));
+	jsonw_add(o, "task", str_or_null(e->comm));
+	jsonw_add(o, "pid", int_or_null(e->pid));
 	if (e->kind == KLOG_SOFT_LOCKUP || e->kind == KLOG_HUNG_TASK)
-		put(o, "seconds", json_object_new_uint64(e->n1));
-	put(o, "text", json_object_new_string(klog_event_describe(e, d, sizeof(d))));
+		jsonw_add(o, "seconds", json_object_new_uint64(e->n1));
+	jsonw_add(o, "text", json_object_new_string(klog_event_describe(e, d, sizeof(d))));
 	return o;
 }
 
@@ -210,19 +206,19 @@ static json_object *verdict_json(const struct klog_reset *r)
 {
 	json_object *o = json_object_new_object(), *a = json_object_new_array();
 
-	put(o, "counters", json_object_new_uint64(r->n_stats));
-	put(o, "since_driver_load", json_object_new_boolean(r->since_load));
-	put(o, "resets", json_object_new_uint64(r->verdict.resets));
-	put(o, "reset_fail", json_object_new_boolean(r->verdict.reset_fail));
-	put(o, "cause", json_object_new_string(r->verdict.cause));
+	jsonw_add(o, "counters", json_object_new_uint64(r->n_stats));
+	jsonw_add(o, "since_driver_load", json_object_new_boolean(r->since_load));
+	jsonw_add(o, "resets", json_object_new_uint64(r->verdict.resets));
+	jsonw_add(o, "reset_fail", json_object_new_boolean(r->verdict.reset_fail));
+	jsonw_add(o, "cause", json_object_new_string(r->verdict.cause));
 	for (size_t i = 0; i < r->verdict.n_moved; i++) {
 		json_object *m = json_object_new_object();
 
-		put(m, "name", json_object_new_string(r->verdict.moved[i].name));
-		put(m, "delta", json_object_new_uint64(r->verdict.moved[i].delta));
+		jsonw_add(m, "name", json_object_new_string(r->verdict.moved[i].name));
+		jsonw_add(m, "delta", json_object_new_uint64(r->verdict.moved[i].delta));
 		json_object_array_add(a, m);
 	}
-	put(o, "moved", a);
+	jsonw_add(o, "moved", a);
 	return o;
 }
 
@@ -231,25 +227,25 @@ static json_object *reset_json(const struct input *in, const struct klog_reset *
 	json_object *o = json_object_new_object();
 	char buf[512];
 
-	put(o, "reset", json_object_new_boolean(r->is_reset));
-	put(o, "interface", str_or_null(r->ifname));
-	put(o, "pci", str_or_null(r->pci));
-	put(o, "queue", int_or_null(r->queue));
-	put(o, "napi_cpu", int_or_null(r->cpu));
-	put(o, "cause", json_object_new_string(klog_reset_cause(r, buf, sizeof(buf))));
-	put(o, "reason", str_or_null(klog_reset_reason(r)));
-	put(o, "poll_starvation", json_object_new_boolean(r->poll_starved));
-	put(o, "napi_not_run_ms", json_object_new_uint64(r->napi_us / 1000));
-	put(o, "lost_tx", json_object_new_uint64(r->lost));
-	put(o, "lost_tx_threshold", json_object_new_uint64(r->threshold));
-	put(o, "missed_tx", json_object_new_uint64(r->missed));
-	put(o, "outcome", json_object_new_string(outcome_word(r->outcome)));
-	put(o, "driver_version", str_or_null(r->version));
-	put(o, "first_line", json_object_new_int64(in->log.ev[r->first].line));
-	put(o, "last_line", json_object_new_int64(in->log.ev[r->last].line));
-	put(o, "chain", json_object_new_string(klog_reset_chain(&in->log, r, buf, sizeof(buf))));
-	put(o, "lockup", r->lockup >= 0 ? event_json(&in->log.ev[r->lockup]) : NULL);
-	put(o, "statistics", r->has_verdict ? verdict_json(r) : NULL);
+	jsonw_add(o, "reset", json_object_new_boolean(r->is_reset));
+	jsonw_add(o, "interface", str_or_null(r->ifname));
+	jsonw_add(o, "pci", str_or_null(r->pci));
+	jsonw_add(o, "queue", int_or_null(r->queue));
+	jsonw_add(o, "napi_cpu", int_or_null(r->cpu));
+	jsonw_add(o, "cause", json_object_new_string(klog_reset_cause(r, buf, sizeof(buf))));
+	jsonw_add(o, "reason", str_or_null(klog_reset_reason(r)));
+	jsonw_add(o, "poll_starvation", json_object_new_boolean(r->poll_starved));
+	jsonw_add(o, "napi_not_run_ms", json_object_new_uint64(r->napi_us / 1000));
+	jsonw_add(o, "lost_tx", json_object_new_uint64(r->lost));
+	jsonw_add(o, "lost_tx_threshold", json_object_new_uint64(r->threshold));
+	jsonw_add(o, "missed_tx", json_object_new_uint64(r->missed));
+	jsonw_add(o, "outcome", json_object_new_string(outcome_word(r->outcome)));
+	jsonw_add(o, "driver_version", str_or_null(r->version));
+	jsonw_add(o, "first_line", json_object_new_int64(in->log.ev[r->first].line));
+	jsonw_add(o, "last_line", json_object_new_int64(in->log.ev[r->last].line));
+	jsonw_add(o, "chain", json_object_new_string(klog_reset_chain(&in->log, r, buf, sizeof(buf))));
+	jsonw_add(o, "lockup", r->lockup >= 0 ? event_json(&in->log.ev[r->lockup]) : NULL);
+	jsonw_add(o, "statistics", r->has_verdict ? verdict_json(r) : NULL);
 	return o;
 }
 
@@ -257,7 +253,6 @@ static int print_json(const struct input *in, const struct klog_incident *inc)
 {
 	json_object *o = json_object_new_object(), *rs = json_object_new_array(),
 		    *ev = json_object_new_array();
-	const char *s;
 	int r;
 
 	for (size_t k = 0; k < inc->n_resets; k++)
@@ -265,65 +260,63 @@ static int print_json(const struct input *in, const struct klog_incident *inc)
 	for (size_t i = 0; i < in->log.n; i++)
 		if (in->log.ev[i].kind != KLOG_ENA_STAT)
 			json_object_array_add(ev, event_json(&in->log.ev[i]));
-	put(o, "resets", rs);
-	put(o, "lockups", json_object_new_uint64(inc->n_lockups));
-	put(o, "events", ev);
-	put(o, "statistics_lines", json_object_new_uint64(in->stat_lines));
-	put(o, "lines", json_object_new_int64(in->rd.line));
-	put(o, "kernel_lines", json_object_new_int64(in->rd.kernel_lines));
-	put(o, "skipped_lines", json_object_new_int64(in->rd.skipped_foreign));
-	put(o, "dropped_events", json_object_new_uint64(in->log.dropped));
-	put(o, "input_cut", json_object_new_boolean(in->cut));
-	s = json_object_to_json_string_ext(o, JSON_C_TO_STRING_PRETTY |
-					   JSON_C_TO_STRING_NOSLASHESCAPE);
-	r = s && puts(s) >= 0 ? 0 : -EIO;
+	jsonw_add(o, "resets", rs);
+	jsonw_add(o, "lockups", json_object_new_uint64(inc->n_lockups));
+	jsonw_add(o, "events", ev);
+	jsonw_add(o, "statistics_lines", json_object_new_uint64(in->stat_lines));
+	jsonw_add(o, "lines", json_object_new_int64(in->rd.line));
+	jsonw_add(o, "kernel_lines", json_object_new_int64(in->rd.kernel_lines));
+	jsonw_add(o, "skipped_lines", json_object_new_int64(in->rd.skipped_foreign));
+	jsonw_add(o, "dropped_events", json_object_new_uint64(in->log.dropped));
+	jsonw_add(o, "input_cut", json_object_new_boolean(in->cut));
+	r = jsonw_print(o, stdout);
 	json_object_put(o);
 	return r;
 }
 
-int cmd_explain(struct cz_ctx *ctx)
+int cmd_explain(struct cz_ctx *ctx, const struct cmd_opts *o)
 {
 	static struct klog_incident inc; /* large: keep it off the stack */
 	struct ena_lists lists = ena_lists_from_config(&ctx->cfg);
 	struct input in = { 0 };
 	int fd, r;
 
-	if (ctx->argc != 1) {
+	if (o->argc != 1) {
 		log_error("usage: cpuzombie explain FILE|-  (kernel log text: dmesg, journalctl -k)");
 		return CZ_EXIT_ERROR;
 	}
-	fd = open_input(ctx->argv[0]);
+	fd = open_input(o->argv[0]);
 	if (fd < 0) {
-		log_error_errno(fd, "Failed to open '%s': %m", ctx->argv[0]);
+		log_error_errno(fd, "Failed to open '%s': %m", o->argv[0]);
 		return CZ_EXIT_ERROR;
 	}
 	r = read_all(fd, &in);
 	if (fd != STDIN_FILENO)
 		close(fd);
 	if (r == -EILSEQ) {
-		log_error("%s:%u: NUL byte: not kernel log text%s", ctx->argv[0], in.bad_line,
+		log_error("%s:%u: NUL byte: not kernel log text%s", o->argv[0], in.bad_line,
 			  in.utf16 ? " (UTF-16: convert it with iconv -f UTF-16 -t UTF-8)" :
 				     " (UTF-16 or binary?)");
 		klog_log_free(&in.log);
 		return CZ_EXIT_ERROR;
 	}
 	if (r < 0) {
-		log_error_errno(r, "Failed to read '%s': %m", ctx->argv[0]);
+		log_error_errno(r, "Failed to read '%s': %m", o->argv[0]);
 		klog_log_free(&in.log);
 		return CZ_EXIT_ERROR;
 	}
 	if (in.cut)
-		log_warning("'%s': only the first %llu MiB read", ctx->argv[0], INPUT_MAX >> 20);
+		log_warning("'%s': only the first %llu MiB read", o->argv[0], INPUT_MAX >> 20);
 	if (in.log.dropped)
-		log_warning("'%s': %zu events beyond the first %d not analysed", ctx->argv[0],
+		log_warning("'%s': %zu events beyond the first %d not analysed", o->argv[0],
 			    in.log.dropped, KLOG_EVENTS_MAX);
 	r = klog_analyze(&in.log, &lists, &inc);
 	if (r < 0) {
-		log_error_errno(r, "Failed to analyse '%s': %m", ctx->argv[0]);
+		log_error_errno(r, "Failed to analyse '%s': %m", o->argv[0]);
 		klog_log_free(&in.log);
 		return CZ_EXIT_ERROR;
 	}
-	r = ctx->json ? print_json(&in, &inc) : (print_text(&in, &inc), 0);
+	r = o->json ? print_json(&in, &inc) : (print_text(&in, &inc), 0);
 	klog_log_free(&in.log);
 	if (r < 0 || fflush(stdout) != 0)
 		return CZ_EXIT_ERROR;

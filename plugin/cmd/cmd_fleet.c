@@ -9,8 +9,12 @@
 #include <errno.h>
 #include <time.h>
 
+#include "base/jsonw.h"
 #include "cmd/cmd.h"
 #include "cluster/fleet_fetch.h"
+#include "cluster/guard.h"
+#include "cluster/kjson.h"
+#include "cluster/kube.h"
 #include "cluster/remediate_plan.h"
 #include "fleet/fleet.h"
 #include "base/log.h"
@@ -21,9 +25,72 @@
 
 _Static_assert(CZ_GROUP_BY_MAX <= FLEET_GROUP_BY_MAX, "--group-by bound");
 
+/* The fleet view, and what the remediation guards need to know about the same nodes. */
+struct listing {
+	struct fleet *f;
+	struct guard_fleet g;
+	const struct cz_strlist *types;
+	size_t paused;
+};
+
 static int add_node(json_object *node, void *userdata)
 {
-	return fleet_add_node(userdata, node);
+	struct listing *l = userdata;
+
+	guard_fleet_add(&l->g, node, l->types);
+	l->paused += guard_paused_node(node);
+	return fleet_add_node(l->f, node);
+}
+
+/* GET @path: 1 found (*@ret, may be NULL), 0 none (404), -errno. */
+static int get_maybe(struct kube_client *kc, const char *path, json_object **ret)
+{
+	struct kube_response resp = { 0 };
+	int e = kube_request(kc, "GET", path, NULL, NULL, 0, &resp);
+
+	e = e < 0 ? e : resp.status == 404 ? 0 : resp.status == 200 ? 1 : -EREMOTEIO;
+	if (e == 1 && ret)
+		*ret = json_object_get(resp.body);
+	kube_response_clear(&resp);
+	return e;
+}
+
+/* The remediation guards' lines (cluster/guard.h), judged with the local config. */
+static void print_guards(struct cz_ctx *ctx, struct kube_client *kc, const struct listing *l)
+{
+	const struct cz_config *cfg = &ctx->cfg;
+	const char *ns = cfg->remediation.lease_namespace;
+	json_object *lease = NULL;
+	struct guard_state g;
+	char path[300], why[320] = "";
+	int e;
+
+	if (guard_storm(&l->g, cfg, why, sizeof(why)) >= 0)
+		printf("Guards: %s\n", why);
+	else
+		printf("Guards: storm guard clear (remediation.max_unhealthy %s of %zu nodes)\n",
+		       cfg->remediation.max_unhealthy, l->g.covered);
+	snprintf(path, sizeof(path), "/api/v1/namespaces/%s/configmaps/" GUARD_PAUSE_CM, ns);
+	e = get_maybe(kc, path, NULL);
+	if (e != 0)
+		printf("Guards: %s\n", e > 0 ? "PAUSED cluster-wide (ConfigMap " GUARD_PAUSE_CM
+		       " exists): cpuzombie changes nothing" : "cannot read the pause ConfigMap");
+	if (l->paused)
+		printf("Guards: %zu node%s paused (annotation " GUARD_ANN_PAUSE ")\n", l->paused,
+		       l->paused == 1 ? "" : "s");
+	snprintf(path, sizeof(path), "/apis/coordination.k8s.io/v1/namespaces/%s/leases/"
+		 GUARD_LEASE, ns);
+	e = get_maybe(kc, path, &lease);
+	guard_state_read(e > 0 ? lease : NULL, now_realtime_ms(), cfg->remediation.breaker_window_ms,
+			 &g);
+	if (g.tripped) {
+		printf("Guards: circuit breaker TRIPPED (%s); reset: ", g.tripped_why);
+		printf(GUARD_RESET_HINT "\n", ns);
+	} else if (e > 0) {
+		printf("Guards: circuit breaker closed: %zu remediation%s within remediation."
+		       "breaker_window\n", g.recent, g.recent == 1 ? "" : "s");
+	}
+	json_object_put(lease);
 }
 
 struct leases {
@@ -40,20 +107,24 @@ static int add_lease(json_object *lease, void *userdata)
 	return 0;
 }
 
-static int list_nodes(struct cz_ctx *ctx, struct kube_client *kc, struct fleet *f)
+static int list_nodes(struct cz_ctx *ctx, const struct cmd_opts *o, struct kube_client *kc,
+		      struct listing *l)
 {
-	unsigned chunk = ctx->chunk_size ? (unsigned)ctx->chunk_size : DEFAULT_CHUNK;
+	struct fleet *f = l->f;
+	unsigned chunk = o->chunk_size ? (unsigned)o->chunk_size : DEFAULT_CHUNK;
 	struct fleet_fetch_stats st = { 0 };
 	char err[512] = "";
 	int r;
 
-	r = fleet_fetch_nodes(kc, ctx->selector, chunk, add_node, f, &st, err, sizeof(err));
+	r = fleet_fetch_nodes(kc, o->selector, chunk, add_node, l, &st, err, sizeof(err));
 	if (r == -ESTALE) {
 		/* the continue token expired between pages (a slow client, a compaction): start
 		 * over, as client-go's pager does; the records are replaced, nothing is counted twice */
 		log_warning("%s; listing the nodes again", err);
 		fleet_reset(f);
-		r = fleet_fetch_nodes(kc, ctx->selector, chunk, add_node, f, &st, err, sizeof(err));
+		l->g = (struct guard_fleet){ 0 };
+		l->paused = 0;
+		r = fleet_fetch_nodes(kc, o->selector, chunk, add_node, l, &st, err, sizeof(err));
 	}
 	if (r < 0)
 		return log_error_errno(r, "Failed to list the nodes: %s", err);
@@ -61,7 +132,7 @@ static int list_nodes(struct cz_ctx *ctx, struct kube_client *kc, struct fleet *
 	return 0;
 }
 
-static void read_leases(struct cz_ctx *ctx, struct kube_client *kc, struct fleet *f)
+static void read_leases(struct cz_ctx *ctx, const struct cmd_opts *o, struct kube_client *kc, struct fleet *f)
 {
 	struct leases *l = calloc(1, sizeof(*l));
 	char err[512] = "";
@@ -76,7 +147,7 @@ static void read_leases(struct cz_ctx *ctx, struct kube_client *kc, struct fleet
 			       sizeof(err));
 	clock_gettime(CLOCK_REALTIME, &ts);
 	/* with a selector the node count is not the cluster's: the budget would be wrong */
-	if (!ctx->selector || !*ctx->selector)
+	if (!o->selector || !*o->selector)
 		budget = remediate_budget(ctx->cfg.remediation.max_unavailable,
 					  fleet_node_count(f));
 	fleet_set_leases(f, r < 0 ? NULL : l->item, r < 0 ? 0 : l->n,
@@ -87,37 +158,37 @@ static void read_leases(struct cz_ctx *ctx, struct kube_client *kc, struct fleet
 	free(l);
 }
 
-static int output(struct cz_ctx *ctx, struct fleet *f, const struct fleet_summary *s)
+static int output(struct cz_ctx *ctx, const struct cmd_opts *o, struct fleet *f, const struct fleet_summary *s)
 {
-	if (ctx->json) {
-		json_object *o = fleet_json(f, s, ctx->nodes);
+	if (o->json) {
+		json_object *j = fleet_json(f, s, o->nodes);
 
-		if (!o)
+		if (!j)
 			return log_error_errno(-ENOMEM, "Failed to build the JSON summary: %m");
-		puts(json_object_to_json_string_ext(o, JSON_C_TO_STRING_PRETTY |
-						       JSON_C_TO_STRING_NOSLASHESCAPE));
-		json_object_put(o);
+		(void)jsonw_print(j, stdout); /* a failed write is the fflush() below */
+		json_object_put(j);
 	} else {
-		fleet_print(f, s, ctx->nodes, stdout);
+		fleet_print(f, s, o->nodes, stdout);
 	}
 	if (fflush(stdout) != 0 || ferror(stdout))
 		return log_error_errno(-EIO, "Failed to write the summary: %m");
 	return 0;
 }
 
-int cmd_fleet(struct cz_ctx *ctx)
+int cmd_fleet(struct cz_ctx *ctx, const struct cmd_opts *o)
 {
 	struct fleet *f = NULL;
 	struct kube_client *kc = NULL;
 	struct fleet_summary *s = NULL;
+	struct listing l = { 0 };
 	char err[512] = "";
 	int r, ret = CZ_EXIT_ERROR;
 
-	if (ctx->argc > 0) {
-		log_error("fleet: unexpected argument '%.64s'", ctx->argv[0]);
+	if (o->argc > 0) {
+		log_error("fleet: unexpected argument '%.64s'", o->argv[0]);
 		return CZ_EXIT_ERROR;
 	}
-	r = fleet_new(ctx->group_by, ctx->n_group_by, ctx->max_output, &f);
+	r = fleet_new(o->group_by, o->n_group_by, o->max_output, &f);
 	if (r < 0) {
 		log_error_errno(r, "Failed to set up the fleet view: %m");
 		return CZ_EXIT_ERROR;
@@ -127,17 +198,21 @@ int cmd_fleet(struct cz_ctx *ctx)
 		log_error_errno(r, "Failed to reach the API server: %s", err);
 		goto out;
 	}
-	if (list_nodes(ctx, kc, f) < 0)
+	l.f = f;
+	l.types = &ctx->cfg.remediation.conditions;
+	if (list_nodes(ctx, o, kc, &l) < 0)
 		goto out;
-	read_leases(ctx, kc, f);
+	read_leases(ctx, o, kc, f);
 	s = calloc(1, sizeof(*s));
 	r = s ? fleet_summarize(f, s) : -ENOMEM;
 	if (r < 0) {
 		log_error_errno(r, "Failed to summarize %zu nodes: %m", fleet_node_count(f));
 		goto out;
 	}
-	if (output(ctx, f, s) < 0)
+	if (output(ctx, o, f, s) < 0)
 		goto out;
+	if (!o->json)
+		print_guards(ctx, kc, &l);
 	ret = CZ_EXIT_OK;
 	for (int c = 0; c < FLEET_NCOND; c++)
 		if (s->cond[c].t)

@@ -31,14 +31,14 @@ static int identity(char *buf, size_t size)
 	return 0;
 }
 
-int cmd_remediator(struct cz_ctx *ctx)
+int cmd_remediator(struct cz_ctx *ctx, const struct cmd_opts *o)
 {
 	struct remediator *rm = NULL;
 	char me[254], summary[4096];
 	int r;
 
-	if (ctx->argc > 0) {
-		log_error("remediator: unexpected argument '%s'", ctx->argv[0]);
+	if (o->argc > 0) {
+		log_error("remediator: unexpected argument '%s'", o->argv[0]);
 		return CZ_EXIT_ERROR;
 	}
 	if (ctx->cfg.remediation.mode == CZ_REMEDIATE_OFF) {
@@ -49,7 +49,7 @@ int cmd_remediator(struct cz_ctx *ctx)
 		return CZ_EXIT_ERROR;
 	log_info("remediator %s: mode %s, leader Lease %s/cpuzombie-remediator", me,
 		 config_mode_name(ctx->cfg.remediation.mode), remediator_namespace(rm));
-	if (ctx->once) {
+	if (o->once) {
 		r = remediator_cycle(rm, summary, sizeof(summary));
 		printf("%s\n", summary);
 		remediator_free(rm, false);	/* held for its duration: cron runs stay one leader */

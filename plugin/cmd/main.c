@@ -33,8 +33,9 @@ struct cmd {
 #ifdef CZ_CHECK_BINARY
 static const char *online_name;
 
-static int cmd_online_only(struct cz_ctx *ctx)
+static int cmd_online_only(struct cz_ctx *ctx, const struct cmd_opts *o)
 {
+	(void)ctx, (void)o;
 	log_error("'%s' is not in this binary (the static check binary runs checks, report, "
 		  "ena-diff and config check); run the full cpuzombie", online_name);
 	return CZ_EXIT_ERROR;
@@ -70,7 +71,13 @@ static const struct cmd cmds[] = {
 	  "    if it holds the leader Lease, cordon/drain/uncordon the nodes whose listed\n"
 	  "    conditions are True, under the budget; node agents then only report.\n"
 	  "    --once: one cycle, its summary on stdout, then exit.\n" },
+	{ "cleanup", ONLINE(cmd_cleanup),
+	  "cleanup\n"
+	  "    Remove cpuzombie's condition types (not set False), its cpuzombie.io/ annotations\n"
+	  "    and taints from every node, and its Leases (remediation.lease_namespace, the\n"
+	  "    leader's); nothing of anyone else's. The chart's uninstall hook runs it.\n" },
 	{ "report", cmd_report, "report [--json|--svg FILE] [--since TIME] [--until TIME]\n    Everything this node says, in one screen: memcg, cores, NICs, conditions; exit 1\n    when a condition is True. --json: one JSON document; --svg: per-core heatmap.\n    --since/--until: the window of the heatmap and bursts, as '3h' (ago),\n    '2026-12-01T03:10' (UTC) or '@EPOCH'; from the finest history tier covering it.\n" },
+	{ "top", cmd_top, "top [--once]\n    The node live, every second: each core's share and heatmap, the bursting core with\n    its task, kernel function and NIC queue, dying memcgs, ENA counters, kernel-log events;\n    from the agent's run dir, or sampling inline without one. q quits, p pauses; not a\n    terminal: one line a second.\n" },
 	{ "fleet", ONLINE(cmd_fleet), "fleet [-l SELECTOR] [--group-by LABEL]... [--nodes] [--json] [--chunk-size N]\n"
 	  "    Where the chain concentrates across the cluster, read from the API server\n"
 	  "    (--kubeconfig, $KUBECONFIG, ~/.kube/config or in-cluster): per condition, the\n"
@@ -221,66 +228,18 @@ static int parse_opts(int argc, char **argv, struct opts *o, bool permute)
 }
 
 /* Copy a path option into the config, refusing what does not fit rather than cutting it. */
-static int set_path(char *dst, size_t size, const char *src, const char *what)
+/* The config this run uses (config_load_effective): a bad option comes back as -EDOM and is
+ * the command line's error; a bad file's lines go to stderr as they are. */
+static int load_config(struct cz_ctx *ctx, const struct cz_overrides *ov, const char **ret_path,
+		       char *errs, size_t errs_size)
 {
-	if (!src)
-		return 0;
-	if (!*src || strlen(src) >= size)
-		return cmdline_error("%s: empty or too long", what);
-	memcpy(dst, src, strlen(src) + 1);
-	return 0;
-}
+	int r = config_load_effective(ov, &ctx->cfg, ret_path, errs, errs_size);
 
-static int load_config(struct cz_ctx *ctx, const struct opts *o, char *errs, size_t errs_size)
-{
-	struct stat st;
-	const char *path = o->config;
-	int r;
-
-	config_defaults(&ctx->cfg);
-	if (!path && stat(CZ_DEFAULT_CONFIG_PATH, &st) == 0)
-		path = CZ_DEFAULT_CONFIG_PATH;
-	if (path) {
-		r = config_load_file(path, &ctx->cfg, errs, errs_size);
-		if (r < 0) {
-			fprintf(stderr, "%s", errs);
-			return r;
-		}
-		ctx->config_path = path;
-	}
-	r = set_path(ctx->cfg.paths.proc, sizeof(ctx->cfg.paths.proc), o->proc, "--proc-root");
-	r = r ?: set_path(ctx->cfg.paths.sys, sizeof(ctx->cfg.paths.sys), o->sys, "--sys-root");
-	r = r ?: set_path(ctx->cfg.paths.state, sizeof(ctx->cfg.paths.state), o->state,
-			  "--state-dir");
-	r = r ?: set_path(ctx->cfg.paths.run, sizeof(ctx->cfg.paths.run), o->run, "--run-dir");
-	r = r ?: set_path(ctx->cfg.kubernetes.kubeconfig, sizeof(ctx->cfg.kubernetes.kubeconfig),
-			  o->kubeconfig, "--kubeconfig");
-	if (r == 0 && o->node) {
-		if (!valid_name(o->node, sizeof(ctx->cfg.kubernetes.node_name) - 1)) {
-			return cmdline_error("--node-name: not a valid node name: '%.64s'", o->node);
-		}
-		r = set_path(ctx->cfg.kubernetes.node_name, sizeof(ctx->cfg.kubernetes.node_name),
-			     o->node, "--node-name");
-	}
-	return r;
-}
-
-/* The options main() parsed, for the agent's reload on SIGHUP. */
-static const struct opts *parsed_opts;
-
-static int reload_config(const struct cz_ctx *ctx, struct cz_config *ret)
-{
-	static struct cz_ctx tmp; /* static: the config is large */
-	static char errs[8192];
-	int r;
-
-	tmp = *ctx;
-	cmdline_err[0] = '\0';
-	r = load_config(&tmp, parsed_opts, errs, sizeof(errs));
+	if (r == -EDOM)
+		return cmdline_error("%s", errs);
 	if (r < 0)
-		return r;
-	*ret = tmp.cfg;
-	return 0;
+		fprintf(stderr, "%s", errs);
+	return r;
 }
 
 static const struct cmd *find_cmd(const char *name)
@@ -374,6 +333,8 @@ static char **plugin_argv(int *argc, char **argv)
 static int run(int argc, char **argv)
 {
 	static struct cz_ctx ctx; /* static: ~160 KiB (the config), not zeroed on the stack per exec */
+	static struct cmd_opts co;
+	static struct cz_overrides ov;
 	struct opts o = { 0 };
 	static char errs[8192]; /* static: not probed page by page on every exec */
 	const struct cmd *c = NULL;
@@ -415,29 +376,27 @@ static int run(int argc, char **argv)
 		usage(stdout, c);
 		return CZ_EXIT_OK;
 	}
-	ctx.max_output = (size_t)o.max_output;
+	ov = (struct cz_overrides){ .config = o.config, .proc = o.proc, .sys = o.sys,
+				    .state = o.state, .run = o.run, .kubeconfig = o.kubeconfig,
+				    .node = o.node };
+	co.ov = &ov;
+	co.max_output = (size_t)o.max_output;
 	ctx.verbose = o.verbose;
 	if (o.verbose)
 		log_set_max_level(LOG_PRIO_DEBUG); /* -v: the diagnostics behind log_debug() */
-	ctx.once = o.once;
-	ctx.json = o.json;
-	ctx.svg_path = o.svg;
-	ctx.since = o.since;
-	ctx.until = o.until;
-#ifndef CZ_CHECK_BINARY
-	ctx.restarts_direct = systemd_restarts_update;
-	ctx.census_direct = census_take;
-#endif
-	ctx.selector = o.selector;
-	memcpy(ctx.group_by, o.group_by, sizeof(ctx.group_by));
-	ctx.n_group_by = o.n_group_by;
-	ctx.nodes = o.nodes;
-	ctx.chunk_size = o.chunk_size;
-	ctx.argc = argc - first - r;
-	ctx.argv = argv + first + r;
-	ctx.config_reload = reload_config;
-	parsed_opts = &o;
-	if (load_config(&ctx, &o, errs, sizeof(errs)) < 0) {
+	co.once = o.once;
+	co.json = o.json;
+	co.svg_path = o.svg;
+	co.since = o.since;
+	co.until = o.until;
+	co.selector = o.selector;
+	memcpy(co.group_by, o.group_by, sizeof(co.group_by));
+	co.n_group_by = o.n_group_by;
+	co.nodes = o.nodes;
+	co.chunk_size = o.chunk_size;
+	co.argc = argc - first - r;
+	co.argv = argv + first + r;
+	if (load_config(&ctx, &ov, &co.config_path, errs, sizeof(errs)) < 0) {
 		/* NPD shows only stdout: lead with the first error, which names file, line and key */
 		char msg[NPD_MSG_MAX];
 
@@ -455,7 +414,7 @@ static int run(int argc, char **argv)
 #ifdef CZ_CHECK_BINARY
 	if (c->run == cmd_online_only) {
 		online_name = c->name;
-		return c->run(&ctx);
+		return c->run(&ctx, &co);
 	}
 #endif
 	r = hostfs_open(&ctx.hf, ctx.cfg.paths.proc, ctx.cfg.paths.sys);
@@ -463,7 +422,7 @@ static int run(int argc, char **argv)
 		log_error("bad --proc-root or --sys-root");
 		return fail(c, "bad --proc-root or --sys-root");
 	}
-	r = c->run(&ctx);
+	r = c->run(&ctx, &co);
 	hostfs_close(&ctx.hf);
 	return r;
 }

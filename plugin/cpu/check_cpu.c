@@ -39,6 +39,14 @@ struct cpu_sampler {
 	struct tasks_tracker tasks;
 	uint64_t last_scan_ms;
 	int64_t rt_offset; /* CLOCK_REALTIME - CLOCK_MONOTONIC, ms */
+	struct core_irqs *irqs; /* ncpu: the NIC IRQs of a core with a burst going on */
+};
+
+/* A bursting core's NIC IRQs, read when its run became a burst and every IRQS_REFRESH_MS. */
+#define IRQS_REFRESH_MS 10000
+struct core_irqs {
+	uint64_t run_start_ms, read_ms; /* monotonic; read_ms 0: not read for this run */
+	char names[sizeof(((struct burst_event *)0)->irqs)];
 };
 
 /* The number of CPU slots: the highest possible CPU + 1 (it never changes while running). */
@@ -117,6 +125,11 @@ int cpu_sampler_new(const struct cz_ctx *ctx, bool attribute, struct cpu_sampler
 	r = s->fd < 0 ? s->fd : !s->buf || !s->found ? -ENOMEM : read_stat(s);
 	if (r >= 0)
 		r = count_cpus(s, ncpu, &ncpu);
+	if (r >= 0) {
+		s->irqs = calloc(ncpu, sizeof(*s->irqs));
+		if (!s->irqs)
+			r = -ENOMEM;
+	}
 	p = (struct sampler_params){
 		.metric = ctx->cfg.cpu.metric,
 		.burst = { .threshold_pct = ctx->cfg.cpu.threshold_pct,
@@ -150,6 +163,7 @@ void cpu_sampler_free(struct cpu_sampler *s)
 	sampler_done(&s->core);
 	free(s->buf);
 	free(s->found);
+	free(s->irqs);
 	free(s);
 }
 
@@ -246,7 +260,47 @@ int cpu_sampler_finish(struct cpu_sampler *s, struct burst_event *ret, size_t ma
 	return deliver(s, now_monotonic_ms(), found, ret, max);
 }
 
-size_t cpu_sampler_active(const struct cpu_sampler *s, struct burst_event *ret, size_t max)
+/*
+ * The NIC IRQs of the cores with a burst going on (@b, @n), into @ret: read once when a run
+ * became a burst (one /proc/interrupts read for all such cores) and again every
+ * IRQS_REFRESH_MS while it lasts (irqbalance may move them), so a reader mid-burst sees the
+ * queue the core serves, as it will after the burst.
+ */
+static void active_irqs(struct cpu_sampler *s, const struct sampler_burst *b, size_t n,
+			struct burst_event *ret)
+{
+	uint64_t mono = now_monotonic_ms();
+	struct irq_map *maps = NULL;
+	bool need = false;
+	int nm = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		struct core_irqs *ci = &s->irqs[b[i].cpu];
+
+		if (ci->run_start_ms != b[i].run.start_ms || !ci->read_ms ||
+		    mono - ci->read_ms >= IRQS_REFRESH_MS)
+			need = true;
+	}
+	if (need)
+		nm = irq_map_all(s->hf, &maps);
+	for (size_t i = 0; i < n; i++) {
+		struct core_irqs *ci = &s->irqs[b[i].cpu];
+
+		if (need && (ci->run_start_ms != b[i].run.start_ms || !ci->read_ms ||
+			     mono - ci->read_ms >= IRQS_REFRESH_MS)) {
+			ci->names[0] = '\0';
+			if (nm > 0)
+				irq_served_by(maps, (size_t)nm, b[i].cpu, ci->names,
+					      sizeof(ci->names));
+			ci->run_start_ms = b[i].run.start_ms;
+			ci->read_ms = mono ? mono : 1;
+		}
+		memcpy(ret[i].irqs, ci->names, sizeof(ret[i].irqs));
+	}
+	free(maps);
+}
+
+size_t cpu_sampler_active(struct cpu_sampler *s, struct burst_event *ret, size_t max)
 {
 	struct sampler_burst b[HISTORY_ACTIVE_MAX];
 	size_t n = sampler_active(&s->core, b, max < HISTORY_ACTIVE_MAX ? max : HISTORY_ACTIVE_MAX);
@@ -257,6 +311,7 @@ size_t cpu_sampler_active(const struct cpu_sampler *s, struct burst_event *ret, 
 			ret[i].ntasks = tasks_peek(&s->tasks, b[i].cpu, ret[i].task,
 						   HISTORY_TASKS_MAX);
 	}
+	active_irqs(s, b, n, ret);
 	return n;
 }
 
@@ -411,7 +466,7 @@ int check_cpu(struct cz_ctx *ctx, struct npd_result *res)
 	const struct cz_config *cfg = &ctx->cfg;
 	char why[96], note[160] = "", d[32], unread[64] = "";
 	const char *stale;
-	size_t n = 0;
+	size_t n = 0, ongoing = 0;
 	int r;
 
 	if (!ev || !hb)
@@ -432,9 +487,13 @@ int check_cpu(struct cz_ctx *ctx, struct npd_result *res)
 				if (ev[j].cpu == hb->active[i].cpu &&
 				    ev[j].start_ms == hb->active[i].start_ms)
 					break;
-			if (j == (size_t)r)
+			if (j == (size_t)r) {
 				ev[n++] = hb->active[i];
+				ongoing++;
+			}
 		}
+		if (ongoing) /* the links above are the ones known so far */
+			snprintf(note, sizeof(note), "burst ongoing");
 		n = add_lockups(cfg, ev, n, note, sizeof(note));
 		return cpu_verdict(ev, n, cfg, note, res);
 	}

@@ -43,9 +43,10 @@ int cpu_sampler_finish(struct cpu_sampler *s, struct burst_event *ret, size_t ma
 
 /*
  * cpu_sampler_active - runs in progress that already qualify as bursts (cpu, times, peak,
- * mean), at most @max. Returns the count.
+ * mean, the tasks seen so far and the NIC IRQs the core serves), at most @max. Returns the
+ * count.
  */
-size_t cpu_sampler_active(const struct cpu_sampler *s, struct burst_event *ret, size_t max);
+size_t cpu_sampler_active(struct cpu_sampler *s, struct burst_event *ret, size_t max);
 
 /*
  * cpu_sampler_core - the pure sampler inside, read-only: per core, whether a run started with

@@ -11,7 +11,7 @@
 #include "host/hostid.h"
 
 #define LOG_BUF (HISTORY_EVENTS_MAX * 2048 + 4096) /* escaped fields can triple */
-#define HEARTBEAT_BUF (HISTORY_ACTIVE_MAX * 640 + 256) /* active lines carry tasks */
+#define HEARTBEAT_BUF (HISTORY_ACTIVE_MAX * 2048 + 256) /* active lines carry tasks, links */
 #define HDR_SIZE 64
 #define SLOT_HDR 20
 static const char ring_magic[8] = "CZHIST1\n";
@@ -411,19 +411,64 @@ int heartbeat_format(const struct heartbeat *hb, char *buf, size_t size)
 			r = r ?: put_esc(buf, size, &off, tk->comm);
 			r = r ?: buf_appendf(buf, size, &off, "/%" PRIu64, tk->stime_ms);
 		}
+		/* the links known so far (mid-burst): the NIC IRQs, the profile and its hot frame */
+		if (r == 0 && a->irqs[0]) {
+			r = buf_appendf(buf, size, &off, " irqs=");
+			r = r ?: put_esc(buf, size, &off, a->irqs);
+		}
+		if (r == 0 && a->profile[0]) {
+			r = buf_appendf(buf, size, &off, " profile=");
+			r = r ?: put_esc(buf, size, &off, a->profile);
+		}
+		if (r == 0 && a->hot[0]) {
+			r = buf_appendf(buf, size, &off, " hot=");
+			r = r ?: put_esc(buf, size, &off, a->hot);
+			r = r ?: buf_appendf(buf, size, &off, "/%u", a->hot_pct);
+		}
 		r = r ?: buf_appendf(buf, size, &off, "\n");
 	}
 	return r < 0 ? r : (int)off;
 }
 
+/* The optional keyed fields of an active line after <mean%>, each at most once. */
+static int parse_active_opt(const char *t, size_t l, unsigned *seen, struct burst_event *a)
+{
+	if (l >= 6 && !strncmp(t, "tasks=", 6) && !(*seen & 1)) {
+		*seen |= 1;
+		return parse_tasks(t + 6, l - 6, a);
+	}
+	if (l >= 5 && !strncmp(t, "irqs=", 5) && !(*seen & 2)) {
+		*seen |= 2;
+		return get_esc(t + 5, l - 5, a->irqs, sizeof(a->irqs));
+	}
+	if (l >= 8 && !strncmp(t, "profile=", 8) && !(*seen & 4)) {
+		*seen |= 4;
+		if (get_esc(t + 8, l - 8, a->profile, sizeof(a->profile)) < 0)
+			return -EINVAL;
+		/* a file name in the run dir, never a path (as in the burst log) */
+		return strchr(a->profile, '/') || !startswith(a->profile, HISTORY_PROFILE_PREFIX) ?
+			       -EINVAL : 0;
+	}
+	if (l >= 4 && !strncmp(t, "hot=", 4) && !(*seen & 8)) {
+		*seen |= 8;
+		return parse_hot(t + 4, l - 4, a);
+	}
+	return -EINVAL;
+}
+
+/* active <cpu> <start> <end> <peak> <mean> [tasks=] [irqs=] [profile=] [hot=] */
+#define HB_TOKENS 10
+
 static int parse_active(const char *const *t, const size_t *l, size_t n, struct burst_event *a)
 {
 	uint64_t cpu;
 
+	unsigned seen = 0;
+
 	memset(a, 0, sizeof(*a));
-	if (n == 7 && (l[6] < 6 || strncmp(t[6], "tasks=", 6) ||
-		       parse_tasks(t[6] + 6, l[6] - 6, a) < 0))
-		return -EINVAL;
+	for (size_t k = 6; k < n; k++)
+		if (parse_active_opt(t[k], l[k], &seen, a) < 0)
+			return -EINVAL;
 	if (parse_u64_n(t[1], l[1], &cpu) < 0 || cpu >= 8192 ||
 	    parse_u64_n(t[2], l[2], &a->start_ms) < 0 || parse_u64_n(t[3], l[3], &a->end_ms) < 0 ||
 	    a->end_ms < a->start_ms || parse_pct(t[4], l[4], &a->peak_pct) < 0 ||
@@ -441,17 +486,17 @@ static bool tok_is(const char *t, size_t l, const char *s)
 int heartbeat_parse(const char *payload, struct heartbeat *ret)
 {
 	_cleanup_free_ struct heartbeat *hb = calloc(1, sizeof(*hb));
-	const char *pos = payload, *line, *t[7];
+	const char *pos = payload, *line, *t[HB_TOKENS];
 	unsigned seen = 0;
-	size_t len, l[7];
+	size_t len, l[HB_TOKENS];
 	uint64_t v;
 
 	if (!hb || !payload)
 		return -EINVAL;
 	while (next_line(&pos, &line, &len)) {
-		size_t n = split(line, len, t, l, 7);
+		size_t n = split(line, len, t, l, HB_TOKENS);
 
-		if ((n == 6 || n == 7) && tok_is(t[0], l[0], "active")) {
+		if (n >= 6 && n <= HB_TOKENS && tok_is(t[0], l[0], "active")) {
 			if (hb->nactive >= HISTORY_ACTIVE_MAX ||
 			    parse_active(t, l, n, &hb->active[hb->nactive]) < 0)
 				return -EINVAL;
@@ -497,35 +542,9 @@ int heartbeat_parse(const char *payload, struct heartbeat *ret)
 	return 0;
 }
 
-static int hb_state_parse(const char *payload, size_t len, void *obj)
-{
-	return heartbeat_parse(payload, obj);
-}
-
-static ssize_t hb_state_format(const void *obj, char **ret)
-{
-	char *buf = malloc(HEARTBEAT_BUF);
-	int n;
-
-	if (!buf)
-		return -ENOMEM;
-	n = heartbeat_format(obj, buf, HEARTBEAT_BUF);
-	if (n < 0) {
-		free(buf);
-		return n;
-	}
-	*ret = buf;
-	return n;
-}
-
 /* run dir, rewritten every 2 s: atomic, not fsync'ed */
-static const struct state_type heartbeat_state = {
-	.name = HISTORY_HEARTBEAT,
-	.max = HEARTBEAT_BUF,
-	.durable = false,
-	.parse = hb_state_parse,
-	.format = hb_state_format,
-};
+STATE_TYPE_BOUNDED(static, heartbeat_state, HISTORY_HEARTBEAT, HEARTBEAT_BUF, false, heartbeat_parse,
+		   heartbeat_format);
 
 int heartbeat_write(const char *run_dir, const struct heartbeat *hb)
 {

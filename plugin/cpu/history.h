@@ -29,8 +29,11 @@
  * cpu-heartbeat state file rewritten every HISTORY_HEARTBEAT_MS by the agent: "pid N",
  *               optional "host_pid N" and "boot_id B" (host/hostid.h: what liveness is judged
  *               by; a heartbeat of an older agent has neither), "time_ms T", "interval_ms I", "metric M", "ncpu N", "stopped 0|1", and one
- *               "active <cpu> <start_ms> <end_ms> <peak%> <mean%> [tasks=...]" per burst still
- *               going on, with the tasks seen on that core so far (as in cpu-bursts).
+ *               "active <cpu> <start_ms> <end_ms> <peak%> <mean%> [tasks=...] [irqs=...]
+ *               [profile=<file>] [hot=<frame>/<pct>]" per burst still going on, with the tasks
+ *               seen on that core so far, the NIC IRQs it serves and its profile so far (the
+ *               file its end will write, and its hottest kernel function), escaped as in
+ *               cpu-bursts: a reader mid-burst names the same links as after it (issue 27).
  */
 
 #include <stdbool.h>
@@ -78,7 +81,7 @@ struct heartbeat {
 	unsigned ncpu;
 	bool stopped;
 	size_t nactive;
-	struct burst_event active[HISTORY_ACTIVE_MAX]; /* cpu, times, peak, mean only */
+	struct burst_event active[HISTORY_ACTIVE_MAX]; /* no metric, stack or why */
 };
 
 /* ---- burst event log ---- */

@@ -100,25 +100,5 @@ bool systemd_restarts_growth(const struct systemd_restarts *base, struct systemd
 
 #define RESTARTS_PAYLOAD_MAX (SYSTEMD_TOP_MAX * (SYSTEMD_UNIT_MAX + 32) + 64)
 
-static int restarts_state_parse(const char *payload, size_t len, void *obj)
-{
-	return systemd_restarts_parse(payload, obj);
-}
-
-static ssize_t restarts_state_format(const void *obj, char **ret)
-{
-	char *buf = malloc(RESTARTS_PAYLOAD_MAX);
-
-	if (!buf)
-		return -ENOMEM;
-	*ret = buf;
-	return (ssize_t)systemd_restarts_format(obj, buf, RESTARTS_PAYLOAD_MAX);
-}
-
-const struct state_type systemd_restarts_state = {
-	.name = STATE_SYSTEMD_RESTARTS,
-	.max = RESTARTS_PAYLOAD_MAX,
-	.durable = true,
-	.parse = restarts_state_parse,
-	.format = restarts_state_format,
-};
+STATE_TYPE_BOUNDED(, systemd_restarts_state, STATE_SYSTEMD_RESTARTS, RESTARTS_PAYLOAD_MAX, true,
+		   systemd_restarts_parse, systemd_restarts_format);

@@ -138,25 +138,5 @@ int canary_run(const struct hostfs *hf, const char *state_dir, uint64_t every_ms
 
 #define CANARY_PAYLOAD_MAX 512
 
-static int canary_state_parse(const char *payload, size_t len, void *obj)
-{
-	return canary_parse(payload, obj);
-}
-
-static ssize_t canary_state_format(const void *obj, char **ret)
-{
-	char *buf = malloc(CANARY_PAYLOAD_MAX);
-
-	if (!buf)
-		return -ENOMEM;
-	*ret = buf;
-	return (ssize_t)canary_format(obj, buf, CANARY_PAYLOAD_MAX);
-}
-
-const struct state_type canary_state = {
-	.name = STATE_CANARY,
-	.max = CANARY_PAYLOAD_MAX,
-	.durable = true,
-	.parse = canary_state_parse,
-	.format = canary_state_format,
-};
+STATE_TYPE_BOUNDED(, canary_state, STATE_CANARY, CANARY_PAYLOAD_MAX, true, canary_parse,
+		   canary_format);

@@ -406,25 +406,5 @@ size_t memcg_history_format(const struct memcg_history *h, char *buf, size_t siz
 
 #define HISTORY_PAYLOAD_MAX (MEMCG_HISTORY_MAX * 48 + 64)
 
-static int history_state_parse(const char *payload, size_t len, void *obj)
-{
-	return memcg_history_parse(payload, obj);
-}
-
-static ssize_t history_state_format(const void *obj, char **ret)
-{
-	char *buf = malloc(HISTORY_PAYLOAD_MAX);
-
-	if (!buf)
-		return -ENOMEM;
-	*ret = buf;
-	return (ssize_t)memcg_history_format(obj, buf, HISTORY_PAYLOAD_MAX);
-}
-
-const struct state_type memcg_history_state = {
-	.name = STATE_MEMCG,
-	.max = HISTORY_PAYLOAD_MAX,
-	.durable = true,
-	.parse = history_state_parse,
-	.format = history_state_format,
-};
+STATE_TYPE_BOUNDED(, memcg_history_state, STATE_MEMCG, HISTORY_PAYLOAD_MAX, true,
+		   memcg_history_parse, memcg_history_format);

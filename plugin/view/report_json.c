@@ -5,35 +5,12 @@
 #include "node/advice.h"
 #include "node/report.h"
 #include "view/report_profile.h"
+#include "base/jsonw.h"
 #include "base/textsafe.h"
 #include "base/util.h"
 
-static void add(json_object *o, const char *k, json_object *v)
-{
-	json_object_object_add(o, k, v);
-}
-
-/* Every string reaches the document through here: task names, hostnames and interface names are
- * any bytes, and a JSON document must be valid UTF-8 (textsafe.h). */
-static json_object *jstr(const char *s)
-{
-	_cleanup_free_ char *safe = textsafe_strdup(TEXTSAFE_TEXT, s);
-
-	return safe ? json_object_new_string(safe) : NULL;
-}
-
-/* jstr() of the @n bytes at @s (a field inside a longer string). */
-static json_object *jstrn(const char *s, size_t n)
-{
-	char buf[1024];
-
-	return json_object_new_string(textsafe_n(TEXTSAFE_TEXT, s, n, buf, sizeof(buf)));
-}
-
-static json_object *ju64(uint64_t v)
-{
-	return json_object_new_uint64(v);
-}
+/* Every string reaches the document through jsonw_str(): task names, hostnames and interface
+ * names are any bytes (base/jsonw.h). */
 
 /* The agent's recorded profile of @ev (report_profile.h) into @p; "why" when it has none. */
 static void recorded(const struct report *r, const struct burst_event *ev, json_object *p)
@@ -41,23 +18,23 @@ static void recorded(const struct report *r, const struct burst_event *ev, json_
 	static struct report_profile rp;
 	json_object *top = json_object_new_array();
 
-	add(p, "file", NULL);
-	add(p, "hot_frame", ev->hot[0] ? jstr(ev->hot) : NULL);
-	add(p, "hot_pct", ev->hot[0] ? json_object_new_int((int)ev->hot_pct) : NULL);
-	add(p, "why", ev->why[0] ? jstr(ev->why) : NULL);
+	jsonw_add(p, "file", NULL);
+	jsonw_add(p, "hot_frame", ev->hot[0] ? jsonw_str(ev->hot) : NULL);
+	jsonw_add(p, "hot_pct", ev->hot[0] ? json_object_new_int((int)ev->hot_pct) : NULL);
+	jsonw_add(p, "why", ev->why[0] ? jsonw_str(ev->why) : NULL);
 	if (report_profile_load(r->cfg->paths.run, ev, (size_t)r->cfg->cpu.profile_bytes + 1,
 				&rp) == 0) {
-		add(p, "file", jstr(rp.path));
-		add(p, "samples", ju64(rp.total));
+		jsonw_add(p, "file", jsonw_str(rp.path));
+		jsonw_add(p, "samples", jsonw_u64(rp.total));
 		for (size_t i = 0; i < rp.n; i++) {
 			json_object *s = json_object_new_object();
 
-			add(s, "stack", jstr(rp.top[i].stack));
-			add(s, "count", ju64(rp.top[i].count));
+			jsonw_add(s, "stack", jsonw_str(rp.top[i].stack));
+			jsonw_add(s, "count", jsonw_u64(rp.top[i].count));
 			json_object_array_add(top, s);
 		}
 	}
-	add(p, "top", top);
+	jsonw_add(p, "top", top);
 }
 
 static json_object *profile(const struct report *r, unsigned cpu, uint64_t start, uint64_t end,
@@ -66,11 +43,11 @@ static json_object *profile(const struct report *r, unsigned cpu, uint64_t start
 	json_object *p = json_object_new_object();
 	char cmd[96];
 
-	add(p, "node", jstr(r->node));
-	add(p, "cpu", json_object_new_int((int)cpu));
-	add(p, "start_ms", ju64(start));
-	add(p, "end_ms", ju64(end));
-	add(p, "command", jstr(report_perf_cmd(cpu, dur, cmd, sizeof(cmd))));
+	jsonw_add(p, "node", jsonw_str(r->node));
+	jsonw_add(p, "cpu", json_object_new_int((int)cpu));
+	jsonw_add(p, "start_ms", jsonw_u64(start));
+	jsonw_add(p, "end_ms", jsonw_u64(end));
+	jsonw_add(p, "command", jsonw_str(report_perf_cmd(cpu, dur, cmd, sizeof(cmd))));
 	return p;
 }
 
@@ -82,13 +59,13 @@ static json_object *conditions(const struct report *r)
 		const struct report_check *c = &r->checks[i];
 		json_object *o = json_object_new_object();
 
-		add(o, "check", jstr(c->check));
-		add(o, "type", c->cond ? jstr(c->cond->type) : NULL);
-		add(o, "status", jstr(conditions_status_name(c->res.status)));
-		add(o, "reason", !c->cond ? NULL
-				 : jstr(c->res.status == NPD_PROBLEM ? c->cond->reason_true
+		jsonw_add(o, "check", jsonw_str(c->check));
+		jsonw_add(o, "type", c->cond ? jsonw_str(c->cond->type) : NULL);
+		jsonw_add(o, "status", jsonw_str(conditions_status_name(c->res.status)));
+		jsonw_add(o, "reason", !c->cond ? NULL
+				 : jsonw_str(c->res.status == NPD_PROBLEM ? c->cond->reason_true
 								     : c->cond->reason_false));
-		add(o, "message", jstr(c->res.msg));
+		jsonw_add(o, "message", jsonw_str(c->res.msg));
 		json_object_array_add(a, o);
 	}
 	return a;
@@ -102,15 +79,15 @@ static json_object *restarts(const struct report *r)
 		const struct systemd_unit_restarts *u = &r->restarts.u[i];
 		json_object *j = json_object_new_object();
 
-		add(j, "unit", jstr(u->name));
-		add(j, "restarts", ju64(u->restarts));
-		add(j, "per_hour", u->has_growth ? json_object_new_double(u->per_hour) : NULL);
+		jsonw_add(j, "unit", jsonw_str(u->name));
+		jsonw_add(j, "restarts", jsonw_u64(u->restarts));
+		jsonw_add(j, "per_hour", u->has_growth ? json_object_new_double(u->per_hour) : NULL);
 		json_object_array_add(a, j);
 	}
-	add(o, "units", a);
-	add(o, "error", r->restarts_rc < 0 ? jstr(r->restarts_err) : NULL);
+	jsonw_add(o, "units", a);
+	jsonw_add(o, "error", r->restarts_rc < 0 ? jsonw_str(r->restarts_err) : NULL);
 	if (r->restarts_rc < 0) /* what to do about it, as the text line says */
-		add(o, "advice", jstr(advice_restarts(r->restarts_rc)));
+		jsonw_add(o, "advice", jsonw_str(advice_restarts(r->restarts_rc)));
 	return o;
 }
 
@@ -121,10 +98,10 @@ static json_object *census_groups(const struct census_group *g, size_t n)
 	for (size_t i = 0; i < n; i++) {
 		json_object *j = json_object_new_object();
 
-		add(j, "group", jstr(g[i].key));
-		add(j, "dying", ju64(g[i].count));
-		add(j, "pinned_bytes", ju64(g[i].bytes));
-		add(j, "first_seen_ms", ju64(g[i].first_ms));
+		jsonw_add(j, "group", jsonw_str(g[i].key));
+		jsonw_add(j, "dying", jsonw_u64(g[i].count));
+		jsonw_add(j, "pinned_bytes", jsonw_u64(g[i].bytes));
+		jsonw_add(j, "first_seen_ms", jsonw_u64(g[i].first_ms));
 		json_object_array_add(a, j);
 	}
 	return a;
@@ -140,16 +117,16 @@ static json_object *census(const struct report *r)
 		return NULL;
 	o = json_object_new_object();
 	if (r->census_rc < 0) {
-		add(o, "error", jstr(r->census_err));
+		jsonw_add(o, "error", jsonw_str(r->census_err));
 		return o;
 	}
-	add(o, "time_ms", ju64(c->t_ms));
-	add(o, "dying", ju64(c->dying));
-	add(o, "pinned_bytes", ju64(c->bytes));
-	add(o, "visited", ju64(c->visited));
-	add(o, "truncated", json_object_new_boolean(c->truncated));
-	add(o, "groups", census_groups(c->group, c->ngroups));
-	add(o, "parents", census_groups(c->parent, c->nparents));
+	jsonw_add(o, "time_ms", jsonw_u64(c->t_ms));
+	jsonw_add(o, "dying", jsonw_u64(c->dying));
+	jsonw_add(o, "pinned_bytes", jsonw_u64(c->bytes));
+	jsonw_add(o, "visited", jsonw_u64(c->visited));
+	jsonw_add(o, "truncated", json_object_new_boolean(c->truncated));
+	jsonw_add(o, "groups", census_groups(c->group, c->ngroups));
+	jsonw_add(o, "parents", census_groups(c->parent, c->nparents));
 	return o;
 }
 
@@ -162,14 +139,14 @@ static json_object *reclaim(const struct report *r)
 	if (r->reclaim_rc != STATE_LOADED || !s->last_ms)
 		return NULL;
 	o = json_object_new_object();
-	add(o, "time_ms", ju64(s->last_ms));
-	add(o, "method", jstr(reclaim_method_name(s->method)));
-	add(o, "result", jstr(reclaim_result_name(s->result)));
-	add(o, "dying_before", ju64(s->before));
-	add(o, "dying_after", ju64(s->after));
-	add(o, "took_ms", ju64(s->took_ms));
-	add(o, "error", s->result == RECLAIM_FAILED ? jstr(strerror(s->err)) : NULL);
-	add(o, "freed_total", ju64(s->freed));
+	jsonw_add(o, "time_ms", jsonw_u64(s->last_ms));
+	jsonw_add(o, "method", jsonw_str(reclaim_method_name(s->method)));
+	jsonw_add(o, "result", jsonw_str(reclaim_result_name(s->result)));
+	jsonw_add(o, "dying_before", jsonw_u64(s->before));
+	jsonw_add(o, "dying_after", jsonw_u64(s->after));
+	jsonw_add(o, "took_ms", jsonw_u64(s->took_ms));
+	jsonw_add(o, "error", s->result == RECLAIM_FAILED ? jsonw_str(strerror(s->err)) : NULL);
+	jsonw_add(o, "freed_total", jsonw_u64(s->freed));
 	return o;
 }
 
@@ -180,13 +157,13 @@ static json_object *canary(const struct report *r)
 	if (r->canary_rc < 0)
 		return NULL;
 	o = json_object_new_object();
-	add(o, "file", jstr(r->canary.file));
-	add(o, "time_ms", ju64(r->canary.t_ms));
-	add(o, "fresh", json_object_new_boolean(r->canary.fresh));
-	add(o, "read_seconds", r->canary.err < 0 ? NULL
+	jsonw_add(o, "file", jsonw_str(r->canary.file));
+	jsonw_add(o, "time_ms", jsonw_u64(r->canary.t_ms));
+	jsonw_add(o, "fresh", json_object_new_boolean(r->canary.fresh));
+	jsonw_add(o, "read_seconds", r->canary.err < 0 ? NULL
 			       : json_object_new_double((double)r->canary.read_us / 1e6));
-	add(o, "bytes", ju64(r->canary.bytes));
-	add(o, "error", r->canary.err < 0 ? jstr(strerror(-r->canary.err)) : NULL);
+	jsonw_add(o, "bytes", jsonw_u64(r->canary.bytes));
+	jsonw_add(o, "error", r->canary.err < 0 ? jsonw_str(strerror(-r->canary.err)) : NULL);
 	return o;
 }
 
@@ -197,28 +174,28 @@ static json_object *memcg(const struct report *r)
 	static const char *const src[] = { "v1", "v2-subsys", "v2-descendants" };
 
 	if (r->memcg_rc != NPD_OK) {
-		add(o, "error", jstr(r->memcg_err));
+		jsonw_add(o, "error", jsonw_str(r->memcg_err));
 		return o;
 	}
-	add(o, "source", jstr(src[m->source]));
-	add(o, "live", ju64(m->live));
-	add(o, "dying", ju64(m->dying));
+	jsonw_add(o, "source", jsonw_str(src[m->source]));
+	jsonw_add(o, "live", jsonw_u64(m->live));
+	jsonw_add(o, "dying", jsonw_u64(m->dying));
 	/* rounded as the check line and the text print it ("x1070" -> 1070) */
-	add(o, "ratio", json_object_new_double(ratio_rounded(memcg_ratio(m))));
-	add(o, "growth_per_hour", m->has_growth ? json_object_new_double(m->growth_per_hour) : NULL);
-	add(o, "percpu_bytes", m->has_percpu ? ju64(m->percpu_bytes) : NULL);
+	jsonw_add(o, "ratio", json_object_new_double(ratio_rounded(memcg_ratio(m))));
+	jsonw_add(o, "growth_per_hour", m->has_growth ? json_object_new_double(m->growth_per_hour) : NULL);
+	jsonw_add(o, "percpu_bytes", m->has_percpu ? jsonw_u64(m->percpu_bytes) : NULL);
 	if (m->has_kernel) {
 		char k[32];
 
 		snprintf(k, sizeof(k), "%u.%u", m->kernel_major, m->kernel_minor);
-		add(o, "kernel", jstr(k));
+		jsonw_add(o, "kernel", jsonw_str(k));
 	}
-	add(o, "exposed", json_object_new_boolean(memcg_exposed(m)));
-	add(o, "canary", canary(r));
-	add(o, "restarts", restarts(r));
+	jsonw_add(o, "exposed", json_object_new_boolean(memcg_exposed(m)));
+	jsonw_add(o, "canary", canary(r));
+	jsonw_add(o, "restarts", restarts(r));
 	if (r->census_rc <= 0)	/* the census off: no key (the JSON of before) */
-		add(o, "census", census(r));
-	add(o, "reclaim", reclaim(r));
+		jsonw_add(o, "census", census(r));
+	jsonw_add(o, "reclaim", reclaim(r));
 	return o;
 }
 
@@ -229,40 +206,40 @@ static json_object *burst(const struct report *r, const struct burst_event *ev, 
 	uint64_t dur = ev->end_ms > ev->start_ms ? ev->end_ms - ev->start_ms : 0;
 	const char *p;
 
-	add(o, "cpu", json_object_new_int((int)ev->cpu));
-	add(o, "start_ms", ju64(ev->start_ms));
-	add(o, "end_ms", ju64(ev->end_ms));
-	add(o, "seconds", json_object_new_double((double)dur / 1000.0));
-	add(o, "peak_pct", json_object_new_double(ev->peak_pct));
-	add(o, "mean_pct", json_object_new_double(ev->mean_pct));
-	add(o, "ongoing", json_object_new_boolean(ongoing));
+	jsonw_add(o, "cpu", json_object_new_int((int)ev->cpu));
+	jsonw_add(o, "start_ms", jsonw_u64(ev->start_ms));
+	jsonw_add(o, "end_ms", jsonw_u64(ev->end_ms));
+	jsonw_add(o, "seconds", json_object_new_double((double)dur / 1000.0));
+	jsonw_add(o, "peak_pct", json_object_new_double(ev->peak_pct));
+	jsonw_add(o, "mean_pct", json_object_new_double(ev->mean_pct));
+	jsonw_add(o, "ongoing", json_object_new_boolean(ongoing));
 	for (size_t k = 0; k < ev->ntasks; k++) {
 		json_object *j = json_object_new_object();
 
-		add(j, "pid", json_object_new_int(ev->task[k].pid));
-		add(j, "tid", json_object_new_int(ev->task[k].tid));
-		add(j, "comm", jstr(ev->task[k].comm));
-		add(j, "stime_ms", ju64(ev->task[k].stime_ms));
+		jsonw_add(j, "pid", json_object_new_int(ev->task[k].pid));
+		jsonw_add(j, "tid", json_object_new_int(ev->task[k].tid));
+		jsonw_add(j, "comm", jsonw_str(ev->task[k].comm));
+		jsonw_add(j, "stime_ms", jsonw_u64(ev->task[k].stime_ms));
 		json_object_array_add(t, j);
 	}
-	add(o, "tasks", t);
+	jsonw_add(o, "tasks", t);
 	for (p = ev->irqs; *p;) {
 		size_t n = strcspn(p, ",");
 
-		json_object_array_add(irqs, jstrn(p, n)); /* names hold ifnames */
+		json_object_array_add(irqs, jsonw_strn(p, n)); /* names hold ifnames */
 		p += n + (p[n] == ',');
 	}
-	add(o, "nic_irqs", irqs);
+	jsonw_add(o, "nic_irqs", irqs);
 	for (p = ev->stack; *p;) {
 		size_t n = strcspn(p, "<");
 
-		json_object_array_add(stack, jstrn(p, n));
+		json_object_array_add(stack, jsonw_strn(p, n));
 		p += n + (p[n] == '<');
 	}
-	add(o, "kernel_stack", stack);
+	jsonw_add(o, "kernel_stack", stack);
 	prof = profile(r, ev->cpu, ev->start_ms, ev->end_ms, dur);
 	recorded(r, ev, prof);
-	add(o, "profile", prof);
+	jsonw_add(o, "profile", prof);
 	return o;
 }
 
@@ -270,10 +247,10 @@ static json_object *cores(const struct report *r)
 {
 	json_object *o = json_object_new_object(), *b = json_object_new_array(), *now;
 
-	add(o, "ncpu", json_object_new_int((int)r->ncpu));
-	add(o, "metric", jstr(config_metric_name(r->cfg->cpu.metric)));
-	add(o, "threshold_pct", json_object_new_double(r->cfg->cpu.threshold_pct));
-	add(o, "sampler_running", json_object_new_boolean(
+	jsonw_add(o, "ncpu", json_object_new_int((int)r->ncpu));
+	jsonw_add(o, "metric", jsonw_str(config_metric_name(r->cfg->cpu.metric)));
+	jsonw_add(o, "threshold_pct", json_object_new_double(r->cfg->cpu.threshold_pct));
+	jsonw_add(o, "sampler_running", json_object_new_boolean(
 					  r->hb && !r->hb->stopped &&
 					  r->hb->time_ms + 3 * HISTORY_HEARTBEAT_MS >= r->now_ms));
 	now = r->has_now ? json_object_new_array() : NULL;
@@ -281,21 +258,21 @@ static json_object *cores(const struct report *r)
 		json_object_array_add(now, r->now_pct[c] == HISTORY_NO_SAMPLE
 						   ? NULL
 						   : json_object_new_int(r->now_pct[c]));
-	add(o, "now_pct", now);
+	jsonw_add(o, "now_pct", now);
 	if (r->hist_rc > 0) {
 		json_object *h = json_object_new_object();
 
-		add(h, "samples", ju64(r->hist.n));
-		add(h, "start_ms", ju64(r->hist.t_ms[0]));
-		add(h, "end_ms", ju64(r->hist.t_ms[r->hist.n - 1]));
-		add(o, "history", h);
+		jsonw_add(h, "samples", jsonw_u64(r->hist.n));
+		jsonw_add(h, "start_ms", jsonw_u64(r->hist.t_ms[0]));
+		jsonw_add(h, "end_ms", jsonw_u64(r->hist.t_ms[r->hist.n - 1]));
+		jsonw_add(o, "history", h);
 	} else {
-		add(o, "history", NULL);
+		jsonw_add(o, "history", NULL);
 	}
-	add(o, "since_ms", ju64(r->since_ms));
+	jsonw_add(o, "since_ms", jsonw_u64(r->since_ms));
 	for (size_t i = 0; i < r->nbursts; i++)
 		json_object_array_add(b, burst(r, &r->bursts[i], i >= r->nlogged));
-	add(o, "bursts", b);
+	jsonw_add(o, "bursts", b);
 	return o;
 }
 
@@ -307,10 +284,10 @@ static json_object *ena(const struct report *r, const struct ena_ifstate *s)
 	struct ena_ifstate *p = ena_state_find((struct ena_state *)&r->ena_prev, s->key);
 	static const char *const cls[] = { "none", "reset", "risk", "allowance" };
 
-	add(o, "key", jstr(s->key));
-	add(o, "bus_info", jstr(s->base.bus_info));
-	add(o, "read_ms", ju64(s->read_ms));
-	add(o, "prev_read_ms", p && p->read_ms < s->read_ms ? ju64(p->read_ms) : NULL);
+	jsonw_add(o, "key", jsonw_str(s->key));
+	jsonw_add(o, "bus_info", jsonw_str(s->base.bus_info));
+	jsonw_add(o, "read_ms", jsonw_u64(s->read_ms));
+	jsonw_add(o, "prev_read_ms", p && p->read_ms < s->read_ms ? jsonw_u64(p->read_ms) : NULL);
 	for (size_t i = 0; i < s->base.n; i++) {
 		const struct ethtool_stat *st = &s->base.stats[i];
 		const struct ethtool_stat *q = p ? ethtool_dump_find_near(&p->base, st->name, i) : NULL;
@@ -320,28 +297,28 @@ static json_object *ena(const struct report *r, const struct ena_ifstate *s)
 		if (c == ENA_CLASS_NONE)
 			continue;
 		j = json_object_new_object();
-		add(j, "name", jstr(st->name));
-		add(j, "class", jstr(cls[c]));
-		add(j, "value", ju64(st->value));
-		add(j, "delta", q && p->read_ms < s->read_ms && st->value >= q->value
-					? ju64(st->value - q->value) : NULL);
+		jsonw_add(j, "name", jsonw_str(st->name));
+		jsonw_add(j, "class", jsonw_str(cls[c]));
+		jsonw_add(j, "value", jsonw_u64(st->value));
+		jsonw_add(j, "delta", q && p->read_ms < s->read_ms && st->value >= q->value
+					? jsonw_u64(st->value - q->value) : NULL);
 		json_object_array_add(cs, j);
 	}
-	add(o, "counters", cs);
-	add(o, "resets_in_window", ju64(ena_history_resets(&s->hist)));
+	jsonw_add(o, "counters", cs);
+	jsonw_add(o, "resets_in_window", jsonw_u64(ena_history_resets(&s->hist)));
 	for (size_t i = 0; i < s->hist.n; i++) {
 		json_object *j = json_object_new_object();
 		int cpu = report_ena_cpu(s->hist.ev[i].cause);
 
-		add(j, "time_ms", ju64(s->hist.ev[i].t_ms));
-		add(j, "resets", ju64(s->hist.ev[i].resets));
-		add(j, "cause", jstr(s->hist.ev[i].cause));
-		add(j, "profile", cpu < 0 ? NULL
+		jsonw_add(j, "time_ms", jsonw_u64(s->hist.ev[i].t_ms));
+		jsonw_add(j, "resets", jsonw_u64(s->hist.ev[i].resets));
+		jsonw_add(j, "cause", jsonw_str(s->hist.ev[i].cause));
+		jsonw_add(j, "profile", cpu < 0 ? NULL
 					  : profile(r, (unsigned)cpu, s->hist.ev[i].t_ms - 10000,
 						    s->hist.ev[i].t_ms, 5000));
 		json_object_array_add(evs, j);
 	}
-	add(o, "events", evs);
+	jsonw_add(o, "events", evs);
 	return o;
 }
 
@@ -349,24 +326,24 @@ static json_object *nic(const struct report *r, const struct irq_map *m, const c
 {
 	json_object *o = json_object_new_object(), *irqs = json_object_new_array();
 
-	add(o, "interface", jstr(ifname));
-	add(o, "driver", m ? jstr(m->driver) : NULL);
-	add(o, "pci", m ? jstr(m->pci) : NULL);
-	add(o, "threaded_napi", m && m->threaded >= 0 ? json_object_new_boolean(m->threaded) : NULL);
+	jsonw_add(o, "interface", jsonw_str(ifname));
+	jsonw_add(o, "driver", m ? jsonw_str(m->driver) : NULL);
+	jsonw_add(o, "pci", m ? jsonw_str(m->pci) : NULL);
+	jsonw_add(o, "threaded_napi", m && m->threaded >= 0 ? json_object_new_boolean(m->threaded) : NULL);
 	for (size_t i = 0; m && i < m->n; i++) {
 		json_object *j = json_object_new_object();
 
-		add(j, "irq", json_object_new_int((int)m->irq[i].irq));
-		add(j, "name", jstr(m->irq[i].name));
-		add(j, "queue", m->irq[i].queue >= 0 ? json_object_new_int(m->irq[i].queue) : NULL);
-		add(j, "cpus", jstr(m->irq[i].cpulist));
+		jsonw_add(j, "irq", json_object_new_int((int)m->irq[i].irq));
+		jsonw_add(j, "name", jsonw_str(m->irq[i].name));
+		jsonw_add(j, "queue", m->irq[i].queue >= 0 ? json_object_new_int(m->irq[i].queue) : NULL);
+		jsonw_add(j, "cpus", jsonw_str(m->irq[i].cpulist));
 		json_object_array_add(irqs, j);
 	}
-	add(o, "irqs", irqs);
-	add(o, "ena", NULL);
+	jsonw_add(o, "irqs", irqs);
+	jsonw_add(o, "ena", NULL);
 	for (size_t k = 0; k < r->ena.n; k++)
 		if (streq(r->ena.ifs[k].base.ifname, ifname))
-			add(o, "ena", ena(r, &r->ena.ifs[k]));
+			jsonw_add(o, "ena", ena(r, &r->ena.ifs[k]));
 	return o;
 }
 
@@ -393,15 +370,15 @@ json_object *report_json(const struct report *r)
 
 	if (!o)
 		return NULL;
-	add(o, "node", jstr(r->node));
-	add(o, "time_ms", ju64(r->now_ms));
-	add(o, "version", jstr(CZ_VERSION));
-	add(o, "status", jstr(npd_status_name(report_worst(r))));
-	add(o, "conditions", conditions(r));
-	add(o, "memcg", memcg(r));
-	add(o, "cores", cores(r));
-	add(o, "nics", nics(r));
+	jsonw_add(o, "node", jsonw_str(r->node));
+	jsonw_add(o, "time_ms", jsonw_u64(r->now_ms));
+	jsonw_add(o, "version", jsonw_str(CZ_VERSION));
+	jsonw_add(o, "status", jsonw_str(npd_status_name(report_worst(r))));
+	jsonw_add(o, "conditions", conditions(r));
+	jsonw_add(o, "memcg", memcg(r));
+	jsonw_add(o, "cores", cores(r));
+	jsonw_add(o, "nics", nics(r));
 	if (r->kev) /* only with the agent's kernel-event log */
-		add(o, "kernel", report_kernel_json(r));
+		jsonw_add(o, "kernel", report_kernel_json(r));
 	return o;
 }

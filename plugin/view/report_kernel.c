@@ -12,27 +12,6 @@
 #include "base/textsafe.h"
 #include "base/util.h"
 
-int report_load_kevents(struct report *r, const char *run_dir)
-{
-	struct kevents *k = calloc(1, sizeof(*k));
-	int rc;
-
-	if (!k)
-		return -ENOMEM;
-	rc = state_read(run_dir, &kevents_state, k);
-	if (rc == -ENOMEM) {
-		free(k);
-		return rc;
-	}
-	if (rc != STATE_LOADED) {
-		free(k);
-		return 0;
-	}
-	free(r->kev);
-	r->kev = k;
-	return 0;
-}
-
 /* The first event of the history window. */
 static size_t first_in_window(const struct report *r)
 {

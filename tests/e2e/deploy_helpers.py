@@ -53,8 +53,8 @@ def helm(*args, check=True):
 
 
 # How manifests/cpuzombie.yaml is rendered (tests/tools/render-manifests.sh): the release
-# namespace cpuzombie, with its Namespace object.
-MANIFEST_ARGS = ("-n", "cpuzombie", "--set", "createNamespace=true")
+# namespace cpuzombie, with its Namespace object, without the uninstall hook (helm runs it).
+MANIFEST_ARGS = ("-n", "cpuzombie", "--set", "createNamespace=true", "--no-hooks")
 
 
 def render(variant="default", extra=(), ns_args=MANIFEST_ARGS):

@@ -535,6 +535,21 @@ CALLS = [
     ("remediate.c", "POST", "leases", ("coordination.k8s.io", "leases", "create"), "budget"),
     ("remediate.c", "PUT", "leases/%s", ("coordination.k8s.io", "leases", "update"), "budget"),
     ("remediate.c", "DELETE", "leases/%s", ("coordination.k8s.io", "leases", "delete"), "budget"),
+    # the fleet guards (guard.h): the cluster-wide pause ConfigMap, always read before acting;
+    # the guard Lease (breaker_max or drain_gap on: role "guard", rendered only then)
+    ("remediate.c", "GET", "/api/v1/namespaces/%s/configmaps/", ("", "configmaps", "get"),
+     "budget"),
+    ("remediate.c", "GET", "leases/%s", ("coordination.k8s.io", "leases", "get"), "guard"),
+    ("remediate.c", "PUT", "leases/%s", ("coordination.k8s.io", "leases", "update"), "guard"),
+    # the hand-off with medik8s NodeHealthCheck (medik8s_lease_namespace on: role "medik8s")
+    ("remediate.c", "GET", "leases/%s", ("coordination.k8s.io", "leases", "get"), "medik8s"),
+    ("remediate.c", "POST", "leases", ("coordination.k8s.io", "leases", "create"), "medik8s"),
+    ("remediate.c", "PUT", "leases/%s", ("coordination.k8s.io", "leases", "update"), "medik8s"),
+    ("remediate.c", "DELETE", "leases/%s", ("coordination.k8s.io", "leases", "delete"),
+     "medik8s"),
+    # the hand-off with kured (kured_daemonset on: role "kured"): its DaemonSet's lock
+    ("remediate.c", "GET", "/apis/apps/v1/namespaces/%.*s/daemonsets/%s",
+     ("apps", "daemonsets", "get"), "kured"),
     ("remediate.c", "GET", "/api/v1/pods?fieldSelector=spec.nodeName", ("", "pods", "list"),
      "remediator"),
     ("remediate.c", "POST", "/api/v1/namespaces/%s/pods/%s/eviction",
@@ -552,7 +567,8 @@ CALLS = [
      ("coordination.k8s.io", "leases", "update"), "leader"),
 ]
 ROLES = {"cpuzombie-conditions": "ClusterRole", "cpuzombie-remediator": "ClusterRole",
-         "cpuzombie-budget": "Role", "cpuzombie-remediator-leader": "Role"}
+         "cpuzombie-budget": "Role", "cpuzombie-remediator-leader": "Role",
+         "cpuzombie-medik8s-handoff": "Role", "cpuzombie-kured-handoff": "Role"}
 # NPD's k8s exporter: get nodes, patch nodes/status, create/patch/update events.
 NPD_NEEDS = {("", "nodes", "get"), ("", "nodes/status", "patch"), ("", "events", "create"),
              ("", "events", "patch"), ("", "events", "update")}
@@ -584,11 +600,14 @@ def test_rbac_source_calls_are_the_table():
                     and shape.split("?")[0].split("%")[0].rstrip("/") \
                     in src.replace('"/apis/coordination.k8s.io/v1/namespaces/%s/leases%s%s"',
                                    "leases leases/%s"), (f, method, shape)
-    # remediate.c: 8 call sites (one does PUT or POST; one GET helper serves the node, the
-    # node list and the pod list); kube_agent.c 2 (GET its node, PATCH its status); event.c 1;
-    # pods_publish.c 1; fleet_fetch.c 1 (one page of nodes or Leases); remediator.c 2 (GET the
-    # leader Lease; PUT or POST it)
-    assert sites == {"event.c": 1, "kube_agent.c": 2, "pods_publish.c": 1, "remediate.c": 8,
+    # remediate.c: 12 call sites (one does PUT or POST; one GET helper serves the node, the
+    # node list and the pod list; one GET of an object that may be absent serves the pause
+    # ConfigMap, the guard Lease and medik8s' Lease; one PUT or POST of the guard Lease, one of
+    # medik8s' Lease, one DELETE of it); kube_agent.c 3 (GET its node, PATCH its status: the
+    # conditions, and the removal of those turned off); event.c 1; pods_publish.c 1;
+    # fleet_fetch.c 1 (one page of nodes or Leases); remediator.c 2 (GET the leader Lease; PUT
+    # or POST it)
+    assert sites == {"event.c": 1, "kube_agent.c": 3, "pods_publish.c": 1, "remediate.c": 12,
                      "fleet_fetch.c": 1, "remediator.c": 2}, sites
 
 
@@ -646,6 +665,28 @@ def test_rbac_is_exactly_what_the_code_and_npd_call(rendered):
     _, off = render("default", ["--set", "agent.podNames=false"])
     assert _grants(off, "cpuzombie-conditions") == NPD_NEEDS | need("conditions") - {
         ("", "pods", "list")}
+    # the pause ConfigMap by name, read only; the guard Lease only with breaker_max/drain_gap
+    assert _rule_names(r, "Role", "cpuzombie-budget", "get") == ["cpuzombie-pause"]
+    for opt in ("config.remediation.breaker_max=3", "config.remediation.drain_gap=10m"):
+        _, brk = render("remediation", ["--set", opt])
+        assert _grants(brk, "cpuzombie-budget") == need("budget") | need("guard"), opt
+        rules = one(brk, "Role", "cpuzombie-budget")["rules"]
+        assert [r_.get("resourceNames") for r_ in rules if "get" in r_["verbs"]] == [
+            ["cpuzombie-pause"], ["cpuzombie-guard"]], rules
+    # medik8s' Leases only with medik8s_lease_namespace, in that namespace
+    assert not find(r, "Role", "cpuzombie-medik8s-handoff")
+    _, m8 = render("remediation", ["--set",
+                                   "config.remediation.medik8s_lease_namespace=medik8s-leases"])
+    assert _grants(m8, "cpuzombie-medik8s-handoff") == need("medik8s")
+    assert one(m8, "Role", "cpuzombie-medik8s-handoff")["metadata"]["namespace"] == \
+        "medik8s-leases"
+    assert "cpuzombie-medik8s-handoff" in _bound(m8, "cpuzombie-remediator")
+    # kured's DaemonSet only with kured_daemonset, by name, in its namespace
+    assert not find(r, "Role", "cpuzombie-kured-handoff")
+    _, ku = render("remediation", ["--set", "config.remediation.kured_daemonset=kube-system/kured"])
+    assert _grants(ku, "cpuzombie-kured-handoff") == need("kured")
+    assert _rule_names(ku, "Role", "cpuzombie-kured-handoff", "get") == ["kured"]
+    assert one(ku, "Role", "cpuzombie-kured-handoff")["metadata"]["namespace"] == "kube-system"
     _, ns = render("remediation", ["--set", "config.remediation.lease_namespace=cz-budget"])
     assert one(ns, "Role", "cpuzombie-budget")["metadata"]["namespace"] == "cz-budget"
 
@@ -691,10 +732,15 @@ def test_installs_into_the_release_namespace(variant):
         elif (o["kind"], o["metadata"]["name"]) in (("Role", "cpuzombie-budget"),
                                                     ("RoleBinding", "cpuzombie-budget")):
             assert o["metadata"]["namespace"] == "kube-system"
+        elif (o["kind"], o["metadata"]["name"]) in (("Role", "cpuzombie-cleanup"),
+                                                    ("RoleBinding", "cpuzombie-cleanup")):
+            # the uninstall hook's: the Leases of lease_namespace and of the release's
+            assert o["metadata"]["namespace"] in ("kube-system", "monitoring")
         else:
             assert o["metadata"]["namespace"] == "monitoring", (o["kind"], o["metadata"])
     for b in find(objs, "ClusterRoleBinding") + find(objs, "RoleBinding"):
         sa = "cpuzombie" if b["roleRef"]["name"] == "cpuzombie-conditions" \
+            else "cpuzombie-cleanup" if b["roleRef"]["name"] == "cpuzombie-cleanup" \
             else "cpuzombie-remediator"
         assert b["subjects"] == [{"kind": "ServiceAccount", "name": sa,
                                   "namespace": "monitoring"}]

@@ -279,7 +279,8 @@ def test_race_twenty_nodes_budget_two(kube, rem, tmp_path):
     kube.add(*[kh.node_obj(n, conditions=[READY, cond("MemcgZombieLeak", "True")])
               for n in nodes])
     # 20 remediator replicas at once, each its own identity: one leads, and the budget holds
-    cfg = rem(max_unavailable="2")
+    # (20 of 20 True is a storm by the default max_unhealthy: set aside here, test_guards.py)
+    cfg = rem(max_unavailable="2", max_unhealthy='"100%"')
     with concurrent.futures.ThreadPoolExecutor(20) as ex:
         outs = list(ex.map(lambda n: rcycle(cfg, identity="rem-" + n), nodes))
     assert all(o.returncode == 0 for o in outs), [o.stderr for o in outs]

@@ -28,6 +28,7 @@ test=(
 	systemd dbus							# a real systemd --user manager in tests
 	valgrind							# test_valgrind
 	chromium							# renders the report's SVG heatmap
+	tmux								# drives `cpuzombie top` in a real terminal (test_top)
 )
 # The image tests (make image, test_image.py): podman with runc, bases from debootstrap.
 image=(podman runc debootstrap)

@@ -15,8 +15,9 @@ trap 'rm -f "$tmp"' EXIT
 	echo "# Do not edit: change the chart and re-run the script. Apply with"
 	echo "#   kubectl apply -f manifests/cpuzombie.yaml"
 	# helm notes the chart's symlinks into config/npd and manifests/ on stderr: not an error.
-	# namespace cpuzombie, created by the manifest itself (kubectl apply has no --create-namespace)
-	"$helm" template cpuzombie "$root/charts/cpuzombie" -n cpuzombie --set createNamespace=true 2> >(grep -v 'found symbolic link in path' >&2)
+	# namespace cpuzombie, created by the manifest itself (kubectl apply has no --create-namespace);
+	# --no-hooks: the uninstall hook (cpuzombie cleanup) is helm's; kubectl apply would run it at once
+	"$helm" template cpuzombie "$root/charts/cpuzombie" -n cpuzombie --set createNamespace=true --no-hooks 2> >(grep -v 'found symbolic link in path' >&2)
 } >"$tmp"
 if [ "${1:-}" = --check ]; then
 	diff -u "$out" "$tmp" && exit 0

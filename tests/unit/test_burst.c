@@ -229,6 +229,43 @@ static void test_heartbeat_active_tasks(void **state)
 					 "stopped 0\nactive 0 1 2 3.0 3.0 stack=x\n", &out), -EINVAL);
 }
 
+/* Mid-burst links (issue 27): an active burst carries its NIC IRQs, profile and hot frame. */
+static void test_heartbeat_active_links(void **state)
+{
+	static struct heartbeat hb, out;
+	static const char *const bad[] = {
+		"irqs=a irqs=b", "profile=../x", "profile=other-1.folded", "hot=read_zero",
+		"hot=read_zero/101", "color=red", "tasks=- tasks=-",
+	};
+	char buf[8192];
+	int n;
+
+	hb = (struct heartbeat){ .pid = 7, .time_ms = 5000, .interval_ms = 250,
+				 .metric = CZ_METRIC_SYSTEM, .ncpu = 2, .nactive = 1 };
+	hb.active[0] = (struct burst_event){ .cpu = 1, .start_ms = 1000, .end_ms = 4000,
+					     .peak_pct = 100, .mean_pct = 97, .ntasks = 1,
+					     .irqs = "eth0-Tx-Rx-1,eth0 x", .hot_pct = 94,
+					     .profile = "cpu-profile-1-1000.folded",
+					     .hot = "read_zero" };
+	hb.active[0].task[0] = (struct burst_task){ 42, 43, "dd", 2900 };
+	n = heartbeat_format(&hb, buf, sizeof(buf));
+	assert_true(n > 0);
+	assert_non_null(strstr(buf, "active 1 1000 4000 100.0 97.0 tasks=42/43/dd/2900 "
+				    "irqs=eth0-Tx-Rx-1%2Ceth0%20x profile=cpu-profile-1-1000.folded "
+				    "hot=read_zero/94\n"));
+	assert_int_equal(heartbeat_parse(buf, &out), 0);
+	assert_string_equal(out.active[0].irqs, "eth0-Tx-Rx-1,eth0 x");
+	assert_string_equal(out.active[0].profile, "cpu-profile-1-1000.folded");
+	assert_string_equal(out.active[0].hot, "read_zero");
+	assert_int_equal(out.active[0].hot_pct, 94);
+	assert_int_equal(out.active[0].ntasks, 1);
+	for (size_t i = 0; i < ARRAY_SIZE(bad); i++) {
+		snprintf(buf, sizeof(buf), "pid 1\ntime_ms 2\ninterval_ms 3\nmetric system\nncpu 1\n"
+			 "stopped 0\nactive 0 1 2 3.0 3.0 %s\n", bad[i]);
+		assert_int_equal(heartbeat_parse(buf, &out), -EINVAL);
+	}
+}
+
 /* The heartbeat says who wrote it (host pid, boot id) for the check's liveness test; the burst
  * log and the ring drop stamps from the future (issue 24 item 8). */
 static void test_heartbeat_host_pid_and_future_stamps(void **state)
@@ -281,6 +318,7 @@ int main(void)
 		cmocka_unit_test(test_gaps_and_jitter),
 		cmocka_unit_test(test_dips), cmocka_unit_test(test_log_roundtrip_and_verdict),
 		cmocka_unit_test(test_heartbeat_active_tasks),
+		cmocka_unit_test(test_heartbeat_active_links),
 		cmocka_unit_test(test_heartbeat_host_pid_and_future_stamps),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

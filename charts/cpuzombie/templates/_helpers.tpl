@@ -135,3 +135,11 @@ seccompProfile:
 {{- with .Values.config.agent.metrics_textfile }}{{ dir . }}{{ "\n" }}{{ end -}}
 {{- with .Values.config.remediation.reboot_sentinel }}{{ dir . }}{{ "\n" }}{{ end -}}
 {{- end -}}
+
+{{/* "true" when a fleet guard keeps state on the Lease cpuzombie-guard: breaker_max or drain_gap on. */}}
+{{- define "cpuzombie.guardLease" -}}
+{{- $r := .Values.config.remediation -}}
+{{- if or (gt (int ($r.breaker_max | default 0)) 0) (not (regexMatch "^0+(ms|s|m|h)?$" (toString ($r.drain_gap | default "0s")))) -}}
+true
+{{- end -}}
+{{- end -}}

@@ -1,0 +1,193 @@
+/* SPDX-License-Identifier: MIT */
+/* Nothing of cpuzombie's left behind: see cleanup.h. */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "base/util.h"
+#include "cluster/cleanup.h"
+#include "cluster/conditions.h"
+#include "cluster/fleet_fetch.h"
+#include "cluster/kjson.h"
+#include "cluster/kube.h"
+#include "cluster/leader.h"
+
+#define NODE_RETRIES 5		/* re-reads of a node changed under us (409) */
+
+static bool ours(const char *key)
+{
+	return key && !strncmp(key, CLEANUP_PREFIX, strlen(CLEANUP_PREFIX));
+}
+
+int cleanup_node_patch(json_object *node, json_object **ret)
+{
+	_cleanup_(json_object_putp) json_object *patch = json_object_new_object();
+	json_object *md, *ann = NULL, *taints = kube_get_array(node, "spec.taints"), *keep = NULL;
+	json_object *have = kube_get(node, "metadata.annotations");
+	const char *rv = kube_get_str(node, "metadata.resourceVersion", NULL);
+	int n = 0;
+
+	*ret = NULL;
+	if (!patch)
+		return -ENOMEM;
+	if (!rv || !*rv)
+		return -EINVAL;
+	md = json_object_new_object();
+	json_object_object_add(patch, "metadata", md);
+	json_object_object_add(md, "resourceVersion", json_object_new_string(rv));
+	if (have && json_object_is_type(have, json_type_object)) {
+		json_object_object_foreach(have, k, v) {
+			(void)v;
+			if (!ours(k))
+				continue;
+			if (!ann) {
+				ann = json_object_new_object();
+				json_object_object_add(md, "annotations", ann);
+			}
+			json_object_object_add(ann, k, NULL);	/* merge patch: null deletes */
+			n++;
+		}
+	}
+	for (size_t i = 0; taints && i < json_object_array_length(taints); i++)
+		if (ours(kube_get_str(json_object_array_get_idx(taints, i), "key", NULL)))
+			n++, keep = keep ? keep : json_object_new_array();
+	if (keep) {
+		json_object *spec = json_object_new_object();
+
+		for (size_t i = 0; i < json_object_array_length(taints); i++) {
+			json_object *t = json_object_array_get_idx(taints, i);
+
+			if (!ours(kube_get_str(t, "key", NULL)))
+				json_object_array_add(keep, json_object_get(t));
+		}
+		json_object_object_add(patch, "spec", spec);
+		json_object_object_add(spec, "taints", keep);	/* a list is replaced whole */
+	}
+	if (n > 0)
+		*ret = TAKE_PTR(patch);
+	return n;
+}
+
+struct run {
+	struct kube_client *kc;
+	struct cleanup_stats *st;
+	char *err;
+	size_t err_size;
+};
+
+/* One request; the HTTP status (or -errno). 200's body goes to *@ret when @ret is not NULL. */
+static long send(struct run *r, const char *method, const char *path, const char *ctype,
+		 json_object *body, json_object **ret)
+{
+	struct kube_response resp = { 0 };
+	long status;
+	int e = kube_json(r->kc, method, path, ctype, body, 0, &resp);
+
+	status = e < 0 ? e : resp.status;
+	if (e < 0 || (status != 200 && status != 404 && status != 409))
+		snprintf(r->err, r->err_size, "%s %s: %s%ld%s%s", method, path,
+			 e < 0 ? "error " : "HTTP ", e < 0 ? (long)-e : status,
+			 *resp.message ? ": " : "", resp.message);
+	if (ret && status == 200 && resp.body && json_object_is_type(resp.body, json_type_object))
+		*ret = json_object_get(resp.body);
+	kube_response_clear(&resp);
+	return status;
+}
+
+/* Our conditions, then our annotations and taints, of one node (re-read after a 409). */
+static int clean_node(json_object *node, void *userdata)
+{
+	struct run *r = userdata;
+	const char *name = kube_get_str(node, "metadata.name", "");
+	_cleanup_(json_object_putp) json_object *fresh = NULL;
+	char path[400];
+	int n;
+
+	r->st->nodes++;
+	if (!valid_name(name, 253))
+		return 0;	/* not a name we could put in a path: nothing of ours can be there */
+	snprintf(path, sizeof(path), "/api/v1/nodes/%s/status", name);
+	{
+		_cleanup_(json_object_putp) json_object *p = NULL;
+
+		n = conditions_build_removal(node, NULL, NULL, &p, NULL);
+		if (n < 0)
+			return n;
+		if (n > 0) {
+			/* the node as it is after: its resourceVersion for the next patch */
+			long s = send(r, "PATCH", path, "application/strategic-merge-patch+json", p,
+				      &fresh);
+
+			if (s != 200 && s != 404)
+				return s < 0 ? (int)s : -EREMOTEIO;
+			r->st->conditions += (size_t)n;
+		}
+	}
+	path[strlen(path) - strlen("/status")] = '\0';
+	for (unsigned i = 0; i < NODE_RETRIES; i++) {
+		_cleanup_(json_object_putp) json_object *p = NULL;
+		long s;
+
+		n = cleanup_node_patch(fresh ? fresh : node, &p);
+		if (n <= 0)
+			return n;
+		s = send(r, "PATCH", path, "application/merge-patch+json", p, NULL);
+		if (s == 200 || s == 404) {
+			r->st->marks += s == 200 ? (size_t)n : 0;
+			return 0;
+		}
+		if (s != 409)
+			return s < 0 ? (int)s : -EREMOTEIO;
+		json_object_put(TAKE_PTR(fresh));
+		n = kube_get_object(r->kc, path, "the node", &fresh);
+		if (n < 0) {
+			snprintf(r->err, r->err_size, "GET %s: failed (see the log)", path);
+			return n;
+		}
+	}
+	snprintf(r->err, r->err_size, "PATCH %s: changed under us %d times", path, NODE_RETRIES);
+	return -EAGAIN;
+}
+
+static int delete_lease(struct run *r, const char *ns, const char *name)
+{
+	char path[400];
+	long s;
+
+	snprintf(path, sizeof(path), "/apis/coordination.k8s.io/v1/namespaces/%s/leases/%s", ns,
+		 name);
+	s = send(r, "DELETE", path, NULL, NULL, NULL);
+	if (s == 200)
+		r->st->leases++;
+	return s == 200 || s == 404 ? 0 : s < 0 ? (int)s : -EREMOTEIO;
+}
+
+static int clean_lease(json_object *lease, void *userdata)
+{
+	struct run *r = userdata;
+	const char *name = kube_get_str(lease, "metadata.name", "");
+	const char *ns = kube_get_str(lease, "metadata.namespace", "");
+
+	if (!valid_name(name, 253) || !valid_name(ns, 63))
+		return 0;
+	return delete_lease(r, ns, name);
+}
+
+int cleanup_run(struct kube_client *kc, const char *lease_ns, const char *leader_ns,
+		struct cleanup_stats *st, char *err, size_t err_size)
+{
+	struct run r = { kc, st, err, err_size };
+	int e;
+
+	*st = (struct cleanup_stats){ 0 };
+	*err = '\0';
+	e = fleet_fetch_nodes(kc, NULL, 500, clean_node, &r, NULL, err, err_size);
+	if (e < 0)
+		return e;
+	e = fleet_fetch_leases(kc, lease_ns, clean_lease, &r, err, err_size);
+	if (e == 0 && !streq(lease_ns, leader_ns))
+		e = fleet_fetch_leases(kc, leader_ns, clean_lease, &r, err, err_size);
+	if (e == 0)
+		e = delete_lease(&r, leader_ns, LEADER_LEASE);
+	return e;
+}

@@ -1,0 +1,48 @@
+/* SPDX-License-Identifier: MIT */
+#ifndef CZ_CLEANUP_H
+#define CZ_CLEANUP_H
+
+/*
+ * `cpuzombie cleanup` (the chart's uninstall hook): nothing of cpuzombie's is left in the
+ * cluster. From every node: our three condition types (removed, not set False; a strategic
+ * merge "$patch: delete" by type, so KernelReady, NetworkingReady, Ready and every other type
+ * stay), every annotation and taint whose key starts with "cpuzombie.io/" (a merge patch at
+ * the resourceVersion read: a concurrent change is re-read, never overwritten). And the
+ * Leases: the budget slots (managed-by=cpuzombie) in remediation.lease_namespace and the
+ * remediator's leader Lease in its namespace. Types, keys and Leases of others are never
+ * touched. cleanup_node_patch() is pure; cleanup_run() does the requests.
+ */
+
+#include <json-c/json.h>
+#include <stddef.h>
+
+struct kube_client;
+
+#define CLEANUP_PREFIX "cpuzombie.io/"
+
+/*
+ * cleanup_node_patch - pure: the merge patch of nodes/NAME that removes @node's cpuzombie.io/
+ * annotations and taints: {"metadata":{"resourceVersion":RV,"annotations":{K:null,...}},
+ * "spec":{"taints":[the others]}} (taints only when one of ours is there). Returns how many
+ * annotations and taints it removes (0: *@ret NULL, nothing to do), or -EINVAL (no
+ * resourceVersion: never an unconditional write) / -ENOMEM.
+ */
+int cleanup_node_patch(json_object *node, json_object **ret);
+
+struct cleanup_stats {
+	size_t nodes;		/* nodes listed */
+	size_t conditions;	/* condition types removed */
+	size_t marks;		/* annotations and taints removed */
+	size_t leases;		/* Leases deleted */
+};
+
+/*
+ * cleanup_run - do it, with client @kc: nodes in pages, then the Leases labelled managed-by=
+ * cpuzombie in @lease_ns and @leader_ns and the Lease cpuzombie-remediator in @leader_ns.
+ * Returns 0 (*@st counts what was removed), or -errno with a one-line reason in @err (what was
+ * removed before the failure stays removed: running it again finishes the job).
+ */
+int cleanup_run(struct kube_client *kc, const char *lease_ns, const char *leader_ns,
+		struct cleanup_stats *st, char *err, size_t err_size);
+
+#endif

@@ -1,0 +1,66 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * `cpuzombie cleanup`: remove every condition type, cpuzombie.io/ annotation and taint of ours
+ * from all nodes, and our Leases (cluster/cleanup.h). The chart's uninstall hook runs it as its
+ * own ServiceAccount; a person can run it with --kubeconfig. Exit 0 when all is gone, 2 with a
+ * one-line error otherwise (running it again finishes the job).
+ */
+#include <errno.h>
+#include <fcntl.h>
+
+#include "base/fileio.h"
+#include "base/log.h"
+#include "base/util.h"
+#include "cluster/cleanup.h"
+#include "cluster/fleet_fetch.h"
+#include "cluster/remediator.h"
+#include "cmd/cmd.h"
+
+#define SA_NAMESPACE "/var/run/secrets/kubernetes.io/serviceaccount/namespace"
+
+/* remediation.leader_namespace, else this pod's namespace, else cpuzombie (as the remediator) */
+static void leader_namespace(const struct cz_config *cfg, char *buf, size_t size)
+{
+	const char *dir = getenv("CZ_SERVICEACCOUNT_DIR");
+	char path[FILEIO_PATH_MAX], text[128];
+
+	if (*cfg->remediation.leader_namespace) {
+		snprintf(buf, size, "%s", cfg->remediation.leader_namespace);
+		return;
+	}
+	if (dir && *dir)
+		snprintf(path, sizeof(path), "%s/namespace", dir);
+	else
+		snprintf(path, sizeof(path), "%s", SA_NAMESPACE);
+	remediator_default_namespace(fileio_read_at(AT_FDCWD, path, FILEIO_REGULAR, text,
+						    sizeof(text)) > 0 ? text : NULL, buf, size);
+}
+
+int cmd_cleanup(struct cz_ctx *ctx, const struct cmd_opts *o)
+{
+	struct kube_client *kc = NULL;
+	struct cleanup_stats st;
+	char err[512] = "", ns[64];
+	int r;
+
+	if (o->argc > 0) {
+		log_error("cleanup: unexpected argument '%.64s'", o->argv[0]);
+		return CZ_EXIT_ERROR;
+	}
+	leader_namespace(&ctx->cfg, ns, sizeof(ns));
+	r = fleet_fetch_open(ctx->cfg.kubernetes.kubeconfig, &kc, err, sizeof(err));
+	if (r < 0) {
+		log_error_errno(r, "Failed to reach the API server: %s", err);
+		return CZ_EXIT_ERROR;
+	}
+	r = cleanup_run(kc, ctx->cfg.remediation.lease_namespace, ns, &st, err, sizeof(err));
+	fleet_fetch_close(kc);
+	if (r < 0) {
+		log_error_errno(r, "Failed to clean up: %s", *err ? err : "(no reason given)");
+		return CZ_EXIT_ERROR;
+	}
+	printf("cleanup: %zu nodes: %zu conditions, %zu annotations/taints removed; %zu Leases "
+	       "deleted (%s, %s)\n", st.nodes, st.conditions, st.marks, st.leases,
+	       ctx->cfg.remediation.lease_namespace, ns);
+	return CZ_EXIT_OK;
+}

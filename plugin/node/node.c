@@ -1,0 +1,157 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The node model gathered in one place (node.h): `report` reads all of it, the agent's metrics
+ * the part its cycle has not already got.
+ */
+#include <errno.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "base/state.h"
+#include "base/util.h"
+#include "cluster/conditions.h"
+#include "cpu/cpustat.h"
+#include "ena/ena.h"
+#include "memcg/canary.h"
+#include "memcg/census.h"
+#include "memcg/check_memcg.h"
+#include "memcg/reclaim.h"
+#include "memcg/units.h"
+#include "node/checks.h"
+#include "node/node.h"
+#include "node/report_window.h"
+
+#define NOW_SAMPLE_MS 500
+
+void node_run_checks(struct cz_ctx *ctx, struct report *r)
+{
+	for (const struct check_def *c = checks_all(); c->name; c++) {
+		struct report_check *rc;
+
+		if (!conditions_for_check(c->name) || r->nchecks == REPORT_CHECKS_MAX)
+			continue;
+		rc = &r->checks[r->nchecks++];
+		rc->check = c->name;
+		rc->cond = conditions_for_check(c->name);
+		rc->res = (struct npd_result){ .status = NPD_UNKNOWN };
+		c->run(ctx, &rc->res);
+	}
+}
+
+int node_read_memcg(struct cz_ctx *ctx, struct report *r)
+{
+	struct npd_result res = { 0 };
+
+	r->memcg_rc = memcg_read(ctx, &r->memcg, &res);
+	if (r->memcg_rc != NPD_OK)
+		snprintf(r->memcg_err, sizeof(r->memcg_err), "%s", res.msg);
+	else
+		report_memcg_growth(r, ctx->cfg.paths.state);
+	return r->memcg_rc;
+}
+
+void node_read_canary(struct cz_ctx *ctx, struct report *r)
+{
+	r->canary_rc = canary_run(&ctx->hf, ctx->cfg.paths.state, ctx->cfg.memcg.latency_canary_ms,
+				  r->now_ms, &r->canary);
+}
+
+void node_read_published(const struct cz_config *cfg, struct report *r)
+{
+	if (cfg->memcg.census_interval_ms)	/* the agent's zombie census, when fresh */
+		r->census_rc = census_load(cfg->paths.run, r->now_ms,
+					   2 * cfg->memcg.census_interval_ms + 60000, &r->census,
+					   r->census_err, sizeof(r->census_err));
+	if (cfg->memcg.systemd_hints)	/* the units the agent published, like the checks read them */
+		r->restarts_rc = units_load(cfg->paths.run, r->now_ms, &r->restarts,
+					    r->restarts_err, sizeof(r->restarts_err));
+}
+
+void node_read_reclaim(const struct cz_config *cfg, struct report *r)
+{
+	/* remediation.reclaim's last run: the agent's state, read without a lock */
+	r->reclaim_rc = state_read(cfg->paths.state, &reclaim_state_type, &r->reclaim);
+}
+
+void node_read_ena(const struct cz_config *cfg, struct report *r)
+{
+	r->ena_rc = report_ena_load(cfg->paths.state, &ena_reset_state, &r->ena);
+	r->allowance_rc = report_ena_load(cfg->paths.state, &ena_allowance_state, &r->allowance);
+}
+
+static int read_stat(struct cz_ctx *ctx, char *buf, size_t size, struct cpustat_core *c,
+		     size_t max)
+{
+	ssize_t n = hostfs_read(&ctx->hf, HOSTFS_PROC, "stat", buf, size);
+
+	return n < 0 ? (int)n : cpustat_parse(buf, c, max);
+}
+
+/* Current shares: the sampler's newest sample when fresh, else two /proc/stat reads. */
+void node_read_now(struct cz_ctx *ctx, struct report *r)
+{
+	const size_t max = CPUSTAT_MAX_CPUS, size = CPUSTAT_BUF_SIZE(1024) * 2;
+	_cleanup_free_ struct cpustat_core *a = calloc(max, sizeof(*a)), *b = calloc(max, sizeof(*b));
+	_cleanup_free_ char *buf = malloc(size);
+	const struct history_series *h = &r->hist;
+	int na, nb;
+
+	if (h->n > 0 && h->t_ms[h->n - 1] + 3 * HISTORY_HEARTBEAT_MS >= r->now_ms) {
+		r->now_pct = malloc(h->ncpu);
+		if (!r->now_pct)
+			return;
+		memcpy(r->now_pct, &h->pct[(h->n - 1) * h->ncpu], h->ncpu);
+		r->has_now = true;
+		return;
+	}
+	if (!a || !b || !buf || (na = read_stat(ctx, buf, size, a, max)) <= 0)
+		return;
+	usleep(NOW_SAMPLE_MS * 1000);
+	nb = read_stat(ctx, buf, size, b, max);
+	if (nb <= 0)
+		return;
+	if ((unsigned)nb > r->ncpu)
+		r->ncpu = (unsigned)nb;
+	r->now_pct = malloc(r->ncpu);
+	if (!r->now_pct)
+		return;
+	for (unsigned c = 0; c < r->ncpu; c++) {
+		double pct;
+
+		r->now_pct[c] = (int)c < na && (int)c < nb &&
+					cpustat_share(&a[c], &b[c], ctx->cfg.cpu.metric, &pct) == 0
+				? (uint8_t)(pct + 0.5)
+				: HISTORY_NO_SAMPLE;
+	}
+	r->has_now = true;
+}
+
+int node_read(struct cz_ctx *ctx, struct report *r, uint64_t since, uint64_t until)
+{
+	const struct cz_config *cfg = &ctx->cfg;
+	int n;
+
+	report_node_name(r, &ctx->hf);
+	r->since_ms = r->now_ms > cfg->cpu.lookback_ms ? r->now_ms - cfg->cpu.lookback_ms : 0;
+	if (until)
+		r->since_ms = since;
+	/* before the checks run: what `check ena` compared with (the report shows the change) */
+	r->ena_rc = report_ena_load(cfg->paths.state, &ena_reset_state, &r->ena_prev);
+	node_run_checks(ctx, r);
+	if (node_read_memcg(ctx, r) == NPD_OK) {
+		node_read_canary(ctx, r);
+		node_read_published(cfg, r);
+		node_read_reclaim(cfg, r);
+	}
+	if (report_load_run(r, cfg->paths.run,
+			    r->now_ms > cfg->cpu.history_ms ? r->now_ms - cfg->cpu.history_ms : 0) < 0)
+		return -ENOMEM;
+	if (until && report_load_window(r, cfg->paths.run, since, until) < 0)
+		return -ENOMEM;
+	node_read_now(ctx, r);
+	n = irq_map_all(&ctx->hf, &r->maps);
+	r->maps_rc = n < 0 ? n : 0;
+	r->nmaps = n > 0 ? (size_t)n : 0;
+	node_read_ena(cfg, r);
+	return 0;
+}

@@ -1,0 +1,50 @@
+/* SPDX-License-Identifier: MIT */
+#ifndef CZ_NODE_H
+#define CZ_NODE_H
+
+/*
+ * The node model (report.h) gathered in one place, from the checks, the run dir, the state dir
+ * and the host. `report` (text, JSON, SVG) reads it whole with node_read(); the agent's metrics
+ * read the parts its cycle has not got already (it ran the checks and holds the census and the
+ * units in memory). Each reader fills its part of @r and records its own error in it; nothing
+ * here prints.
+ */
+
+#include <stdint.h>
+
+#include "check/cz.h"
+#include "node/report.h"
+
+/* node_run_checks - every check that has a condition, into r->checks: NPD's verdicts. */
+void node_run_checks(struct cz_ctx *ctx, struct report *r);
+
+/* node_read_memcg - the memcg counts now (r->memcg_err on failure) and their growth from check
+ * memcg's history; returns r->memcg_rc (enum npd_status). */
+int node_read_memcg(struct cz_ctx *ctx, struct report *r);
+
+/* node_read_canary - the memcg read-latency canary (rate-limited by its own state). */
+void node_read_canary(struct cz_ctx *ctx, struct report *r);
+
+/* node_read_published - what the agent published in the run dir for the checks: the zombie
+ * census (when memcg.census_interval, and fresh) and the units' restarts (memcg.systemd_hints). */
+void node_read_published(const struct cz_config *cfg, struct report *r);
+
+/* node_read_reclaim - remediation.reclaim's last run, from the agent's state. */
+void node_read_reclaim(const struct cz_config *cfg, struct report *r);
+
+/* node_read_ena - the ENA reset and allowance state the checks keep. */
+void node_read_ena(const struct cz_config *cfg, struct report *r);
+
+/* node_read_now - the current shares: the sampler's newest sample when fresh, else two reads of
+ * /proc/stat NOW_SAMPLE_MS apart (the same share the sampler computes, cpu/cpustat.h). */
+void node_read_now(struct cz_ctx *ctx, struct report *r);
+
+/*
+ * node_read - the whole model for `report`: the checks, memcg (canary, census, units and
+ * reclaim only when memcg could be read), the sampler's files since cpu.history (and the
+ * --since/--until window when @until), the current shares, the IRQ maps, the ENA state.
+ * Returns 0 or -ENOMEM.
+ */
+int node_read(struct cz_ctx *ctx, struct report *r, uint64_t since, uint64_t until);
+
+#endif
