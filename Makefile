@@ -7,6 +7,8 @@
 #                   cached in /var/cache/cpuzombie/kube), then unit + e2e, plain and ASan+UBSan
 #   make test-kube  KUBE_VERSION=v1.34.4: only the Kubernetes e2e tests, on that Kubernetes
 #   make bench      tests/bench: measured tables (ratios against naive alternatives)
+#   make soak       SOAK_MINUTES=60: the agent under scripted incidents and API faults (tests/bench/soak.py)
+#   make soak-vm    the kernel-log flood in a qemu VM (tests/bench/soak_vm.py)
 #   make fuzz       every libFuzzer target for FUZZ_TIME seconds (default 300)
 #   make install    PREFIX=/usr/local DESTDIR=
 #   V=1             print whole command lines instead of "CC plugin/memcg/memcg.c"
@@ -107,7 +109,8 @@ say = printf '  %-4s %s\n'
 endif
 
 .PHONY: all run test test-unit test-e2e test-asan test-kube deps deps-build image tools \
-	control-plane hdr-check check-layers format-check bench fuzz fuzz-smoke install clean
+	control-plane hdr-check check-layers format-check bench soak soak-vm fuzz fuzz-smoke install \
+	clean
 
 all: $(B)/cpuzombie $(B)/cpuzombie-check
 
@@ -246,6 +249,13 @@ fuzz:
 
 bench: deps-build all
 	@tests/bench/run.sh $(CURDIR)/build/cpuzombie $(CURDIR)/build/cpuzombie-check
+
+# Not part of make test (root, an hour, and a table to read, not an assertion).
+soak: all control-plane
+	@SOAK_MINUTES=$${SOAK_MINUTES:-60} /usr/bin/python3 tests/bench/soak.py $(CURDIR)/build/cpuzombie
+
+soak-vm: all
+	@/usr/bin/python3 tests/bench/soak_vm.py $(CURDIR)/build/cpuzombie
 
 install: $(B)/cpuzombie $(B)/cpuzombie-check
 	install -D -m 0755 $(B)/cpuzombie $(DESTDIR)$(PREFIX)/bin/cpuzombie

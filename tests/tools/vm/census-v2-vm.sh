@@ -16,6 +16,7 @@
 #                 their dependencies from the same package (cached beside the vmlinuz), put in
 #                 the initramfs, and listed in load order in /etc/czvm-modules for the guest
 #   CZVM_DISK     a raw disk image attached as a virtio disk (/dev/vda in the guest)
+#   CZVM_FILES    "SRC:DST ..." more files for the guest (the flood's own module, soak_vm.py)
 #   CZVM_*        the guest's parameters, in its /etc/czvm.conf without the prefix (the census's
 #                 zombies: CZVM_NAME, CZVM_FLAT, CZVM_NESTS, CZVM_PER_NEST, CZVM_SIZE)
 # Writes OUTDIR/console.log (the guest's serial console) and OUTDIR/accel (kvm or tcg).
@@ -137,6 +138,9 @@ cp "$here/$init" "$root/init"
 chmod 0755 "$root/init"
 mkdir -p "$root/lib"
 cp "$here/guest-lib.sh" "$root/lib/czvm.sh"
+for f in ${CZVM_FILES:-}; do
+	mkdir -p "$root$(dirname "${f#*:}")" && cp "${f%%:*}" "$root${f#*:}"
+done
 : >"$root/etc/czvm-modules"
 if [ ${#want_mods[@]} -gt 0 ]; then
 	read -r mods order <<<"$(sed -n 2p <<<"$fetched")"
@@ -168,7 +172,7 @@ SIZE=${CZVM_SIZE:-65536}
 EOF
 # the guest script's own parameters: every other CZVM_ variable, quoted for its shell
 for v in $(compgen -v CZVM_); do
-	case ${v#CZVM_} in NAME | FLAT | NESTS | PER_NEST | SIZE | INIT | MODULES | DISK) continue ;; esac
+	case ${v#CZVM_} in NAME | FLAT | NESTS | PER_NEST | SIZE | INIT | MODULES | DISK | FILES) continue ;; esac
 	printf '%s=%q\n' "${v#CZVM_}" "${!v}" >>"$root/etc/czvm.conf"
 done
 printf 'cpu:\n  inline_window: 1s\nmemcg:\n  systemd_hints: false\n  min_dying: 5\n  max_ratio: 0.001\n  census_interval: 10m\n' \
