@@ -109,7 +109,8 @@ say = printf '  %-4s %s\n'
 endif
 
 .PHONY: all run test test-unit test-e2e test-asan test-kube deps deps-build image tools \
-	control-plane hdr-check check-layers bench soak soak-vm fuzz fuzz-smoke install clean
+	control-plane hdr-check check-layers format-check bench soak soak-vm fuzz fuzz-smoke install \
+	clean
 
 all: $(B)/cpuzombie $(B)/cpuzombie-check
 
@@ -179,6 +180,11 @@ hdr-check:
 
 # Includes only go down the layers; the check binary's objects reference no libcurl,
 # libsystemd or dlopen (tests/tools/check-layers.sh says what it checks).
+# Lines within 100 columns, tabs of 8 (.clang-format); tests/tools/format-check.sh --fix FILE
+# reformats just the long lines with clang-format.
+format-check:
+	@tests/tools/format-check.sh
+
 check-layers: $(B)/cpuzombie-check $(ONLINE_OBJS)
 	@tests/tools/check-layers.sh plugin $(B)/cpuzombie-check $(CHECK_OBJS) -- $(ONLINE_OBJS)
 
@@ -230,7 +236,7 @@ test-asan:
 # then the same suites again under ASan+UBSan, then a few seconds of every fuzz target.
 test: deps
 	@$(MAKE) --no-print-directory tools
-	@$(MAKE) --no-print-directory all hdr-check check-layers
+	@$(MAKE) --no-print-directory all hdr-check check-layers format-check
 	@$(MAKE) --no-print-directory test-unit test-e2e
 	@$(MAKE) --no-print-directory test-asan
 	@$(MAKE) --no-print-directory fuzz-smoke

@@ -48,12 +48,13 @@ static void log_events(struct agent *a, const struct burst_event *ev, int n)
 		struct log_fields f = { LOG_MID_BURST, "cpu", (int)ev[i].cpu, NULL };
 
 		if (r < 0)
-			log_fields_full(LOG_PRIO_ERR, &f, "Failed to record burst on cpu%u: %s", ev[i].cpu,
-				strerror(-r));
+			log_fields_full(LOG_PRIO_ERR, &f, "Failed to record burst on cpu%u: %s",
+					ev[i].cpu, strerror(-r));
 		else if (a->ctx->verbose || log_to_journal())
-			log_fields_full(LOG_PRIO_NOTICE, &f, "burst cpu%u %.1fs peak %.0f%%%s%s", ev[i].cpu,
-				(double)(ev[i].end_ms - ev[i].start_ms) / 1000.0, ev[i].peak_pct,
-				ev[i].ntasks ? " top " : "", ev[i].ntasks ? ev[i].task[0].comm : "");
+			log_fields_full(LOG_PRIO_NOTICE, &f, "burst cpu%u %.1fs peak %.0f%%%s%s",
+					ev[i].cpu, (double)(ev[i].end_ms - ev[i].start_ms) / 1000.0,
+					ev[i].peak_pct, ev[i].ntasks ? " top " : "",
+					ev[i].ntasks ? ev[i].task[0].comm : "");
 	}
 }
 
@@ -91,8 +92,8 @@ static int agent_sample(struct agent *a, struct burst_event *evs)
 		unsigned k = ++a->bad_samples;
 
 		if ((k & (k - 1)) == 0)
-			log_warning_errno(n, "Failed to sample /proc/stat: %m, skipping (%u in a row)",
-					  k);
+			log_warning_errno(
+				n, "Failed to sample /proc/stat: %m, skipping (%u in a row)", k);
 		return 0;
 	}
 	if (a->bad_samples) {
@@ -150,7 +151,8 @@ static void agent_loop(struct agent *a, struct burst_event *evs)
 			break;
 		}
 		if (agent_sample(a, evs) > 0)
-			next_hb = 0; /* a burst ended: drop it from the heartbeat's active list now */
+			next_hb =
+				0; /* a burst ended: drop it from the heartbeat's active list now */
 		nact = count_active(a->s);
 		if (nact != active)
 			next_hb = 0; /* a run just became a burst: show it now */
@@ -307,8 +309,8 @@ static int claim_run_dir(struct cz_ctx *ctx, struct state_lock *ret)
 		pid = (int)getpid(); /* no procfs at --proc-root: the pid we know */
 	snprintf(buf, sizeof(buf), "%d\n", pid);
 	if (ftruncate(ret->fd, 0) < 0 || pwrite(ret->fd, buf, strlen(buf), 0) < 0)
-		log_warning_errno(errno, "Failed to write our pid into '%s/agent.lock': %m, ignoring",
-				  dir);
+		log_warning_errno(
+			errno, "Failed to write our pid into '%s/agent.lock': %m, ignoring", dir);
 	return 0;
 }
 

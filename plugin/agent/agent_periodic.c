@@ -75,9 +75,10 @@ static void canary(struct periodic *p, struct report *r)
 	node_read_canary(p->ctx, r);
 	if (r->canary_rc == 0 && r->canary.fresh && r->canary.err == 0 &&
 	    r->canary.read_us >= 100000)
-		log_fields_full(LOG_PRIO_WARNING, &(struct log_fields){ LOG_MID_CHECK, "memcg", -1, NULL },
-			"memcg read-latency canary: %s took %.0f ms", r->canary.file,
-			(double)r->canary.read_us / 1000.0);
+		log_fields_full(LOG_PRIO_WARNING,
+				&(struct log_fields){ LOG_MID_CHECK, "memcg", -1, NULL },
+				"memcg read-latency canary: %s took %.0f ms", r->canary.file,
+				(double)r->canary.read_us / 1000.0);
 }
 
 static int metrics(struct periodic *p, struct report *r)
@@ -94,8 +95,10 @@ static int metrics(struct periodic *p, struct report *r)
 	node_read_reclaim(cfg, r);
 	e = metrics_write(r, cfg->agent.metrics_textfile);
 	if (e < 0)
-		log_fields_full(LOG_PRIO_ERR, &(struct log_fields){ LOG_MID_METRICS, NULL, -1, NULL },
-			"Failed to write metrics '%s': %s", cfg->agent.metrics_textfile, strerror(-e));
+		log_fields_full(LOG_PRIO_ERR,
+				&(struct log_fields){ LOG_MID_METRICS, NULL, -1, NULL },
+				"Failed to write metrics '%s': %s", cfg->agent.metrics_textfile,
+				strerror(-e));
 	return e;
 }
 
@@ -139,8 +142,9 @@ static void log_changes(struct periodic *p, const char *const names[],
 		if (p->last[i] == (int)res[i].status)
 			continue;
 		log_fields_full(res[i].status == NPD_PROBLEM ? LOG_PRIO_WARNING : LOG_PRIO_INFO,
-			&(struct log_fields){ LOG_MID_CHECK, names[i], -1, NULL }, "check %s: %s: %s",
-			names[i], npd_status_name(res[i].status), res[i].msg);
+				&(struct log_fields){ LOG_MID_CHECK, names[i], -1, NULL },
+				"check %s: %s: %s", names[i], npd_status_name(res[i].status),
+				res[i].msg);
 		p->last[i] = (int)res[i].status;
 	}
 }
@@ -156,7 +160,6 @@ int periodic_cycle(struct periodic *p)
 
 	/* first: `check memcg` in this cycle (and in NPD's container) reads what it publishes */
 	(void)units_publish_due(&p->units, &p->ctx->cfg, now_monotonic_ms(), now_realtime_ms());
-	p->pods.shared = kube_agent_client(p->ka);
 	(void)pods_publish_due(&p->pods, &p->ctx->cfg, now_monotonic_ms(), now_realtime_ms());
 	(void)census_publish_due(&p->census, p->ctx, now_monotonic_ms(), now_realtime_ms());
 	if (!p->ka && !p->ctx->cfg.agent.metrics_textfile[0] &&
@@ -184,7 +187,8 @@ int periodic_cycle(struct periodic *p)
 		return -ENOMEM;
 	report_node_name(r, &p->ctx->hf);
 	for (size_t i = 0; i < n && i < REPORT_CHECKS_MAX; i++) {
-		r->checks[i] = (struct report_check){ names[i], conditions_for_check(names[i]), res[i] };
+		r->checks[i] =
+			(struct report_check){ names[i], conditions_for_check(names[i]), res[i] };
 		r->nchecks++;
 	}
 	canary(p, r);
@@ -280,8 +284,10 @@ void periodic_free(struct periodic *p)
 		while (!atomic_load(&p->done) && now_monotonic_ms() < deadline)
 			usleep(20000);
 		if (!atomic_load(&p->done)) {
-			/* a cycle is stuck in a drain or a slow API call: leave it to process exit */
-			log_fields_full(LOG_PRIO_WARNING, NULL, "periodic work still running at exit");
+			/* a cycle is stuck in a drain or a slow API call: leave it to process exit
+			 * */
+			log_fields_full(LOG_PRIO_WARNING, NULL,
+					"periodic work still running at exit");
 			return;
 		}
 		pthread_join(p->thread, NULL);

@@ -66,13 +66,16 @@ int burst_profiles_new(const struct cz_ctx *ctx, unsigned ncpu, struct burst_pro
 	bp->peeked = calloc(ncpu, sizeof(*bp->peeked));
 	bp->hot = calloc(ncpu, sizeof(*bp->hot));
 	bp->cost = calloc(ncpu, sizeof(*bp->cost));
-	r = bp->buf && bp->why && bp->live && bp->peeked && bp->hot && bp->cost ? profiler_new(&ctx->hf, ncpu, &o, &bp->p) : -ENOMEM;
+	r = bp->buf && bp->why && bp->live && bp->peeked && bp->hot && bp->cost
+		    ? profiler_new(&ctx->hf, ncpu, &o, &bp->p)
+		    : -ENOMEM;
 	if (r < 0) {
 		burst_profiles_free(bp);
 		return r;
 	}
 	/* symbols now, not when the first burst starts (a failure is remembered and reported
-	 * with that burst, after the missing privilege to open the event, if that is missing too) */
+	 * with that burst, after the missing privilege to open the event, if that is missing too)
+	 * */
 	(void)profiler_preload(bp->p);
 	*ret = bp;
 	return 0;
@@ -186,15 +189,17 @@ static void finish_burst(struct burst_profiles *bp, struct burst_event *ev)
 		const struct peek_cost *pc = &bp->cost[ev->cpu];
 
 		log_debug("burst cpu%u: %u mid-burst profile peeks, %u written, %.3f ms CPU in all "
-			  "(%.3f ms each), up to %zu bytes", ev->cpu, pc->peeks, pc->writes,
-			  (double)pc->cpu_ns / 1e6, (double)pc->cpu_ns / 1e6 / pc->peeks, pc->bytes);
+			  "(%.3f ms each), up to %zu bytes",
+			  ev->cpu, pc->peeks, pc->writes, (double)pc->cpu_ns / 1e6,
+			  (double)pc->cpu_ns / 1e6 / pc->peeks, pc->bytes);
 	}
 	bp->cost[ev->cpu] = (struct peek_cost){ 0 };
 	len = profiler_stop(bp->p, ev->cpu, true, bp->buf, bp->bytes + 1);
 	if (len > 0)
 		keep(bp, ev, (size_t)len);
 	else
-		snprintf(ev->why, sizeof(ev->why), "%s", len == 0 ? "no samples" : "profile too big");
+		snprintf(ev->why, sizeof(ev->why), "%s",
+			 len == 0 ? "no samples" : "profile too big");
 }
 
 void burst_profiles_peek(struct burst_profiles *bp, struct burst_event *ev)

@@ -146,7 +146,8 @@ int census_scan_records(const struct census_rec *rec, size_t n, const struct cen
 
 int census_bpf_scan(int cgroup_fd, uint32_t max_nodes, uint32_t expect, struct census_scan *ret)
 {
-	return -EOPNOTSUPP;	/* built where bpftool, clang, libbpf or the kernel's BTF were missing */
+	/* built where bpftool, clang, libbpf or the kernel's BTF were missing */
+	return -EOPNOTSUPP;
 }
 
 const char *census_bpf_build(void)

@@ -101,7 +101,8 @@ static const char *reason(int r)
 		return "built without the BPF census";
 	case -EPERM:
 	case -EACCES:
-		/* CRI-O's and podman's RuntimeDefault seccomp profile (containers/common) lets bpf()
+		/* CRI-O's and podman's RuntimeDefault seccomp profile (containers/common) lets
+		 * bpf()
 		 * through only with CAP_SYS_ADMIN; containerd's and Docker's also with CAP_BPF */
 		if (holds_bpf_caps())
 			return "bpf() refused with CAP_BPF and CAP_PERFMON held: seccomp? (CRI-O's "
@@ -135,7 +136,8 @@ static int count(struct census_publisher *p, struct cz_ctx *ctx, uint64_t now_ms
 	if (q < 0 && fd < 0 && q != -ENOENT && q != -ENODATA)
 		/* the hierarchy itself could not be opened (a missing or unreadable host mount):
 		 * not the BPF program's refusal, whatever the errno */
-		snprintf(err, err_size, "cannot open the memory cgroup hierarchy: %s", strerror(-q));
+		snprintf(err, err_size, "cannot open the memory cgroup hierarchy: %s",
+			 strerror(-q));
 	else if (q < 0)
 		snprintf(err, err_size, "%s", reason(q) ? reason(q) : strerror(-q));
 	return q;
@@ -175,11 +177,13 @@ int census_publish(struct census_publisher *p, struct cz_ctx *ctx, uint64_t mono
 		p->last = c;
 		p->has_last = true;
 		if (p->last_rc < 0 || ctx->verbose)
-			log_info("Zombie census: %llu dying memcgs in %llu csses, %.1f ms (load %.1f, "
-				 "walk %.1f)%s", (unsigned long long)c.dying,
-				 (unsigned long long)c.visited, (double)p->last_us / 1000.0,
-				 (double)load_us / 1000.0, (double)walk_us / 1000.0,
-				 c.truncated ? " (cut short)" : "");
+			log_info(
+				"Zombie census: %llu dying memcgs in %llu csses, %.1f ms (load "
+				"%.1f, "
+				"walk %.1f)%s",
+				(unsigned long long)c.dying, (unsigned long long)c.visited,
+				(double)p->last_us / 1000.0, (double)load_us / 1000.0,
+				(double)walk_us / 1000.0, c.truncated ? " (cut short)" : "");
 	}
 	p->last_rc = q;
 	n = census_format(&c, q < 0 ? err : NULL, buf, sizeof(buf));
@@ -188,7 +192,8 @@ int census_publish(struct census_publisher *p, struct cz_ctx *ctx, uint64_t mono
 	q = fileio_write_atomic(cfg->paths.run, CENSUS_FILE,
 				&(struct iovec){ .iov_base = buf, .iov_len = n }, 1, 0644, 0);
 	if (q < 0)
-		return log_error_errno(q, "Failed to write '%s/%s': %m", cfg->paths.run, CENSUS_FILE);
+		return log_error_errno(q, "Failed to write '%s/%s': %m", cfg->paths.run,
+				       CENSUS_FILE);
 	return 0;
 }
 

@@ -16,7 +16,7 @@
 #define CENSUS_BPF_NODES_MAX 200000u	/* csses visited, at most (userspace may lower it) */
 #define CENSUS_BPF_STEPS_MAX (1u << 22)	/* bpf_loop steps: each visits, moves on or goes up */
 #define CENSUS_BPF_DEPTH_MAX 64u	/* levels below the root; deeper subtrees are skipped */
-#define CENSUS_NAME_MAX 96		/* a kernfs name, cut (cri-containerd-<64 hex>.scope fits) */
+#define CENSUS_NAME_MAX      96 /* a kernfs name, cut (cri-containerd-<64 hex>.scope fits) */
 #define CENSUS_END_MAGIC 0x43454e53u	/* "CENS" */
 
 struct census_rec {

@@ -24,7 +24,7 @@ struct kmsg_follow {
 	char run[CZ_PATH_MAX];
 	char buf[2 * RECORD_MAX];
 	size_t have;
-	int64_t boot_wall_ms;		/* CLOCK_REALTIME - CLOCK_MONOTONIC: a record's usec to wall */
+	int64_t boot_wall_ms; /* CLOCK_REALTIME - CLOCK_MONOTONIC: a record's usec to wall */
 	bool dirty_events, dirty_seq;
 	uint64_t saved_ms;		/* monotonic */
 	bool read_err_logged, save_err_logged;
@@ -152,7 +152,8 @@ int kmsg_follow_poll(struct kmsg_follow *f)
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n < 0 && errno == EPIPE) {
-			f->k.overruns++; /* overwritten under us: the next read goes on from the oldest */
+			/* overwritten under us: the next read goes on from the oldest */
+			f->k.overruns++;
 			f->dirty_seq = true;
 			continue;
 		}
@@ -168,7 +169,8 @@ int kmsg_follow_poll(struct kmsg_follow *f)
 	if (f->dirty_events || (f->dirty_seq && now_monotonic_ms() - f->saved_ms >= SEQ_SAVE_MS))
 		r = save(f);
 	if (r < 0 && !f->save_err_logged) {
-		log_warning_errno(r, "Failed to save '%s/%s': %m, ignoring", f->run, RUN_KERNEL_EVENTS);
+		log_warning_errno(r, "Failed to save '%s/%s': %m, ignoring", f->run,
+				  RUN_KERNEL_EVENTS);
 		f->save_err_logged = true;
 	}
 	return r < 0 ? r : kept;

@@ -47,8 +47,10 @@ int kube_agent_new(const struct cz_config *cfg, struct kube_agent **ret)
 		return 0;
 	if (!cfg->kubernetes.node_name[0]) {
 		if (!need) {
-			log_info("Reclaim Events off: no node name (kubernetes.node_name, $NODE_NAME "
-				 "or --node-name)");
+			log_info(
+				"Reclaim Events off: no node name (kubernetes.node_name, "
+				"$NODE_NAME "
+				"or --node-name)");
 			return 0;
 		}
 		return log_error_errno(EINVAL, "No node name: set kubernetes.node_name, $NODE_NAME "
@@ -62,7 +64,8 @@ int kube_agent_new(const struct cz_config *cfg, struct kube_agent **ret)
 	if (r < 0) {
 		free(ka);
 		if (!need) {
-			log_warning_errno(r, "Reclaim Events off: no API client (the reason is above)");
+			log_warning_errno(
+				r, "Reclaim Events off: no API client (the reason is above)");
 			return 0;
 		}
 		return r;
@@ -142,7 +145,8 @@ static int publish(struct kube_agent *ka, const char *const checks[],
 			in[k++] = (struct cond_input){ conditions_for_check(checks[i]),
 						       res[i].status, res[i].msg };
 	snprintf(path, sizeof(path), "/api/v1/nodes/%s", node);
-	/* not "a node without conditions" when unreadable: that would reset every transition time */
+	/* not "a node without conditions" when unreadable: that would reset every transition time
+	 * */
 	r = get_node(ka, &cur);
 	if (r < 0) {
 		snprintf(out, size, "cannot read node %.64s", node);
@@ -186,7 +190,8 @@ static int publish(struct kube_agent *ka, const char *const checks[],
 		(void)event_post(ka->kc, &d);
 	}
 	if (removed)
-		snprintf(out, size, "conditions: %zu set, %zu changed, %d removed", k, nch, removed);
+		snprintf(out, size, "conditions: %zu set, %zu changed, %d removed", k, nch,
+			 removed);
 	else
 		snprintf(out, size, "conditions: %zu set, %zu changed", k, nch);
 	return 0;
@@ -230,7 +235,8 @@ static int hand_off(struct kube_agent *ka, const char *state_dir, char *out, siz
 	snprintf(file, sizeof(file), "%s/" HANDOFF_STATE, state_dir);
 	if (fileio_read_at(AT_FDCWD, file, FILEIO_REGULAR, done, sizeof(done)) > 0 &&
 	    streq(done, drained)) {
-		snprintf(out, size, "reboot hand-off: drain of %.40s already handed to kured", drained);
+		snprintf(out, size, "reboot hand-off: drain of %.40s already handed to kured",
+			 drained);
 		return 0;
 	}
 	fd = open(sentinel, O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK, 0644);
@@ -282,10 +288,12 @@ int kube_agent_cycle(struct kube_agent *ka, struct cz_ctx *ctx, const char *cons
 void kube_agent_recover(struct cz_ctx *ctx, const char *check, struct npd_result *res)
 {
 	int r = recover_store_apply(ctx->cfg.paths.state, check,
-				    conditions_recover_after(&ctx->cfg, check), now_realtime_ms(), res);
+				    conditions_recover_after(&ctx->cfg, check), now_realtime_ms(),
+				    res);
 
 	if (r < 0 && r != -ENOENT)
-		log_warning_errno(r, "Failed to keep %s's recover_after state in '%s': %m, ignoring",
+		log_warning_errno(r,
+				  "Failed to keep %s's recover_after state in '%s': %m, ignoring",
 				  check, ctx->cfg.paths.state);
 }
 

@@ -84,8 +84,8 @@ static void cpu(const struct report *r, FILE *out)
 		if (ev->cpu >= r->ncpu)
 			continue;
 		count[ev->cpu]++;
-		secs[ev->cpu] += ev->end_ms > ev->start_ms ? (double)(ev->end_ms - ev->start_ms) / 1e3
-							   : 0;
+		secs[ev->cpu] +=
+			ev->end_ms > ev->start_ms ? (double)(ev->end_ms - ev->start_ms) / 1e3 : 0;
 		if (ev->peak_pct > peak[ev->cpu])
 			peak[ev->cpu] = ev->peak_pct;
 	}
@@ -151,8 +151,8 @@ static void ena(const struct report *r, FILE *out)
 		       ena_history_resets(&r->ena.ifs[i].hist));
 	help(out, "cpuzombie_ena_allowance_exceeded_total", "counter",
 	     "Packets queued or dropped because an instance network allowance was exceeded.");
-	ena_counters(r, &r->allowance, ENA_CLASS_ALLOWANCE, "cpuzombie_ena_allowance_exceeded_total",
-		     "counter", out);
+	ena_counters(r, &r->allowance, ENA_CLASS_ALLOWANCE,
+		     "cpuzombie_ena_allowance_exceeded_total", "counter", out);
 }
 
 /* The units the agent last read from systemd (report.restarts, filled by the agent). */
@@ -180,8 +180,8 @@ static void census(const struct report *r, FILE *out)
 	help(out, "cpuzombie_memcg_pinned_bytes_by_group", "gauge",
 	     "Bytes the dying memcgs of a group still charge (the agent's BPF census).");
 	for (size_t i = 0; i < r->census.ngroups; i++)
-		series(out, "cpuzombie_memcg_pinned_bytes_by_group", "group", r->census.group[i].key,
-		       r->census.group[i].bytes);
+		series(out, "cpuzombie_memcg_pinned_bytes_by_group", "group",
+		       r->census.group[i].key, r->census.group[i].bytes);
 }
 
 /* remediation.reclaim (memcg/reclaim.h): what the agent's reclaims did, once there was one. */
@@ -254,7 +254,8 @@ int metrics_format(const struct report *r, FILE *out)
 	fputs("\",node=\"", out);
 	label(out, r->node);
 	fputs("\"} 1\n", out);
-	help(out, "cpuzombie_metrics_timestamp_seconds", "gauge", "When these metrics were written.");
+	help(out, "cpuzombie_metrics_timestamp_seconds", "gauge",
+	     "When these metrics were written.");
 	fprintf(out, "cpuzombie_metrics_timestamp_seconds %.3f\n", (double)r->now_ms / 1e3);
 	memcg(r, out);
 	cpu(r, out);

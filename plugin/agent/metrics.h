@@ -24,7 +24,8 @@ struct report;
  *   cpuzombie_cpu_bursts{cpu}, cpuzombie_cpu_burst_seconds{cpu} (in the lookback window),
  *   cpuzombie_cpu_burst_window_seconds, cpuzombie_cpu_burst_peak_percent{cpu}
  *   cpuzombie_ena_resets_total{interface,cause} (the driver's reset counters),
- *   cpuzombie_ena_resets_window{interface}, cpuzombie_ena_allowance_exceeded_total{interface,counter}
+ *   cpuzombie_ena_resets_window{interface},
+ * cpuzombie_ena_allowance_exceeded_total{interface,counter}
  *   cpuzombie_check_status{check,condition} (0 OK, 1 problem, 2 unknown),
  *   cpuzombie_condition_true{check,condition} (1 when True)
  * Returns 0 or -EIO.

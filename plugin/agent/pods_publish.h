@@ -3,11 +3,12 @@
 #define CZ_PODS_PUBLISH_H
 
 /*
- * The agent's half of memcg/pods.h: every UNITS_PUBLISH_MS, when it knows its node
- * (kubernetes.node_name / $NODE_NAME) and an API server (kubernetes.kubeconfig, else in
- * cluster), it lists this node's pods (GET /api/v1/pods?fieldSelector=spec.nodeName=NODE: RBAC
- * list pods, chart value agent.podNames) and publishes UID -> namespace/name in the run dir, so
- * `check memcg` in NPD's container names the pod whose cgroup holds the dying memcgs.
+ * The agent's half of memcg/pods.h: every UNITS_PUBLISH_MS it lists the kubelet's pod log
+ * directories (paths.pod_logs, /var/log/pods/NAMESPACE_NAME_UID; the chart mounts the host's
+ * read-only, chart value agent.podNames) and publishes UID -> namespace/name in the run dir, so
+ * `check memcg` in NPD's container names the pod whose cgroup holds the dying memcgs. What the
+ * node itself has: no API call, no RBAC grant (issue 29 item 7: it was `list pods` cluster-wide).
+ * The directory names only are read, never a log.
  */
 
 #include <stdbool.h>
@@ -15,25 +16,23 @@
 
 #include "base/config.h"
 
-struct kube_client;
+#define PODS_DIRS_MAX 10000	/* directories read at most; the kubelet runs up to 110 pods */
 
 struct pods_publisher {
 	uint64_t next_ms;		/* monotonic: next publication due (0: now) */
-	struct kube_client *shared;	/* the Kubernetes side's client, when there is one */
-	struct kube_client *kc;		/* else our own, made on first use */
-	bool no_client;			/* it could not be made: no more attempts */
 	int last_rc;			/* of the last attempt, to log changes only */
 };
 
 /*
- * pods_publish_due - list and publish when due and the node name is known. Returns 1 when it
- * published, 0 when not due or not configured, -errno when the API call or the write failed
- * (logged when the outcome changed).
+ * pods_publish_due - list and publish when due and paths.pod_logs is set. Returns 1 when it
+ * published, 0 when not due, not configured or the directory does not exist (no kubelet on
+ * this host: nothing is logged), -errno when the directory could not be read or
+ * the write failed (logged when the outcome changed).
  */
 int pods_publish_due(struct pods_publisher *p, const struct cz_config *cfg, uint64_t mono_ms,
 		     uint64_t now_ms);
 
-/* pods_publisher_clear - free the client. */
+/* pods_publisher_clear - nothing is held; kept for the agent's teardown. */
 void pods_publisher_clear(struct pods_publisher *p);
 
 #endif

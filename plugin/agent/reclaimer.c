@@ -193,7 +193,7 @@ int reclaimer_cycle(struct cz_ctx *ctx, int status, struct kube_client *kc,
 			in.has_memory_reclaim = fd >= 0 || fd != -ENOENT;
 		}
 	} else {
-		in.status = status == NPD_PROBLEM ? NPD_UNKNOWN : status;	/* never act blind */
+		in.status = status == NPD_PROBLEM ? NPD_UNKNOWN : status; /* never act blind */
 	}
 	reclaim_plan(&in, &s, &plan);
 	snprintf(out, size, "reclaim: %s", plan.why);

@@ -68,8 +68,10 @@ int agent_reload_prepare(const struct agent_opts *ao, struct cz_config *next, st
 			nl = strchr(line, '\n');
 			log_error("%.*s", nl ? (int)(nl - line) : (int)strlen(line), line);
 		}
-		return log_error_errno(r == -EDOM ? -EINVAL : r, "Failed to reload the configuration "
-				       "from '%s' on SIGHUP, keeping the running one: %m", file);
+		return log_error_errno(r == -EDOM ? -EINVAL : r,
+				       "Failed to reload the configuration "
+				       "from '%s' on SIGHUP, keeping the running one: %m",
+				       file);
 	}
 	r = hostfs_open(hf, next->paths.proc, next->paths.sys);
 	if (r < 0) {

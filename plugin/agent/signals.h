@@ -30,7 +30,8 @@ bool agent_signals_take_reload(void);
 /*
  * agent_reload_prepare - load the configuration again (the file and the command line's overrides
  * of @ao, config_load_effective) into *@next and open its host roots into *@hf, without touching
- * the running context (its sampler and periodic thread are still using it). On failure logs what was wrong and that the old configuration stays, and
+ * the running context (its sampler and periodic thread are still using it). On failure logs what
+ * was wrong and that the old configuration stays, and
  * returns -errno; on success the caller stops its work and calls agent_reload_apply().
  */
 int agent_reload_prepare(const struct agent_opts *ao, struct cz_config *next, struct hostfs *hf);

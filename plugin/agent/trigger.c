@@ -49,7 +49,8 @@ int trigger_publish(struct cz_ctx *ctx, struct kube_agent *ka, unsigned what, ch
 			continue;
 		res[n] = (struct npd_result){ .status = NPD_UNKNOWN };
 		c->run(ctx, &res[n]);
-		kube_agent_recover(ctx, c->name, &res[n]); /* the same recover_after as the cycle's */
+		kube_agent_recover(ctx, c->name,
+				   &res[n]); /* the same recover_after as the cycle's */
 		names[n++] = c->name;
 	}
 	if (n == 0)

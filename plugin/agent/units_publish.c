@@ -30,7 +30,8 @@ int units_publish(struct units_publisher *p, const struct cz_config *cfg, uint64
 	q = fileio_write_atomic(cfg->paths.run, UNITS_FILE,
 				&(struct iovec){ .iov_base = buf, .iov_len = n }, 1, 0644, 0);
 	if (q < 0)
-		return log_error_errno(q, "Failed to write '%s/%s': %m", cfg->paths.run, UNITS_FILE);
+		return log_error_errno(q, "Failed to write '%s/%s': %m", cfg->paths.run,
+				       UNITS_FILE);
 	return 0;
 }
 

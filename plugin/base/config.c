@@ -49,13 +49,18 @@ struct key_def {
 	size_t off, size;
 };
 
-#define K(sec, k, t, field) { sec, k, t, offsetof(struct cz_config, field), sizeof(((struct cz_config *)0)->field) }
+#define K(sec, k, t, field)                                                                        \
+	{                                                                                          \
+		sec, k, t, offsetof(struct cz_config, field),                                      \
+			sizeof(((struct cz_config *)0)->field)                                     \
+	}
 
 static const struct key_def keys[] = {
 	K("paths", "proc", T_STR, paths.proc),
 	K("paths", "sys", T_STR, paths.sys),
 	K("paths", "state", T_STR, paths.state),
 	K("paths", "run", T_STR, paths.run),
+	K("paths", "pod_logs", T_STR, paths.pod_logs),
 	K("memcg", "min_dying", T_U64, memcg.min_dying),
 	K("memcg", "max_ratio", T_RATIO, memcg.max_ratio),
 	K("memcg", "latency_canary", T_DUR, memcg.latency_canary_ms),
@@ -234,6 +239,7 @@ void config_defaults(struct cz_config *cfg)
 	snprintf(cfg->paths.sys, sizeof(cfg->paths.sys), "/sys");
 	snprintf(cfg->paths.state, sizeof(cfg->paths.state), "/var/lib/cpuzombie");
 	snprintf(cfg->paths.run, sizeof(cfg->paths.run), "/run/cpuzombie");
+	snprintf(cfg->paths.pod_logs, sizeof(cfg->paths.pod_logs), "/var/log/pods");
 	cfg->memcg.min_dying = 1000;
 	cfg->memcg.max_ratio = 10;
 	cfg->memcg.latency_canary_ms = 10 * 60 * 1000;
@@ -334,6 +340,67 @@ static bool has_nul(const yaml_node_t *n)
 	       strlen((const char *)n->data.scalar.value) != n->data.scalar.length;
 }
 
+/*
+ * Host directories whose files the agent must never be given to write (the chart mounts a host
+ * file's directory writable): exactly these, and (HOST_TREE) everything below them too.
+ */
+#define HOST_TREE 1
+static const struct {
+	const char *dir;
+	int tree;
+} host_refused[] = {
+	{ "/", 0 },		{ "/run", 0 },		  { "/var/run", 0 },
+	{ "/var", 0 },		{ "/var/lib", 0 },	  { "/var/log", 0 },
+	{ "/tmp", 0 },		{ "/var/tmp", 0 },	  { "/home", 0 },
+	{ "/opt", 0 },		{ "/srv", 0 },		  { "/mnt", 0 },
+	{ "/media", 0 },	{ "/etc", HOST_TREE },	  { "/usr", HOST_TREE },
+	{ "/bin", HOST_TREE },	{ "/sbin", HOST_TREE },	  { "/lib", HOST_TREE },
+	{ "/lib32", HOST_TREE }, { "/lib64", HOST_TREE }, { "/boot", HOST_TREE },
+	{ "/root", HOST_TREE },	{ "/proc", HOST_TREE },	  { "/sys", HOST_TREE },
+	{ "/dev", HOST_TREE },	{ "/run/containerd", HOST_TREE }, { "/run/crio", HOST_TREE },
+	{ "/run/docker", HOST_TREE }, { "/run/dbus", HOST_TREE }, { "/run/systemd", HOST_TREE },
+	{ "/var/run/containerd", HOST_TREE }, { "/var/run/crio", HOST_TREE },
+	{ "/var/run/docker", HOST_TREE }, { "/var/run/dbus", HOST_TREE },
+	{ "/var/lib/kubelet", HOST_TREE }, { "/var/lib/containerd", HOST_TREE },
+	{ "/var/lib/containers", HOST_TREE }, { "/var/lib/docker", HOST_TREE },
+	{ "/var/lib/etcd", HOST_TREE }, { "/var/log/pods", HOST_TREE },
+	{ "/var/log/containers", HOST_TREE },
+};
+
+const char *config_host_file_refused(const char *path)
+{
+	size_t len = strlen(path), dlen;
+	const char *slash;
+
+	if (path[0] != '/')
+		return "not an absolute path";
+	for (const char *c = path; *c; c++)
+		if (c[0] == '/' && c[1] == '.' &&
+		    (c[2] == '/' || !c[2] || (c[2] == '.' && (c[3] == '/' || !c[3]))))
+			return "a '.' or '..' component";
+	if (path[len - 1] == '/' || strstr(path, "//"))
+		return "not a file's path";
+	slash = strrchr(path, '/');
+	dlen = slash == path ? 1 : (size_t)(slash - path);
+	for (size_t i = 0; i < ARRAY_SIZE(host_refused); i++) {
+		const char *d = host_refused[i].dir;
+		size_t n = strlen(d);
+
+		if ((dlen == n && memcmp(path, d, n) == 0) ||
+		    (host_refused[i].tree && dlen > n && memcmp(path, d, n) == 0 && path[n] == '/'))
+			return "its directory is a system one that would be mounted writable; use "
+			       "a "
+			       "directory of its own (e.g. /var/lib/cpuzombie/)";
+	}
+	return NULL;
+}
+
+static bool host_file_key(const struct key_def *k)
+{
+	return (streq(k->section, "agent") && streq(k->key, "metrics_textfile")) ||
+	       (streq(k->section, "remediation") && streq(k->key, "reboot_sentinel"));
+}
+
 /* True (with the allowed range in @buf) when a duration key's value is outside bounds[]. */
 static bool out_of_bounds(const struct key_def *k, const void *val, char *buf, size_t size)
 {
@@ -352,8 +419,8 @@ static bool out_of_bounds(const struct key_def *k, const void *val, char *buf, s
 			return false;
 		format_duration(b->lo_ms, lo, sizeof(lo));
 		format_duration(b->hi_ms, hi, sizeof(hi));
-		snprintf(buf, size, "%s%s..%s%s%s%s", k->type == T_DUR && b->lo_ms ? "0 or " : "", lo,
-			 hi, b->why ? " (" : "", b->why ? b->why : "", b->why ? ")" : "");
+		snprintf(buf, size, "%s%s..%s%s%s%s", k->type == T_DUR && b->lo_ms ? "0 or " : "",
+			 lo, hi, b->why ? " (" : "", b->why ? b->why : "", b->why ? ")" : "");
 		return true;
 	}
 	return false;
@@ -411,8 +478,8 @@ static int set_list(struct loader *ld, const struct key_def *k, const yaml_node_
 		if (!s || (counters  ? !valid_counter_name(s)
 			   : ifnames ? !valid_ifname(s) /* any name the kernel takes */
 				     : !valid_name(s, CZ_NAME_MAX - 1))) {
-			add_err(ld, item ? item : val, "key '%s.%s': invalid entry '%s'", k->section,
-				k->key, s ? s : "(not a string)");
+			add_err(ld, item ? item : val, "key '%s.%s': invalid entry '%s'",
+				k->section, k->key, s ? s : "(not a string)");
 			return -EINVAL;
 		}
 		if (tmp.n >= CZ_LIST_MAX) {
@@ -511,7 +578,8 @@ static int set_scalar(const struct key_def *k, const char *s, void *dst, const c
 		return 0;
 	case T_BUDGET:
 		if (set_budget(s, dst, k->size) < 0)
-			return *why = "expected a node count >= 1 or a percentage such as 10%", -EINVAL;
+			return *why = "expected a node count >= 1 or a percentage such as 10%",
+			       -EINVAL;
 		return 0;
 	default:
 		return *why = "internal: unknown type", -EINVAL;
@@ -576,7 +644,8 @@ static void load_section(struct loader *ld, yaml_document_t *doc, const char *se
 		}
 		s = scalar(vn);
 		if (!s) {
-			add_err(ld, vn ? vn : kn, "key '%s.%s': expected a single value", section, key);
+			add_err(ld, vn ? vn : kn, "key '%s.%s': expected a single value", section,
+				key);
 			continue;
 		}
 		if (has_nul(vn)) {
@@ -588,6 +657,8 @@ static void load_section(struct loader *ld, yaml_document_t *doc, const char *se
 		else if (out_of_bounds(k, (char *)ld->cfg + k->off, range, sizeof(range)))
 			add_err(ld, vn, "key '%s.%s': out of range, expected %s, got '%.64s'",
 				section, key, range, s);
+		else if (host_file_key(k) && s[0] && (why = config_host_file_refused(s)))
+			add_err(ld, vn, "key '%s.%s': %s, got '%.64s'", section, key, why, s);
 	}
 }
 
@@ -647,8 +718,8 @@ static bool valid_zone(const char *s)
 	if (!*s || *s == '/' || strstr(s, ".."))
 		return false;
 	for (; *s; s++)
-		if (!((*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') || (*s >= '0' && *s <= '9') ||
-		      *s == '/' || *s == '_' || *s == '-' || *s == '+'))
+		if (!((*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') ||
+		      (*s >= '0' && *s <= '9') || *s == '/' || *s == '_' || *s == '-' || *s == '+'))
 			return false;
 	return true;
 }
@@ -666,8 +737,10 @@ static void check_guards(struct loader *ld)
 		for (size_t k = 0; k < ARRAY_SIZE(days); k++)
 			ok = ok || strcasecmp(d, days[k]) == 0;
 		if (!ok)
-			add_err(ld, NULL, "key 'remediation.window_days': '%s' is not a day (sun, mon, "
-				"tue, wed, thu, fri, sat)", d);
+			add_err(ld, NULL,
+				"key 'remediation.window_days': '%s' is not a day (sun, mon, "
+				"tue, wed, thu, fri, sat)",
+				d);
 	}
 	if (*c->remediation.window_start && !valid_hhmm(c->remediation.window_start))
 		add_err(ld, NULL, "key 'remediation.window_start': expected HH:MM, got '%s'",
@@ -676,8 +749,10 @@ static void check_guards(struct loader *ld)
 		add_err(ld, NULL, "key 'remediation.window_end': expected HH:MM, got '%s'",
 			c->remediation.window_end);
 	if (!valid_zone(c->remediation.window_timezone))
-		add_err(ld, NULL, "key 'remediation.window_timezone': not a TZ database name such as "
-			"UTC or Europe/Berlin, got '%s'", c->remediation.window_timezone);
+		add_err(ld, NULL,
+			"key 'remediation.window_timezone': not a TZ database name such as "
+			"UTC or Europe/Berlin, got '%s'",
+			c->remediation.window_timezone);
 	if (*c->remediation.kured_daemonset) {
 		const char *k = c->remediation.kured_daemonset, *sl = strchr(k, '/');
 		char ns[CZ_NAME_MAX] = "";
@@ -685,8 +760,10 @@ static void check_guards(struct loader *ld)
 		if (sl && (size_t)(sl - k) < sizeof(ns))
 			memcpy(ns, k, (size_t)(sl - k));
 		if (!sl || !valid_name(ns, CZ_NAME_MAX - 1) || !valid_name(sl + 1, CZ_NAME_MAX - 1))
-			add_err(ld, NULL, "key 'remediation.kured_daemonset': expected NAMESPACE/NAME "
-				"such as kube-system/kured, got '%s'", k);
+			add_err(ld, NULL,
+				"key 'remediation.kured_daemonset': expected NAMESPACE/NAME "
+				"such as kube-system/kured, got '%s'",
+				k);
 	}
 	if (c->remediation.breaker_max > 64)
 		add_err(ld, NULL, "key 'remediation.breaker_max': more than 64 (the history kept)");
@@ -715,7 +792,8 @@ static int check_consistency(struct loader *ld)
 		add_err(ld, NULL, "key 'cpu.lookback': longer than a day");
 	for (size_t i = 0; i < c->ena.interfaces.n; i++)
 		if (strlen(c->ena.interfaces.item[i]) > 15) /* IFNAMSIZ - 1 */
-			add_err(ld, NULL, "key 'ena.interfaces': '%s' is longer than an interface name",
+			add_err(ld, NULL,
+				"key 'ena.interfaces': '%s' is longer than an interface name",
 				c->ena.interfaces.item[i]);
 	check_guards(ld);
 	return ld->nerr ? -EINVAL : 0;

@@ -28,7 +28,7 @@ struct cz_strlist {
 
 /* Which part of a core's time counts toward saturation (cpu.metric). */
 enum cz_cpu_metric {
-	CZ_METRIC_SYSTEM,	   /* "system": kernel time outside interrupts (the Pinterest case) */
+	CZ_METRIC_SYSTEM, /* "system": kernel time outside interrupts (the Pinterest case) */
 	CZ_METRIC_SYSTEM_IRQ,	   /* "system+irq+softirq" */
 	CZ_METRIC_BUSY,		   /* "busy": everything but idle and iowait */
 };
@@ -43,7 +43,7 @@ enum cz_remediation_mode {
 /* remediation.reclaim: how the agent frees the dying memcgs (agent/reclaim.h) */
 enum cz_reclaim_mode {
 	CZ_RECLAIM_OFF,
-	CZ_RECLAIM_MEMORY_RECLAIM,	/* "memory.reclaim": v2 proactive reclaim, else drop_caches */
+	CZ_RECLAIM_MEMORY_RECLAIM, /* "memory.reclaim": v2 proactive reclaim, else drop_caches */
 	CZ_RECLAIM_DROP_CACHES,		/* "drop_caches": vm.drop_caches=1 (page cache only) */
 };
 
@@ -53,6 +53,7 @@ struct cz_config {
 		char sys[CZ_PATH_MAX];		/* /sys */
 		char state[CZ_PATH_MAX];	/* /var/lib/cpuzombie */
 		char run[CZ_PATH_MAX];		/* /run/cpuzombie */
+		char pod_logs[CZ_PATH_MAX]; /* /var/log/pods (the kubelet's); "" = no pod names */
 	} paths;
 	struct {
 		uint64_t min_dying;		/* 1000 */
@@ -60,7 +61,7 @@ struct cz_config {
 		uint64_t latency_canary_ms;	/* 10m: at most one canary read per this; 0 = off */
 		bool systemd_hints;		/* true */
 		uint64_t census_interval_ms;	/* 10m: the agent's zombie census (BPF); 0 = off */
-		uint64_t recover_after_ms;	/* 0: MemcgZombieLeak False only after OK this long */
+		uint64_t recover_after_ms; /* 0: MemcgZombieLeak False only after OK this long */
 		bool condition;			/* true; false: no MemcgZombieLeak (removed) */
 	} memcg;
 	struct {
@@ -80,7 +81,7 @@ struct cz_config {
 		uint64_t profile_hz;		/* 99 */
 		uint64_t profile_max_ms;	/* 30s: a profile samples at most this long */
 		uint64_t profile_bytes;		/* 65536: folded stacks kept per burst */
-		uint64_t recover_after_ms;	/* 0: CPUCoreSaturation False only after OK this long */
+		uint64_t recover_after_ms; /* 0: CPUCoreSaturation False only after OK this long */
 		bool condition;			/* true; false: no CPUCoreSaturation (removed) */
 	} cpu;
 	struct {
@@ -89,7 +90,7 @@ struct cz_config {
 		uint64_t window_ms;		/* 1h */
 		uint64_t min_read_interval_ms;	/* 5s: each read holds RTNL */
 		uint64_t conntrack_floor;	/* 0 = off */
-		uint64_t recover_after_ms;	/* 0: ENADeviceReset False only after OK this long */
+		uint64_t recover_after_ms; /* 0: ENADeviceReset False only after OK this long */
 		bool condition;			/* true; false: no ENADeviceReset (removed) */
 		struct cz_strlist reset_counters;
 		struct cz_strlist risk_counters;
@@ -121,7 +122,8 @@ struct cz_config {
 		bool allow_delete;		/* false: evictions only, never a plain delete */
 		bool allow_control_plane;	/* false */
 		uint64_t uncordon_after_ms;	/* 30m */
-		char reboot_sentinel[CZ_PATH_MAX]; /* "" = off; kured: /var/run/reboot-required */
+		char reboot_sentinel
+			[CZ_PATH_MAX]; /* "" = off; e.g. /var/lib/cpuzombie/reboot-required */
 		char lease_namespace[CZ_NAME_MAX]; /* kube-system */
 		char node_selector[CZ_PATH_MAX]; /* remediator: label selector; "" = every node */
 		char leader_namespace[CZ_NAME_MAX]; /* remediator's leader Lease; "" = its pod's */
@@ -129,7 +131,9 @@ struct cz_config {
 		uint64_t reclaim_interval_ms;	/* 1h: at most one reclaim per this */
 		/* fleet guards (cluster/guard.h) */
 		char max_unhealthy[16];		/* "20%": storm guard, a count or a percentage */
-		uint64_t max_unhealthy_min_nodes; /* 6: the storm guard holds in selections this big */
+		uint64_t
+			/* 6: the storm guard holds in selections this big */
+			max_unhealthy_min_nodes;
 		uint64_t breaker_max;		/* 0 = off: remediations per breaker_window */
 		uint64_t breaker_window_ms;	/* 1h */
 		uint64_t drain_gap_ms;		/* 0 = off: between two remediations cluster-wide */
@@ -193,5 +197,15 @@ bool config_strlist_has(const struct cz_strlist *l, const char *name);
  */
 #include <stdio.h>
 int config_dump(const struct cz_config *cfg, FILE *out);
+
+/*
+ * config_host_file_refused - pure: why @path may not be a file the agent writes on the host
+ * (agent.metrics_textfile, remediation.reboot_sentinel), or NULL when it may. The chart mounts
+ * the file's directory writable into the agent, so that directory must be one of its own: not
+ * relative, no "." or ".." component, and not "/", a system directory ("/run", "/var/run",
+ * "/etc", "/var", "/usr", ...) or anything under the kernel's, the runtime's or the kubelet's
+ * trees ("/proc", "/sys", "/dev", "/etc", "/run/containerd", "/var/lib/kubelet", ...).
+ */
+const char *config_host_file_refused(const char *path);
 
 #endif

@@ -12,11 +12,11 @@
 
 /* Counters that only move when the driver resets (or fails to reset) the device. */
 const char *const ena_default_reset_counters[] = {
-	"total_resets",			/* out-of-tree 2.10+: every reset */
-	"reset_fail",			/* upstream 6.10+ and out-of-tree: the reset did not recover */
-	"tx_timeout",			/* netdev watchdog fired (ndo_tx_timeout) -> reset */
-	"wd_expired",			/* device keep-alive missed -> reset */
-	"admin_q_pause",		/* admin queue stopped -> reset */
+	"total_resets",  /* out-of-tree 2.10+: every reset */
+	"reset_fail",    /* upstream 6.10+ and out-of-tree: the reset did not recover */
+	"tx_timeout",    /* netdev watchdog fired (ndo_tx_timeout) -> reset */
+	"wd_expired",    /* device keep-alive missed -> reset */
+	"admin_q_pause", /* admin queue stopped -> reset */
 	/* out-of-tree 2.10+: one per ENA_REGS_RESET_* reason */
 	"suspected_poll_starvation",
 	"missing_tx_cmpl",

@@ -48,9 +48,10 @@ static void decide(void)
 {
 	struct stat st;
 
-	journal = fstat(STDERR_FILENO, &st) == 0 &&
-		  log_journal_stream_matches(getenv("JOURNAL_STREAM"), (unsigned long long)st.st_dev,
-					     (unsigned long long)st.st_ino);
+	journal =
+		fstat(STDERR_FILENO, &st) == 0 &&
+		log_journal_stream_matches(getenv("JOURNAL_STREAM"), (unsigned long long)st.st_dev,
+					   (unsigned long long)st.st_ino);
 }
 
 bool log_to_journal(void)

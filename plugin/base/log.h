@@ -89,7 +89,8 @@ int log_full_errno(enum log_prio prio, int err, const struct log_fields *f, cons
 #define log_notice(...) ((void)log_full_errno(LOG_PRIO_NOTICE, 0, NULL, __VA_ARGS__))
 #define log_info(...) ((void)log_full_errno(LOG_PRIO_INFO, 0, NULL, __VA_ARGS__))
 #define log_debug(...) ((void)log_full_errno(LOG_PRIO_DEBUG, 0, NULL, __VA_ARGS__))
-/* With structured fields (the second argument): log_fields_full(LOG_PRIO_NOTICE, &f, "...", ...). */
+/* With structured fields (the second argument): log_fields_full(LOG_PRIO_NOTICE, &f, "...", ...).
+ * */
 #define log_fields_full(prio, ...) ((void)log_full_errno((prio), 0, __VA_ARGS__))
 
 #endif

@@ -337,7 +337,8 @@ static int load_typed(const char *dir, const struct state_type *t, void *obj, bo
 		return r;
 	if (len > t->max && !writer)
 		return -EBADMSG;
-	if (len > t->max) { /* discarded means moved aside, as an unparsable one (fuzz_state_typed) */
+	if (len >
+	    t->max) { /* discarded means moved aside, as an unparsable one (fuzz_state_typed) */
 		if (!read_only)
 			move_aside(dir, t->name, "", "oversized");
 		return STATE_DISCARDED;

@@ -103,7 +103,8 @@ int state_save_volatile(const char *dir, const char *name, const char *payload, 
  */
 void state_set_read_only(bool ro);
 
-/* ---- typed state ------------------------------------------------------------------------------ */
+/* ---- typed state ------------------------------------------------------------------------------
+ * */
 
 /* How one state file is parsed and formatted; defined once, by the module owning the state. */
 struct state_type {
@@ -226,7 +227,8 @@ void state_move_aside(const char *dir, const char *name, const char *why);
  * (-ELOOP, -EISDIR, -EBADFD), or NULL for any other error. */
 const char *state_not_ours(int err);
 
-/* ---- raw payloads ----------------------------------------------------------------------------- */
+/* ---- raw payloads -----------------------------------------------------------------------------
+ * */
 
 /*
  * state_parse_envelope - pure: validate a whole file's bytes (header, version, name, trailer

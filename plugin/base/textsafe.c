@@ -147,9 +147,12 @@ static void run(struct sink *k, enum textsafe_kind kind, const char *s, size_t l
 			i++;
 			continue;
 		}
-		cp = n == 1 ? p[i] : n == 2 ? (unsigned)(p[i] & 0x1f) << 6 | (p[i + 1] & 0x3f) : 0x100;
+		cp = n == 1   ? p[i]
+		     : n == 2 ? (unsigned)(p[i] & 0x1f) << 6 | (p[i + 1] & 0x3f)
+			      : 0x100;
 		if (kind == TEXTSAFE_PROM && cp == '\n') {
-			put(k, "\\n", 2); /* the exposition format's own escape: the value keeps it */
+			put(k, "\\n",
+			    2); /* the exposition format's own escape: the value keeps it */
 		} else if (cp < 0x20 || cp == 0x7f || (cp >= 0x80 && cp <= 0x9f)) {
 			if (kind == TEXTSAFE_PROM)
 				put(k, "\\", 1); /* the label value's escape of our backslash */

@@ -5,7 +5,8 @@
 /*
  * Points in time as a person types them for `report --since/--until`: relative to now ("3h",
  * "90m", "1h30m": that long ago; "now"), or absolute in UTC ("2026-12-01T03:10",
- * "2026-12-01 03:10:25", with an optional trailing "Z"), or seconds since the epoch ("@1796094600").
+ * "2026-12-01 03:10:25", with an optional trailing "Z"), or seconds since the epoch
+ * ("@1796094600").
  * Times are UTC because the kernel log, the journal's --utc and the API server all are; a local
  * time would silently shift the window on nodes with another zone.
  */

@@ -131,7 +131,9 @@ char *format_duration(uint64_t ms, char *buf, size_t size)
 	static const struct {
 		const char *name;
 		uint64_t ms;
-	} units[] = { { "d", 86400000 }, { "h", 3600000 }, { "m", 60000 }, { "s", 1000 }, { "ms", 1 } };
+	} units[] = {
+		{ "d", 86400000 }, { "h", 3600000 }, { "m", 60000 }, { "s", 1000 }, { "ms", 1 }
+	};
 	size_t off = 0;
 
 	if (size == 0)

@@ -20,8 +20,10 @@ void condmsg_memcg_head(struct npd_result *res, enum npd_status st, uint64_t dyi
 		npd_set(res, st, "%" PRIu64 " dying memcgs vs %" PRIu64 " live (%s >= x%g)", dying,
 			live, rb, cfg->memcg.max_ratio);
 	else
-		npd_set(res, st, "%" PRIu64 " dying memcgs vs %" PRIu64 " live (%s; limits %" PRIu64
-			" dying and x%g)", dying, live, rb, cfg->memcg.min_dying, cfg->memcg.max_ratio);
+		npd_set(res, st,
+			"%" PRIu64 " dying memcgs vs %" PRIu64 " live (%s; limits %" PRIu64
+			" dying and x%g)",
+			dying, live, rb, cfg->memcg.min_dying, cfg->memcg.max_ratio);
 }
 
 void condmsg_memcg_growth(struct npd_result *res, double per_hour)

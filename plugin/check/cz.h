@@ -4,7 +4,8 @@
 
 /*
  * What every check (and every subcommand) receives: the effective config (file, then
- * command-line overrides) and the opened host roots. Built once by main.c. The subcommands are declared
+ * command-line overrides) and the opened host roots. Built once by main.c. The subcommands are
+ * declared
  * in cmd/cmd.h; each check's I/O edge, which the report and the agent share, in its domain's
  * check_X.h; the table of checks in node/checks.h.
  */

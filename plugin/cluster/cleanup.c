@@ -105,7 +105,7 @@ static int clean_node(json_object *node, void *userdata)
 
 	r->st->nodes++;
 	if (!valid_name(name, 253))
-		return 0;	/* not a name we could put in a path: nothing of ours can be there */
+		return 0; /* not a name we could put in a path: nothing of ours can be there */
 	snprintf(path, sizeof(path), "/api/v1/nodes/%s/status", name);
 	{
 		_cleanup_(json_object_putp) json_object *p = NULL;

@@ -142,8 +142,10 @@ static int build_envp(const struct kube_exec *e, char ***ret, char **ret_info)
 		n++;
 	while (e->env[extra])
 		extra++;
-	if (asprintf(&info, "KUBERNETES_EXEC_INFO={\"apiVersion\":\"%s\",\"kind\":\"ExecCredential\","
-		     "\"spec\":{\"interactive\":false}}", e->api_version) < 0)
+	if (asprintf(&info,
+		     "KUBERNETES_EXEC_INFO={\"apiVersion\":\"%s\",\"kind\":\"ExecCredential\","
+		     "\"spec\":{\"interactive\":false}}",
+		     e->api_version) < 0)
 		return -ENOMEM;
 	envp = calloc(n + extra + 2, sizeof(*envp));
 	if (!envp) {
@@ -320,8 +322,10 @@ static void log_plugin_stderr(const char *cmd, struct err_buf *eb, bool failed)
 		lines++;
 	}
 	if (pos < eb->n || eb->dropped)
-		log_full_errno(prio, 0, NULL, "Exec credential plugin '%s' said more (%zu bytes not "
-			       "shown)", cmd, (pos < eb->n ? eb->n - pos : 0) + eb->dropped);
+		log_full_errno(prio, 0, NULL,
+			       "Exec credential plugin '%s' said more (%zu bytes not "
+			       "shown)",
+			       cmd, (pos < eb->n ? eb->n - pos : 0) + eb->dropped);
 }
 
 /* Wait (until @deadline) for the plugin to end without reaping it, kill its whole group, reap. */
@@ -332,7 +336,8 @@ static int finish(pid_t pid, uint64_t deadline, bool kill_now)
 
 	while (!kill_now) {
 		si.si_pid = 0;
-		if (waitid(P_PID, (id_t)pid, &si, WEXITED | WNOHANG | WNOWAIT) < 0 && errno != EINTR)
+		if (waitid(P_PID, (id_t)pid, &si, WEXITED | WNOHANG | WNOWAIT) < 0 &&
+		    errno != EINTR)
 			break;
 		if (si.si_pid == pid || now_monotonic_ms() >= deadline)
 			break;
@@ -405,19 +410,23 @@ static int exec_credential(struct creds *c)
 	creds_invalidate(c);
 	r = creds_exec_run(&c->auth.exec, c->timeout_ms, &text);
 	if (r == -ETIME)
-		return log_error_errno(EACCES, "Exec credential plugin '%s' ran longer than %llums: "
-				       "killed with its process group", cmd,
-				       (unsigned long long)c->timeout_ms);
+		return log_error_errno(EACCES,
+				       "Exec credential plugin '%s' ran longer than %llums: "
+				       "killed with its process group",
+				       cmd, (unsigned long long)c->timeout_ms);
 	if (r < 0)
 		return log_error_errno(EACCES, "Exec credential plugin '%s' failed: %s", cmd,
 				       r == -ECHILD ? "it exited with an error" : strerror(-r));
 	r = creds_exec_parse(text, &res);
 	if (r == -EINVAL)
-		return log_error_errno(EACCES, "Exec credential plugin '%s' printed no ExecCredential "
+		return log_error_errno(EACCES,
+				       "Exec credential plugin '%s' printed no ExecCredential "
 				       "with a usable token (control characters are refused) or "
-				       "certificate", cmd);
+				       "certificate",
+				       cmd);
 	if (r < 0)
-		return log_error_errno(EACCES, "Exec credential plugin '%s': %s", cmd, strerror(-r));
+		return log_error_errno(EACCES, "Exec credential plugin '%s': %s", cmd,
+				       strerror(-r));
 	c->exec = res;
 	c->have_exec = true;
 	return 0;
@@ -438,8 +447,10 @@ int creds_bearer(struct creds *c, char **ret)
 	} else if (a->token_file) {
 		r = creds_read_token_file(a->token_file, &tok);	/* rotates: read every time */
 		if (r == -EINVAL)
-			return log_error_errno(EACCES, "Token file '%s' is empty or contains control "
-					       "characters: refused", a->token_file);
+			return log_error_errno(EACCES,
+					       "Token file '%s' is empty or contains control "
+					       "characters: refused",
+					       a->token_file);
 		if (r == -EFBIG)
 			return log_error_errno(EACCES, "Failed to read token file '%s': larger "
 					       "than %d bytes", a->token_file, CREDS_TOKEN_MAX);

@@ -32,7 +32,7 @@ struct creds;
 /* What an exec plugin printed, parsed. Strings are malloc()ed; creds_exec_clear() frees them. */
 struct creds_exec_result {
 	char *token;			/* status.token, or NULL */
-	char *cert, *key;		/* status.clientCertificateData / clientKeyData (PEM) or NULL */
+	char *cert, *key; /* status.clientCertificateData / clientKeyData (PEM) or NULL */
 	uint64_t expiry_ms;		/* status.expirationTimestamp, 0 = none given */
 };
 
@@ -87,7 +87,8 @@ void creds_exec_clear(struct creds_exec_result *r);
  * plugin and whatever it started in its process group are gone. What it wrote to stderr is
  * logged (log.h makes it safe text: no terminal escape or control byte passes raw), one entry a
  * line, at most CREDS_EXEC_STDERR_LINES lines and CREDS_EXEC_MAX_STDERR bytes, as warnings when
- * it failed and info otherwise (kubectl shows it on the terminal as is). Returns 0, -ETIME (ran past
+ * it failed and info otherwise (kubectl shows it on the terminal as is). Returns 0, -ETIME (ran
+ * past
  * @timeout_ms), -EFBIG (printed too much), -ECHILD (exited non-zero or by a signal), -errno.
  */
 int creds_exec_run(const struct kube_exec *e, uint64_t timeout_ms, char **ret);

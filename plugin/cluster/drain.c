@@ -21,7 +21,8 @@ static bool daemonset_pod(json_object *pod)
 	for (size_t i = 0; refs && i < json_object_array_length(refs); i++) {
 		json_object *o = json_object_array_get_idx(refs, i), *c = kube_get(o, "controller");
 
-		if (c && json_object_get_boolean(c) && streq(kube_get_str(o, "kind", ""), "DaemonSet"))
+		if (c && json_object_get_boolean(c) &&
+		    streq(kube_get_str(o, "kind", ""), "DaemonSet"))
 			return true;	/* would be recreated on this node anyway */
 	}
 	return false;

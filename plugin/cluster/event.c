@@ -62,7 +62,8 @@ int event_post(struct kube_client *kc, const struct event_desc *d)
 	r = kube_json(kc, "POST", "/api/v1/namespaces/default/events", "application/json", ev, 0,
 		      &resp);
 	if (r == 0 && resp.status != 201 && resp.status != 409)	/* 409: a retry landed */
-		r = log_warning_errno(EREMOTEIO, "Failed to create event %s: HTTP %ld: %s, ignoring",
+		r = log_warning_errno(EREMOTEIO,
+				      "Failed to create event %s: HTTP %ld: %s, ignoring",
 				      d->reason, resp.status, resp.message);
 	else if (r < 0)
 		log_warning_errno(r, "Failed to create event %s: %s, ignoring", d->reason,

@@ -41,8 +41,8 @@ int fleet_fetch_open(const char *kubeconfig, struct kube_client **ret, char *err
 	}
 	r = kube_client_from_config(path, FLEET_TIMEOUT_MS, ret);	/* logs the reason */
 	if (r < 0)
-		say(err, err_size, "%s%s%s unusable", *path ? "kubeconfig '" : "in-cluster configuration",
-		    path, *path ? "'" : "");
+		say(err, err_size, "%s%s%s unusable",
+		    *path ? "kubeconfig '" : "in-cluster configuration", path, *path ? "'" : "");
 	return r;
 }
 
@@ -126,7 +126,8 @@ static int one_page(struct kube_client *kc, const char *path, const char *what, 
 	}
 	cont[0] = '\0';
 	if (json_object_object_get_ex(resp.body, "metadata", &md) &&
-	    json_object_object_get_ex(md, "continue", &c) && json_object_is_type(c, json_type_string))
+	    json_object_object_get_ex(md, "continue", &c) &&
+	    json_object_is_type(c, json_type_string))
 		snprintf(cont, cont_size, "%s", json_object_get_string(c));
 	if (strlen(cont) + 1 >= cont_size) {
 		say(err, err_size, "cannot list %s: the continue token is too long", what);
@@ -194,8 +195,8 @@ int fleet_fetch_leases(struct kube_client *kc, const char *ns, fleet_item_fn fn,
 		say(err, err_size, "cannot list leases: bad namespace '%.64s'", ns);
 		return -EINVAL;
 	}
-	off = (size_t)snprintf(path, sizeof(path), "/apis/coordination.k8s.io/v1/namespaces/%s/leases",
-			       ns);
+	off = (size_t)snprintf(path, sizeof(path),
+			       "/apis/coordination.k8s.io/v1/namespaces/%s/leases", ns);
 	r = add_param(path, sizeof(path), &off, "labelSelector",
 		      "app.kubernetes.io/managed-by=cpuzombie");
 	if (r < 0)

@@ -53,10 +53,13 @@ int guard_storm(const struct guard_fleet *f, const struct cz_config *cfg, char *
 	for (size_t i = 0; i < types->n && i < CZ_LIST_MAX; i++) {
 		if (f->true_n[i] <= (size_t)limit)
 			continue;
-		snprintf(why, size, "storm guard: %s is True on %zu of %zu nodes, more than "
-			 "remediation.max_unhealthy %s (%ld): a fleet-wide cause, remediating nothing",
-			 types->item[i], f->true_n[i], f->covered, cfg->remediation.max_unhealthy,
-			 limit);
+		snprintf(
+			why, size,
+			"storm guard: %s is True on %zu of %zu nodes, more than "
+			"remediation.max_unhealthy %s (%ld): a fleet-wide cause, remediating "
+			"nothing",
+			types->item[i], f->true_n[i], f->covered, cfg->remediation.max_unhealthy,
+			limit);
 		return (int)i;
 	}
 	return -1;
@@ -133,7 +136,8 @@ static json_object *guard_base(json_object *old, json_object **ret_ann)
 			return NULL;
 	} else {
 		l = json_object_new_object();
-		json_object_object_add(l, "apiVersion", json_object_new_string("coordination.k8s.io/v1"));
+		json_object_object_add(l, "apiVersion",
+				       json_object_new_string("coordination.k8s.io/v1"));
 		json_object_object_add(l, "kind", json_object_new_string("Lease"));
 		json_object_object_add(l, "spec", json_object_new_object());
 	}
@@ -252,7 +256,8 @@ int guard_day_index(const char *s)
 bool guard_window_open(const struct cz_config *cfg, int wday, int minute)
 {
 	const struct cz_config *c = cfg;
-	int start = *c->remediation.window_start ? guard_parse_hhmm(c->remediation.window_start) : 0;
+	int start =
+		*c->remediation.window_start ? guard_parse_hhmm(c->remediation.window_start) : 0;
 	int end = *c->remediation.window_end ? guard_parse_hhmm(c->remediation.window_end) : 1440;
 	bool day = c->remediation.window_days.n == 0;
 
@@ -349,7 +354,8 @@ json_object *guard_medik8s_body(json_object *old, const char *node, const char *
 		return NULL;
 	if (!l) {
 		l = json_object_new_object();
-		json_object_object_add(l, "apiVersion", json_object_new_string("coordination.k8s.io/v1"));
+		json_object_object_add(l, "apiVersion",
+				       json_object_new_string("coordination.k8s.io/v1"));
 		json_object_object_add(l, "kind", json_object_new_string("Lease"));
 	}
 	md = kube_get(l, "metadata");
@@ -380,7 +386,8 @@ json_object *guard_medik8s_body(json_object *old, const char *node, const char *
 		json_object_object_add(spec, "leaseTransitions",
 				       json_object_new_int64(old ? tr + 1 : 0));
 	}
-	json_object_object_add(spec, "holderIdentity", json_object_new_string(GUARD_MEDIK8S_HOLDER));
+	json_object_object_add(spec, "holderIdentity",
+			       json_object_new_string(GUARD_MEDIK8S_HOLDER));
 	json_object_object_add(spec, "leaseDurationSeconds",
 			       json_object_new_int(GUARD_MEDIK8S_SECONDS));
 	json_object_object_add(spec, "renewTime", json_object_new_string(ts));

@@ -290,7 +290,8 @@ int kube_request(struct kube_client *kc, const char *method, const char *path,
 		else
 			log_kube(LOG_PRIO_WARNING, "%s %s: HTTP %ld%s%s, retry %u/%u in %llums",
 				 method, path, resp->status, *resp->message ? ": " : "",
-				 resp->message, i, kc->max_attempts - 1, (unsigned long long)sleep_ms);
+				 resp->message, i, kc->max_attempts - 1,
+				 (unsigned long long)sleep_ms);
 		usleep((useconds_t)(sleep_ms * 1000));
 	}
 	return r;

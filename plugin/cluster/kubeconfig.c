@@ -21,7 +21,8 @@
 
 int base64_decode(const char *in, size_t len, unsigned char **ret, size_t *ret_len)
 {
-	static const char tbl[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+	static const char tbl[] =
+		"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
 	_cleanup_free_ unsigned char *out = malloc(len / 4 * 3 + 4);
 	uint32_t acc = 0;
 	size_t n = 0, bits = 0, pad = 0;
@@ -66,7 +67,8 @@ static yaml_node_t *map_get(yaml_document_t *d, yaml_node_t *m, const char *key)
 {
 	if (!m || m->type != YAML_MAPPING_NODE)
 		return NULL;
-	for (yaml_node_pair_t *p = m->data.mapping.pairs.start; p < m->data.mapping.pairs.top; p++) {
+	for (yaml_node_pair_t *p = m->data.mapping.pairs.start; p < m->data.mapping.pairs.top;
+	     p++) {
 		const char *k = scalar(d, yaml_document_get_node(d, p->key));
 
 		if (k && streq(k, key))

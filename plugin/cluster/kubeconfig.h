@@ -16,7 +16,8 @@
 #define KUBECONFIG_MAX_DEPTH 32
 #define KUBECONFIG_MAX_ARGS 32
 
-/* An exec credential plugin (client.authentication.k8s.io/v1 or v1beta1), e.g. aws eks get-token. */
+/* An exec credential plugin (client.authentication.k8s.io/v1 or v1beta1), e.g. aws eks get-token.
+ * */
 struct kube_exec {
 	char *api_version;
 	char *command;
@@ -27,9 +28,9 @@ struct kube_exec {
 struct kube_auth {
 	char *server;			/* https://host:port (no trailing slash) */
 	char *ca_file;			/* PEM file, or NULL */
-	unsigned char *ca_data;		/* PEM bytes (decoded certificate-authority-data), or NULL */
+	unsigned char *ca_data; /* PEM bytes (decoded certificate-authority-data), or NULL */
 	size_t ca_data_len;
-	bool insecure;			/* insecure-skip-tls-verify: true (the kubeconfig said so) */
+	bool insecure; /* insecure-skip-tls-verify: true (the kubeconfig said so) */
 	char *token;			/* static bearer token, or NULL */
 	char *token_file;		/* re-read as it rotates (service accounts, tokenFile) */
 	char *cert_file, *key_file;	/* client certificate and key files, or NULL */
@@ -44,7 +45,8 @@ struct kube_auth {
  * file paths are resolved against @dir (the kubeconfig's directory; may be NULL). On success fills
  * *@ret (caller frees with kubeconfig_free) and returns 0. On failure returns -EINVAL (bad YAML,
  * missing or unknown context/cluster/user, bad base64, non-https server without TLS...),
- * -EFBIG (larger than KUBECONFIG_MAX_BYTES), -E2BIG (too deep) or -ENOMEM, logs a one-line reason (log.h) and leaves *@ret
+ * -EFBIG (larger than KUBECONFIG_MAX_BYTES), -E2BIG (too deep) or -ENOMEM, logs a one-line reason
+ * (log.h) and leaves *@ret
  * untouched. A static token with control characters is refused (-EINVAL).
  */
 int kubeconfig_parse(const char *text, size_t len, const char *dir, struct kube_auth *ret);

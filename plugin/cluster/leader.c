@@ -66,7 +66,8 @@ json_object *leader_body(const char *me, json_object *old, uint64_t now_ms)
 	if (!md) {
 		md = json_object_new_object();
 		labels = json_object_new_object();
-		json_object_object_add(l, "apiVersion", json_object_new_string("coordination.k8s.io/v1"));
+		json_object_object_add(l, "apiVersion",
+				       json_object_new_string("coordination.k8s.io/v1"));
 		json_object_object_add(l, "kind", json_object_new_string("Lease"));
 		json_object_object_add(md, "name", json_object_new_string(LEADER_LEASE));
 		/* not managed-by=cpuzombie: that label selects the budget slots (lease.h) */

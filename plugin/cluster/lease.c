@@ -63,7 +63,7 @@ struct lease_pick lease_pick(json_object *items, int budget, const char *me, uin
 		if (!l || !*holder)
 			return (struct lease_pick){ LEASE_TAKE, i, l, NULL };
 		if (!valid_name(holder, 253))
-			continue;	/* not a node name: never put it in a URL; the slot stays taken */
+			continue; /* not a node name: never put it in a URL; the slot stays taken */
 		if (kube_parse_time(kube_get_str(l, "spec.renewTime", NULL), &renew) < 0 ||
 		    renew + (uint64_t)LEASE_SECONDS * 1000 > now_ms)
 			continue;	/* live (or unreadable: not provably expired) */
@@ -95,7 +95,8 @@ json_object *lease_body(const char *name, const char *me, json_object *old, uint
 	if (!md) {
 		md = json_object_new_object();
 		labels = json_object_new_object();
-		json_object_object_add(l, "apiVersion", json_object_new_string("coordination.k8s.io/v1"));
+		json_object_object_add(l, "apiVersion",
+				       json_object_new_string("coordination.k8s.io/v1"));
 		json_object_object_add(l, "kind", json_object_new_string("Lease"));
 		json_object_object_add(md, "name", json_object_new_string(name));
 		json_object_object_add(labels, "app.kubernetes.io/managed-by",

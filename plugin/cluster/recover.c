@@ -67,11 +67,13 @@ int recover_parse(const char *payload, size_t len, void *obj)
 		if (!sp)
 			return -EINVAL;
 		for (i = 0; i < ARRAY_SIZE(fields); i++)
-			if ((size_t)(sp - p) == strlen(fields[i]) && !memcmp(p, fields[i], strlen(fields[i])))
+			if ((size_t)(sp - p) == strlen(fields[i]) &&
+			    !memcmp(p, fields[i], strlen(fields[i])))
 				break;
 		/* a key of a later version is skipped; a known one twice is damage */
 		if (i < ARRAY_SIZE(fields)) {
-			if (seen & (1u << i) || parse_u64_n(sp + 1, (size_t)(nl - sp - 1), &v[i]) < 0)
+			if (seen & (1u << i) ||
+			    parse_u64_n(sp + 1, (size_t)(nl - sp - 1), &v[i]) < 0)
 				return -EINVAL;
 			seen |= 1u << i;
 		}

@@ -47,7 +47,8 @@ int recover_store_apply(const char *state_dir, const char *check, uint64_t after
 	v = recover_step(&s, res->status, now_ms, after_ms);
 	/* written only when it changed: a steady node costs a check no fsync */
 	if (old.active != s.active || old.ok_since_ms != s.ok_since_ms ||
-	    old.true_since_ms != s.true_since_ms || old.flaps != s.flaps || old.clears != s.clears) {
+	    old.true_since_ms != s.true_since_ms || old.flaps != s.flaps ||
+	    old.clears != s.clears) {
 		r = state_commit(&txn, &s);
 		if (r < 0)
 			return r;

@@ -16,7 +16,8 @@
  * recover_store_apply - one check's result @res of check @check ("memcg", "cpu", "ena") through
  * the hysteresis with recover_after @after_ms at @now_ms: the state in @state_dir is stepped and
  * saved, and a held condition turns @res into NPD_PROBLEM with the recovering message. Returns
- * the verdict (recover_after 0: RECOVER_PASS, nothing read or written), or -errno when the state could not be used (@res is then left as the check said:
+ * the verdict (recover_after 0: RECOVER_PASS, nothing read or written), or -errno when the state
+ * could not be used (@res is then left as the check said:
  * the hysteresis needs its memory, and a stale hold is worse than none). Other checks: -ENOENT.
  */
 int recover_store_apply(const char *state_dir, const char *check, uint64_t after_ms,

@@ -90,8 +90,8 @@ static int get_list(struct rem *r, const char *path, const char *what, json_obje
 		return e;
 	*ret_items = kube_get_array(body, "items");
 	if (!*ret_items)
-		return log_error_errno(EBADMSG, "Failed to read %s: the answer has no list of items",
-				       what);
+		return log_error_errno(EBADMSG,
+				       "Failed to read %s: the answer has no list of items", what);
 	*ret_body = TAKE_PTR(body);
 	return 0;
 }
@@ -238,8 +238,8 @@ static void step_cordon(struct rem *r, const struct rem_step *s)
 	_cleanup_(json_object_putp) json_object *p = NULL;
 	int e;
 
-	remediate_cordon_reason(r->in.now_ms, s->cond_type, r->cfg->remediation.for_ms, s->slot, why,
-				sizeof(why));
+	remediate_cordon_reason(r->in.now_ms, s->cond_type, r->cfg->remediation.for_ms, s->slot,
+				why, sizeof(why));
 	p = remediate_node_patch(kv, 4, 1, node_rv(r));
 	e = patch_node(r, p);
 	if (e < 0 && cordon_landed(r, why))
@@ -376,8 +376,8 @@ static void step_read_guards(struct rem *r)
 	if (e < 0)
 		r->in.guards_err = e;
 	else
-		guard_state_read(r->guard_lease, r->in.now_ms, r->cfg->remediation.breaker_window_ms,
-				 &r->in.guard);
+		guard_state_read(r->guard_lease, r->in.now_ms,
+				 r->cfg->remediation.breaker_window_ms, &r->in.guard);
 }
 
 static int count_node(json_object *node, void *userdata)
@@ -440,8 +440,10 @@ static void step_trip(struct rem *r)
 {
 	char why[200], w[40];
 
-	snprintf(why, sizeof(why), "%zu remediations within %s, the last by %.64s: reset with "
-		 "kubectl annotate lease " GUARD_LEASE " " GUARD_ANN_TRIPPED "-", r->in.guard.recent,
+	snprintf(why, sizeof(why),
+		 "%zu remediations within %s, the last by %.64s: reset with "
+		 "kubectl annotate lease " GUARD_LEASE " " GUARD_ANN_TRIPPED "-",
+		 r->in.guard.recent,
 		 format_duration(r->cfg->remediation.breaker_window_ms, w, sizeof(w)),
 		 r->in.node_name);
 	r->in.trip = write_guard(r, guard_trip_body(r->guard_lease, r->in.now_ms, why));
@@ -754,8 +756,10 @@ static bool window_closed(const struct cz_config *cfg, uint64_t now_ms)
 	    !*cfg->remediation.window_end)
 		return false;
 	if (guard_local(cfg->remediation.window_timezone, now_ms, &wday, &minute) < 0) {
-		log_error("remediation.window_timezone '%s': not in the TZ database: the maintenance "
-			  "window stays closed", cfg->remediation.window_timezone);
+		log_error(
+			"remediation.window_timezone '%s': not in the TZ database: the maintenance "
+			"window stays closed",
+			cfg->remediation.window_timezone);
 		return true;
 	}
 	return !guard_window_open(cfg, wday, minute);

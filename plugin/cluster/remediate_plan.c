@@ -31,7 +31,8 @@ bool remediate_problem(json_object *node, const struct cz_strlist *types, uint64
 		const char *type = kube_get_str(c, "type", "");
 		uint64_t t;
 
-		if (!config_strlist_has(types, type) || !streq(kube_get_str(c, "status", ""), "True"))
+		if (!config_strlist_has(types, type) ||
+		    !streq(kube_get_str(c, "status", ""), "True"))
 			continue;
 		any = true;
 		/* no or bad transition time: we cannot tell how long, so not long enough */
@@ -247,8 +248,10 @@ static bool fleet_holds(const struct rem_input *in, struct rem_plan *p, uint64_t
 		return true;
 	}
 	if (cfg->remediation.breaker_max && in->guard.tripped) {
-		say(p, "circuit breaker tripped (%s): remediating nothing until a person resets it: "
-		    GUARD_RESET_HINT, in->guard.tripped_why, cfg->remediation.lease_namespace);
+		say(p,
+		    "circuit breaker tripped (%s): remediating nothing until a person resets it: "
+		    "" GUARD_RESET_HINT,
+		    in->guard.tripped_why, cfg->remediation.lease_namespace);
 		event(p, "Warning", "CpuzombieBreakerOpen", episode);
 		final(p, REM_HELD, 0);
 		return true;
@@ -281,8 +284,10 @@ static bool new_remediation_ok(const struct rem_input *in, struct rem_plan *p, c
 	if (fleet_holds(in, p, since))
 		return false;
 	if (in->kured_locked) {
-		say(p, "%s True, but kured's node lock (" GUARD_KURED_LOCK " on %s) names this node: "
-		    "kured is rebooting it", type, cfg->remediation.kured_daemonset);
+		say(p,
+		    "%s True, but kured's node lock (" GUARD_KURED_LOCK " on %s) names this node: "
+		    "kured is rebooting it",
+		    type, cfg->remediation.kured_daemonset);
 		final(p, REM_SKIPPED, 0);
 		return false;
 	}
@@ -296,8 +301,10 @@ static bool new_remediation_ok(const struct rem_input *in, struct rem_plan *p, c
 	}
 	if (cfg->remediation.drain_gap_ms && in->guard.last_ms && in->guard.last_ms <= in->now_ms &&
 	    in->now_ms - in->guard.last_ms < cfg->remediation.drain_gap_ms) {
-		say(p, "drain gap: the last remediation (%s) started %s ago, remediation.drain_gap is "
-		    "%s", *in->guard.last_node ? in->guard.last_node : "?",
+		say(p,
+		    "drain gap: the last remediation (%s) started %s ago, remediation.drain_gap is "
+		    "%s",
+		    *in->guard.last_node ? in->guard.last_node : "?",
 		    format_duration((in->now_ms - in->guard.last_ms) / 1000 * 1000, t, sizeof(t)),
 		    format_duration(cfg->remediation.drain_gap_ms, w, sizeof(w)));
 		final(p, REM_HELD, 0);
@@ -309,10 +316,11 @@ static bool new_remediation_ok(const struct rem_input *in, struct rem_plan *p, c
 			again(p);
 			return false;
 		}
-		say(p, "circuit breaker tripped: %zu remediations within %s (remediation.breaker_max "
+		say(p,
+		    "circuit breaker tripped: %zu remediations within %s (remediation.breaker_max "
 		    "%llu); remediating nothing until a person resets it: " GUARD_RESET_HINT,
-		    in->guard.recent, format_duration(cfg->remediation.breaker_window_ms, w,
-						      sizeof(w)),
+		    in->guard.recent,
+		    format_duration(cfg->remediation.breaker_window_ms, w, sizeof(w)),
 		    (unsigned long long)cfg->remediation.breaker_max,
 		    cfg->remediation.lease_namespace);
 		event(p, "Warning", "CpuzombieBreakerTripped", in->now_ms);
@@ -363,7 +371,8 @@ static bool slot_ready(const struct rem_input *in, struct rem_plan *p)
 		step(p, REM_OP_READ_HOLDER, pick.slot);
 		break;
 	case LEASE_FULL:
-		say(p, "remediation budget full: all %d cpuzombie slots (max_unavailable %s) are held",
+		say(p,
+		    "remediation budget full: all %d cpuzombie slots (max_unavailable %s) are held",
 		    budget, cfg->remediation.max_unavailable);
 		final(p, REM_WAITING, in->err);
 		notable(p);
@@ -387,7 +396,8 @@ static void plan_drain(const struct rem_input *in, struct rem_plan *p)
 			say(p, "drain blocked: %d pod(s) use emptyDir and "
 			    "remediation.delete_emptydir_data is false", in->drain_left);
 		else
-			say(p, "drain timed out: %d pod(s) still on the node (PodDisruptionBudget?)",
+			say(p,
+			    "drain timed out: %d pod(s) still on the node (PodDisruptionBudget?)",
 			    in->drain_left);
 		event(p, "Warning", "CpuzombieDrainIncomplete", in->now_ms);
 		final(p, REM_DRAIN_INCOMPLETE, 0);
@@ -400,8 +410,10 @@ static void plan_drain(const struct rem_input *in, struct rem_plan *p)
 		final(p, REM_DRAIN_INCOMPLETE, 0);
 		return;
 	case REM_PAUSED_MID:
-		say(p, "paused mid-drain (annotation " GUARD_ANN_PAUSE " or ConfigMap %s/"
-		    GUARD_PAUSE_CM "): the drain stops here, %d pod(s) left, the node stays cordoned",
+		say(p,
+		    "paused mid-drain (annotation " GUARD_ANN_PAUSE
+		    " or ConfigMap %s/" GUARD_PAUSE_CM
+		    "): the drain stops here, %d pod(s) left, the node stays cordoned",
 		    cfg_of(in)->remediation.lease_namespace, in->drain_left);
 		event(p, "Warning", "CpuzombiePaused", in->now_ms);
 		final(p, REM_PAUSED, 0);
@@ -467,8 +479,8 @@ static void plan_ours(const struct rem_input *in, struct rem_plan *p)
 	}
 	if (cfg->remediation.mode == CZ_REMEDIATE_DRAIN &&
 	    !kube_annotation(in->node, REMEDIATE_ANN_DRAINED)) {
-		(void)remediate_problem(in->node, &cfg->remediation.conditions, 0, in->now_ms, &type,
-					NULL);
+		(void)remediate_problem(in->node, &cfg->remediation.conditions, 0, in->now_ms,
+					&type, NULL);
 		if (in->drain == REM_NOT_TRIED && type &&
 		    fleet_holds(in, p, cordoned_at(in->node, in->now_ms))) {
 			p->n = 0;	/* no Event: the cordon's episode has had its say */
@@ -491,12 +503,14 @@ static void plan_cordon(const struct rem_input *in, struct rem_plan *p, const ch
 		say(p, "dry-run: would %s: %s has been True for at least %s",
 		    cfg->remediation.mode == CZ_REMEDIATE_DRAIN ? "drain" : "cordon", type,
 		    format_duration(cfg->remediation.for_ms, t, sizeof(t)));
-		event(p, "Normal", "CpuzombieDryRun", problem_since(in->node, type)); /* per episode */
+		event(p, "Normal", "CpuzombieDryRun",
+		      problem_since(in->node, type)); /* per episode */
 		final(p, REM_DRY_RUN, 0);
 		return;
 	}
 	if (in->cordon == REM_FAILED) {
-		say(p, "cannot cordon the node: it changed under us or the API refused; slot freed");
+		say(p,
+		    "cannot cordon the node: it changed under us or the API refused; slot freed");
 		step(p, REM_OP_RELEASE_SLOTS, -1);
 		final(p, REM_WAITING, in->err ? in->err : -EREMOTEIO);
 		return;
@@ -524,9 +538,10 @@ static void plan_cordon(const struct rem_input *in, struct rem_plan *p, const ch
 			return;
 		}
 		if (in->handoff == REM_BLOCKED)
-			say(p, "%s True, but medik8s NodeHealthCheck's Lease %s/" GUARD_MEDIK8S_PREFIX
-			    "%s is held by %s: another remediator acts on this node", type,
-			    cfg->remediation.medik8s_lease_namespace, in->node_name,
+			say(p,
+			    "%s True, but medik8s NodeHealthCheck's Lease %s/" GUARD_MEDIK8S_PREFIX
+			    "%s is held by %s: another remediator acts on this node",
+			    type, cfg->remediation.medik8s_lease_namespace, in->node_name,
 			    in->handoff_holder ? in->handoff_holder : "?");
 		else
 			say(p, "cannot take medik8s' Lease %s/" GUARD_MEDIK8S_PREFIX "%s: holding",
@@ -565,7 +580,8 @@ void remediate_plan(const struct rem_input *in, struct rem_plan *p)
 		return;
 	}
 	if (guard_paused_node(in->node) && in->cordon == REM_NOT_TRIED) {
-		say(p, "paused by its annotation " GUARD_ANN_PAUSE ": cpuzombie leaves this node as "
+		say(p,
+		    "paused by its annotation " GUARD_ANN_PAUSE ": cpuzombie leaves this node as "
 		    "it is");
 		final(p, REM_PAUSED, 0);
 		return;
@@ -582,8 +598,10 @@ void remediate_plan(const struct rem_input *in, struct rem_plan *p)
 		return;
 	}
 	if (in->cordon == REM_NOT_TRIED && kube_get_bool(in->node, "spec.unschedulable")) {
-		say(p, "%s True, but the node is already unschedulable by someone else: not touching "
-		    "it", type);
+		say(p,
+		    "%s True, but the node is already unschedulable by someone else: not touching "
+		    "it",
+		    type);
 		final(p, REM_SKIPPED, 0);
 		return;
 	}

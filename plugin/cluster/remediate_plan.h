@@ -63,14 +63,14 @@ enum rem_op {
 	REM_OP_READ_HOLDER,	/* fetch the node holding expired slot .slot: is it still ours? */
 	REM_OP_TAKE_SLOT,	/* create slot .slot, or update it at the resourceVersion read */
 	REM_OP_RENEW_SLOT,	/* renew our slot .slot (a failure only means a stale renewTime) */
-	REM_OP_CORDON,		/* PATCH unschedulable + our annotations at the node's resourceVersion */
+	REM_OP_CORDON, /* PATCH unschedulable + our annotations at the node's resourceVersion */
 	REM_OP_UNCORDON,	/* PATCH: unschedulable and our annotations removed */
 	REM_OP_FORGET,		/* PATCH: our annotations removed, unschedulable left as it is */
 	REM_OP_RELEASE_SLOTS,	/* DELETE every slot we hold */
 	REM_OP_DRAIN,		/* evict the node's pods until done or drain_timeout (drain.h) */
 	REM_OP_MARK_DRAINED,	/* PATCH: the drained annotation */
 	REM_OP_SENTINEL,	/* create remediation.reboot_sentinel for kured */
-	REM_OP_EVENT,		/* post Event .event_type/.reason with the plan's message at .when_ms */
+	REM_OP_EVENT, /* post Event .event_type/.reason with the plan's message at .when_ms */
 	REM_OP_READ_GUARDS,	/* GET the pause ConfigMap (and the guard Lease, breaker/gap on) */
 	REM_OP_COUNT_FLEET,	/* list the selection's nodes: True per condition (storm guard) */
 	REM_OP_RECORD,		/* conditional write of the guard Lease: this remediation starts */
@@ -90,7 +90,8 @@ struct rem_step {
 /* What the executor learned about slot i this cycle (rem_input.slots). */
 enum rem_slot_fact {
 	REM_SLOT_UNKNOWN = 0,
-	REM_SLOT_HOLDER_HELD,	/* its expired holder is still cordoned by cpuzombie (or unreadable) */
+	/* its expired holder is still cordoned by cpuzombie (or unreadable) */
+	REM_SLOT_HOLDER_HELD,
 	REM_SLOT_HOLDER_GONE,	/* its expired holder is not held any more: the slot may be taken */
 	REM_SLOT_LOST,		/* our write answered 409 (another node was first) or failed */
 };

@@ -155,7 +155,8 @@ static struct leader_state leader_try(struct remediator *rm, bool release)
 	d = leader_decide(lease, rm->me, now_realtime_ms());
 	if (release) {
 		if (d.verdict == LEADER_RENEW)
-			(void)leader_write(rm, body = leader_body("", lease, now_realtime_ms()), false);
+			(void)leader_write(rm, body = leader_body("", lease, now_realtime_ms()),
+					   false);
 		kube_response_clear(&resp);
 		return s;
 	}
@@ -303,8 +304,9 @@ int remediator_new(const struct cz_config *cfg, const char *identity, struct rem
 		return -ENOMEM;
 	rm->cfg = *cfg;
 	if (*rm->cfg.remediation.reboot_sentinel) {
-		log_info("remediator: remediation.reboot_sentinel is a file on the node: the node's "
-			 "agent writes it once the remediator has drained the node");
+		log_info(
+			"remediator: remediation.reboot_sentinel is a file on the node: the node's "
+			"agent writes it once the remediator has drained the node");
 		rm->cfg.remediation.reboot_sentinel[0] = '\0';
 	}
 	snprintf(rm->me, sizeof(rm->me), "%s", identity);
@@ -313,7 +315,8 @@ int remediator_new(const struct cz_config *cfg, const char *identity, struct rem
 		free(rm);
 		return -EINVAL;
 	}
-	r = kube_client_from_config(cfg->kubernetes.kubeconfig, cfg->kubernetes.timeout_ms, &rm->kc);
+	r = kube_client_from_config(cfg->kubernetes.kubeconfig, cfg->kubernetes.timeout_ms,
+				    &rm->kc);
 	if (r >= 0)
 		r = kube_client_from_config(cfg->kubernetes.kubeconfig, cfg->kubernetes.timeout_ms,
 					    &rm->lkc);
@@ -461,16 +464,19 @@ int remediator_cycle(struct remediator *rm, char *summary, size_t summary_size)
 	int r, first = 0;
 
 	if (s.err < 0) {
-		snprintf(summary, summary_size, "remediator %s: cannot read the leader Lease %s/%s: "
-			 "nothing done", rm->me, rm->ns, LEADER_LEASE);
+		snprintf(summary, summary_size,
+			 "remediator %s: cannot read the leader Lease %s/%s: "
+			 "nothing done",
+			 rm->me, rm->ns, LEADER_LEASE);
 		return s.err;
 	}
 	if (!s.leading) {
 		if (s.until_ms)
 			kube_time(s.until_ms, false, until, sizeof(until));
-		snprintf(summary, summary_size, "remediator %s: not the leader (%s holds Lease %s/%s "
-			 "until %s): nothing done", rm->me, *s.holder ? s.holder : "?", rm->ns,
-			 LEADER_LEASE, until);
+		snprintf(summary, summary_size,
+			 "remediator %s: not the leader (%s holds Lease %s/%s "
+			 "until %s): nothing done",
+			 rm->me, *s.holder ? s.holder : "?", rm->ns, LEADER_LEASE, until);
 		return 0;
 	}
 	r = list_due(rm, &d);

@@ -13,7 +13,9 @@ int cmd_agent(struct cz_ctx *ctx, const struct cmd_opts *o)
 		log_error("agent: unexpected argument '%s'", o->argv[0]);
 		return CZ_EXIT_ERROR;
 	}
-	const struct agent_opts ao = { .once = o->once, .ov = o->ov, .config_path = o->config_path };
+	const struct agent_opts ao = { .once = o->once,
+				       .ov = o->ov,
+				       .config_path = o->config_path };
 
 	return agent_run(ctx, &ao);
 }

@@ -35,7 +35,8 @@ int cmd_check(struct cz_ctx *ctx, const struct cmd_opts *o)
 					    now_realtime_ms(), &res);
 
 		if (r < 0)
-			log_warning_errno(r, "Failed to keep %s's recover_after state: %m, ignoring",
+			log_warning_errno(r,
+					  "Failed to keep %s's recover_after state: %m, ignoring",
 					  c->name);
 	}
 	log_debug("check %s: %s: %s", c->name, npd_status_name(res.status), res.msg);

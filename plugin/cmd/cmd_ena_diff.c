@@ -83,7 +83,8 @@ static int read_live(struct cz_ctx *ctx, char **names, size_t n_names, struct et
 static void explain(const struct ena_counter *c)
 {
 	if (c->went_down)
-		printf("  %s %" PRIu64 " -> %" PRIu64 " (went down: counted from its new value): %s\n",
+		printf("  %s %" PRIu64 " -> %" PRIu64
+		       " (went down: counted from its new value): %s\n",
 		       c->name, c->prev, c->cur, ena_explain(c->name));
 	else
 		printf("  %s +%" PRIu64 " (%" PRIu64 " -> %" PRIu64 "): %s\n", c->name, c->delta,
@@ -118,8 +119,10 @@ static int verdict(struct cz_ctx *ctx, const struct ethtool_devdump *b,
 	ena_diff(b, a, &l, NULL, 0, &v);
 	ena_allowance_diff(b, a, &l, ctx->cfg.ena.conntrack_floor, &al);
 	if (v.new_baseline) {
-		printf("%s: counters went down (driver reloaded or node rebooted between the dumps): "
-		       "no verdict\n", name);
+		printf("%s: counters went down (driver reloaded or node rebooted between the "
+		       "dumps): "
+		       "no verdict\n",
+		       name);
 		return 0;
 	}
 	if (v.resets || v.reset_fail)
@@ -220,7 +223,8 @@ int cmd_ena_diff(struct cz_ctx *ctx, const struct cmd_opts *o)
 	if (o->argc >= 1 && streq(o->argv[0], "-"))
 		return dump_live(ctx, o->argv + 1, (size_t)o->argc - 1);
 	if (o->argc != 2) {
-		fprintf(stderr, "usage: cpuzombie ena-diff BEFORE AFTER|-  or  ena-diff - [IF...]\n");
+		fprintf(stderr,
+			"usage: cpuzombie ena-diff BEFORE AFTER|-  or  ena-diff - [IF...]\n");
 		return CZ_EXIT_ERROR;
 	}
 	if (read_text(o->argv[0], &b, &nb) < 0)

@@ -114,12 +114,14 @@ static void print_reset(const struct input *in, const struct klog_reset *r, size
 	char chain[512];
 
 	printf("%s %zu (line %u%s%s): %s\n", r->is_reset ? "ENA reset" : "ENA risk", k + 1, f->line,
-	       f->stamp[0] ? ", " : "", f->stamp, klog_reset_chain(&in->log, r, chain, sizeof(chain)));
+	       f->stamp[0] ? ", " : "", f->stamp,
+	       klog_reset_chain(&in->log, r, chain, sizeof(chain)));
 	if (klog_reset_reason(r)[0])
 		printf("  reason counter: %s\n", klog_reset_reason(r));
 	if (r->has_verdict)
 		printf("  statistics dump at the reset (%zu counters%s): %s\n", r->n_stats,
-		       r->since_load ? ", counted since the driver loaded" : ", since the dump before",
+		       r->since_load ? ", counted since the driver loaded"
+				     : ", since the dump before",
 		       r->verdict.cause[0] ? r->verdict.cause : "no reset or risk counter moved");
 }
 
@@ -146,8 +148,8 @@ static void print_timeline(const struct input *in)
 			printf("  ... (more events in --json)\n");
 			break;
 		}
-		printf("  %-26s %s\n", e->stamp[0] ? e->stamp : "", klog_event_describe(e, d,
-											  sizeof(d)));
+		printf("  %-26s %s\n", e->stamp[0] ? e->stamp : "",
+		       klog_event_describe(e, d, sizeof(d)));
 	}
 }
 
@@ -243,7 +245,8 @@ static json_object *reset_json(const struct input *in, const struct klog_reset *
 	jsonw_add(o, "driver_version", str_or_null(r->version));
 	jsonw_add(o, "first_line", json_object_new_int64(in->log.ev[r->first].line));
 	jsonw_add(o, "last_line", json_object_new_int64(in->log.ev[r->last].line));
-	jsonw_add(o, "chain", json_object_new_string(klog_reset_chain(&in->log, r, buf, sizeof(buf))));
+	jsonw_add(o, "chain",
+		  json_object_new_string(klog_reset_chain(&in->log, r, buf, sizeof(buf))));
 	jsonw_add(o, "lockup", r->lockup >= 0 ? event_json(&in->log.ev[r->lockup]) : NULL);
 	jsonw_add(o, "statistics", r->has_verdict ? verdict_json(r) : NULL);
 	return o;
@@ -282,7 +285,8 @@ int cmd_explain(struct cz_ctx *ctx, const struct cmd_opts *o)
 	int fd, r;
 
 	if (o->argc != 1) {
-		log_error("usage: cpuzombie explain FILE|-  (kernel log text: dmesg, journalctl -k)");
+		log_error(
+			"usage: cpuzombie explain FILE|-  (kernel log text: dmesg, journalctl -k)");
 		return CZ_EXIT_ERROR;
 	}
 	fd = open_input(o->argv[0]);

@@ -81,8 +81,8 @@ static void print_guards(struct cz_ctx *ctx, struct kube_client *kc, const struc
 	snprintf(path, sizeof(path), "/apis/coordination.k8s.io/v1/namespaces/%s/leases/"
 		 GUARD_LEASE, ns);
 	e = get_maybe(kc, path, &lease);
-	guard_state_read(e > 0 ? lease : NULL, now_realtime_ms(), cfg->remediation.breaker_window_ms,
-			 &g);
+	guard_state_read(e > 0 ? lease : NULL, now_realtime_ms(),
+			 cfg->remediation.breaker_window_ms, &g);
 	if (g.tripped) {
 		printf("Guards: circuit breaker TRIPPED (%s); reset: ", g.tripped_why);
 		printf(GUARD_RESET_HINT "\n", ns);
@@ -119,7 +119,8 @@ static int list_nodes(struct cz_ctx *ctx, const struct cmd_opts *o, struct kube_
 	r = fleet_fetch_nodes(kc, o->selector, chunk, add_node, l, &st, err, sizeof(err));
 	if (r == -ESTALE) {
 		/* the continue token expired between pages (a slow client, a compaction): start
-		 * over, as client-go's pager does; the records are replaced, nothing is counted twice */
+		 * over, as client-go's pager does; the records are replaced, nothing is counted
+		 * twice */
 		log_warning("%s; listing the nodes again", err);
 		fleet_reset(f);
 		l->g = (struct guard_fleet){ 0 };
@@ -132,7 +133,8 @@ static int list_nodes(struct cz_ctx *ctx, const struct cmd_opts *o, struct kube_
 	return 0;
 }
 
-static void read_leases(struct cz_ctx *ctx, const struct cmd_opts *o, struct kube_client *kc, struct fleet *f)
+static void read_leases(struct cz_ctx *ctx, const struct cmd_opts *o, struct kube_client *kc,
+			struct fleet *f)
 {
 	struct leases *l = calloc(1, sizeof(*l));
 	char err[512] = "";
@@ -158,7 +160,8 @@ static void read_leases(struct cz_ctx *ctx, const struct cmd_opts *o, struct kub
 	free(l);
 }
 
-static int output(struct cz_ctx *ctx, const struct cmd_opts *o, struct fleet *f, const struct fleet_summary *s)
+static int output(struct cz_ctx *ctx, const struct cmd_opts *o, struct fleet *f,
+		  const struct fleet_summary *s)
 {
 	if (o->json) {
 		json_object *j = fleet_json(f, s, o->nodes);

@@ -52,7 +52,7 @@ int cmd_remediator(struct cz_ctx *ctx, const struct cmd_opts *o)
 	if (o->once) {
 		r = remediator_cycle(rm, summary, sizeof(summary));
 		printf("%s\n", summary);
-		remediator_free(rm, false);	/* held for its duration: cron runs stay one leader */
+		remediator_free(rm, false); /* held for its duration: cron runs stay one leader */
 		return r < 0 ? CZ_EXIT_ERROR : CZ_EXIT_OK;
 	}
 	agent_signals_install();

@@ -49,7 +49,8 @@ static int window(const struct cz_ctx *ctx, const struct cmd_opts *o, uint64_t n
 static void direct(struct cz_ctx *ctx, struct report *r)
 {
 	/* no fresh census from an agent, and this binary can count itself (the full one, run by
-	 * hand: `make run`, with the privileges for BPF): the one-command answer names the groups */
+	 * hand: `make run`, with the privileges for BPF): the one-command answer names the groups
+	 * */
 	if (ctx->cfg.memcg.census_interval_ms && r->census_rc < 0) {
 		char why[CENSUS_ERR_MAX];
 		int e = report_direct_census(ctx, r->now_ms, &r->census, why, sizeof(why));
@@ -106,7 +107,9 @@ int cmd_report(struct cz_ctx *ctx, const struct cmd_opts *o)
 	if (window(ctx, o, now_realtime_ms(), &since, &until) < 0)
 		return CZ_EXIT_ERROR;
 	if (o->argc > 0 || (o->json && o->svg_path)) {
-		fprintf(stderr, "cpuzombie report: usage: report [--json|--svg FILE] [--since TIME] [--until TIME]\n");
+		fprintf(stderr,
+			"cpuzombie report: usage: report [--json|--svg FILE] [--since TIME] "
+			"[--until TIME]\n");
 		return CZ_EXIT_ERROR;
 	}
 	/* a report shows the checks' verdicts but must not move their baselines or create files

@@ -141,7 +141,8 @@ static int from_inline(struct top *t, const char *why)
 	if (!t->inl) {
 		r = cpu_sampler_new(t->ctx, cfg->cpu.attribute_tasks, &t->inl);
 		if (r < 0)
-			return log_error_errno(r, "Failed to sample '%s/stat': %m", cfg->paths.proc);
+			return log_error_errno(r, "Failed to sample '%s/stat': %m",
+					       cfg->paths.proc);
 		t->ncpu = cpu_sampler_ncpu(t->inl);
 		free(t->heat);
 		free(t->last);
@@ -185,7 +186,8 @@ static void read_memcg(struct top *t, uint64_t mono)
 	t->m.have_memcg = memcg_read(t->ctx, &r, &res) == NPD_OK;
 	t->m.dying = r.dying;
 	t->m.live = r.live;
-	snprintf(t->m.memcg_note, sizeof(t->m.memcg_note), "%.150s", t->m.have_memcg ? "" : res.msg);
+	snprintf(t->m.memcg_note, sizeof(t->m.memcg_note), "%.150s",
+		 t->m.have_memcg ? "" : res.msg);
 }
 
 /* The counters that moved since the last read, largest first. */
@@ -199,7 +201,8 @@ static void ena_moves(struct top *t, const struct ena_devices *now)
 			if (streq(t->ena_prev->d[j].ifname, a->ifname))
 				b = &t->ena_prev->d[j];
 		for (size_t k = 0; b && k < a->n; k++) {
-			const struct ethtool_stat *s = ethtool_dump_find_near(b, a->stats[k].name, k);
+			const struct ethtool_stat *s =
+				ethtool_dump_find_near(b, a->stats[k].name, k);
 			uint64_t d;
 			size_t at;
 
@@ -273,8 +276,9 @@ static void read_klog(struct top *t)
 	for (size_t i = first; i < k->n; i++) {
 		uint64_t s = k->ev[i].t_ms / 1000;
 
-		snprintf(t->m.event_time[t->m.nevents], sizeof(t->m.event_time[0]), "%02u:%02u:%02u",
-			 (unsigned)(s / 3600 % 24), (unsigned)(s / 60 % 60), (unsigned)(s % 60));
+		snprintf(t->m.event_time[t->m.nevents], sizeof(t->m.event_time[0]),
+			 "%02u:%02u:%02u", (unsigned)(s / 3600 % 24), (unsigned)(s / 60 % 60),
+			 (unsigned)(s % 60));
 		t->m.events[t->m.nevents++] = k->ev[i].msg;
 	}
 }

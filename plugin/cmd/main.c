@@ -58,13 +58,17 @@ static const struct cmd cmds[] = {
 	{ "ena-diff", cmd_ena_diff,
 	  "ena-diff BEFORE AFTER | ena-diff BEFORE - | ena-diff - [IF...]\n"
 	  "    ENA verdict from two saved `ethtool -S` texts (AFTER '-': read now); exit 0 no\n"
-	  "    reset, 1 reset or risk, 2 bad input. '- [IF...]' prints the live counters instead.\n" },
+	  "    reset, 1 reset or risk, 2 bad input. '- [IF...]' prints the live counters "
+	  "instead.\n" },
 	{ "explain", cmd_explain,
 	  "explain FILE|- [--json]\n"
 	  "    Kernel log text (dmesg, dmesg -T/-H, journalctl -k, syslog, /dev/kmsg) into what\n"
 	  "    happened: ENA resets with cause, queue and the lockup that starved them, and a\n"
 	  "    timeline; exit 1 reset/lockup found, 0 none, 2 unreadable input.\n" },
-	{ "agent", ONLINE(cmd_agent), "agent [--once]\n    Sample per-core CPU every cpu.interval into --run-dir (bursts, history, heartbeat)\n    until SIGTERM; --once: one cycle of cpu.inline_window, then exit.\n" },
+	{ "agent", ONLINE(cmd_agent),
+	  "agent [--once]\n"
+	  "    Sample per-core CPU every cpu.interval into --run-dir (bursts, history, heartbeat)\n"
+	  "    until SIGTERM; --once: one cycle of cpu.inline_window, then exit.\n" },
 	{ "remediator", ONLINE(cmd_remediator),
 	  "remediator [--once]\n"
 	  "    The cluster's one remediator (the chart's Deployment): every agent.check_interval,\n"
@@ -76,14 +80,27 @@ static const struct cmd cmds[] = {
 	  "    Remove cpuzombie's condition types (not set False), its cpuzombie.io/ annotations\n"
 	  "    and taints from every node, and its Leases (remediation.lease_namespace, the\n"
 	  "    leader's); nothing of anyone else's. The chart's uninstall hook runs it.\n" },
-	{ "report", cmd_report, "report [--json|--svg FILE] [--since TIME] [--until TIME]\n    Everything this node says, in one screen: memcg, cores, NICs, conditions; exit 1\n    when a condition is True. --json: one JSON document; --svg: per-core heatmap.\n    --since/--until: the window of the heatmap and bursts, as '3h' (ago),\n    '2026-12-01T03:10' (UTC) or '@EPOCH'; from the finest history tier covering it.\n" },
-	{ "top", cmd_top, "top [--once]\n    The node live, every second: each core's share and heatmap, the bursting core with\n    its task, kernel function and NIC queue, dying memcgs, ENA counters, kernel-log events;\n    from the agent's run dir, or sampling inline without one. q quits, p pauses; not a\n    terminal: one line a second.\n" },
-	{ "fleet", ONLINE(cmd_fleet), "fleet [-l SELECTOR] [--group-by LABEL]... [--nodes] [--json] [--chunk-size N]\n"
+	{ "report", cmd_report,
+	  "report [--json|--svg FILE] [--since TIME] [--until TIME]\n"
+	  "    Everything this node says, in one screen: memcg, cores, NICs, conditions; exit 1\n"
+	  "    when a condition is True. --json: one JSON document; --svg: per-core heatmap.\n"
+	  "    --since/--until: the window of the heatmap and bursts, as '3h' (ago),\n"
+	  "    '2026-12-01T03:10' (UTC) or '@EPOCH'; from the finest history tier covering it.\n" },
+	{ "top", cmd_top,
+	  "top [--once]\n"
+	  "    The node live, every second: each core's share and heatmap, the bursting core with\n"
+	  "    its task, kernel function and NIC queue, dying memcgs, ENA counters, kernel-log "
+	  "events;\n"
+	  "    from the agent's run dir, or sampling inline without one. q quits, p pauses; not a\n"
+	  "    terminal: one line a second.\n" },
+	{ "fleet", ONLINE(cmd_fleet),
+	  "fleet [-l SELECTOR] [--group-by LABEL]... [--nodes] [--json] [--chunk-size N]\n"
 	  "    Where the chain concentrates across the cluster, read from the API server\n"
 	  "    (--kubeconfig, $KUBECONFIG, ~/.kube/config or in-cluster): per condition, the\n"
 	  "    zone, instance type, OS image, kernel, runtime or label that best separates True\n"
 	  "    from False nodes; leakers, tasks and reset causes; remediation and its Leases.\n"
-	  "    Also `kubectl cpuzombie` (installed as kubectl-cpuzombie). Exit 1: some node True.\n" },
+	  "    Also `kubectl cpuzombie` (installed as kubectl-cpuzombie). Exit 1: some node "
+	  "True.\n" },
 	{ NULL, NULL, NULL },
 };
 
@@ -103,9 +120,10 @@ static const char common_usage[] =
 
 static void usage(FILE *out, const struct cmd *only)
 {
-	fprintf(out, "Usage: cpuzombie [OPTIONS] COMMAND ...\n\n"
-		     "Finds the CPU-zombie chain on a Kubernetes node: leaked (dying) memory cgroups,\n"
-		     "single cores saturated in system time, and the ENA NIC resets they cause.\n\n");
+	fprintf(out,
+		"Usage: cpuzombie [OPTIONS] COMMAND ...\n\n"
+		"Finds the CPU-zombie chain on a Kubernetes node: leaked (dying) memory cgroups,\n"
+		"single cores saturated in system time, and the ENA NIC resets they cause.\n\n");
 	for (const struct cmd *c = cmds; c->name; c++)
 		if ((!only || c == only) && c->usage)
 			fprintf(out, "cpuzombie %s\n", c->usage);
@@ -209,19 +227,21 @@ static int parse_opts(int argc, char **argv, struct opts *o, bool permute)
 		case OPT_SELECTOR: o->selector = optarg; break;
 		case OPT_GROUP_BY:
 			if (o->n_group_by == CZ_GROUP_BY_MAX || !*optarg || strlen(optarg) > 316)
-				return cmdline_error("--group-by: at most %d label keys of 1..316 bytes",
-						     CZ_GROUP_BY_MAX);
+				return cmdline_error(
+					"--group-by: at most %d label keys of 1..316 bytes",
+					CZ_GROUP_BY_MAX);
 			o->group_by[o->n_group_by++] = optarg;
 			break;
 		case OPT_NODES: o->nodes = true; break;
 		case OPT_CHUNK:
 			if (parse_u64(optarg, &o->chunk_size) < 0 || o->chunk_size == 0 ||
 			    o->chunk_size > 100000)
-				return cmdline_error("--chunk-size: expected 1..100000, got '%.32s'",
-						     optarg);
+				return cmdline_error(
+					"--chunk-size: expected 1..100000, got '%.32s'", optarg);
 			break;
 		default:
-			return cmdline_error("unknown or incomplete option '%.32s'", argv[optind - 1]);
+			return cmdline_error("unknown or incomplete option '%.32s'",
+					     argv[optind - 1]);
 		}
 	}
 	return optind;
@@ -332,7 +352,8 @@ static char **plugin_argv(int *argc, char **argv)
 
 static int run(int argc, char **argv)
 {
-	static struct cz_ctx ctx; /* static: ~160 KiB (the config), not zeroed on the stack per exec */
+	static struct cz_ctx
+		ctx; /* static: ~160 KiB (the config), not zeroed on the stack per exec */
 	static struct cmd_opts co;
 	static struct cz_overrides ov;
 	struct opts o = { 0 };
@@ -397,7 +418,8 @@ static int run(int argc, char **argv)
 	co.argc = argc - first - r;
 	co.argv = argv + first + r;
 	if (load_config(&ctx, &ov, &co.config_path, errs, sizeof(errs)) < 0) {
-		/* NPD shows only stdout: lead with the first error, which names file, line and key */
+		/* NPD shows only stdout: lead with the first error, which names file, line and key
+		 * */
 		char msg[NPD_MSG_MAX];
 
 		if (cmdline_err[0]) /* an option given with the config, not the config file */

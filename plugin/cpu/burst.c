@@ -117,7 +117,8 @@ int burst_detect(const uint64_t *t_ms, const double *pct, size_t n, const struct
 	if ((n > 0 && (!t_ms || !pct)) || !p || p->interval_ms == 0 || (max > 0 && !ret))
 		return -EINVAL;
 	for (size_t i = 0; i <= n; i++) {
-		int r = i < n ? burst_feed(&t, p, t_ms[i], pct[i], &run) : burst_finish(&t, p, &run);
+		int r = i < n ? burst_feed(&t, p, t_ms[i], pct[i], &run)
+			      : burst_finish(&t, p, &run);
 
 		if (r == 1) {
 			if ((size_t)found < max)

@@ -367,8 +367,9 @@ static size_t add_lockups(const struct cz_config *cfg, struct burst_event *ev, s
 	n = kevents_soft_lockups(k, now > cfg->cpu.lookback_ms ? now - cfg->cpu.lookback_ms : 0, ev,
 				 n, EVENTS_MAX, &added);
 	if (added)
-		snprintf(note + strlen(note), size - strlen(note), "%s%zu soft lockup%s (kernel log)",
-			 note[0] ? "; " : "", added, added == 1 ? "" : "s");
+		snprintf(note + strlen(note), size - strlen(note),
+			 "%s%zu soft lockup%s (kernel log)", note[0] ? "; " : "", added,
+			 added == 1 ? "" : "s");
 	return n;
 }
 

@@ -68,9 +68,9 @@ int cpu_verdict(const struct burst_event *ev, size_t n, const struct cz_config *
 	format_duration(cfg->cpu.lookback_ms, dur, sizeof(dur));
 	ns = summarize(ev, n, min_ms, sum, ARRAY_SIZE(sum));
 	if (ns == 0) {
-		npd_set(res, NPD_OK, "no core >= %.0f%% %s for >= %.1fs in %s", cfg->cpu.threshold_pct,
-			cpustat_metric_short(cfg->cpu.metric), (double)cfg->cpu.min_burst_ms / 1000.0,
-			dur);
+		npd_set(res, NPD_OK, "no core >= %.0f%% %s for >= %.1fs in %s",
+			cfg->cpu.threshold_pct, cpustat_metric_short(cfg->cpu.metric),
+			(double)cfg->cpu.min_burst_ms / 1000.0, dur);
 		if (note && *note)
 			npd_append(res, "%s", note);
 		return res->status;

@@ -187,7 +187,8 @@ int folded_parse(const char *text, size_t len, struct folded_line *ret, size_t m
 				return -EINVAL;
 		if (ll > 0) {
 			sp = memrchr(p, ' ', ll);
-			if (!sp || sp == p || parse_u64_n(sp + 1, ll - (size_t)(sp + 1 - p), &c) < 0)
+			if (!sp || sp == p ||
+			    parse_u64_n(sp + 1, ll - (size_t)(sp + 1 - p), &c) < 0)
 				return -EINVAL;
 			if (n < max)
 				ret[n] = (struct folded_line){ p, (size_t)(sp - p), c };
@@ -280,11 +281,13 @@ static void top_comm(const struct folded_line *l, size_t n, const char *frame, s
 
 		if (frame && !has_frame(&l[i], frame, flen))
 			continue;
-		for (k = 0; k < nc && (c[k].len != clen || memcmp(c[k].name, l[i].stack, clen)); k++)
+		for (k = 0; k < nc && (c[k].len != clen || memcmp(c[k].name, l[i].stack, clen));
+		     k++)
 			;
 		if (k == nc) {
 			if (nc == ARRAY_SIZE(c))
-				continue; /* more than 64 tasks on one core: the top one is among the first */
+				/* more than 64 tasks on one core: the top one is among the first */
+				continue;
 			c[nc++] = (typeof(c[0])){ l[i].stack, clen, 0 };
 		}
 		c[k].sum += l[i].count;
@@ -324,7 +327,8 @@ int folded_hot_frame(const char *text, size_t len, struct hot_frame *ret)
 			struct frame_count *c;
 
 			p = semi;
-			if (flen == 0 || is_plumbing(f, flen) || !(c = frame_slot(t, FRAMES_MAX, f, flen)))
+			if (flen == 0 || is_plumbing(f, flen) ||
+			    !(c = frame_slot(t, FRAMES_MAX, f, flen)))
 				continue;
 			if (!c->name)
 				*c = (struct frame_count){ f, flen, depth, 0, 0 };
@@ -360,7 +364,8 @@ int folded_hot_frame(const char *text, size_t len, struct hot_frame *ret)
 			end--;
 		leaf = memrchr(m->stack, ';', end);
 		if (leaf)
-			set_name(h.frame, sizeof(h.frame), leaf + 1, (size_t)(m->stack + end - leaf - 1));
+			set_name(h.frame, sizeof(h.frame), leaf + 1,
+				 (size_t)(m->stack + end - leaf - 1));
 		else
 			set_name(h.frame, sizeof(h.frame), "[unknown]", 9);
 		h.samples = m->count;

@@ -247,9 +247,10 @@ static int parse_event(const char *line, size_t len, struct burst_event *ev)
 	n = split(line, len, t, l, 13);
 	if ((n != 10 && n != 13) || l[0] != 5 || strncmp(t[0], "burst", 5) ||
 	    parse_u64_n(t[1], l[1], &cpu) < 0 || cpu >= 8192 ||
-	    parse_u64_n(t[2], l[2], &ev->start_ms) < 0 || parse_u64_n(t[3], l[3], &ev->end_ms) < 0 ||
-	    ev->end_ms < ev->start_ms || parse_pct(t[4], l[4], &ev->peak_pct) < 0 ||
-	    parse_pct(t[5], l[5], &ev->mean_pct) < 0 || parse_metric(t[6], l[6], &ev->metric) < 0)
+	    parse_u64_n(t[2], l[2], &ev->start_ms) < 0 ||
+	    parse_u64_n(t[3], l[3], &ev->end_ms) < 0 || ev->end_ms < ev->start_ms ||
+	    parse_pct(t[4], l[4], &ev->peak_pct) < 0 || parse_pct(t[5], l[5], &ev->mean_pct) < 0 ||
+	    parse_metric(t[6], l[6], &ev->metric) < 0)
 		return -EINVAL;
 	ev->cpu = (unsigned)cpu;
 	if (l[7] < 5 || strncmp(t[7], "irqs=", 5) || l[8] < 6 || strncmp(t[8], "tasks=", 6) ||
@@ -411,7 +412,8 @@ int heartbeat_format(const struct heartbeat *hb, char *buf, size_t size)
 			r = r ?: put_esc(buf, size, &off, tk->comm);
 			r = r ?: buf_appendf(buf, size, &off, "/%" PRIu64, tk->stime_ms);
 		}
-		/* the links known so far (mid-burst): the NIC IRQs, the profile and its hot frame */
+		/* the links known so far (mid-burst): the NIC IRQs, the profile and its hot frame
+		 * */
 		if (r == 0 && a->irqs[0]) {
 			r = buf_appendf(buf, size, &off, " irqs=");
 			r = r ?: put_esc(buf, size, &off, a->irqs);
@@ -543,8 +545,8 @@ int heartbeat_parse(const char *payload, struct heartbeat *ret)
 }
 
 /* run dir, rewritten every 2 s: atomic, not fsync'ed */
-STATE_TYPE_BOUNDED(static, heartbeat_state, HISTORY_HEARTBEAT, HEARTBEAT_BUF, false, heartbeat_parse,
-		   heartbeat_format);
+STATE_TYPE_BOUNDED(static, heartbeat_state, HISTORY_HEARTBEAT, HEARTBEAT_BUF, false,
+		   heartbeat_parse, heartbeat_format);
 
 int heartbeat_write(const char *run_dir, const struct heartbeat *hb)
 {

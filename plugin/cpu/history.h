@@ -28,7 +28,8 @@
  *               the samples (cpu/folded.h), why the reason there is no profile.
  * cpu-heartbeat state file rewritten every HISTORY_HEARTBEAT_MS by the agent: "pid N",
  *               optional "host_pid N" and "boot_id B" (host/hostid.h: what liveness is judged
- *               by; a heartbeat of an older agent has neither), "time_ms T", "interval_ms I", "metric M", "ncpu N", "stopped 0|1", and one
+ *               by; a heartbeat of an older agent has neither), "time_ms T", "interval_ms I",
+ * "metric M", "ncpu N", "stopped 0|1", and one
  *               "active <cpu> <start_ms> <end_ms> <peak%> <mean%> [tasks=...] [irqs=...]
  *               [profile=<file>] [hot=<frame>/<pct>]" per burst still going on, with the tasks
  *               seen on that core so far, the NIC IRQs it serves and its profile so far (the

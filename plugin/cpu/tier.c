@@ -55,7 +55,8 @@ int tier_agg_add(struct tier_agg *a, uint64_t t_ms, const uint8_t *pct, uint8_t 
 		a->bucket = b;
 	}
 	for (unsigned c = 0; c < a->ncpu; c++)
-		if (pct[c] != HISTORY_NO_SAMPLE && (a->max[c] == HISTORY_NO_SAMPLE || pct[c] > a->max[c]))
+		if (pct[c] != HISTORY_NO_SAMPLE &&
+		    (a->max[c] == HISTORY_NO_SAMPLE || pct[c] > a->max[c]))
 			a->max[c] = pct[c];
 	return out;
 }

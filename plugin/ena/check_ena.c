@@ -230,7 +230,8 @@ static const char *drivers_text(const struct cz_config *cfg, char *buf, size_t s
 
 	buf[0] = '\0';
 	for (size_t i = 0; i < cfg->ena.drivers.n && len + 1 < size; i++) {
-		int w = snprintf(buf + len, size - len, "%s%s", i ? "," : "", cfg->ena.drivers.item[i]);
+		int w = snprintf(buf + len, size - len, "%s%s", i ? "," : "",
+				 cfg->ena.drivers.item[i]);
 
 		len = w < 0 ? size : len + (size_t)w;
 	}
@@ -286,15 +287,18 @@ static void compare_one(struct pass *p, struct ena_state *st, const struct ethto
 		bool stale = f->read_ms > p->now_ms || p->now_ms - f->read_ms > keep;
 
 		if ((v.resets || v.reset_fail) && stale)
-			add_note(p->notes, sizeof(p->notes), "%s %" PRIu64 " resets in %s before now, "
-				 "older baseline than the window", d->ifname, v.resets,
+			add_note(p->notes, sizeof(p->notes),
+				 "%s %" PRIu64 " resets in %s before now, "
+				 "older baseline than the window",
+				 d->ifname, v.resets,
 				 format_duration(p->now_ms - f->read_ms, age, sizeof(age)));
 		else if (v.resets || v.reset_fail) {
 			ena_history_add(&f->hist, p->now_ms, v.resets ? v.resets : 1, v.cause);
 			p->changed = true;
 		} else if (v.new_baseline)
 			add_note(p->notes, sizeof(p->notes),
-				 "%s counters went down (driver reloaded): new baseline", d->ifname);
+				 "%s counters went down (driver reloaded): new baseline",
+				 d->ifname);
 		else if (v.cause[0])
 			add_note(p->risk, sizeof(p->risk), "%s %s", d->ifname, v.cause);
 	} else if (!f)
@@ -422,7 +426,8 @@ static int resets_verdict(struct pass *p, struct ena_state *st, struct ena_kerne
 	if (problem)
 		res->status = NPD_PROBLEM;
 	else if (p->seen == 0)
-		npd_append(res, "No ENA interface (drivers: %s)", drivers_text(p->cfg, drv, sizeof(drv)));
+		npd_append(res, "No ENA interface (drivers: %s)",
+			   drivers_text(p->cfg, drv, sizeof(drv)));
 	else if (p->seen == 1)
 		npd_append(res, "%s: no ENA resets in %s", p->seen_if, win);
 	else
@@ -547,7 +552,8 @@ int ena_check_allowance(const struct cz_config *cfg, const struct ethtool_ops *o
 	return res->status;
 }
 
-/* ---- the check_fn entry points ---------------------------------------------------------------- */
+/* ---- the check_fn entry points ----------------------------------------------------------------
+ * */
 
 static int with_kernel(struct cz_ctx *ctx, struct npd_result *res, bool allowance)
 {
@@ -557,7 +563,8 @@ static int with_kernel(struct cz_ctx *ctx, struct npd_result *res, bool allowanc
 	if (r < 0)
 		return npd_unknown(res, r, "cannot open a socket for SIOCETHTOOL");
 	if (allowance) {
-		r = ena_check_allowance(&ctx->cfg, &ops, ctx->cfg.paths.state, now_realtime_ms(), res);
+		r = ena_check_allowance(&ctx->cfg, &ops, ctx->cfg.paths.state, now_realtime_ms(),
+					res);
 	} else {
 		/* causes name the CPU serving the queue and its burst: the NIC IRQ map and the
 		 * sampler's burst log (ena_link.c), read only when a device has news */

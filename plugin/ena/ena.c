@@ -242,7 +242,8 @@ static void cause_reset(struct text *t, const struct ena_counter *c, const struc
 			cpu_text(qc, n_qc, v->queue, cpu, sizeof(cpu));
 		}
 		if (c->delta > 1)
-			text_add(t, "%s x%" PRIu64 "%s%s", reason_labels[i].label, c->delta, q, cpu);
+			text_add(t, "%s x%" PRIu64 "%s%s", reason_labels[i].label, c->delta, q,
+				 cpu);
 		else
 			text_add(t, "%s%s%s", reason_labels[i].label, q, cpu);
 		return;
@@ -549,7 +550,8 @@ static int state_stat(struct ena_ifstate *f, const char *p, const char *end)
 	    take_u64(&p, end, &st.value) < 0 || p != end || d->n >= ETHTOOL_MAX_STATS)
 		return -EINVAL;
 	if (d->n == 0 || (d->n >= 16 && (d->n & (d->n - 1)) == 0)) {
-		struct ethtool_stat *ns = realloc(d->stats, (d->n < 16 ? 16 : d->n * 2) * sizeof(*ns));
+		struct ethtool_stat *ns =
+			realloc(d->stats, (d->n < 16 ? 16 : d->n * 2) * sizeof(*ns));
 
 		if (!ns)
 			return -ENOMEM;
@@ -577,7 +579,8 @@ static int state_event(struct ena_ifstate *f, const char *p, const char *end)
 	return 0;
 }
 
-static int state_iface(struct ena_state *s, struct ena_ifstate **cur, const char *p, const char *end)
+static int state_iface(struct ena_state *s, struct ena_ifstate **cur, const char *p,
+		       const char *end)
 {
 	char key[ETHTOOL_INFO_MAX + 8];
 	struct ena_ifstate *f;
@@ -589,7 +592,8 @@ static int state_iface(struct ena_state *s, struct ena_ifstate **cur, const char
 	if (!f)
 		return -ENOMEM;
 	d = &f->base;
-	if (take_u64(&p, end, &f->read_ms) < 0 || take_word(&p, end, d->ifname, sizeof(d->ifname)) < 0 ||
+	if (take_u64(&p, end, &f->read_ms) < 0 ||
+	    take_word(&p, end, d->ifname, sizeof(d->ifname)) < 0 ||
 	    take_word(&p, end, d->driver, sizeof(d->driver)) < 0 ||
 	    take_word(&p, end, d->bus_info, sizeof(d->bus_info)) < 0 || p != end)
 		return -EINVAL;

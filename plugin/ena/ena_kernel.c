@@ -44,8 +44,9 @@ static void cause_text(const struct klog_log *l, const struct klog_reset *r, cha
 			n += (size_t)snprintf(buf + n, size - n, "cpu%d ", r->lockup_cpu);
 		if (n < size)
 			n += (size_t)snprintf(buf + n, size - n, "%s%s%s)",
-					      e->kind == KLOG_SOFT_LOCKUP ? "soft lockup" :
-					      e->kind == KLOG_HARD_LOCKUP ? "hard lockup" : "RCU stall",
+					      e->kind == KLOG_SOFT_LOCKUP   ? "soft lockup"
+					      : e->kind == KLOG_HARD_LOCKUP ? "hard lockup"
+									    : "RCU stall",
 					      e->comm[0] ? " " : "", e->comm);
 	}
 	if (r->outcome == KLOG_OUTCOME_FAILED && n < size)

@@ -222,7 +222,8 @@ static int verdicts(const struct klog_log *l, const struct ena_lists *lists,
 				break;
 			}
 			for (size_t i = 0; i < cur.n; i++)
-				memcpy(zero.stats[i].name, cur.stats[i].name, sizeof(zero.stats[i].name));
+				memcpy(zero.stats[i].name, cur.stats[i].name,
+				       sizeof(zero.stats[i].name));
 			base = &zero;
 			x->since_load = true;
 		}
@@ -285,9 +286,11 @@ int klog_analyze(const struct klog_log *l, const struct ena_lists *lists,
 		if (!klog_kind_is_ena(e->kind) && e->kind != KLOG_NETDEV_WATCHDOG)
 			continue;
 		if (e->kind == KLOG_NETDEV_WATCHDOG) {
-			/* only into a reset of that device already open (the ENA lines follow it) */
+			/* only into a reset of that device already open (the ENA lines follow it)
+			 * */
 			for (size_t k = ret->n_resets; k-- > 0;)
-				if (g.open[k] && e->ifname[0] && streq(e->ifname, ret->resets[k].ifname))
+				if (g.open[k] && e->ifname[0] &&
+				    streq(e->ifname, ret->resets[k].ifname))
 					update(&ret->resets[k], e);
 			continue;
 		}
@@ -400,7 +403,8 @@ char *klog_reset_chain(const struct klog_log *l, const struct klog_reset *r, cha
 	if (r->queue >= 0)
 		add(&t, " q%d", r->queue);
 	if (r->cause == KLOG_ENA_TX_TIMEOUT && r->poll_starved)
-		add(&t, " Tx stopped %s, NAPI scheduled but not run", secs(r->napi_us, s, sizeof(s)));
+		add(&t, " Tx stopped %s, NAPI scheduled but not run",
+		    secs(r->napi_us, s, sizeof(s)));
 	else if (r->cause == KLOG_ENA_TX_TIMEOUT)
 		add(&t, " Tx stopped, NAPI last ran %s ago", secs(r->napi_us, s, sizeof(s)));
 	else if (r->missed)
@@ -458,7 +462,8 @@ char *klog_event_describe(const struct klog_event *e, char *buf, size_t size)
 		if (e->cont)
 			add(&t, "lost Tx completions (details)");
 		else
-			add(&t, "lost Tx completions %" PRIu64 " > %" PRIu64 ": reset", e->n1, e->n2);
+			add(&t, "lost Tx completions %" PRIu64 " > %" PRIu64 ": reset", e->n1,
+			    e->n2);
 		break;
 	case KLOG_ENA_NO_INTERRUPT: add(&t, "no interrupt (MSI-X): reset"); break;
 	case KLOG_ENA_KEEPALIVE: add(&t, "keep-alive watchdog timeout: reset"); break;

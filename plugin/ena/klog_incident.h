@@ -69,7 +69,7 @@ struct klog_reset {
 	int lockup_cpu;			/* its CPU (RCU stalls name it on the next line) */
 	size_t n_stats;			/* statistics lines of the dump at this reset */
 	bool has_verdict;		/* the dump went through ena_diff() */
-	bool since_load;		/* the verdict's baseline is zero (first dump of the paste) */
+	bool since_load; /* the verdict's baseline is zero (first dump of the paste) */
 	struct ena_verdict verdict;
 };
 
@@ -77,7 +77,7 @@ struct klog_incident {
 	size_t n_resets;		/* resets and risks, in order */
 	struct klog_reset resets[KLOG_RESETS_MAX];
 	size_t dropped_resets;		/* beyond KLOG_RESETS_MAX */
-	size_t n_lockups;		/* soft/hard lockups, RCU stalls, hung tasks, NETDEV WATCHDOG */
+	size_t n_lockups; /* soft/hard lockups, RCU stalls, hung tasks, NETDEV WATCHDOG */
 };
 
 /*

@@ -18,7 +18,8 @@ static const char *const builtin_dims[] = { "zone", "instance-type", "osImage", 
 
 const char *const fleet_top_kind[FLEET_NCOND] = { "leakers", "busiest tasks", "reset causes" };
 
-/* ---- the interner ----------------------------------------------------------------------------- */
+/* ---- the interner -----------------------------------------------------------------------------
+ * */
 
 static uint64_t hash_bytes(const char *s, size_t len)
 {
@@ -84,7 +85,8 @@ int fleet_intern(struct fleet *f, const char *s, size_t len, uint32_t *ret)
 	}
 	if ((f->n_strs + 1) * 2 > f->hash_cap && grow_hash(f) < 0)
 		return -ENOMEM;
-	for (i = hash_bytes(s, len) & (f->hash_cap - 1); f->hash[i]; i = (i + 1) & (f->hash_cap - 1)) {
+	for (i = hash_bytes(s, len) & (f->hash_cap - 1); f->hash[i];
+	     i = (i + 1) & (f->hash_cap - 1)) {
 		const char *t = f->strs[f->hash[i] - 1];
 
 		if (strncmp(t, s, len) == 0 && t[len] == '\0') {
@@ -239,7 +241,8 @@ static enum fleet_status status_of(const char *s)
  * have lost its end. 80 is NPD's default, 256 ours. */
 static bool maybe_cut(const struct fleet *f, size_t len)
 {
-	return len == 80 || len == NPD_DEFAULT_MAX_OUTPUT || (f->max_output && len == f->max_output);
+	return len == 80 || len == NPD_DEFAULT_MAX_OUTPUT ||
+	       (f->max_output && len == f->max_output);
 }
 
 static int read_message(struct fleet *f, struct fleet_node *n, enum fleet_cond c, const char *msg)
@@ -319,9 +322,12 @@ static int read_node(struct fleet *f, json_object *node, struct fleet_node *n)
 	json_object *status = obj_of(node, "status"), *info = obj_of(status, "nodeInfo");
 	json_object *spec = obj_of(node, "spec"), *v, *conds = NULL;
 	const char *vals[FLEET_DIMS_MAX] = {
-		label2(labels, "topology.kubernetes.io/zone", "failure-domain.beta.kubernetes.io/zone"),
-		label2(labels, "node.kubernetes.io/instance-type", "beta.kubernetes.io/instance-type"),
-		str_of(info, "osImage"), str_of(info, "kernelVersion"),
+		label2(labels, "topology.kubernetes.io/zone",
+		       "failure-domain.beta.kubernetes.io/zone"),
+		label2(labels, "node.kubernetes.io/instance-type",
+		       "beta.kubernetes.io/instance-type"),
+		str_of(info, "osImage"),
+		str_of(info, "kernelVersion"),
 		str_of(info, "containerRuntimeVersion"),
 	};
 	int r = 0;

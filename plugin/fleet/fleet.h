@@ -94,7 +94,7 @@ struct fleet_dim {
 struct fleet_count {
 	const char *name;
 	size_t nodes;
-	uint64_t max;			/* max restarts (leakers), longest ms (tasks), resets (causes) */
+	uint64_t max; /* max restarts (leakers), longest ms (tasks), resets (causes) */
 };
 
 struct fleet_cond_summary {

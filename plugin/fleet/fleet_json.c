@@ -42,8 +42,10 @@ static json_object *dim_json(struct fleet *f, int c, const struct fleet_cond_sum
 	jsonw_add(o, "score", json_object_new_double(d->score));
 	jsonw_add(o, "rate_here", json_object_new_double(d->best.n ? (double)d->best.t /
 						   (double)d->best.n : 0));
-	jsonw_add(o, "rate_elsewhere", elsewhere ? json_object_new_double((double)(cs->t - d->best.t) /
-								     (double)elsewhere) : NULL);
+	jsonw_add(o, "rate_elsewhere",
+		  elsewhere
+			  ? json_object_new_double((double)(cs->t - d->best.t) / (double)elsewhere)
+			  : NULL);
 	for (size_t i = 0; i < d->n_also; i++)
 		json_object_array_add(also, value_json(&d->also[i]));
 	jsonw_add(o, "also", also);
@@ -91,10 +93,11 @@ static json_object *cond_json(struct fleet *f, int c, const struct fleet_cond_su
 	if (cs->first_true_ms) {
 		char a[40], b[40];
 
-		jsonw_add(o, "true_since_first", json_object_new_string(kube_time(cs->first_true_ms, false,
-									    a, sizeof(a))));
-		jsonw_add(o, "true_since_latest", json_object_new_string(kube_time(cs->last_true_ms, false,
-									     b, sizeof(b))));
+		jsonw_add(
+			o, "true_since_first",
+			json_object_new_string(kube_time(cs->first_true_ms, false, a, sizeof(a))));
+		jsonw_add(o, "true_since_latest",
+			  json_object_new_string(kube_time(cs->last_true_ms, false, b, sizeof(b))));
 	}
 	if (c == FLEET_MEMCG && cs->dying_max) {
 		jsonw_add(o, "dying_median", json_object_new_int64((int64_t)cs->dying_median));
@@ -140,7 +143,8 @@ json_object *fleet_json(struct fleet *f, const struct fleet_summary *s, bool nod
 	jsonw_add(o, "skipped", num(s->skipped));
 	jsonw_add(o, "duplicates", num(s->duplicates));
 	for (int i = 0; i < FLEET_NCOND; i++)
-		json_object_array_add(conds, cond_json(f, s->order[i], &s->cond[s->order[i]], nodes));
+		json_object_array_add(conds,
+				      cond_json(f, s->order[i], &s->cond[s->order[i]], nodes));
 	jsonw_add(o, "conditions", conds);
 	jsonw_add(ready, "True", num(s->ready_true));
 	jsonw_add(ready, "False", num(s->ready_false));

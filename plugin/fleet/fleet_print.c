@@ -65,9 +65,11 @@ static void print_dim(struct fleet *f, int c, const struct fleet_cond_summary *c
 	size_t n = cs->t + cs->f, elsewhere = n - v->n;
 	char b[FLEET_VALUE_MAX + 4];
 
-	fprintf(out, "    %4.2f %-14s %s: %zu of the %zu True nodes; %zu/%zu of its nodes True "
-		"(%.1f%%)", d->score, d->name, v->value[0] ? safe(v->value, b, sizeof(b)) : "(none)", v->t, cs->t, v->t,
-		v->n, pct(v->t, v->n));
+	fprintf(out,
+		"    %4.2f %-14s %s: %zu of the %zu True nodes; %zu/%zu of its nodes True "
+		"(%.1f%%)",
+		d->score, d->name, v->value[0] ? safe(v->value, b, sizeof(b)) : "(none)", v->t,
+		cs->t, v->t, v->n, pct(v->t, v->n));
 	if (elsewhere)
 		fprintf(out, " vs %.1f%% elsewhere", pct(cs->t - v->t, elsewhere));
 	else
@@ -151,8 +153,10 @@ static void print_cond(struct fleet *f, int c, const struct fleet_cond_summary *
 			kube_time(cs->last_true_ms, false, b, sizeof(b)));
 	}
 	if (c == FLEET_MEMCG && cs->dying_max)
-		fprintf(out, "  dying memcgs on the True nodes: median %" PRIu64 ", max %" PRIu64
-			"; ratio median x%.0f\n", cs->dying_median, cs->dying_max, cs->ratio_median);
+		fprintf(out,
+			"  dying memcgs on the True nodes: median %" PRIu64 ", max %" PRIu64
+			"; ratio median x%.0f\n",
+			cs->dying_median, cs->dying_max, cs->ratio_median);
 	if (cs->unparsed)
 		fprintf(out, "  %zu True node%s with a message not written by cpuzombie (or cut)\n",
 			cs->unparsed, cs->unparsed == 1 ? "" : "s");

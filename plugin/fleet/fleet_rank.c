@@ -70,9 +70,9 @@ static int rank_dim(struct fleet *f, int c, size_t d, size_t t, size_t n, struct
 		uint32_t id = touched[i];
 
 		if (vals && f->cnt_t[id])
-			vals[nv++] = (struct fleet_value){ fleet_str(f, id), f->cnt_t[id],
-							   f->cnt_n[id],
-							   score_of(f->cnt_t[id], f->cnt_n[id], t, n) };
+			vals[nv++] =
+				(struct fleet_value){ fleet_str(f, id), f->cnt_t[id], f->cnt_n[id],
+						      score_of(f->cnt_t[id], f->cnt_n[id], t, n) };
 		f->cnt_t[id] = f->cnt_n[id] = 0;
 	}
 	if (!vals)
@@ -209,7 +209,8 @@ static int summarize_cond(struct fleet *f, int c, struct fleet_cond_summary *cs,
 		case FLEET_TRUE:
 			cs->t++;
 			cs->not_ready += x->ready != FLEET_TRUE;
-			if (x->since_ms[c] && (!cs->first_true_ms || x->since_ms[c] < cs->first_true_ms))
+			if (x->since_ms[c] &&
+			    (!cs->first_true_ms || x->since_ms[c] < cs->first_true_ms))
 				cs->first_true_ms = x->since_ms[c];
 			if (x->since_ms[c] > cs->last_true_ms)
 				cs->last_true_ms = x->since_ms[c];

@@ -136,7 +136,8 @@ void ethtool_ops_kernel_close(struct ethtool_ops *ops)
 
 /* ---- live reads ----------------------------------------------------------------------------- */
 
-int ethtool_read_drvinfo(const struct ethtool_ops *ops, const char *ifname, struct ethtool_devdump *d)
+int ethtool_read_drvinfo(const struct ethtool_ops *ops, const char *ifname,
+			 struct ethtool_devdump *d)
 {
 	struct ethtool_drvinfo di = { .cmd = ETHTOOL_GDRVINFO };
 	int r;
@@ -214,8 +215,8 @@ static int read_once(const struct ethtool_ops *ops, const char *ifname, size_t n
 	if (st->n_stats != n)
 		return -EAGAIN;
 	for (size_t i = 0; i < n; i++) {
-		copy_kstr(out[i].name, sizeof(out[i].name), (const char *)gs->data + i * ETH_GSTRING_LEN,
-			  ETH_GSTRING_LEN);
+		copy_kstr(out[i].name, sizeof(out[i].name),
+			  (const char *)gs->data + i * ETH_GSTRING_LEN, ETH_GSTRING_LEN);
 		out[i].value = st->data[i];
 	}
 	return 0;
@@ -278,7 +279,8 @@ static const char *shown(const char *s, char *buf, size_t size)
 int ethtool_format_text(const struct ethtool_devdump *d, FILE *out)
 {
 	char ifname[4 * ETHTOOL_IFNAME_MAX + 1], a[4 * ETHTOOL_INFO_MAX + 1];
-	char b[4 * ETHTOOL_INFO_MAX + 1], c[4 * ETHTOOL_INFO_MAX + 1], name[4 * ETHTOOL_NAME_MAX + 1];
+	char b[4 * ETHTOOL_INFO_MAX + 1], c[4 * ETHTOOL_INFO_MAX + 1],
+		name[4 * ETHTOOL_NAME_MAX + 1];
 
 	/* names from a driver or an interface name (any bytes but '/', ':' and spaces): printed as
 	 * they are when plain, so the dump reads back the same, else escaped */
@@ -286,7 +288,8 @@ int ethtool_format_text(const struct ethtool_devdump *d, FILE *out)
 		fprintf(out, "# ethtool -i %s\ndriver: %s\nversion: %s\nbus-info: %s\n",
 			shown(d->ifname, ifname, sizeof(ifname)), shown(d->driver, a, sizeof(a)),
 			shown(d->version, b, sizeof(b)), shown(d->bus_info, c, sizeof(c)));
-	fprintf(out, "# ethtool -S %s\nNIC statistics:\n", shown(d->ifname, ifname, sizeof(ifname)));
+	fprintf(out, "# ethtool -S %s\nNIC statistics:\n",
+		shown(d->ifname, ifname, sizeof(ifname)));
 	for (size_t i = 0; i < d->n; i++)
 		fprintf(out, "     %s: %" PRIu64 "\n", shown(d->stats[i].name, name, sizeof(name)),
 			d->stats[i].value);
@@ -458,7 +461,8 @@ static void set_field(char *dst, size_t size, const char *v, size_t len)
 }
 
 /* An `ethtool -i` line "key: value" (value may be empty). */
-static int text_drvinfo(struct text_parser *p, const char *k, size_t klen, const char *v, size_t vlen)
+static int text_drvinfo(struct text_parser *p, const char *k, size_t klen, const char *v,
+			size_t vlen)
 {
 	struct ethtool_devdump *d;
 
@@ -525,7 +529,8 @@ static int text_add_stat(struct text_parser *p, const char *k, size_t klen, uint
 	if (r < 0)
 		return r;
 	if (d->n == 0 || (d->n >= 16 && (d->n & (d->n - 1)) == 0)) {
-		struct ethtool_stat *ns = realloc(d->stats, (d->n < 16 ? 16 : d->n * 2) * sizeof(*ns));
+		struct ethtool_stat *ns =
+			realloc(d->stats, (d->n < 16 ? 16 : d->n * 2) * sizeof(*ns));
 
 		if (!ns)
 			return text_fail(p, -ENOMEM, "out of memory");

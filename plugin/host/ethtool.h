@@ -103,7 +103,8 @@ void ethtool_ops_kernel_close(struct ethtool_ops *ops);
  * has_drvinfo). @ifname must pass valid_ifname(). Returns 0 or -errno (-ENODEV: gone); @d is
  * untouched on failure.
  */
-int ethtool_read_drvinfo(const struct ethtool_ops *ops, const char *ifname, struct ethtool_devdump *d);
+int ethtool_read_drvinfo(const struct ethtool_ops *ops, const char *ifname,
+			 struct ethtool_devdump *d);
 
 /*
  * ethtool_read_stats - the statistics of @ifname: count, names, values, then the count again.
@@ -114,7 +115,8 @@ int ethtool_read_drvinfo(const struct ethtool_ops *ops, const char *ifname, stru
  * count. Errors: -ENODEV (vanished or renamed), -EOPNOTSUPP (no stats), -E2BIG (count above
  * ETHTOOL_MAX_STATS), -ENOMEM, -EAGAIN; @d untouched.
  */
-int ethtool_read_stats(const struct ethtool_ops *ops, const char *ifname, struct ethtool_devdump *d);
+int ethtool_read_stats(const struct ethtool_ops *ops, const char *ifname,
+		       struct ethtool_devdump *d);
 
 /*
  * ethtool_read - drvinfo then stats into a fresh @ret (ethtool_dump_free() it). Returns 0 or

@@ -101,6 +101,7 @@ const char *hostfs_path(const struct hostfs *hf, enum hostfs_root root, const ch
 	size_t bl = strlen(base);
 
 	/* "/" + "stat" must read "/stat", not "//stat" */
-	snprintf(buf, size, "%s%s%s", base, bl > 0 && base[bl - 1] == '/' ? "" : "/", rel ? rel : "");
+	snprintf(buf, size, "%s%s%s", base, bl > 0 && base[bl - 1] == '/' ? "" : "/",
+		 rel ? rel : "");
 	return buf;
 }

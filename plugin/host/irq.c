@@ -298,7 +298,8 @@ static void read_pci_slot(const struct hostfs *hf, const char *rel, char *buf, s
 	const char *v;
 
 	buf[0] = '\0';
-	if (read_small(hf, HOSTFS_SYS, rel, ue, sizeof(ue)) == 0 && (v = strstr(ue, "PCI_SLOT_NAME=")))
+	if (read_small(hf, HOSTFS_SYS, rel, ue, sizeof(ue)) == 0 &&
+	    (v = strstr(ue, "PCI_SLOT_NAME=")))
 		snprintf(buf, size, "%.*s", (int)strcspn(v + 14, "\n"), v + 14);
 }
 

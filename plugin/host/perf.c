@@ -15,7 +15,8 @@ struct perf_cpu {
 	void *base;
 	size_t map_len, data_off, data_size;
 	uint64_t lost;
-	_Alignas(8) unsigned char wrap[65536]; /* a record that wraps the ring (header.size is u16) */
+	_Alignas(8) unsigned char wrap
+		[65536]; /* a record that wraps the ring (header.size is u16) */
 };
 
 static uint64_t get_u64(const unsigned char *p)

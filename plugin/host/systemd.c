@@ -57,7 +57,8 @@ static int bus_open(const char *bus, sd_bus **ret)
 	if (r < 0)
 		return r;
 	r = sd_bus_set_address(b, bus);
-	/* systemd's private socket is peer-to-peer (no Hello, no bus daemon), as systemctl uses it */
+	/* systemd's private socket is peer-to-peer (no Hello, no bus daemon), as systemctl uses it
+	 * */
 	if (r >= 0 && !(n >= 16 && streq(bus + n - 16, "/systemd/private")))
 		r = sd_bus_set_bus_client(b, 1);
 	if (r >= 0)

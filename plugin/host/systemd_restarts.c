@@ -87,8 +87,9 @@ bool systemd_restarts_growth(const struct systemd_restarts *base, struct systemd
 				continue;
 			if (cur->u[i].restarts >= base->u[j].restarts) {
 				cur->u[i].has_growth = true;
-				cur->u[i].per_hour = (double)(cur->u[i].restarts - base->u[j].restarts) *
-						     3600000.0 / (double)dt;
+				cur->u[i].per_hour =
+					(double)(cur->u[i].restarts - base->u[j].restarts) *
+					3600000.0 / (double)dt;
 			}
 			break;
 		}

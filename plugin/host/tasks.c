@@ -68,7 +68,8 @@ int tasks_parse_stack(const char *text, char *buf, size_t size)
 		if (n == 0)
 			return -EINVAL;
 		if (off + n + 2 < size) {
-			off += (size_t)snprintf(buf + off, size - off, "%s%.*s", off ? "<" : "", (int)n, f);
+			off += (size_t)snprintf(buf + off, size - off, "%s%.*s", off ? "<" : "",
+						(int)n, f);
 		}
 		frames++;
 	}

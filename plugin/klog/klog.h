@@ -78,7 +78,7 @@ struct klog_event {
 	enum klog_clock clock;
 	int64_t t_us;			/* in @clock; comparable only within one clock */
 	unsigned line;			/* 1-based line in the paste (reader only) */
-	bool cont;			/* details of the event before (the CPU line of an RCU stall) */
+	bool cont; /* details of the event before (the CPU line of an RCU stall) */
 	int queue;			/* -1 when the message names none */
 	int cpu;			/* -1 when none */
 	int pid;			/* -1 when none */

@@ -159,8 +159,8 @@ static bool bracket_stamp(struct klog_reader *rd, struct cur *c, struct when *w)
 	} else if ((mon = month(t.p, t.end)) >= 0) { /* dmesg -H: "[Jul14 14:17]" */
 		t.p += 3;
 		skip_spaces(&t);
-		if (!num(&t, 2, &d) || d < 1 || d > 31 || !at(&t, ' ') || (t.p++, !hms(&t, false, &h,
-			&m, &s)))
+		if (!num(&t, 2, &d) || d < 1 || d > 31 || !at(&t, ' ') ||
+		    (t.p++, !hms(&t, false, &h, &m, &s)))
 			return false;
 		rd->rel_base = true;
 		rd->rel_us = yearless_us(mon, d, h, m, 0);
@@ -204,7 +204,8 @@ static int host_ident(struct cur *c)
 		return -1;
 	id = sp + 1;
 	colon = memchr(id, ':', (size_t)(c->end - id));
-	if (!colon || colon + 1 >= c->end || colon[1] != ' ' || memchr(id, ' ', (size_t)(colon - id)))
+	if (!colon || colon + 1 >= c->end || colon[1] != ' ' ||
+	    memchr(id, ' ', (size_t)(colon - id)))
 		return -1;
 	if (colon - id != 6 || memcmp(id, "kernel", 6) != 0)
 		return 0; /* another program's line */
@@ -495,7 +496,8 @@ int kmsg_parse_record(const char *rec, size_t len, struct kmsg_record *ret)
 		const char *comma = memchr(c.p, ',', (size_t)(semi - c.p));
 		struct cur u = { c.p, comma ? comma : semi };
 
-		if (parse_u64_n(u.p, (size_t)(u.end - u.p), &usec) < 0 || !comma || comma + 1 >= semi)
+		if (parse_u64_n(u.p, (size_t)(u.end - u.p), &usec) < 0 || !comma ||
+		    comma + 1 >= semi)
 			return -EINVAL;
 		flag = comma[1];
 		if (comma + 2 != semi && comma[2] != ',')

@@ -20,11 +20,13 @@ int canary_parse(const char *text, struct canary_result *ret)
 	while (next_line(&pos, &line, &len)) {
 		if (line_kv(line, len, "t_ms", &v, &vl) && parse_u64_n(v, vl, &c.t_ms) == 0)
 			seen |= 1;
-		else if (line_kv(line, len, "read_us", &v, &vl) && parse_u64_n(v, vl, &c.read_us) == 0)
+		else if (line_kv(line, len, "read_us", &v, &vl) &&
+			 parse_u64_n(v, vl, &c.read_us) == 0)
 			seen |= 2;
 		else if (line_kv(line, len, "bytes", &v, &vl) && parse_u64_n(v, vl, &c.bytes) == 0)
 			seen |= 4;
-		else if (line_kv(line, len, "err", &v, &vl) && parse_u64_n(v, vl, &e) == 0 && e < 4096) {
+		else if (line_kv(line, len, "err", &v, &vl) && parse_u64_n(v, vl, &e) == 0 &&
+			 e < 4096) {
 			c.err = -(int)e;
 			seen |= 8;
 		} else if (line_kv(line, len, "file", &v, &vl) && vl > 0 && vl < sizeof(c.file)) {

@@ -67,13 +67,15 @@ char *census_pattern(const char *path, char *buf, size_t size)
 		size_t n;
 
 		if ((s != path && is_alnum(s[-1])) || !is_alnum(*s)) {
-			put(buf, size, &o, *s > ' ' && *s < 0x7f && *s != ';' && *s != ',' ? *s : '?');
+			put(buf, size, &o,
+			    *s > ' ' && *s < 0x7f && *s != ';' && *s != ',' ? *s : '?');
 			s++;
 			continue;
 		}
 		if (uuid_at(s) || (!strncmp(s, "pod", 3) && uuid_at(s + 3))) {	/* pod UIDs */
 			if (*s == 'p')
-				put(buf, size, &o, 'p'), put(buf, size, &o, 'o'), put(buf, size, &o, 'd');
+				put(buf, size, &o, 'p'), put(buf, size, &o, 'o'),
+					put(buf, size, &o, 'd');
 			put(buf, size, &o, '*');
 			s += *s == 'p' ? 39 : 36;
 			continue;

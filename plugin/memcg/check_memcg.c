@@ -169,7 +169,8 @@ static void update_history(struct cz_ctx *ctx, struct memcg_reading *r)
 
 	st = state_begin(&txn, dir, &memcg_history_state, &h);
 	if (st < 0) {
-		log_warning_errno(st, "Failed to read state '%s/%s': %m, ignoring", dir, STATE_MEMCG);
+		log_warning_errno(st, "Failed to read state '%s/%s': %m, ignoring", dir,
+				  STATE_MEMCG);
 		return;
 	}
 	r->has_growth = memcg_history_growth(&h, now, r->dying, &r->growth_per_hour);
@@ -177,7 +178,8 @@ static void update_history(struct cz_ctx *ctx, struct memcg_reading *r)
 		return; /* nothing new to keep: no write, no fsync */
 	e = state_commit(&txn, &h);
 	if (e < 0)
-		log_warning_errno(e, "Failed to save state '%s/%s': %m, ignoring", dir, STATE_MEMCG);
+		log_warning_errno(e, "Failed to save state '%s/%s': %m, ignoring", dir,
+				  STATE_MEMCG);
 }
 
 static void read_extras(struct cz_ctx *ctx, struct memcg_reading *r)
@@ -207,7 +209,8 @@ int memcg_read(struct cz_ctx *ctx, struct memcg_reading *r, struct npd_result *r
 		return npd_unknown(res, e, "cannot read %s",
 				   hostfs_path(&ctx->hf, HOSTFS_PROC, "cgroups", p, sizeof(p)));
 	if (!c.enabled)
-		return npd_set(res, NPD_UNKNOWN, "memory controller disabled (cgroup_disable=memory)");
+		return npd_set(res, NPD_UNKNOWN,
+			       "memory controller disabled (cgroup_disable=memory)");
 	e = c.hierarchy != 0 ? read_v1(ctx, &c, r, res) : read_v2(ctx, r, res);
 	if (e != NPD_OK)
 		return e;

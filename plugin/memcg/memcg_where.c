@@ -77,9 +77,10 @@ static size_t children(const struct hostfs *hf, const char *rel,
 
 		if (de->d_name[0] == '.')
 			continue;
-		if (de->d_type != DT_DIR && !(de->d_type == DT_UNKNOWN &&
-					       fstatat(dirfd(d), de->d_name, &st,
-						       AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(st.st_mode)))
+		if (de->d_type != DT_DIR &&
+		    !(de->d_type == DT_UNKNOWN &&
+		      fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+		      S_ISDIR(st.st_mode)))
 			continue;
 		if ((size_t)snprintf(sub, sizeof(sub), "%s/%s", rel, de->d_name) >= sizeof(sub))
 			continue;

@@ -19,7 +19,8 @@ bool pods_valid_uid(const char *s, size_t len)
 	for (size_t i = 0; i < len; i++) {
 		bool dash = i == 8 || i == 13 || i == 18 || i == 23;
 
-		if (dash ? s[i] != '-' : !((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'f')))
+		if (dash ? s[i] != '-'
+			 : !((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'f')))
 			return false;
 	}
 	return true;
@@ -50,6 +51,25 @@ size_t pods_format_line(const char *uid, const char *ns, const char *name, char 
 		return 0;
 	k = snprintf(buf, size, "p %s %s %s\n", uid, ns, name);
 	return k < 0 || (size_t)k >= size ? 0 : (size_t)k;
+}
+
+size_t pods_log_dir_line(const char *dname, char *buf, size_t size)
+{
+	const char *first = strchr(dname, '_'), *last = strrchr(dname, '_');
+	char ns[POD_NAME_MAX + 1], name[POD_NAME_MAX + 1];
+	size_t nslen, namelen;
+
+	if (!first || first == last)
+		return 0;
+	nslen = (size_t)(first - dname);
+	namelen = (size_t)(last - first - 1);
+	if (nslen > POD_NAME_MAX || namelen > POD_NAME_MAX)
+		return 0;
+	memcpy(ns, dname, nslen);
+	ns[nslen] = '\0';
+	memcpy(name, first + 1, namelen);
+	name[namelen] = '\0';
+	return pods_format_line(last + 1, ns, name, buf, size);
 }
 
 int pods_find(const char *text, const char *uid, uint64_t min_t_ms, char *buf, size_t size)

@@ -4,8 +4,9 @@
 
 /*
  * The pods of this node by UID, as the agent publishes them in the run dir (agent/
- * pods_publish.h) for `check memcg`: on cgroup v2 the check finds the subtree holding the
- * dying memcgs (memcg/memcg_where.h); when that is a pod's cgroup, its name carries only the
+ * pods_publish.h, from the kubelet's pod log directories) for `check memcg`: on cgroup v2 the
+ * check finds the subtree holding the dying memcgs (memcg/memcg_where.h); when that is a pod's
+ * cgroup, its name carries only the
  * pod's UID, and this file turns it into namespace/name without the check talking to the API
  * server. The file (written whole and renamed, 0644):
  *     cpuzombie-pods 1
@@ -30,6 +31,15 @@
  */
 size_t pods_format_line(const char *uid, const char *ns, const char *name, char *buf,
 			size_t size);
+
+/*
+ * pods_log_dir_line - pure: the kubelet's pod log directory name @dname
+ * (/var/log/pods/NAMESPACE_NAME_UID: kubelet's BuildPodLogsDirectory) as pods_format_line's
+ * "p <uid> <namespace> <name>\n" in @buf. Neither a namespace, a pod name nor a UID has a '_',
+ * so the first and the last '_' split it. Returns the length, or 0 when it is not such a name
+ * (a static pod's 32-digit hash UID included: its cgroup is not named by pods_valid_uid either).
+ */
+size_t pods_log_dir_line(const char *dname, char *buf, size_t size);
 
 /*
  * pods_find - pure: in the file @text (header checked; published at or after @min_t_ms), the

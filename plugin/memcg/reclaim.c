@@ -107,10 +107,13 @@ void reclaim_plan(const struct reclaim_input *in, const struct reclaim_state *s,
 		if (cfg->remediation.reclaim == CZ_RECLAIM_DROP_CACHES)
 			snprintf(ret->why, sizeof(ret->why), "as configured");
 		else
-			snprintf(ret->why, sizeof(ret->why), "%s", !in->v2
-				 ? "memory.reclaim needs the memory controller on cgroup v2: "
-				   "vm.drop_caches=1 instead"
-				 : "this kernel has no memory.reclaim (5.19+): vm.drop_caches=1 instead");
+			snprintf(
+				ret->why, sizeof(ret->why), "%s",
+				!in->v2 ? "memory.reclaim needs the memory controller on cgroup "
+					  "v2: "
+					  "vm.drop_caches=1 instead"
+					: "this kernel has no memory.reclaim (5.19+): "
+					  "vm.drop_caches=1 instead");
 	}
 }
 
@@ -228,7 +231,8 @@ char *reclaim_message(const struct reclaim_state *s, char *buf, size_t size)
 			 (unsigned long long)(s->after < s->before ? s->before - s->after : 0),
 			 (unsigned long long)s->before, (unsigned long long)s->after,
 			 (double)s->took_ms / 1000.0,
-			 s->result == RECLAIM_PARTIAL ? " (the kernel reclaimed less than asked)" : "");
+			 s->result == RECLAIM_PARTIAL ? " (the kernel reclaimed less than asked)"
+						      : "");
 		break;
 	}
 	return buf;

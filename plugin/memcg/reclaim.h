@@ -54,7 +54,7 @@ enum reclaim_method {
 enum reclaim_result {
 	RECLAIM_RESULT_NONE,
 	RECLAIM_STARTED,	/* recorded before the write; still so = the agent died in it */
-	RECLAIM_OK,		/* written (memory.reclaim: the kernel reclaimed all it was asked) */
+	RECLAIM_OK, /* written (memory.reclaim: the kernel reclaimed all it was asked) */
 	RECLAIM_PARTIAL,	/* memory.reclaim: EAGAIN, the kernel found less to reclaim */
 	RECLAIM_FAILED,		/* the write was refused (no privilege, read-only mount...) */
 	RECLAIM_DRY_RUN,	/* would have reclaimed */
@@ -143,7 +143,8 @@ int reclaim_amount(const char *memory_stat, const char *meminfo, uint64_t *ret);
  * reclaim_active_allowance - pure: the bytes of active file pages memory.reclaim may take
  * beyond reclaim_amount: the "active_file" of the target's memory.stat text @memory_stat, at
  * most RECLAIM_ACTIVE_PER_MEMCG for each of the @dying memcgs below the target, in whole 4 KiB
- * pages; 0 when the text is NULL or lacks it. Why: a zombie whose pages were touched again after it first read them
+ * pages; 0 when the text is NULL or lacks it. Why: a zombie whose pages were touched again after it
+ * first read them
  * (a directory or inode-table block the next writers used too) sits on the active list, which
  * an inactive_file-sized ask never reaches (measured on 6.1: 4 of 32 zombies left). Past the
  * inactive pages the kernel deactivates in proportion, but scans a dying memcg's whole small

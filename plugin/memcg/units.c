@@ -117,7 +117,8 @@ int units_parse(const char *text, struct systemd_restarts *ret, char *err, size_
 			if (!has_t || is_err || r.n == SYSTEMD_TOP_MAX)
 				return -EINVAL;
 			u = &r.u[r.n];
-			if (!token(&p, end, &tok, &tlen) || parse_u64_n(tok, tlen, &u->restarts) < 0)
+			if (!token(&p, end, &tok, &tlen) ||
+			    parse_u64_n(tok, tlen, &u->restarts) < 0)
 				return -EINVAL;
 			if (!token(&p, end, &tok, &tlen))
 				return -EINVAL;

@@ -7,10 +7,12 @@
 
 const char *advice_restarts(int rc)
 {
-	/* @rc is units_load()'s: the report reads what the agent published, it never asks systemd */
+	/* @rc is units_load()'s: the report reads what the agent published, it never asks systemd
+	 * */
 	switch (rc) {
 	case -ENOENT:
-		return "the agent has published no unit restarts here: run `cpuzombie agent` with this "
+		return "the agent has published no unit restarts here: run `cpuzombie agent` with "
+		       "this "
 		       "run dir (it asks systemd every minute), or set memcg.systemd_hints: false";
 	case -ESTALE:
 		return "the agent's unit restarts are old: is `cpuzombie agent` still running with "
@@ -18,7 +20,8 @@ const char *advice_restarts(int rc)
 	case -EIO:
 		return "the agent cannot ask systemd: on a host without systemd there are no unit "
 		       "restarts to read; in a container mount the host's "
-		       "/run/dbus/system_bus_socket (chart: agent.systemdBus) and point systemd.bus "
+		       "/run/dbus/system_bus_socket (chart: agent.systemdBus) and point "
+		       "systemd.bus "
 		       "at it";
 	case -EINVAL:
 		return "the published unit restarts are corrupt: the agent rewrites them within a "
@@ -51,7 +54,8 @@ const char *advice_census(int rc)
 	case -EPERM:
 		return "the run dir refused us: " AS_ROOT;
 	default:
-		return "check --run-dir (where the agent publishes), or set memcg.census_interval: 0";
+		return "check --run-dir (where the agent publishes), or set memcg.census_interval: "
+		       "0";
 	}
 }
 

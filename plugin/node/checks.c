@@ -9,9 +9,12 @@
 /* Every check NPD can run: `cpuzombie check NAME`. One row per check. */
 static const struct check_def checks[] = {
 	{ "memcg", check_memcg, "dying (zombie) memory cgroups vs live ones" },
-	{ "cpu", check_cpu, "a core at >= cpu.threshold_pct for >= cpu.min_burst within cpu.lookback" },
-	{ "ena", check_ena, "ENA device resets from ethtool statistics (condition ENADeviceReset)" },
-	{ "ena-allowance", check_ena_allowance, "ENA allowance exceeded since the last run (event)" },
+	{ "cpu", check_cpu,
+	  "a core at >= cpu.threshold_pct for >= cpu.min_burst within cpu.lookback" },
+	{ "ena", check_ena,
+	  "ENA device resets from ethtool statistics (condition ENADeviceReset)" },
+	{ "ena-allowance", check_ena_allowance,
+	  "ENA allowance exceeded since the last run (event)" },
 	{ NULL, NULL, NULL },
 };
 

@@ -62,7 +62,7 @@ void node_read_published(const struct cz_config *cfg, struct report *r)
 		r->census_rc = census_load(cfg->paths.run, r->now_ms,
 					   2 * cfg->memcg.census_interval_ms + 60000, &r->census,
 					   r->census_err, sizeof(r->census_err));
-	if (cfg->memcg.systemd_hints)	/* the units the agent published, like the checks read them */
+	if (cfg->memcg.systemd_hints) /* the units the agent published, like the checks read them */
 		r->restarts_rc = units_load(cfg->paths.run, r->now_ms, &r->restarts,
 					    r->restarts_err, sizeof(r->restarts_err));
 }
@@ -91,7 +91,8 @@ static int read_stat(struct cz_ctx *ctx, char *buf, size_t size, struct cpustat_
 void node_read_now(struct cz_ctx *ctx, struct report *r)
 {
 	const size_t max = CPUSTAT_MAX_CPUS, size = CPUSTAT_BUF_SIZE(1024) * 2;
-	_cleanup_free_ struct cpustat_core *a = calloc(max, sizeof(*a)), *b = calloc(max, sizeof(*b));
+	_cleanup_free_ struct cpustat_core *a = calloc(max, sizeof(*a)),
+					   *b = calloc(max, sizeof(*b));
 	_cleanup_free_ char *buf = malloc(size);
 	const struct history_series *h = &r->hist;
 	int na, nb;
@@ -144,7 +145,8 @@ int node_read(struct cz_ctx *ctx, struct report *r, uint64_t since, uint64_t unt
 		node_read_reclaim(cfg, r);
 	}
 	if (report_load_run(r, cfg->paths.run,
-			    r->now_ms > cfg->cpu.history_ms ? r->now_ms - cfg->cpu.history_ms : 0) < 0)
+			    r->now_ms > cfg->cpu.history_ms ? r->now_ms - cfg->cpu.history_ms : 0) <
+	    0)
 		return -ENOMEM;
 	if (until && report_load_window(r, cfg->paths.run, since, until) < 0)
 		return -ENOMEM;

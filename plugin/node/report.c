@@ -131,7 +131,8 @@ void report_node_name(struct report *r, const struct hostfs *hf)
 {
 	char buf[256];
 
-	if (r->node[0] || hostfs_read(hf, HOSTFS_PROC, "sys/kernel/hostname", buf, sizeof(buf)) <= 0)
+	if (r->node[0] ||
+	    hostfs_read(hf, HOSTFS_PROC, "sys/kernel/hostname", buf, sizeof(buf)) <= 0)
 		return;
 	buf[strcspn(buf, "\n")] = '\0';
 	/* validated as --node-name is: the name goes into metrics labels, JSON and the API */

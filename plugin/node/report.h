@@ -57,7 +57,7 @@ struct report {
 	int restarts_rc;		/* 0, or -errno with restarts_err (1: not asked) */
 	char restarts_err[256];
 	struct systemd_restarts restarts;
-	int census_rc;			/* 0, or -errno with census_err (1: not asked, census off) */
+	int census_rc; /* 0, or -errno with census_err (1: not asked, census off) */
 	char census_err[2 * CENSUS_ERR_MAX + 64]; /* the agent's reason, and ours when we counted */
 	struct census census;		/* the agent's zombie census (memcg/census.h) */
 	int reclaim_rc;			/* STATE_LOADED, STATE_NONE (never reclaimed) or -errno */

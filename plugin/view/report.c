@@ -104,7 +104,8 @@ static void print_reclaim(const struct report *r, FILE *out)
 					d, sizeof(d)),
 			reclaim_message(s, msg, sizeof(msg)));
 	} else if (r->cfg->remediation.reclaim != CZ_RECLAIM_OFF) {
-		fprintf(out, "  reclaim    %s, not run yet (after MemcgZombieLeak is True for %s)\n",
+		fprintf(out,
+			"  reclaim    %s, not run yet (after MemcgZombieLeak is True for %s)\n",
 			config_reclaim_name(r->cfg->remediation.reclaim),
 			format_duration(r->cfg->remediation.for_ms, d, sizeof(d)));
 	}
@@ -217,8 +218,8 @@ static void print_burst(const struct report *r, const struct burst_event *ev, bo
 	if (ev->stack[0])
 		fprintf(out, "          kernel stack: %s\n", safe(ev->stack));
 	print_recorded_profile(r, ev, out);
-	fprintf(out, "          profile: node %s cpu %u %s..%s (%s): %s\n", node(r),
-		ev->cpu, t1, utc_hms(ev->end_ms, t2, sizeof(t2)), format_duration(dur, d, sizeof(d)),
+	fprintf(out, "          profile: node %s cpu %u %s..%s (%s): %s\n", node(r), ev->cpu, t1,
+		utc_hms(ev->end_ms, t2, sizeof(t2)), format_duration(dur, d, sizeof(d)),
 		report_perf_cmd(ev->cpu, dur, cmd, sizeof(cmd)));
 }
 
@@ -233,7 +234,8 @@ static void print_now(const struct report *r, FILE *out)
 	}
 	fprintf(out, "  now:");
 	for (unsigned c = 0; c < r->ncpu; c++)
-		hot += r->now_pct[c] != HISTORY_NO_SAMPLE && r->now_pct[c] >= r->cfg->cpu.threshold_pct;
+		hot += r->now_pct[c] != HISTORY_NO_SAMPLE &&
+		       r->now_pct[c] >= r->cfg->cpu.threshold_pct;
 	/* the hottest cores first, at most 16, so 192 cores still fit a screen */
 	for (int pct = 100; pct >= 0 && shown < 16; pct--)
 		for (unsigned c = 0; c < r->ncpu && shown < 16; c++)
@@ -257,20 +259,24 @@ static void print_cores(const struct report *r, FILE *out)
 		fprintf(out, "  sampler: not running (no heartbeat in the run dir): bursts and "
 			     "heatmap need `cpuzombie agent`\n");
 	else if (r->hb->stopped || r->hb->time_ms + 3 * HISTORY_HEARTBEAT_MS < r->now_ms)
-		fprintf(out, "  sampler: stopped, last heartbeat %s: (re)start `cpuzombie agent` for "
-			     "bursts after it\n", utc_hms(r->hb->time_ms, t, sizeof(t)));
+		fprintf(out,
+			"  sampler: stopped, last heartbeat %s: (re)start `cpuzombie agent` for "
+			"bursts after it\n",
+			utc_hms(r->hb->time_ms, t, sizeof(t)));
 	print_now(r, out);
 	fprintf(out, "  BURSTS since %s: %zu\n", utc_hms(r->since_ms, t, sizeof(t)), r->nbursts);
 	if (r->nbursts)
-		fprintf(out, "  core    start       length  peak  mean  top tasks (system time on the "
-			     "core)\n");
+		fprintf(out,
+			"  core    start       length  peak  mean  top tasks (system time on the "
+			"core)\n");
 	for (size_t i = 0; i < r->nbursts; i++)
 		print_burst(r, &r->bursts[i], i >= r->nlogged, out);
 	if (r->hist_rc > 0)
 		(void)report_heatmap(r, REPORT_HEAT_COLS, out);
 	else
 		fprintf(out, "  heatmap: no history (%s): %s\n",
-			r->hist_rc == 0 ? "empty" : strerror(-r->hist_rc), advice_history(r->hist_rc));
+			r->hist_rc == 0 ? "empty" : strerror(-r->hist_rc),
+			advice_history(r->hist_rc));
 }
 
 int report_heatmap(const struct report *r, unsigned cols, FILE *out)
@@ -312,7 +318,8 @@ int report_heatmap(const struct report *r, unsigned cols, FILE *out)
 	fprintf(out, "  scale: ' '0-9%% '.'10 ':'20 '-'30 '='40 '+'50 '*'60 '#'70 '%%'80 '@'90+ "
 		     "'?'none\n");
 	for (unsigned row = 0; row < rows; row++) {
-		unsigned lo = row * group, hi = lo + group - 1 < h->ncpu ? lo + group - 1 : h->ncpu - 1;
+		unsigned lo = row * group,
+			 hi = lo + group - 1 < h->ncpu ? lo + group - 1 : h->ncpu - 1;
 		char label[24];
 
 		if (group > 1)
@@ -371,7 +378,8 @@ static void print_ena(const struct report *r, const struct ena_ifstate *s, FILE 
 		fprintf(out, "%s %s %llu", shown++ % 4 == 0 ? "\n     " : ",", safe(st->name),
 			(unsigned long long)st->value);
 		if (p && prev_ms < s->read_ms && st->value >= p->value)
-			fprintf(out, " (+%llu since %s)", (unsigned long long)(st->value - p->value),
+			fprintf(out, " (+%llu since %s)",
+				(unsigned long long)(st->value - p->value),
 				utc_hms(prev_ms, t2, sizeof(t2)));
 	}
 	fprintf(out, "%s\n", shown ? "" : " no reset, risk or allowance counter above 0");

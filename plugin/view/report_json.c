@@ -81,7 +81,8 @@ static json_object *restarts(const struct report *r)
 
 		jsonw_add(j, "unit", jsonw_str(u->name));
 		jsonw_add(j, "restarts", jsonw_u64(u->restarts));
-		jsonw_add(j, "per_hour", u->has_growth ? json_object_new_double(u->per_hour) : NULL);
+		jsonw_add(j, "per_hour",
+			  u->has_growth ? json_object_new_double(u->per_hour) : NULL);
 		json_object_array_add(a, j);
 	}
 	jsonw_add(o, "units", a);
@@ -182,7 +183,8 @@ static json_object *memcg(const struct report *r)
 	jsonw_add(o, "dying", jsonw_u64(m->dying));
 	/* rounded as the check line and the text print it ("x1070" -> 1070) */
 	jsonw_add(o, "ratio", json_object_new_double(ratio_rounded(memcg_ratio(m))));
-	jsonw_add(o, "growth_per_hour", m->has_growth ? json_object_new_double(m->growth_per_hour) : NULL);
+	jsonw_add(o, "growth_per_hour",
+		  m->has_growth ? json_object_new_double(m->growth_per_hour) : NULL);
 	jsonw_add(o, "percpu_bytes", m->has_percpu ? jsonw_u64(m->percpu_bytes) : NULL);
 	if (m->has_kernel) {
 		char k[32];
@@ -290,7 +292,8 @@ static json_object *ena(const struct report *r, const struct ena_ifstate *s)
 	jsonw_add(o, "prev_read_ms", p && p->read_ms < s->read_ms ? jsonw_u64(p->read_ms) : NULL);
 	for (size_t i = 0; i < s->base.n; i++) {
 		const struct ethtool_stat *st = &s->base.stats[i];
-		const struct ethtool_stat *q = p ? ethtool_dump_find_near(&p->base, st->name, i) : NULL;
+		const struct ethtool_stat *q =
+			p ? ethtool_dump_find_near(&p->base, st->name, i) : NULL;
 		enum ena_class c = ena_classify(&l, st->name, NULL);
 		json_object *j;
 
@@ -329,13 +332,15 @@ static json_object *nic(const struct report *r, const struct irq_map *m, const c
 	jsonw_add(o, "interface", jsonw_str(ifname));
 	jsonw_add(o, "driver", m ? jsonw_str(m->driver) : NULL);
 	jsonw_add(o, "pci", m ? jsonw_str(m->pci) : NULL);
-	jsonw_add(o, "threaded_napi", m && m->threaded >= 0 ? json_object_new_boolean(m->threaded) : NULL);
+	jsonw_add(o, "threaded_napi",
+		  m && m->threaded >= 0 ? json_object_new_boolean(m->threaded) : NULL);
 	for (size_t i = 0; m && i < m->n; i++) {
 		json_object *j = json_object_new_object();
 
 		jsonw_add(j, "irq", json_object_new_int((int)m->irq[i].irq));
 		jsonw_add(j, "name", jsonw_str(m->irq[i].name));
-		jsonw_add(j, "queue", m->irq[i].queue >= 0 ? json_object_new_int(m->irq[i].queue) : NULL);
+		jsonw_add(j, "queue",
+			  m->irq[i].queue >= 0 ? json_object_new_int(m->irq[i].queue) : NULL);
 		jsonw_add(j, "cpus", jsonw_str(m->irq[i].cpulist));
 		json_object_array_add(irqs, j);
 	}

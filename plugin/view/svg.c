@@ -162,10 +162,11 @@ static void bursts(FILE *out, const struct report *r, const struct plot *g)
 		if (x2 - x1 < 3)
 			x2 = x1 + 3;
 		y = g->top + ev->cpu * g->rh;
-		fprintf(out, "<g class=\"marker burst\" id=\"burst-%u\" data-cpu=\"%u\"><title>cpu%u "
-			     "burst %s..%s UTC %.1fs peak %.0f%%", k++, ev->cpu, ev->cpu,
-			utc_hms(ev->start_ms, a, sizeof(a)), utc_hms(ev->end_ms, b, sizeof(b)),
-			(double)dur / 1000.0, ev->peak_pct);
+		fprintf(out,
+			"<g class=\"marker burst\" id=\"burst-%u\" data-cpu=\"%u\"><title>cpu%u "
+			"burst %s..%s UTC %.1fs peak %.0f%%",
+			k++, ev->cpu, ev->cpu, utc_hms(ev->start_ms, a, sizeof(a)),
+			utc_hms(ev->end_ms, b, sizeof(b)), (double)dur / 1000.0, ev->peak_pct);
 		if (ev->ntasks) {
 			fputs(" top ", out);
 			xml(out, ev->task[0].comm);
@@ -182,9 +183,12 @@ static void bursts(FILE *out, const struct report *r, const struct plot *g)
 		fprintf(out, "; node ");
 		xml(out, r->node[0] ? r->node : "-");
 		fprintf(out, ": %s</title>", report_perf_cmd(ev->cpu, dur, cmd, sizeof(cmd)));
-		fprintf(out, "<rect class=\"burst-box\" x=\"%.2f\" y=\"%.2f\" width=\"%.2f\" "
-			     "height=\"%.2f\"/><path class=\"burst-tick\" d=\"M%.2f %.2f l-5 -7 h10 z\"/>"
-			     "</g>\n", x1, y - 1, x2 - x1, g->rh + 2, x1, y);
+		fprintf(out,
+			"<rect class=\"burst-box\" x=\"%.2f\" y=\"%.2f\" width=\"%.2f\" "
+			"height=\"%.2f\"/><path class=\"burst-tick\" d=\"M%.2f %.2f l-5 -7 h10 "
+			"z\"/>"
+			"</g>\n",
+			x1, y - 1, x2 - x1, g->rh + 2, x1, y);
 	}
 }
 
@@ -205,7 +209,8 @@ static void resets(FILE *out, const struct report *r, const struct plot *g)
 				continue;
 			fprintf(out, "<g class=\"marker ena-reset\" id=\"reset-%u\"><title>", k++);
 			xml(out, s->base.ifname);
-			fprintf(out, " ENA reset x%llu seen %s UTC: ", (unsigned long long)ev->resets,
+			fprintf(out,
+				" ENA reset x%llu seen %s UTC: ", (unsigned long long)ev->resets,
 				utc_hms(ev->t_ms, a, sizeof(a)));
 			xml(out, ev->cause);
 			fprintf(out, "</title><line class=\"reset-line\" x1=\"%.2f\" y1=\"%.2f\" "
@@ -242,8 +247,10 @@ static void kernel(FILE *out, const struct report *r, const struct plot *g)
 				     "d=\"M%.2f %.2f l6 %.2f l-6 %.2f l-6 %.2f z\"/>", x,
 				g->top + (e.cpu - g->c0) * g->rh, g->rh / 2, g->rh / 2, -g->rh / 2);
 		else
-			fprintf(out, "<path class=\"kernel-tick\" fill=\"#8000c0\" d=\"M%.2f %.2f l-5 "
-				     "-9 h10 z\"/>", x, g->top - 14);
+			fprintf(out,
+				"<path class=\"kernel-tick\" fill=\"#8000c0\" d=\"M%.2f %.2f l-5 "
+				"-9 h10 z\"/>",
+				x, g->top - 14);
 		fputs("</g>\n", out);
 	}
 }
@@ -290,9 +297,11 @@ static void axis(FILE *out, const struct plot *p, double y, const char *cls)
 	if (t < p->t0)
 		t = t > UINT64_MAX - step ? p->t1 + 1 : t + step; /* times near the end of time */
 	for (unsigned n = 0; t <= p->t1 && t >= p->t0 && n <= 11; n++, t += step) {
-		fprintf(out, "<line x1=\"%.2f\" y1=\"%.2f\" x2=\"%.2f\" y2=\"%.2f\"/><text "
-			     "class=\"tick\" x=\"%.2f\" y=\"%.2f\">%s</text>\n", x_of(p, t), y, x_of(p, t),
-			y + 5, x_of(p, t), y + 18, tick_label(t, step, span, a, sizeof(a)));
+		fprintf(out,
+			"<line x1=\"%.2f\" y1=\"%.2f\" x2=\"%.2f\" y2=\"%.2f\"/><text "
+			"class=\"tick\" x=\"%.2f\" y=\"%.2f\">%s</text>\n",
+			x_of(p, t), y, x_of(p, t), y + 5, x_of(p, t), y + 18,
+			tick_label(t, step, span, a, sizeof(a)));
 		if (t > UINT64_MAX - step)
 			break;
 	}
@@ -313,12 +322,16 @@ static void legend(FILE *out, const struct report *r, double y)
 	x += 11 * 18;
 	fprintf(out, "<text x=\"%.2f\" y=\"%.2f\">100%%</text>", x + 4, y + 9);
 	x += 50;
-	fprintf(out, "<rect class=\"swatch none\" x=\"%.2f\" y=\"%.2f\" width=\"18\" height=\"10\"/>"
-		     "<text x=\"%.2f\" y=\"%.2f\">no sample</text>", x, y, x + 22, y + 9);
+	fprintf(out,
+		"<rect class=\"swatch none\" x=\"%.2f\" y=\"%.2f\" width=\"18\" height=\"10\"/>"
+		"<text x=\"%.2f\" y=\"%.2f\">no sample</text>",
+		x, y, x + 22, y + 9);
 	x += 90;
-	fprintf(out, "<rect class=\"burst-box\" x=\"%.2f\" y=\"%.2f\" width=\"18\" height=\"10\"/>"
-		     "<text x=\"%.2f\" y=\"%.2f\">burst (&gt;= %g%% for &gt;= %.1fs)</text>", x, y,
-		x + 22, y + 9, r->cfg->cpu.threshold_pct, (double)r->cfg->cpu.min_burst_ms / 1000.0);
+	fprintf(out,
+		"<rect class=\"burst-box\" x=\"%.2f\" y=\"%.2f\" width=\"18\" height=\"10\"/>"
+		"<text x=\"%.2f\" y=\"%.2f\">burst (&gt;= %g%% for &gt;= %.1fs)</text>",
+		x, y, x + 22, y + 9, r->cfg->cpu.threshold_pct,
+		(double)r->cfg->cpu.min_burst_ms / 1000.0);
 	x += 190;
 	fprintf(out, "<line class=\"reset-line\" x1=\"%.2f\" y1=\"%.2f\" x2=\"%.2f\" y2=\"%.2f\"/>"
 		     "<text x=\"%.2f\" y=\"%.2f\">ENA reset</text>", x + 9, y - 2, x + 9, y + 12,
@@ -354,9 +367,10 @@ static void head(FILE *out, const struct report *r, const struct plot *g)
 		utc_hms(g->t0, a, sizeof(a)), utc_hms(g->t1, b, sizeof(b)), g->nrows,
 		r->cfg->cpu.threshold_pct, r->kev ? ", purple: kernel log" : "");
 	if (r->memcg_rc == NPD_OK)
-		fprintf(out, "<text class=\"memcg\" x=\"%d\" y=\"40\">memcg: %llu dying vs %llu live "
-			     "(%s; problem at &gt;= %llu dying and &gt;= x%g)</text>\n", LEFT,
-			(unsigned long long)r->memcg.dying, (unsigned long long)r->memcg.live,
+		fprintf(out,
+			"<text class=\"memcg\" x=\"%d\" y=\"40\">memcg: %llu dying vs %llu live "
+			"(%s; problem at &gt;= %llu dying and &gt;= x%g)</text>\n",
+			LEFT, (unsigned long long)r->memcg.dying, (unsigned long long)r->memcg.live,
 			format_ratio(memcg_ratio(&r->memcg), ratio, sizeof(ratio)),
 			(unsigned long long)r->cfg->memcg.min_dying, r->cfg->memcg.max_ratio);
 }
@@ -454,11 +468,14 @@ static void zoom_labels(FILE *out, const struct report *r, const struct burst_ev
 	char a[16], b[16], tasks[256], cmd[96];
 	uint64_t dur = burst_ms(ev);
 
-	fprintf(out, "<text class=\"ztitle\" x=\"%d\" y=\"16\">cpu%u burst %s..%s UTC: %.1fs%s, "
-		     "peak %.0f%%, mean %.0f%% %s</text>\n", LEFT, ev->cpu,
-		utc_hms(ev->start_ms, a, sizeof(a)), utc_hms(ev->end_ms, b, sizeof(b)),
-		(double)dur / 1000.0, ongoing ? " so far" : "", ev->peak_pct, ev->mean_pct,
-		config_metric_name(ongoing ? r->cfg->cpu.metric : ev->metric)); /* not in heartbeat */
+	fprintf(out,
+		"<text class=\"ztitle\" x=\"%d\" y=\"16\">cpu%u burst %s..%s UTC: %.1fs%s, "
+		"peak %.0f%%, mean %.0f%% %s</text>\n",
+		LEFT, ev->cpu, utc_hms(ev->start_ms, a, sizeof(a)),
+		utc_hms(ev->end_ms, b, sizeof(b)), (double)dur / 1000.0, ongoing ? " so far" : "",
+		ev->peak_pct, ev->mean_pct,
+		config_metric_name(ongoing ? r->cfg->cpu.metric
+					   : ev->metric)); /* not in heartbeat */
 	fprintf(out, "<text x=\"%d\" y=\"32\">top tasks: ", LEFT);
 	xml(out, ev->ntasks ? report_format_tasks(ev, tasks, sizeof(tasks)) : "- (not sampled)");
 	fputs("; NIC queues on this core: ", out);
@@ -493,9 +510,11 @@ static int zoom(FILE *out, const struct report *r, const struct plot *g, size_t 
 
 	if (!cells)
 		return -ENOMEM;
-	fprintf(out, "<g class=\"zoom\" id=\"zoom-%u\" data-cpu=\"%u\" data-burst=\"%u\" "
-		     "transform=\"translate(0 %.0f)\"><rect class=\"section\" x=\"0\" y=\"0\" "
-		     "width=\"%d\" height=\"%.0f\"/>\n", k, ev->cpu, marker_id(r, g, i), y, WIDTH, h);
+	fprintf(out,
+		"<g class=\"zoom\" id=\"zoom-%u\" data-cpu=\"%u\" data-burst=\"%u\" "
+		"transform=\"translate(0 %.0f)\"><rect class=\"section\" x=\"0\" y=\"0\" "
+		"width=\"%d\" height=\"%.0f\"/>\n",
+		k, ev->cpu, marker_id(r, g, i), y, WIDTH, h);
 	zoom_labels(out, r, ev, i >= r->nlogged);
 	fprintf(out, "<rect class=\"zframe\" x=\"%d\" y=\"%.2f\" width=\"%d\" height=\"%.2f\"/>\n",
 		LEFT - 1, p.top - 1, SVG_PLOT_W + 2, rows_h + 2);
@@ -503,8 +522,8 @@ static int zoom(FILE *out, const struct report *r, const struct plot *g, size_t 
 		fprintf(out, "<g class=\"zoom-core\" data-cpu=\"%u\">", p.c0 + c);
 		cells_row(out, &p, cells + (size_t)c * p.cols, p.top + c * p.rh, "zcell");
 		fprintf(out, "<text class=\"label%s\" x=\"%d\" y=\"%.2f\">cpu%u</text></g>\n",
-			p.c0 + c == ev->cpu ? " hot" : "", LEFT - 6, p.top + c * p.rh + p.rh / 2 + 4,
-			p.c0 + c);
+			p.c0 + c == ev->cpu ? " hot" : "", LEFT - 6,
+			p.top + c * p.rh + p.rh / 2 + 4, p.c0 + c);
 	}
 	x1 = x_of(&p, ev->start_ms);
 	x2 = x_of(&p, ev->end_ms);

@@ -70,7 +70,8 @@ static void row(struct out *o, const char *text, unsigned cols, const char *sgr,
 }
 
 /* appendf into a row buffer (a cut row is fine: rows are cut at the width anyway) */
-static void addf(char *line, size_t size, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void addf(char *line, size_t size, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
 static void addf(char *line, size_t size, const char *fmt, ...)
 {
 	size_t l = strlen(line);
@@ -120,9 +121,11 @@ static void burst_text(const struct burst_event *b, uint64_t now_ms, char *line,
 		addf(line, size, " in %s %u%%", textsafe(TEXTSAFE_TEXT, b->hot, hot, sizeof(hot)),
 		     b->hot_pct);
 	else if (b->why[0])
-		addf(line, size, " (no profile: %s)", textsafe(TEXTSAFE_TEXT, b->why, hot, sizeof(hot)));
+		addf(line, size, " (no profile: %s)",
+		     textsafe(TEXTSAFE_TEXT, b->why, hot, sizeof(hot)));
 	if (b->irqs[0])
-		addf(line, size, " serves %s", textsafe(TEXTSAFE_TEXT, b->irqs, irqs, sizeof(irqs)));
+		addf(line, size, " serves %s",
+		     textsafe(TEXTSAFE_TEXT, b->irqs, irqs, sizeof(irqs)));
 }
 
 static void core_row(struct out *o, const struct top_model *m, unsigned c, unsigned cols,
@@ -226,7 +229,8 @@ ssize_t top_render(const struct top_model *m, unsigned cols, unsigned rows, bool
 	/* the bursting cores first when not every core fits, then the others in order */
 	if ((size_t)m->ncpu + m->nbursts > left) {
 		for (size_t i = 0; i < m->nbursts && left >= 2; i++) {
-			if (m->bursts[i].cpu >= m->ncpu || burst_of(m, m->bursts[i].cpu) != &m->bursts[i])
+			if (m->bursts[i].cpu >= m->ncpu ||
+			    burst_of(m, m->bursts[i].cpu) != &m->bursts[i])
 				continue;
 			core_row(&o, m, m->bursts[i].cpu, cols, color);
 			left -= 2;
@@ -291,13 +295,15 @@ ssize_t top_render_line(const struct top_model *m, char *buf, size_t size)
 		char msg[4 * 200];
 
 		addf(line, sizeof(line), "; klog %s %s", m->event_time[m->nevents - 1],
-		     textsafe(TEXTSAFE_TEXT, m->events[m->nevents - 1] ? m->events[m->nevents - 1] : "",
-			      msg, sizeof(msg)));
+		     textsafe(TEXTSAFE_TEXT,
+			      m->events[m->nevents - 1] ? m->events[m->nevents - 1] : "", msg,
+			      sizeof(msg)));
 	}
 	{
 		char src[4 * sizeof(m->source)];
 
-		addf(line, sizeof(line), "; %s", textsafe(TEXTSAFE_TEXT, m->source, src, sizeof(src)));
+		addf(line, sizeof(line), "; %s",
+		     textsafe(TEXTSAFE_TEXT, m->source, src, sizeof(src)));
 	}
 	snprintf(buf, size, "%s", line);
 	return (ssize_t)strlen(buf);

@@ -57,7 +57,8 @@ struct top_model {
 	struct top_ena_move ena[TOP_ENA_MAX];
 	size_t nena;
 	char ena_note[96];	   /* "no ENA interface", "counters read every 5s", ... */
-	const char *events[TOP_EVENTS_MAX]; /* kernel-log messages, newest last (raw: escaped here) */
+	const char
+		*events[TOP_EVENTS_MAX]; /* kernel-log messages, newest last (raw: escaped here) */
 	char event_time[TOP_EVENTS_MAX][12];
 	size_t nevents;
 };

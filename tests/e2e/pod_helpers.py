@@ -83,7 +83,12 @@ class Pod:
         self.spec = ds["spec"]["template"]["spec"]
         self.dir = str(workdir)
         self.node = node
-        self.overrides = host_overrides or {}
+        self.overrides = dict(host_overrides or {})
+        if not os.path.isdir("/var/log/pods"):
+            # the kubelet's pod log directories (agent.podNames): a host without a kubelet has
+            # none, and a hostPath of type Directory must exist; an empty one stands in
+            self.overrides.setdefault("/var/log/pods", os.path.join(self.dir, "var-log-pods"))
+            os.makedirs(self.overrides["/var/log/pods"], exist_ok=True)
         self.names = []
         self.vols = {v["name"]: self._volume(v) for v in self.spec["volumes"]}
 
@@ -111,6 +116,7 @@ class Pod:
         d = os.path.join(self.dir, "vol-" + name)
         os.makedirs(d, exist_ok=True)
         if "emptyDir" in v:
+            os.chmod(d, 0o777)      # the kubelet's emptyDir mode: a non-root container writes
             if v["emptyDir"].get("medium") == "Memory":
                 subprocess.run(["mount", "-t", "tmpfs", "-o", "size=16m", "cz-test-" + name, d],
                                check=True)
@@ -121,7 +127,14 @@ class Pod:
             return d
         if "projected" in v:
             for src in v["projected"]["sources"]:
+                # the ServiceAccount token volume (kube-api-access: token, the cluster's CA
+                # kube-root-ca.crt, the namespace) is the kubelet's to fill: the tests hand the
+                # containers that talk to the API server a kubeconfig of their own instead
+                if "serviceAccountToken" in src or "downwardAPI" in src:
+                    continue
                 cm = src["configMap"]
+                if cm["name"] == "kube-root-ca.crt":
+                    continue
                 self._write_cm(d, self.configmap(cm["name"]), cm.get("items"))
             return d
         raise AssertionError("volume kind not handled: %r" % v)

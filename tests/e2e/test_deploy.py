@@ -87,6 +87,7 @@ def test_kinds_per_variant(rendered):
     base = {("Namespace", "cpuzombie"), ("ServiceAccount", "cpuzombie"),
             ("ConfigMap", "cpuzombie-config"), ("DaemonSet", "cpuzombie"),
             ("ClusterRole", "cpuzombie-conditions"), ("ClusterRoleBinding", "cpuzombie-conditions"),
+            ("Role", "cpuzombie-events"), ("RoleBinding", "cpuzombie-events"),
             ("ValidatingAdmissionPolicy", "cpuzombie-own-node-only"),
             ("ValidatingAdmissionPolicyBinding", "cpuzombie-own-node-only")}
     # remediation on: the remediator Deployment, its ServiceAccount and rights, its Lease policy
@@ -94,6 +95,8 @@ def test_kinds_per_variant(rendered):
              ("Role", "cpuzombie-budget"), ("RoleBinding", "cpuzombie-budget"),
              ("Role", "cpuzombie-remediator-leader"),
              ("RoleBinding", "cpuzombie-remediator-leader"),
+             ("Role", "cpuzombie-remediator-events"),
+             ("RoleBinding", "cpuzombie-remediator-events"),
              ("ServiceAccount", "cpuzombie-remediator"), ("Deployment", "cpuzombie-remediator"),
              ("ValidatingAdmissionPolicy", "cpuzombie-remediator-leases"),
              ("ValidatingAdmissionPolicyBinding", "cpuzombie-remediator-leases")}
@@ -114,7 +117,8 @@ def test_objects_are_well_formed(rendered):
             assert md["labels"]["app.kubernetes.io/name"] == "cpuzombie"
         for b in find(objs, "ClusterRoleBinding") + find(objs, "RoleBinding"):
             assert one(objs, b["roleRef"]["kind"], b["roleRef"]["name"])
-            sa = "cpuzombie" if b["roleRef"]["name"] == "cpuzombie-conditions" \
+            sa = "cpuzombie" if b["roleRef"]["name"] in ("cpuzombie-conditions",
+                                                         "cpuzombie-events") \
                 else "cpuzombie-remediator"
             assert b["subjects"] == [{"kind": "ServiceAccount", "name": sa,
                                       "namespace": "cpuzombie"}]
@@ -177,13 +181,10 @@ def test_pod_host_access_and_privileges(rendered):
         assert spec["priorityClassName"] == "system-node-critical"
         assert {"operator": "Exists"} in spec["tolerations"]
         hostpaths = {x["name"]: x["hostPath"]["path"] for x in spec["volumes"] if "hostPath" in x}
+        # no D-Bus socket by default (issue 29 item 1: root on the system bus runs any command
+        # on the host); the kubelet's pod log directories, read-only, for pod names (item 7)
         assert hostpaths == {"host-proc": "/proc", "host-sys": "/sys", "state": "/var/lib/cpuzombie",
-                             "systemd-bus": "/run/dbus/system_bus_socket"}
-        # the bus socket: read-only, and only the agent (which asks systemd) mounts it
-        for c in spec["containers"] + spec.get("initContainers", []):
-            bus = [m for m in c["volumeMounts"] if m["name"] == "systemd-bus"]
-            assert bus == ([{"name": "systemd-bus", "mountPath": "/run/dbus/system_bus_socket",
-                             "readOnly": True}] if c["name"] == "agent" else []), (v, c["name"])
+                             "pod-logs": "/var/log/pods"}
         run = [x for x in spec["volumes"] if x["name"] == "run"][0]
         assert "emptyDir" in run
         for c in spec["containers"] + spec.get("initContainers", []):
@@ -202,9 +203,16 @@ def test_pod_host_access_and_privileges(rendered):
         for c in spec["containers"]:
             env = {e["name"]: e for e in c["env"]}
             assert env["NODE_NAME"]["valueFrom"]["fieldRef"]["fieldPath"] == "spec.nodeName"
-    # a value turns the bus socket off
-    _, objs = render("default", ["--set", "agent.systemdBus=false"])
-    assert not [x for x in pod_spec(objs)["volumes"] if x["name"] == "systemd-bus"]
+    # a value turns the bus socket on: read-only, and only the agent (which asks systemd)
+    # mounts it
+    _, objs = render("default", ["--set", "agent.systemdBus=true"])
+    spec = pod_spec(objs)
+    assert [x["hostPath"]["path"] for x in spec["volumes"] if x["name"] == "systemd-bus"] == \
+        ["/run/dbus/system_bus_socket"]
+    for c in spec["containers"] + spec.get("initContainers", []):
+        bus = [m for m in c["volumeMounts"] if m["name"] == "systemd-bus"]
+        assert bus == ([{"name": "systemd-bus", "mountPath": "/run/dbus/system_bus_socket",
+                         "readOnly": True}] if c["name"] == "agent" else []), c["name"]
     # the kernel-stack option adds exactly the two capabilities it needs, to the agent only
     _, objs = render("default", ["--set", "agent.readKernelStacks=true",
                                  "--set", "agent.profileBursts=false"])
@@ -236,11 +244,12 @@ def test_pod_host_access_and_privileges(rendered):
 @pytest.mark.parametrize("how", ["drop_caches", "memory.reclaim"])
 def test_reclaim_mounts_exactly_what_it_writes(how, cz, tmp_path):
     """config.remediation.reclaim (issue 18): the agent container, and only it, gets the host's
-    /proc/sys/vm writable (memory.reclaim: also /sys/fs/cgroup), and no capability (uid 0 is
-    what the kernel asks for: test_reclaim.py measures it); the rendered config is accepted."""
+    /proc/sys/vm/drop_caches writable, that one file (issue 29 item 3; memory.reclaim: also
+    /sys/fs/cgroup), and no capability (uid 0 is what the kernel asks for: test_reclaim.py
+    measures it); the rendered config is accepted."""
     _, objs = render("default", ["--set", "config.remediation.reclaim=" + how])
     spec = pod_spec(objs)
-    want = {"host-proc-sys-vm": "/proc/sys/vm"}
+    want = {"host-drop-caches": "/proc/sys/vm/drop_caches"}
     if how == "memory.reclaim":
         want["host-cgroup"] = "/sys/fs/cgroup"
     hostpaths = {x["name"]: x["hostPath"]["path"] for x in spec["volumes"] if "hostPath" in x}
@@ -262,7 +271,7 @@ def test_reclaim_mounts_exactly_what_it_writes(how, cz, tmp_path):
     # off (the default): neither mount
     _, objs = render("default", [])
     names = {x["name"] for x in pod_spec(objs)["volumes"]}
-    assert not names & {"host-proc-sys-vm", "host-cgroup"}, names
+    assert not names & {"host-drop-caches", "host-proc-sys-vm", "host-cgroup"}, names
     # a bare YAML off (false) or a typo is refused by the schema, not by the agent at start
     for bad in ("false", "echo3"):
         p = helm("template", "x", CHART, "--set", "config.remediation.reclaim=" + bad,
@@ -293,13 +302,16 @@ def test_mounts_match_the_config_paths(rendered, cz, tmp_path):
     for v, objs in rendered.items():
         cfg = yaml.safe_load(rendered_config(objs))
         assert cfg["paths"] == {"proc": "/host/proc", "sys": "/host/sys",
-                                "state": "/var/lib/cpuzombie", "run": "/run/cpuzombie"}
+                                "state": "/var/lib/cpuzombie", "run": "/run/cpuzombie",
+                                "pod_logs": "/host/var/log/pods"}
         assert cfg["agent"]["set_conditions"] is (v == "standalone")
         spec = pod_spec(objs)
         for c in spec["containers"]:
             mounts = {m["mountPath"]: m["name"] for m in c["volumeMounts"]}
             assert mounts["/host/proc"] == "host-proc" and mounts["/host/sys"] == "host-sys"
             assert mounts["/var/lib/cpuzombie"] == "state" and mounts["/run/cpuzombie"] == "run"
+            if c["name"] == "agent":
+                assert mounts["/host/var/log/pods"] == "pod-logs"
             assert mounts["/etc/cpuzombie"] in ("config", "npd-config")
         # the rendered file is a configuration the binary accepts
         f = tmp_path / ("cpuzombie-%s.yaml" % v)
@@ -357,7 +369,7 @@ def test_npd_rules_point_where_the_init_container_puts_the_binary(rendered):
     init = container(spec, "install-plugin")
     npd = container(spec, "node-problem-detector")
     # init copies the image's /opt/cpuzombie into the "plugin" volume ...
-    assert init["command"] == ["cp", "-a", "/opt/cpuzombie/.", "/plugin/"]
+    assert init["command"] == ["cp", "-R", "/opt/cpuzombie/bin", "/plugin/"]
     assert {m["name"]: m["mountPath"] for m in init["volumeMounts"]} == {"plugin": "/plugin"}
     # ... which NPD's container mounts back at /opt/cpuzombie
     npd_mounts = {m["name"]: m for m in npd["volumeMounts"]}
@@ -509,24 +521,24 @@ def test_npd_rules_run_in_the_pod_layout(cz_bin, rendered, tmp_path):
 
 # --- RBAC --------------------------------------------------------------------------------------
 
-# Every API call the pods make, as read in plugin/cluster/event.c, agent/kube_agent.c,
-# agent/pods_publish.c (the node agent), cluster/remediate.c (the executor of the remediation
+# Every API call the pods make, as read in plugin/cluster/event.c, agent/kube_agent.c (the node
+# agent; agent/pods_publish.c makes none since issue 29 item 7), cluster/remediate.c (the executor of the remediation
 # plan), cluster/remediator.c (its leader Lease) and cluster/fleet_fetch.c (the remediator's
 # node and Lease lists; also `cpuzombie fleet`, with the user's own credentials); kube.c is only
 # the transport:
 # (file, method, path shape, the RBAC (group, resource, verb) it needs, role). Roles: the node
-# agent's "conditions"; the remediator's "remediator" (cluster-wide), "budget" (Role in
+# agent's "conditions" (cluster-wide) and "events" (Role in "default"); the remediator's
+# "remediator" (cluster-wide), "remediator-events" (Role in "default"), "budget" (Role in
 # lease_namespace), "leader" (Role in the release namespace).
 CALLS = [
-    ("event.c", "POST", "/api/v1/namespaces/default/events", ("", "events", "create"), "conditions"),
-    ("event.c", "POST", "/api/v1/namespaces/default/events", ("", "events", "create"), "remediator"),
+    ("event.c", "POST", "/api/v1/namespaces/default/events", ("", "events", "create"), "events"),
+    ("event.c", "POST", "/api/v1/namespaces/default/events", ("", "events", "create"),
+     "remediator-events"),
     ("kube_agent.c", "GET", "/api/v1/nodes/%s", ("", "nodes", "get"), "conditions"),
     ("kube_agent.c", "PATCH", "/api/v1/nodes/%s/status", ("", "nodes/status", "patch"),
      "conditions"),
     # the one GET of its node serves both the condition patch and the remediator's drained
     # annotation (kured): get_node() in kube_agent.c
-    ("pods_publish.c", "GET", "/api/v1/pods?fieldSelector=spec.nodeName", ("", "pods", "list"),
-     "conditions"),    # agent.podNames (default on)
     ("remediate.c", "GET", "/api/v1/nodes/%s", ("", "nodes", "get"), "remediator"),
     ("remediate.c", "PATCH", "/api/v1/nodes/%s", ("", "nodes", "patch"), "remediator"),
     ("remediate.c", "GET", "/api/v1/nodes", ("", "nodes", "list"), "remediator"),
@@ -568,10 +580,13 @@ CALLS = [
 ]
 ROLES = {"cpuzombie-conditions": "ClusterRole", "cpuzombie-remediator": "ClusterRole",
          "cpuzombie-budget": "Role", "cpuzombie-remediator-leader": "Role",
-         "cpuzombie-medik8s-handoff": "Role", "cpuzombie-kured-handoff": "Role"}
-# NPD's k8s exporter: get nodes, patch nodes/status, create/patch/update events.
-NPD_NEEDS = {("", "nodes", "get"), ("", "nodes/status", "patch"), ("", "events", "create"),
-             ("", "events", "patch"), ("", "events", "update")}
+         "cpuzombie-medik8s-handoff": "Role", "cpuzombie-kured-handoff": "Role",
+         "cpuzombie-events": "Role", "cpuzombie-remediator-events": "Role"}
+# NPD's k8s exporter: get nodes, patch nodes/status (the conditions role); its Events through
+# client-go's recorder, in "default": create, and patch for a repeat (tools/record's
+# recordEvent: Create or Patch, never Update, in both NPD versions' client-go).
+NPD_NEEDS = {("", "nodes", "get"), ("", "nodes/status", "patch")}
+NPD_EVENTS = {("", "events", "create"), ("", "events", "patch")}
 
 
 def _grants(objs, name):
@@ -604,10 +619,10 @@ def test_rbac_source_calls_are_the_table():
     # node list and the pod list; one GET of an object that may be absent serves the pause
     # ConfigMap, the guard Lease and medik8s' Lease; one PUT or POST of the guard Lease, one of
     # medik8s' Lease, one DELETE of it); kube_agent.c 3 (GET its node, PATCH its status: the
-    # conditions, and the removal of those turned off); event.c 1; pods_publish.c 1;
-    # fleet_fetch.c 1 (one page of nodes or Leases); remediator.c 2 (GET the leader Lease; PUT
-    # or POST it)
-    assert sites == {"event.c": 1, "kube_agent.c": 3, "pods_publish.c": 1, "remediate.c": 12,
+    # conditions, and the removal of those turned off); event.c 1; pods_publish.c none (the
+    # pods come from the node's pod log directories); fleet_fetch.c 1 (one page of nodes or
+    # Leases); remediator.c 2 (GET the leader Lease; PUT or POST it)
+    assert sites == {"event.c": 1, "kube_agent.c": 3, "pods_publish.c": 0, "remediate.c": 12,
                      "fleet_fetch.c": 1, "remediator.c": 2}, sites
 
 
@@ -629,17 +644,33 @@ def test_rbac_is_exactly_what_the_code_and_npd_call(rendered):
     need = lambda role: {c[3] for c in CALLS if c[4] == role}  # noqa: E731
     assert _grants(d, "cpuzombie-conditions") == NPD_NEEDS | need("conditions")
     assert _grants(r, "cpuzombie-conditions") == NPD_NEEDS | need("conditions")
-    # the node agent's ServiceAccount holds the conditions role and nothing else: no nodes
-    # list/patch, no eviction, no pod delete, no Lease
+    assert _grants(s, "cpuzombie-conditions") == need("conditions") == NPD_NEEDS
+    # Events in "default" only: NPD's create and patch; the agent alone (standalone) creates
+    for objs in (d, r):
+        assert _grants(objs, "cpuzombie-events") == NPD_EVENTS | need("events")
+    assert _grants(s, "cpuzombie-events") == need("events") == {("", "events", "create")}
+    # the node agent's ServiceAccount holds the conditions and events roles and nothing else:
+    # no nodes list/patch, no eviction, no pod at all (not even list: issue 29 item 7), no
+    # Lease, no events update, no Events outside "default"
     for objs in (d, r, s):
-        assert _bound(objs, "cpuzombie") == {"cpuzombie-conditions"}
+        assert _bound(objs, "cpuzombie") == {"cpuzombie-conditions", "cpuzombie-events"}
+        assert one(objs, "Role", "cpuzombie-events")["metadata"]["namespace"] == "default"
+        assert one(objs, "RoleBinding", "cpuzombie-events")["metadata"]["namespace"] == "default"
     bad = {("", "nodes", "patch"), ("", "nodes", "list"), ("", "pods/eviction", "create"),
-           ("", "pods", "delete")} | {g for g in need("budget") | need("leader")}
-    assert not _grants(r, "cpuzombie-conditions") & bad
+           ("", "pods", "delete"), ("", "pods", "list"), ("", "pods", "get"),
+           ("", "events", "update"), ("", "events", "create")} | {
+               g for g in need("budget") | need("leader")}
+    for objs in (d, r, s):
+        assert not _grants(objs, "cpuzombie-conditions") & bad
+        assert ("", "events", "update") not in _grants(objs, "cpuzombie-events")
     # the remediator's: exactly its calls, cluster-wide, in lease_namespace, in the release ns
     assert _bound(r, "cpuzombie-remediator") == {"cpuzombie-remediator", "cpuzombie-budget",
-                                                 "cpuzombie-remediator-leader"}
+                                                 "cpuzombie-remediator-leader",
+                                                 "cpuzombie-remediator-events"}
     assert _grants(r, "cpuzombie-remediator") == need("remediator")     # allow_delete on
+    assert ("", "events", "create") not in _grants(r, "cpuzombie-remediator")  # not cluster-wide
+    assert _grants(r, "cpuzombie-remediator-events") == need("remediator-events")
+    assert one(r, "Role", "cpuzombie-remediator-events")["metadata"]["namespace"] == "default"
     assert _grants(r, "cpuzombie-budget") == need("budget")
     assert _grants(r, "cpuzombie-remediator-leader") == need("leader")
     assert one(r, "Role", "cpuzombie-budget")["metadata"]["namespace"] == "kube-system"
@@ -661,10 +692,10 @@ def test_rbac_is_exactly_what_the_code_and_npd_call(rendered):
     assert _grants(s, "cpuzombie-remediator") == need("remediator") - {("", "pods", "delete")}
     assert not find(d, "ClusterRole", "cpuzombie-remediator")       # remediation off: no role
     assert not find(d, "ServiceAccount", "cpuzombie-remediator")
-    # agent.podNames off: the conditions role is NPD's alone
-    _, off = render("default", ["--set", "agent.podNames=false"])
-    assert _grants(off, "cpuzombie-conditions") == NPD_NEEDS | need("conditions") - {
-        ("", "pods", "list")}
+    # agent.podNames either way: no pod grant (the names come from the node itself)
+    for on in ("true", "false"):
+        _, objs = render("default", ["--set", "agent.podNames=" + on])
+        assert _grants(objs, "cpuzombie-conditions") == NPD_NEEDS
     # the pause ConfigMap by name, read only; the guard Lease only with breaker_max/drain_gap
     assert _rule_names(r, "Role", "cpuzombie-budget", "get") == ["cpuzombie-pause"]
     for opt in ("config.remediation.breaker_max=3", "config.remediation.drain_gap=10m"):
@@ -732,6 +763,10 @@ def test_installs_into_the_release_namespace(variant):
         elif (o["kind"], o["metadata"]["name"]) in (("Role", "cpuzombie-budget"),
                                                     ("RoleBinding", "cpuzombie-budget")):
             assert o["metadata"]["namespace"] == "kube-system"
+        elif o["metadata"]["name"] in ("cpuzombie-events", "cpuzombie-remediator-events"):
+            # the Events' one namespace (client-go's and event.c's for a Node)
+            assert o["kind"] in ("Role", "RoleBinding") and \
+                o["metadata"]["namespace"] == "default", o["metadata"]
         elif (o["kind"], o["metadata"]["name"]) in (("Role", "cpuzombie-cleanup"),
                                                     ("RoleBinding", "cpuzombie-cleanup")):
             # the uninstall hook's: the Leases of lease_namespace and of the release's
@@ -739,7 +774,7 @@ def test_installs_into_the_release_namespace(variant):
         else:
             assert o["metadata"]["namespace"] == "monitoring", (o["kind"], o["metadata"])
     for b in find(objs, "ClusterRoleBinding") + find(objs, "RoleBinding"):
-        sa = "cpuzombie" if b["roleRef"]["name"] == "cpuzombie-conditions" \
+        sa = "cpuzombie" if b["roleRef"]["name"] in ("cpuzombie-conditions", "cpuzombie-events") \
             else "cpuzombie-cleanup" if b["roleRef"]["name"] == "cpuzombie-cleanup" \
             else "cpuzombie-remediator"
         assert b["subjects"] == [{"kind": "ServiceAccount", "name": sa,
@@ -782,18 +817,41 @@ def _event(kind, name):
     return {"involvedObject": {"kind": kind, "name": name}}
 
 
+def _node(conds=("Ready",), labels=None, spec=None, capacity="2", status=None):
+    """A Node as the policy sees it; @conds: "Type" (True) or ("Type", "False")."""
+    cs = [dict(type=c, status="True") if isinstance(c, str) else dict(type=c[0], status=c[1])
+          for c in conds]
+    return {"metadata": {"name": "n", "labels": labels or {"kubernetes.io/hostname": "n"}},
+            "spec": spec or {}, "status": dict({"conditions": cs, "capacity": {"cpu": capacity}},
+                                               **(status or {}))}
+
+
+OLD = _node()
 # (request, allowed?)
 SAMPLES = [
-    (_req("UPDATE", "nodes", "n1", "n1"), True),                     # cordon itself
-    (_req("UPDATE", "nodes", "n2", "n1"), False),                    # cordon another node
-    (_req("UPDATE", "nodes", "n1"), False),                          # token without the claim
-    (_req("UPDATE", "nodes", "n2", user="system:node:n2"), True),    # not us: not matched
-    (_req("UPDATE", "nodes", "n1", "n1", extra={
+    # its own node's cpuzombie condition: the one write it has
+    (_req("UPDATE", "nodes", "n1", "n1", obj=_node(("Ready", "MemcgZombieLeak")), old=OLD), True),
+    (_req("UPDATE", "nodes", "n2", "n1", obj=_node(("Ready", "MemcgZombieLeak")), old=OLD),
+     False),                                                         # another node
+    (_req("UPDATE", "nodes", "n1", obj=_node(("Ready", "MemcgZombieLeak")), old=OLD),
+     False),                                                         # token without the claim
+    (_req("UPDATE", "nodes", "n2", user="system:node:n2", obj=_node(spec={"unschedulable": True}),
+          old=OLD), True),                                           # not us: not matched
+    (_req("UPDATE", "nodes", "n1", "n1", obj=_node(("Ready", "MemcgZombieLeak")), old=OLD, extra={
         "authentication.kubernetes.io/node-name": ["n1", "n2"]}), False),
+    # on its own node, anything but cpuzombie's conditions (issue 29 item 6)
+    (_req("UPDATE", "nodes", "n1", "n1", obj=_node(spec={"unschedulable": True}), old=OLD),
+     False),                                                         # cordon itself
+    (_req("UPDATE", "nodes", "n1", "n1", obj=_node((("Ready", "False"),)), old=OLD), False),
+    (_req("UPDATE", "nodes", "n1", "n1", obj=_node(()), old=OLD), False),   # Ready removed
+    (_req("UPDATE", "nodes", "n1", "n1", obj=_node(labels={"a": "b"}), old=OLD), False),
+    (_req("UPDATE", "nodes", "n1", "n1", obj=_node(capacity="512"), old=OLD), False),
+    (_req("UPDATE", "nodes", "n1", "n1", obj=_node(status={"addresses": []}), old=OLD), False),
     (_req("CREATE", "events", "", "n1", obj=_event("Node", "n1")), True),
     (_req("CREATE", "events", "", "n1", obj=_event("Node", "n2")), False),
     (_req("UPDATE", "events", "e", "n1", obj=_event("Pod", "n1")), False),
 ]
+OURS = ("MemcgZombieLeak", "CPUCoreSaturation", "ENADeviceReset")
 # The agent holds no Lease right at all (RBAC; test_remediator.py on the real server): the
 # policy no longer looks at Leases.
 
@@ -809,7 +867,12 @@ def _policy_in_python(pol, r):
     if not node:
         return False
     if res == "nodes":
-        return req["name"] == node
+        o, old = r["object"], r["oldObject"]
+        others = [[c for c in x["status"].get("conditions", []) if c["type"] not in OURS]
+                  for x in (o, old)]
+        rest = [(x["metadata"], x["spec"], {k: v for k, v in x["status"].items()
+                                             if k != "conditions"}) for x in (o, old)]
+        return req["name"] == node and others[0] == others[1] and rest[0] == rest[1]
     if res == "events":
         o = r["object"]["involvedObject"]
         return o["kind"] == "Node" and o["name"] == node
@@ -823,7 +886,9 @@ const { policy, samples } = JSON.parse(readFileSync(0, "utf8"));
 const toCel = (v) => v === null || typeof v !== "object" ? v
   : Array.isArray(v) ? v.map(toCel) : new Map(Object.entries(v).map(([k, x]) => [k, toCel(x)]));
 // An evaluation error (a value that is not a plain answer) is an error, never a "no".
-const value = (r) => { if (r !== null && typeof r === "object") throw new Error(String(r.message ?? r)); return r; };
+// (a variable may be a list: @bufbuild/cel's own list and map classes are values; its errors
+// are CelError)
+const value = (r) => { if (r !== null && typeof r === "object" && /Error/.test(r.constructor?.name ?? "Error")) throw new Error(String(r.message ?? r)); return r; };
 const bool = (r) => { if (typeof value(r) !== "boolean") throw new Error("not a bool: " + r); return r; };
 const out = [];
 for (const s of samples) {
@@ -1038,7 +1103,18 @@ def test_image_recipe_uses_what_exists():
     test_image.py builds it with podman and runs it as the chart's pod spec says."""
     df = open(os.path.join(ROOT, "manifests", "image", "Dockerfile")).read()
     stages = re.findall(r"^FROM (\S+)", df, re.M)
-    assert stages == ["debian:bookworm", "debian:bookworm-slim"]
+    assert stages == ["${BUILD_BASE}", "${RUNTIME_BASE}"]
+    # the bases, by tag unless a digest is passed (issue 29: the local debootstrap bases have
+    # none), recorded in the OCI labels
+    assert re.findall(r"^ARG (BUILD_BASE|RUNTIME_BASE)=(\S+)$", df, re.M) == [
+        ("BUILD_BASE", "debian:bookworm"), ("RUNTIME_BASE", "debian:bookworm-slim")]
+    for label in ("title", "version", "licenses", "base.name", "description"):
+        assert "org.opencontainers.image.%s=" % label in df, label
+    # the final stage: stripped binaries, no setuid/setgid file, an SBOM, not root
+    assert "strip --strip-unneeded build/cpuzombie build/cpuzombie-check" in df
+    final = df[df.index("FROM ${RUNTIME_BASE}"):]
+    assert "-perm /6000 -exec chmod ug-s" in final and "sbom.spdx.json" in final
+    assert re.findall(r"^USER (\S+)$", final, re.M) == ["65534:65534"]
     for src in re.findall(r"^COPY (?!--from)(\S+)", df, re.M):
         assert glob.glob(os.path.join(ROOT, src.rstrip("*").rstrip("/")) + "*"), src
     assert "make -j" in df and "libcurl4 libsystemd0" in df

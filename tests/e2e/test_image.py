@@ -96,10 +96,10 @@ def chart(helm, *sets, bus=False, json_sets=()):
             "--set", "image.pullPolicy=Never"]
     for s in json_sets:	# numbers that are not integers (--set would make them strings)
         args += ["--set-json", s]
-    if not bus and not os.path.exists(SYSTEM_BUS):
-        # a kubelet refuses a hostPath of type Socket that is not there: without a system bus
-        # on this host the chart's own switch leaves the mount out
-        args += ["--set", "agent.systemdBus=false"]
+    if bus:
+        # the bus socket is opt-in (agent.systemdBus, off by default since issue 29: root on the
+        # system bus can run any command on the host); a test with a manager of its own asks
+        args += ["--set", "agent.systemdBus=true"]
     for s in sets:
         args += ["--set", s]
     return ph.render_chart(helm, os.path.join(ROOT, "charts", "cpuzombie"), *args)
@@ -248,8 +248,9 @@ def reclaim_state(pod):
 @pytest.mark.parametrize("mounted", [True, False], ids=["charts-mounts", "proc-read-only"])
 def test_agent_container_reclaims_with_the_charts_mounts(image, helm, tmp_path, mounted):
     """config.remediation.reclaim=drop_caches as the chart renders it: the agent container
-    (uid 0, every capability dropped, read-only root) reclaims through the host's /proc/sys/vm
-    that the chart mounts writable over the read-only /host/proc, and the named zombies go.
+    (uid 0, every capability dropped, read-only root) reclaims through the host's
+    /proc/sys/vm/drop_caches, the one file the chart mounts writable over the read-only
+    /host/proc, and the named zombies go.
     Without that mount (the pod as it was before: /host/proc read-only) the write is refused
     with EROFS, which the agent records and says, and it keeps running."""
     objs = chart(helm, *RECLAIM_SETS, json_sets=CENSUS_JSON)
@@ -258,7 +259,7 @@ def test_agent_container_reclaims_with_the_charts_mounts(image, helm, tmp_path, 
         agent = next(x for x in ds["spec"]["template"]["spec"]["containers"]
                      if x["name"] == "agent")
         agent["volumeMounts"] = [m for m in agent["volumeMounts"]
-                                 if m["name"] != "host-proc-sys-vm"]
+                                 if m["name"] != "host-drop-caches"]
     pod = ph.Pod(objs, tmp_path, NODE, {"/var/lib/cpuzombie": str(tmp_path / "state")},
                  seccomp=ph.containerd_runtime_default(tmp_path))
     agent = pod.container("agent")

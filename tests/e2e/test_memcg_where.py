@@ -52,38 +52,36 @@ def test_ok_verdict_names_no_subtree(cz, tmp_path):
     assert r.rc == 0 and "most under" not in r.line, r
 
 
-def test_pod_named_from_what_the_agent_published(cz, kube, tmp_path):
-    """The agent lists its node's pods from the API server (the real one, through the test's
-    fault proxy, as the chart's agent ServiceAccount with a token bound to its pod on the node)
-    and publishes them by UID; check memcg then names the pod holding the zombies by
-    namespace/name."""
+def test_pod_named_from_what_the_agent_published(cz, tmp_path):
+    """The agent names this node's pods from the kubelet's pod log directories
+    (paths.pod_logs: /var/log/pods/NAMESPACE_NAME_UID, a fixture tree here) and publishes them
+    by UID, with no API server at all (issue 29 item 7: it was a cluster-wide list pods);
+    check memcg then names the pod holding the zombies by namespace/name."""
     import shutil
-    import kube_helpers as kh
-    kube.add(kh.node_obj("where-node"), kh.node_obj("another-node"),
-             kh.pod_obj("web-7f9c", "where-node", ns="team-a"),
-             kh.pod_obj("other", "another-node", ns="team-b"))
-    # the UID the server gave the pod
-    uid = next(p["metadata"]["uid"] for p in kube.pods("where-node")
-               if p["metadata"]["name"] == "web-7f9c")
+    import uuid
+    uid = str(uuid.uuid4())
+    other = str(uuid.uuid4())
     # the fixture tree, its pod cgroup renamed to this pod's UID (systemd driver: '_' for '-')
     tree = tmp_path / "tree"
     shutil.copytree(os.path.join(FIXTURES, "memcg", "v2-where-pod"), tree, symlinks=True)
     burst = tree / "sys/fs/cgroup/kubepods.slice/kubepods-burstable.slice"
     os.rename(burst / POD, burst / ("kubepods-burstable-pod%s.slice" % uid.replace("-", "_")))
-    kc = kube.kubeconfig(str(tmp_path / "kubeconfig"), node="where-node")
+    logs = tmp_path / "var-log-pods"
+    for d in ("team-a_web-7f9c_" + uid, "team-b_other_" + other,
+              "kube-system_etcd-n1_0123456789abcdef0123456789abcdef",   # a static pod's hash
+              "not_a_pod_dir_" + uid, "Bad_name_" + str(uuid.uuid4())):
+        (logs / d / "c").mkdir(parents=True)
+        (logs / d / "c" / "0.log").write_text("a log line the agent never reads\n")
+    (logs / "stray-file").write_text("")
     cfg = tmp_path / "agent.yaml"
-    cfg.write_text("kubernetes:\n  kubeconfig: %s\ncpu:\n  inline_window: 1s\n" % kc)
+    cfg.write_text("paths:\n  pod_logs: %s\ncpu:\n  inline_window: 1s\n" % logs)
     roots = ["--proc-root", str(tree / "proc"), "--sys-root", str(tree / "sys")]
-    r = cz("--config", str(cfg), "--node-name", "where-node", "agent", "--once",
-           env={"NODE_NAME": "where-node"})
+    r = cz("--config", str(cfg), "agent", "--once", env={"NODE_NAME": "where-node"})
     assert r.rc == 0, r
-    pods = (cz.run / "pods").read_text()
-    assert re.search(r"^p %s team-a web-7f9c$" % uid, pods, re.M), pods
-    assert "other" not in pods                                # another node's pod
-    gets = [e for e in kube.log() if e["method"] == "GET" and e["path"] == "/api/v1/pods"]
-    assert gets and "spec.nodeName%3Dwhere-node" in gets[0]["query"], gets
-    assert gets[0]["status"] == 200, gets      # the chart's grant (list pods) is enough
-    assert gets[0]["user"] == "system:serviceaccount:%s:%s" % (kh.AGENT_NS, kh.AGENT_SA), gets
+    pods = (cz.run / "pods").read_text().splitlines()
+    assert pods[0] == "cpuzombie-pods 1" and pods[1].startswith("t "), pods
+    assert sorted(pods[2:]) == sorted(["p %s team-a web-7f9c" % uid, "p %s team-b other" % other]), pods
+    assert "never reads" not in r.out + r.err
     r = cz(*roots, "check", "memcg")
     assert r.rc == 1 and "; most under pod team-a/web-7f9c (12300);" in r.line, r
     # without the agent's list, the cgroup's path instead

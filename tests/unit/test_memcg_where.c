@@ -79,6 +79,25 @@ static void test_pods_file(void **state)
 	assert_int_equal(pods_format_line(uid, "a", "-web", line, sizeof(line)), 0);
 	assert_int_equal(pods_format_line("not-a-uid", "a", "b", line, sizeof(line)), 0);
 	assert_int_equal(pods_format_line(uid, NULL, "b", line, sizeof(line)), 0);
+	/* the kubelet's pod log directory names: NAMESPACE_NAME_UID */
+	assert_int_equal(pods_log_dir_line("team-a_web-7f9c_6b1c2d3e-4f5a-6b7c-8d9e-0f1a2b3c4d5e",
+					   line, sizeof(line)),
+			 strlen("p 6b1c2d3e-4f5a-6b7c-8d9e-0f1a2b3c4d5e team-a web-7f9c\n"));
+	assert_string_equal(line, "p 6b1c2d3e-4f5a-6b7c-8d9e-0f1a2b3c4d5e team-a web-7f9c\n");
+	assert_int_equal(pods_log_dir_line("kube-system_coredns.v1-x_6b1c2d3e-4f5a-6b7c-8d9e-"
+					   "0f1a2b3c4d5e", line, sizeof(line)),
+			 strlen("p 6b1c2d3e-4f5a-6b7c-8d9e-0f1a2b3c4d5e kube-system coredns.v1-x\n"));
+	assert_string_equal(line, "p 6b1c2d3e-4f5a-6b7c-8d9e-0f1a2b3c4d5e kube-system coredns.v1-x\n");
+	assert_int_equal(pods_log_dir_line("..", line, sizeof(line)), 0);
+	assert_int_equal(pods_log_dir_line("a_b", line, sizeof(line)), 0);
+	assert_int_equal(pods_log_dir_line("a__6b1c2d3e-4f5a-6b7c-8d9e-0f1a2b3c4d5e", line,
+					   sizeof(line)), 0);			/* no name */
+	assert_int_equal(pods_log_dir_line("a_b_c_6b1c2d3e-4f5a-6b7c-8d9e-0f1a2b3c4d5e", line,
+					   sizeof(line)), 0);			/* '_' in a name */
+	assert_int_equal(pods_log_dir_line("kube-system_etcd-n1_0123456789abcdef0123456789abcdef",
+					   line, sizeof(line)), 0);		/* static pod hash */
+	assert_int_equal(pods_log_dir_line("a_\x1b[31m_6b1c2d3e-4f5a-6b7c-8d9e-0f1a2b3c4d5e", line,
+					   sizeof(line)), 0);
 	snprintf(text, sizeof(text), "cpuzombie-pods 1\nt 1000\n"
 		 "p 00000000-0000-0000-0000-000000000001 kube-system coredns-1\n%s",
 		 "p 6b1c2d3e-4f5a-6b7c-8d9e-0f1a2b3c4d5e team-a web-7f9c\n");

@@ -73,6 +73,7 @@ paths:
   sys: /host/sys
   state: /var/lib/cpuzombie
   run: /run/cpuzombie
+  pod_logs: {{ if .Values.agent.podNames }}/host/var/log/pods{{ else }}""{{ end }}
 kubernetes:
   node_name: ""                # $NODE_NAME from the downward API
   kubeconfig: ""               # in-cluster service account
@@ -99,10 +100,16 @@ kubernetes:
       fieldPath: spec.nodeName
 {{- end -}}
 
-{{/* Every container: root (the state dir is root's on the host), no capability unless named,
-     no privilege escalation, read-only image. */}}
+{{/* Every container: root (the state dir is root's on the host) unless .uid names another, no
+     capability unless named, no privilege escalation, read-only image. */}}
 {{- define "cpuzombie.securityContext" -}}
+{{- if .uid }}
+runAsUser: {{ .uid }}
+runAsGroup: {{ .uid }}
+runAsNonRoot: true
+{{- else }}
 runAsUser: 0
+{{- end }}
 privileged: false
 allowPrivilegeEscalation: false
 readOnlyRootFilesystem: true
@@ -115,14 +122,21 @@ seccompProfile:
   type: RuntimeDefault
 {{- end -}}
 
-{{/* The host paths both containers read (roots) or write (state, run). */}}
+{{/* The host paths both containers read (roots) or write (state, run). The roots are read-only
+     recursively (Kubernetes 1.33+, the runtime must support it: the pod fails to start
+     otherwise): a plain readOnly mount of /sys leaves /sys/fs/cgroup below it writable to uid 0
+     (kill, freeze or throttle any pod), and the same for what is mounted below /proc. */}}
 {{- define "cpuzombie.hostMounts" -}}
 - name: host-proc
   mountPath: /host/proc
   readOnly: true
+  recursiveReadOnly: Enabled
+  mountPropagation: None
 - name: host-sys
   mountPath: /host/sys
   readOnly: true
+  recursiveReadOnly: Enabled
+  mountPropagation: None
 - name: state
   mountPath: /var/lib/cpuzombie
 - name: run
@@ -130,10 +144,56 @@ seccompProfile:
 {{- end -}}
 
 {{/* Host directories the agent writes only when configured: the node_exporter textfile
-     directory and kured's reboot sentinel directory. One per line. */}}
+     directory and kured's reboot sentinel directory, each the file's own directory only, and
+     none when it is the state directory or below it (mounted already). One per line, once each.
+     values.schema.json (and the binary's config check) refuse a system directory. */}}
 {{- define "cpuzombie.extraHostDirs" -}}
-{{- with .Values.config.agent.metrics_textfile }}{{ dir . }}{{ "\n" }}{{ end -}}
-{{- with .Values.config.remediation.reboot_sentinel }}{{ dir . }}{{ "\n" }}{{ end -}}
+{{- $state := trimSuffix "/" .Values.hostPaths.state -}}
+{{- $dirs := list -}}
+{{- range $f := list .Values.config.agent.metrics_textfile .Values.config.remediation.reboot_sentinel -}}
+{{- if $f -}}
+{{- $d := dir $f -}}
+{{- if not (or (eq $d $state) (hasPrefix (printf "%s/" $state) $d)) -}}
+{{- $dirs = append $dirs $d -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+{{- range $d := $dirs | uniq }}{{ $d }}{{ "\n" }}{{ end -}}
+{{- end -}}
+
+{{/* Whether the agent container talks to the API server: standalone (it sets the conditions),
+     the kured hand-off after a drain (it reads its node), reclaim (its Events). */}}
+{{- define "cpuzombie.agentUsesAPI" -}}
+{{- if or (eq .Values.mode "standalone") (ne (include "cpuzombie.reclaim" .) "off") (and (eq (toString .Values.config.remediation.mode) "drain") .Values.config.remediation.reboot_sentinel) }}true{{ end -}}
+{{- end -}}
+
+{{/* The ServiceAccount token, only in the containers that call the API server (the pod has
+     automountServiceAccountToken false): what the automatic mount would give, as a projected
+     volume. */}}
+{{- define "cpuzombie.tokenMount" -}}
+- name: kube-api-access
+  mountPath: /var/run/secrets/kubernetes.io/serviceaccount
+  readOnly: true
+{{- end -}}
+
+{{- define "cpuzombie.tokenVolume" -}}
+- name: kube-api-access
+  projected:
+    defaultMode: 0444
+    sources:
+      - serviceAccountToken:
+          expirationSeconds: 3607
+          path: token
+      - configMap:
+          name: kube-root-ca.crt
+          items:
+            - key: ca.crt
+              path: ca.crt
+      - downwardAPI:
+          items:
+            - path: namespace
+              fieldRef:
+                fieldPath: metadata.namespace
 {{- end -}}
 
 {{/* "true" when a fleet guard keeps state on the Lease cpuzombie-guard: breaker_max or drain_gap on. */}}

@@ -62,6 +62,9 @@ def main():
           % (len(ret), len(ret_nf)))
     print("climbs   %d edges up the layers%s" % (len(climbs), "".join(
         "\n           %s -> %s" % e for e in sorted(climbs))))
+    if os.environ.get("CALLWALK_EDGES"):
+        for a, b in sorted(ret_nf):
+            print("  back  %s -> %s" % (a, b))
     back = collections.Counter(b for (a, b) in ret_nf)
     print("re-entered (outside base/ and host/): " + ", ".join(
         "%s %d" % (f, n) for f, n in back.most_common(8)))

@@ -1,0 +1,197 @@
+# SPDX-License-Identifier: MIT
+"""Least privilege in the chart as rendered (issue 29), read from real `helm template` output:
+the default rendering mounts no socket that leads to host root and no writable host directory
+outside cpuzombie's own; /proc and /sys are read-only recursively; each container has a token
+only when it calls the API server; hostNetwork only for the ENA checks; NPD's metrics local;
+metrics_textfile and reboot_sentinel mount their own directory only, and a system directory is
+refused by the schema and by the binary's config check alike."""
+
+import pytest
+import yaml
+
+import privilege_helpers as ph
+from deploy_helpers import CHART, VARIANTS, container, helm, kube_tools, one, pod_spec, render
+
+STATE = "/var/lib/cpuzombie"
+TOKEN_DIR = "/var/run/secrets/kubernetes.io/serviceaccount"
+# host paths whose mount gives a container root on the host, or the container runtime, or the
+# kubelet's credentials, read-only or not
+HOST_ROOT_WAYS = ("/run/dbus", "/var/run/dbus", "/run/systemd", "/run/containerd",
+                  "/var/run/containerd", "/run/crio", "/var/run/docker.sock", "/run/docker.sock",
+                  "/var/run", "/run", "/var/lib/kubelet", "/etc", "/", "/dev", "/root", "/boot")
+
+
+@pytest.fixture(scope="module", autouse=True)
+def tools():
+    return kube_tools()
+
+
+@pytest.fixture(scope="module")
+def rendered():
+    return {v: render(v)[1] for v in VARIANTS}
+
+
+def _socketish(path):
+    return any(path == p or path.startswith(p.rstrip("/") + "/") for p in HOST_ROOT_WAYS
+               if p != "/") or path == "/"
+
+
+def test_default_mounts_no_way_to_host_root(rendered):
+    for v, objs in rendered.items():
+        spec = pod_spec(objs)
+        hv = ph.host_volumes(spec)
+        for name, (path, typ) in hv.items():
+            assert typ != "Socket", (v, name, path)
+            assert not _socketish(path), (v, name, path)
+        # exactly these host paths, by default
+        assert hv == {"host-proc": ("/proc", "Directory"), "host-sys": ("/sys", "Directory"),
+                      "state": (STATE, "DirectoryOrCreate"),
+                      "pod-logs": ("/var/log/pods", "Directory")}, (v, hv)
+        # writable: cpuzombie's own state directory only
+        assert {(c, n, p) for c, n, p in ph.writable_host_mounts(spec)} <= {
+            ("node-problem-detector", "state", STATE), ("agent", "state", STATE)}, v
+        assert spec.get("hostPID") in (None, False) and "hostIPC" not in spec
+
+
+def test_roots_are_read_only_recursively(rendered):
+    """A plain readOnly mount of /sys leaves /sys/fs/cgroup below it writable to uid 0: every
+    host root mount is recursiveReadOnly Enabled (which needs readOnly and propagation None)."""
+    for v, objs in rendered.items():
+        spec = pod_spec(objs)
+        hv = ph.host_volumes(spec)
+        for c in ph.containers(spec):
+            for name, m in ph.mounts(c).items():
+                if name in hv and name != "state":
+                    assert m.get("readOnly") is True, (v, c["name"], m)
+                    assert m.get("recursiveReadOnly") == "Enabled", (v, c["name"], m)
+                    assert m.get("mountPropagation") in (None, "None"), (v, c["name"], m)
+
+
+def test_bus_socket_only_when_asked_and_then_agent_only():
+    _, objs = render("default", ["--set", "agent.systemdBus=true"])
+    spec = pod_spec(objs)
+    assert ph.host_volumes(spec)["systemd-bus"] == ("/run/dbus/system_bus_socket", "Socket")
+    for c in ph.containers(spec):
+        assert ("systemd-bus" in ph.mounts(c)) is (c["name"] == "agent"), c["name"]
+
+
+def test_tokens_only_where_the_api_is_called(rendered):
+    """automountServiceAccountToken false on the pod; the projected token (what the automatic
+    mount would give: token, ca.crt, namespace) in NPD's container (it sets the conditions), in
+    the agent's only when it calls the API server, never in the init container."""
+    def has_token(c):
+        return any(m["mountPath"] == TOKEN_DIR for m in c.get("volumeMounts", []))
+    for v, objs in rendered.items():
+        spec = pod_spec(objs)
+        assert spec["automountServiceAccountToken"] is False, v
+        names = {c["name"]: has_token(c) for c in ph.containers(spec)}
+        want = {"default": {"install-plugin": False, "node-problem-detector": True,
+                            "agent": False},
+                "remediation": {"install-plugin": False, "node-problem-detector": True,
+                                "agent": False},
+                "standalone": {"agent": True}}[v]
+        assert names == want, (v, names)
+        vol = [x for x in spec["volumes"] if x["name"] == "kube-api-access"]
+        assert len(vol) == 1
+        srcs = vol[0]["projected"]["sources"]
+        assert srcs[0]["serviceAccountToken"]["path"] == "token"
+        assert srcs[1]["configMap"]["name"] == "kube-root-ca.crt"
+        assert srcs[2]["downwardAPI"]["items"][0]["fieldRef"]["fieldPath"] == \
+            "metadata.namespace"
+    # the agent calls the API server for reclaim Events, and for the kured hand-off
+    for extra in (["--set", "config.remediation.reclaim=drop_caches"],
+                  ["--set", "config.remediation.mode=drain", "--set",
+                   "config.remediation.reboot_sentinel=%s/reboot-required" % STATE]):
+        spec = pod_spec(render("default", extra)[1])
+        assert has_token(container(spec, "agent")), extra
+        assert not has_token(spec["initContainers"][0])
+
+
+def test_host_network_only_for_the_ena_checks():
+    for checks, want in ((("ena", "ena-allowance"), False), (("ena",), True),
+                         (("ena-allowance",), True), ((), True)):
+        args = sum((["--set", "npd.checks.%s=false" % c] for c in checks), [])
+        spec = pod_spec(render("default", args)[1])
+        assert spec["hostNetwork"] is want, (checks, spec["hostNetwork"])
+        assert ("dnsPolicy" in spec) is want
+    # standalone: the agent runs the ENA checks itself
+    assert pod_spec(render("standalone")[1])["hostNetwork"] is True
+
+
+def test_npd_metrics_local_unless_asked(rendered):
+    objs = rendered["default"]
+    npd = container(pod_spec(objs), "node-problem-detector")
+    assert "--prometheus-address=127.0.0.1" in npd["command"]
+    ann = one(objs, "DaemonSet")["spec"]["template"]["metadata"]["annotations"]
+    assert "prometheus.io/scrape" not in ann
+    objs = render("default", ["--set", "npd.metrics.address=0.0.0.0"])[1]
+    assert "--prometheus-address=0.0.0.0" in container(pod_spec(objs),
+                                                        "node-problem-detector")["command"]
+    ann = one(objs, "DaemonSet")["spec"]["template"]["metadata"]["annotations"]
+    assert ann["prometheus.io/scrape"] == "true"
+
+
+def test_default_remediation_conditions_are_node_intrinsic(rendered):
+    cfg = yaml.safe_load(one(rendered["remediation"], "ConfigMap",
+                             "cpuzombie-config")["data"]["cpuzombie.yaml"])
+    assert cfg["remediation"]["conditions"] == ["MemcgZombieLeak", "ENADeviceReset"]
+
+
+def test_reclaim_mounts_the_one_file_it_writes():
+    spec = pod_spec(render("default", ["--set", "config.remediation.reclaim=drop_caches"])[1])
+    assert ph.host_volumes(spec)["host-drop-caches"] == ("/proc/sys/vm/drop_caches", "File")
+    assert {(c, n, p) for c, n, p in ph.writable_host_mounts(spec)} == {
+        ("node-problem-detector", "state", STATE), ("agent", "state", STATE),
+        ("agent", "host-drop-caches", "/proc/sys/vm/drop_caches")}
+
+
+@pytest.mark.parametrize("key", ["agent.metrics_textfile", "remediation.reboot_sentinel"])
+def test_host_files_in_their_own_directory(key, cz, tmp_path):
+    """In the state directory: no further mount. Elsewhere: that one directory, writable,
+    to the agent only. A system directory: refused by the schema and by `config check`."""
+    extra = ["--set", "config.remediation.mode=drain"]
+    spec = pod_spec(render("default", extra + ["--set", "config.%s=%s/x" % (key, STATE)])[1])
+    assert set(ph.host_volumes(spec)) == {"host-proc", "host-sys", "state", "pod-logs"}
+    d = "/var/lib/node_exporter/textfile_collector"
+    spec = pod_spec(render("default", extra + ["--set", "config.%s=%s/x" % (key, d)])[1])
+    extra_dirs = [(c, p) for c, n, p in ph.writable_host_mounts(spec) if n != "state"]
+    assert extra_dirs == [("agent", d)], extra_dirs
+    for bad in ("/var/run/reboot-required", "/run/x", "/x", "/etc/cron.d/x", "/var/lib/x",
+                "/var/lib/kubelet/pki/x", "/run/containerd/x", "/var/lib/../run/x",
+                "relative/x"):
+        p = helm("template", "x", CHART, *extra, "--set", "config.%s=%s" % (key, bad),
+                 check=False)
+        assert p.returncode != 0 and key.split(".")[1] in p.stderr, (bad, p.stderr)
+        f = tmp_path / "c.yaml"
+        sec, k = key.split(".")
+        f.write_text("%s:\n  %s: %s\n" % (sec, k, bad))
+        r = cz("config", "check", "--config", str(f), check=2)
+        assert r.err.startswith("%s:2: key '%s'" % (f, key)), r
+        assert len(r.err.strip().splitlines()) == 1, r.err
+
+
+def test_the_init_container_has_nothing_but_its_copy(rendered):
+    for v in ("default", "remediation"):
+        spec = pod_spec(rendered[v])
+        init, = spec["initContainers"]
+        assert set(ph.mounts(init)) == {"plugin"}
+        assert init["securityContext"]["capabilities"] == {"drop": ["ALL"]}
+        # not root: it copies into an emptyDir (everyone's); the node containers stay uid 0
+        # (the host's state dir is root's; reclaim's sysctl wants uid 0)
+        assert init["securityContext"]["runAsUser"] == 65534
+        assert init["securityContext"]["runAsNonRoot"] is True
+        for c in spec["containers"]:
+            assert c["securityContext"]["runAsUser"] == 0, c["name"]
+
+
+def test_a_cluster_may_run_without_syslog():
+    """agent.profileSymbols false: burst profiles with CAP_PERFMON alone (what is lost: kernel
+    symbols unless the host has kptr_restrict=0; README's privilege table)."""
+    spec = pod_spec(render("default", ["--set", "agent.profileSymbols=false"])[1])
+    assert container(spec, "agent")["securityContext"]["capabilities"]["add"] == ["PERFMON"]
+    spec = pod_spec(render("default")[1])
+    assert container(spec, "agent")["securityContext"]["capabilities"]["add"] == \
+        ["PERFMON", "SYSLOG"]
+    for c in ph.containers(spec):
+        if c["name"] != "agent":
+            assert "add" not in c["securityContext"]["capabilities"], c["name"]
