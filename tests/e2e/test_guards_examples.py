@@ -35,7 +35,11 @@ def test_examples_off_by_default_and_select_our_conditions():
     kinds = {d["kind"] for d in render()}
     assert not kinds & set(MODULES)
     objs = {d["kind"]: d for d in render(*ON) if d["kind"] in MODULES}
-    ours = ["MemcgZombieLeak", "CPUCoreSaturation", "ENADeviceReset"]
+    # the conditions remediation acts on: by default the node-intrinsic ones (#29: any tenant's
+    # busy loop can make CPUCoreSaturation True, so it drains nothing unless a values file says)
+    ours = ["MemcgZombieLeak", "ENADeviceReset"]
+    values = yaml.safe_load(open(os.path.join(dh.CHART, "values.yaml")))
+    assert values["config"]["remediation"]["conditions"] == ours
     nhc, nrr = objs["NodeHealthCheck"], objs["NodeReadinessRule"]
     assert [c["type"] for c in nhc["spec"]["unhealthyConditions"]] == ours
     assert {c["status"] for c in nhc["spec"]["unhealthyConditions"]} == {"True"}
@@ -43,6 +47,12 @@ def test_examples_off_by_default_and_select_our_conditions():
     assert [c["type"] for c in nrr["spec"]["conditions"]] == ours
     assert {(c["requiredStatus"], c["defaultStatus"]) for c in nrr["spec"]["conditions"]} == \
         {("False", "False")}                              # a problem gate: absent = healthy
+    # and they follow the values: all three when a values file lists all three
+    every = ["MemcgZombieLeak", "CPUCoreSaturation", "ENADeviceReset"]
+    objs = {d["kind"]: d for d in render(*ON, "--set", "config.remediation.conditions={%s}"
+                                            % ",".join(every)) if d["kind"] in MODULES}
+    assert [c["type"] for c in objs["NodeHealthCheck"]["spec"]["unhealthyConditions"]] == every
+    assert [c["type"] for c in objs["NodeReadinessRule"]["spec"]["conditions"]] == every
 
 
 def crd_from_module(kind):
