@@ -60,7 +60,7 @@ int kmsg_follow_open(const struct cz_ctx *ctx, struct kmsg_follow **ret)
 		return -ENOMEM;
 	snprintf(f->path, sizeof(f->path), "%s", ctx->cfg.agent.kmsg);
 	snprintf(f->run, sizeof(f->run), "%s", ctx->cfg.paths.run);
-	r = state_read(f->run, &kevents_state, &f->k);
+	r = kevents_state_read(f->run, &kevents_state, &f->k);
 	if (r < 0)
 		return r;
 	if (r != STATE_LOADED)
@@ -82,7 +82,8 @@ int kmsg_follow_open(const struct cz_ctx *ctx, struct kmsg_follow **ret)
 
 static int save(struct kmsg_follow *f)
 {
-	int r = state_write(f->run, &kevents_state, &f->k); /* locked, atomic, not fsync'ed */
+	/* locked, atomic, not fsync'ed */
+	int r = kevents_state_write(f->run, &kevents_state, &f->k);
 
 	if (r == 0) {
 		f->dirty_events = f->dirty_seq = false;

@@ -174,7 +174,7 @@ int reclaimer_cycle(struct cz_ctx *ctx, int status, struct kube_client *kc,
 	snprintf(out, size, "reclaim: %s", config_reclaim_name(cfg->remediation.reclaim));
 	if (cfg->remediation.reclaim == CZ_RECLAIM_OFF)
 		return 0;
-	r = state_begin(&txn, cfg->paths.state, &reclaim_state_type, &s);
+	r = reclaim_state_begin(&txn, cfg->paths.state, &reclaim_state_type, &s);
 	if (r < 0) {
 		snprintf(out, size, "reclaim: cannot keep its state: %s", strerror(-r));
 		return log_error_errno(r, "Reclaim off this cycle: cannot lock or read '%s/%s': %m",
@@ -200,14 +200,14 @@ int reclaimer_cycle(struct cz_ctx *ctx, int status, struct kube_client *kc,
 	if (plan.verdict != RECLAIM_WOULD && plan.verdict != RECLAIM_GO) {
 		if (s.since_ms == since && s.seen_ms == seen)
 			return 0;	/* a healthy node: nothing to write, cycle after cycle */
-		r = state_commit(&txn, &s);
+		r = reclaim_state_commit(&txn, &s);
 		return r < 0 ? log_error_errno(r, "Failed to save the reclaim state: %m") : 0;
 	}
 	if (had)
 		top = census->last.group[0];
 	reclaim_begin(&s, plan.method, t.sub, plan.verdict == RECLAIM_WOULD, in.now_ms, before);
 	/* the attempt is on disk before the write: a crash in it is never repeated sooner */
-	r = state_commit(&txn, &s);
+	r = reclaim_state_commit(&txn, &s);
 	if (r < 0)
 		return log_error_errno(r, "Not reclaiming: cannot save the reclaim state: %m");
 	if (plan.verdict == RECLAIM_WOULD) {
@@ -222,7 +222,7 @@ int reclaimer_cycle(struct cz_ctx *ctx, int status, struct kube_client *kc,
 	e = do_reclaim(ctx, plan.method, &t);
 	after = e == 0 || e == -EAGAIN ? settle(ctx, before) : before;
 	reclaim_end(&s, e, after, now_monotonic_ms() - t0);
-	r = state_commit(&txn, &s);
+	r = reclaim_state_commit(&txn, &s);
 	if (r < 0)
 		log_error_errno(r, "Failed to save the reclaim's outcome: %m");
 	reclaim_message(&s, msg, sizeof(msg));

@@ -16,7 +16,7 @@ int units_publish(struct units_publisher *p, const struct cz_config *cfg, uint64
 	size_t n;
 	int q;
 
-	q = systemd_restarts_update(cfg->systemd.bus, cfg->paths.state, now_ms, &r, err,
+	q = systemd_restarts_update(cfg->systemd.bus, cfg->paths.state, 0, now_ms, &r, err,
 				    sizeof(err));
 	r.t_ms = now_ms;
 	if (q < 0 && p->last_rc >= 0)	/* log a change of state, not every period */

@@ -13,13 +13,6 @@
 
 #define HEADER_FMT "cpuzombie-state %d %s\n"
 
-static bool read_only;
-
-void state_set_read_only(bool ro)
-{
-	read_only = ro;
-}
-
 uint32_t state_crc32(const void *data, size_t len)
 {
 	const unsigned char *p = data;
@@ -146,10 +139,6 @@ static int lock_within(const char *dir, const char *name, uint64_t wait_ms,
 	uint64_t deadline;
 	int r;
 
-	if (read_only) { /* readers need no lock: every file they can open is whole */
-		ret_lock->fd = -1;
-		return dir && valid_state_name(name) ? 0 : -EINVAL;
-	}
 	if (!dir || !valid_state_name(name))
 		return -EINVAL;
 	r = join(path, sizeof(path), dir, name, ".lock");
@@ -261,7 +250,7 @@ static int load(const char *dir, const char *name, size_t max, bool writer, char
 	if (!why && state_parse_envelope(file, n, name, ret_payload, ret_len) < 0)
 		why = "corrupt";
 	if (why) {
-		if (writer && !read_only)
+		if (writer)
 			move_aside(dir, name, "", why);
 		else
 			log_debug("state '%s' is %s, ignoring", path, why);
@@ -296,8 +285,6 @@ static int save(const char *dir, const char *name, const char *payload, size_t l
 	struct iovec iov[3];
 	int hl, r;
 
-	if (read_only)
-		return dir && valid_state_name(name) ? 0 : -EINVAL;
 	r = writable_path(path, sizeof(path), dir, name, "");
 	if (r < 0)
 		return r;
@@ -319,16 +306,18 @@ int state_save_volatile(const char *dir, const char *name, const char *payload, 
 	return save(dir, name, payload, len, false);
 }
 
-/* ---- typed ---- */
+/* ---- typed: bytes in, bytes out ---- */
 
-static int load_typed(const char *dir, const struct state_type *t, void *obj, bool writer)
+/* Load @t's payload: the file's bytes with the payload moved to the start, NUL-terminated. */
+static int load_typed(const char *dir, const struct state_type *t, bool writer, bool ro,
+		      char **ret, size_t *ret_len)
 {
 	_cleanup_free_ char *file = NULL;
 	const char *payload;
 	size_t len;
 	int r;
 
-	r = load(dir, t->name, t->max, writer, &file, &payload, &len);
+	r = load(dir, t->name, t->max, writer && !ro, &file, &payload, &len);
 	if (r == -ENOENT)
 		return STATE_NONE;
 	if (r == -EBADMSG && writer)
@@ -339,54 +328,56 @@ static int load_typed(const char *dir, const struct state_type *t, void *obj, bo
 		return -EBADMSG;
 	if (len >
 	    t->max) { /* discarded means moved aside, as an unparsable one (fuzz_state_typed) */
-		if (!read_only)
+		if (!ro)
 			move_aside(dir, t->name, "", "oversized");
 		return STATE_DISCARDED;
 	}
-	/* parsers take NUL-terminated text: end the payload where the trailer (ours) starts */
-	file[payload - file + (ptrdiff_t)len] = '\0';
-	r = t->parse(payload, len, obj);
-	if (r == -ENOMEM)
-		return r;
-	if (r < 0 && !writer)
-		return r; /* a reader says why it cannot answer: the payload is malformed */
-	if (r < 0) {
-		if (!read_only)
-			move_aside(dir, t->name, "", "unparsable");
-		return STATE_DISCARDED;
-	}
+	/* parsers take NUL-terminated text: the payload, moved over the header (the file buffer
+	 * holds the trailer after it, so there is room for the NUL) */
+	memmove(file, payload, len);
+	file[len] = '\0';
+	*ret = TAKE_PTR(file);
+	*ret_len = len;
 	return STATE_LOADED;
 }
 
-int state_read(const char *dir, const struct state_type *t, void *obj)
+int state_read(const char *dir, const struct state_type *t, char **ret, size_t *ret_len)
 {
-	return load_typed(dir, t, obj, false);
+	return load_typed(dir, t, false, false, ret, ret_len);
 }
 
-int state_begin(struct state_txn *txn, const char *dir, const struct state_type *t, void *obj)
+int state_begin(struct state_txn *txn, const char *dir, const struct state_type *t, char **ret,
+		size_t *ret_len)
 {
 	int r;
 
 	txn->lock.fd = -1;
 	txn->dir = dir;
 	txn->t = t;
+	/* read-only: no lock (every file a reader opens is whole) and nothing moved aside, but the
+	 * writer's answers (a bad file is STATE_DISCARDED), so a check decides as it would */
+	if (txn->flags & STATE_READ_ONLY)
+		return dir && valid_state_name(t->name) ?
+			       load_typed(dir, t, true, true, ret, ret_len) :
+			       -EINVAL;
 	r = state_lock(dir, t->name, &txn->lock);
-	return r < 0 ? r : load_typed(dir, t, obj, true);
+	return r < 0 ? r : load_typed(dir, t, true, false, ret, ret_len);
 }
 
-int state_commit(struct state_txn *txn, const void *obj)
+int state_discard(struct state_txn *txn)
 {
-	_cleanup_free_ char *payload = NULL;
-	ssize_t n;
+	if (!(txn->flags & STATE_READ_ONLY))
+		move_aside(txn->dir, txn->t->name, "", "unparsable");
+	return STATE_DISCARDED;
+}
 
+int state_commit(struct state_txn *txn, const char *payload, size_t len)
+{
 	if (!txn->t)
 		return -EINVAL;
-	if (read_only)
+	if (txn->flags & STATE_READ_ONLY)
 		return 0;
-	n = txn->t->format(obj, &payload);
-	if (n < 0)
-		return (int)n;
-	return save(txn->dir, txn->t->name, payload, (size_t)n, txn->t->durable);
+	return save(txn->dir, txn->t->name, payload, len, txn->t->durable);
 }
 
 void state_end(struct state_txn *txn)
@@ -395,7 +386,7 @@ void state_end(struct state_txn *txn)
 		state_unlock(&txn->lock);
 }
 
-int state_write(const char *dir, const struct state_type *t, const void *obj)
+int state_write(const char *dir, const struct state_type *t, const char *payload, size_t len)
 {
 	_cleanup_(state_end) struct state_txn txn = STATE_TXN_INIT;
 	int r;
@@ -403,7 +394,7 @@ int state_write(const char *dir, const struct state_type *t, const void *obj)
 	txn.dir = dir;
 	txn.t = t;
 	r = state_lock(dir, t->name, &txn.lock);
-	return r < 0 ? r : state_commit(&txn, obj);
+	return r < 0 ? r : state_commit(&txn, payload, len);
 }
 
 /* "stamp <20 digits>\n": fixed width, so a rewrite in place never leaves a longer tail behind */
@@ -431,7 +422,7 @@ int state_stamp_set(struct state_txn *txn, uint64_t v)
 	char buf[STAMP_LEN + 1];
 	ssize_t n;
 
-	if (read_only)
+	if (txn && (txn->flags & STATE_READ_ONLY))
 		return 0;
 	if (!txn || txn->lock.fd < 0)
 		return -EBADF;
@@ -444,7 +435,7 @@ int state_stamp_set(struct state_txn *txn, uint64_t v)
 
 void state_move_aside(const char *dir, const char *name, const char *why)
 {
-	if (!read_only && dir && valid_state_name(name))
+	if (dir && valid_state_name(name))
 		move_aside(dir, name, "", why);
 }
 

@@ -19,13 +19,14 @@
  * "<name>.corrupt", logs that, and starts a new baseline; a reader ignores it. Every open is
  * non-blocking, so no such file can block the sampler or a check.
  *
- * Typed use (one module owns each state and its struct state_type; see the names below):
- *     r = state_begin(&txn, dir, &memcg_history_state, &h);	// lock, load, parse
+ * Typed use (one module owns each state, its struct state_type and its STATE_CODEC, below):
+ *     r = memcg_history_begin(&txn, dir, &memcg_history_state, &h); // lock, load, parse
  *     ... update h ...
- *     r = state_commit(&txn, &h);				// format, replace atomically
+ *     r = memcg_history_commit(&txn, &h);			// format, replace atomically
  *     state_end(&txn);					// or _cleanup_(state_end)
- * and state_read() for readers. The raw calls below them (state_lock/load/save) remain for
- * tests and special cases.
+ * and memcg_history_read() for readers. The owner parses and formats; this store moves the
+ * bytes (state_read/begin/commit/write). The raw calls below them (state_lock/load/save) remain
+ * for tests and special cases.
  */
 
 #include <stdbool.h>
@@ -96,43 +97,171 @@ int state_save(const char *dir, const char *name, const char *payload, size_t le
  */
 int state_save_volatile(const char *dir, const char *name, const char *payload, size_t len);
 
-/*
- * state_set_read_only - process-wide: when @ro, nothing is written or created (no lock files,
- * no moving aside, state_save and state_commit succeed without writing). `report` sets it: it
- * runs the checks to show their verdicts, but a report must not change their baselines.
- */
-void state_set_read_only(bool ro);
-
 /* ---- typed state ------------------------------------------------------------------------------
+ * The store moves bytes only: it reads a bounded, locked, checksummed payload and hands it back,
+ * and writes a payload its owner formatted. Parsing and formatting stay in the domain, which
+ * calls down (STATE_CODEC below generates those calls in the owner's file): nothing in base/
+ * calls back up into a domain.
  * */
 
-/* How one state file is parsed and formatted; defined once, by the module owning the state. */
+/* One state file, defined once, by the module owning the state: data only. */
 struct state_type {
 	const char *name; /* one of the names above */
 	size_t max;	  /* largest payload: a bigger file is treated as corrupt */
 	bool durable;	  /* state dir: fsync; run dir (tmpfs): atomic but not fsync'ed */
-	/* pure: @payload (@len bytes, NUL-terminated) into @obj; 0 or -errno, @obj untouched on
-	 * failure (-EINVAL: the state is discarded and a new baseline starts) */
-	int (*parse)(const char *payload, size_t len, void *obj);
-	/* pure: @obj as a malloc()ed payload in *@ret; returns its length or -errno */
-	ssize_t (*format)(const void *obj, char **ret);
+};
+
+enum state_status {
+	STATE_NONE = 0,	     /* no file yet: @obj left as the caller initialised it */
+	STATE_LOADED = 1,    /* @obj holds the stored state */
+	STATE_DISCARDED = 2, /* state_begin only: corrupt, unparsable or not a regular file;
+			      * moved aside and logged, @obj left alone (a new baseline) */
+};
+
+/* How a state is read or written: the call's property, never the process's. */
+enum state_flags {
+	STATE_READ_ONLY = 1 << 0, /* nothing is written or created: no lock file, no moving
+				   * aside; commits and stamps succeed without writing (`report`
+				   * runs the checks to show their verdicts, but must not change
+				   * their baselines) */
 };
 
 /*
- * STATE_TYPE_BOUNDED - define the struct state_type @var (with @qual: static, or nothing for
- * one the module's header declares) for the common form of a module's pure pair:
+ * state_read - the payload of @t in @dir, without locking or writing anything (a bad file is
+ * left for the next writer). Returns STATE_NONE, or STATE_LOADED with the payload in *@ret
+ * (malloc()ed, NUL-terminated, free() it) and its length in *@ret_len; or -errno: -EBADMSG when
+ * the file is corrupt, too big or not a regular file, -EACCES, -EIO, -ENOMEM.
+ */
+int state_read(const char *dir, const struct state_type *t, char **ret, size_t *ret_len);
+
+struct state_txn {
+	struct state_lock lock;
+	const char *dir;
+	const struct state_type *t;
+	unsigned flags; /* enum state_flags, set before state_begin() (STATE_TXN_INIT_FLAGS) */
+};
+
+#define STATE_TXN_INIT { .lock = { .fd = -1 } }
+#define STATE_TXN_INIT_FLAGS(f) { .lock = { .fd = -1 }, .flags = (f) }
+
+/*
+ * state_begin - the writer's half: take @t's lock in @dir (creating @dir 0700), then load as
+ * state_read() does, moving a bad file aside. Returns an enum state_status (STATE_LOADED: the
+ * payload in *@ret, *@ret_len as state_read) or -errno (lock timeout -ETIMEDOUT, no space,
+ * read-only file system: nothing loaded). @txn->flags (STATE_READ_ONLY) hold for the whole
+ * transaction. Call state_end() afterwards in every case.
+ */
+int state_begin(struct state_txn *txn, const char *dir, const struct state_type *t, char **ret,
+		size_t *ret_len);
+
+/* state_discard - the owner could not parse what state_begin() loaded: move it aside
+ * ("unparsable", nothing under STATE_READ_ONLY) and return STATE_DISCARDED (a new baseline). */
+int state_discard(struct state_txn *txn);
+
+/* state_commit - replace the file atomically with @payload (@len bytes, at most @t->max).
+ * 0 or -errno (old file intact); 0 without writing under STATE_READ_ONLY. */
+int state_commit(struct state_txn *txn, const char *payload, size_t len);
+
+/* state_end - release the lock; safe on a failed or ended transaction. Usable with _cleanup_. */
+void state_end(struct state_txn *txn);
+
+/*
+ * state_write - replace @t in @dir with @payload under the lock, without reading the old file
+ * first (the agent's heartbeat, every 2 s). Returns 0 or -errno.
+ */
+int state_write(const char *dir, const struct state_type *t, const char *payload, size_t len);
+
+/*
+ * STATE_CODEC - the owner's typed calls, generated in the owner's file (@qual: static, or
+ * nothing for ones its header declares with STATE_CODEC_DECLARE) from its pure pair
+ *     int PARSE(const char *payload, size_t len, T *obj)	0 or -errno, @obj untouched on
+ *							failure (-EINVAL: discarded)
+ *     ssize_t FORMAT(const T *obj, char **ret)		a malloc()ed payload, its length
+ * as
+ *     PFX_read(dir, t, obj)		state_read, then PARSE: STATE_NONE, STATE_LOADED, -errno
+ *					(the parser's: the payload is malformed)
+ *     PFX_begin(txn, dir, t, obj)	state_begin, then PARSE (unparsable: STATE_DISCARDED)
+ *     PFX_commit(txn, obj)		FORMAT, then state_commit (nothing formatted read-only)
+ *     PFX_write(dir, t, obj)		FORMAT, then state_write
+ * The module writes its parser and formatter once, in its own types, and no adapter by hand;
+ * the store below never sees them.
+ */
+#define STATE_CODEC_DECLARE(PFX, T)								\
+	int PFX##_read(const char *dir, const struct state_type *t, T *obj);			\
+	int PFX##_begin(struct state_txn *txn, const char *dir, const struct state_type *t,	\
+			T *obj);								\
+	int PFX##_commit(struct state_txn *txn, const T *obj);					\
+	int PFX##_write(const char *dir, const struct state_type *t, const T *obj)
+
+#define STATE_CODEC(qual, PFX, T, PARSE, FORMAT)						\
+	__attribute__((unused)) qual int PFX##_read(const char *dir_,				\
+						    const struct state_type *t_, T *obj_)	\
+	{											\
+		char *p_ = NULL;								\
+		size_t n_ = 0;									\
+		int r_ = state_read(dir_, t_, &p_, &n_);					\
+												\
+		if (r_ == STATE_LOADED) {							\
+			r_ = PARSE(p_, n_, obj_);						\
+			r_ = r_ < 0 ? r_ : STATE_LOADED;					\
+		}										\
+		free(p_);									\
+		return r_;									\
+	}											\
+	__attribute__((unused)) qual int PFX##_begin(struct state_txn *txn_, const char *dir_,	\
+						     const struct state_type *t_, T *obj_)	\
+	{											\
+		char *p_ = NULL;								\
+		size_t n_ = 0;									\
+		int r_ = state_begin(txn_, dir_, t_, &p_, &n_);					\
+												\
+		if (r_ == STATE_LOADED) {							\
+			r_ = PARSE(p_, n_, obj_);						\
+			r_ = r_ == -ENOMEM ? r_ : r_ < 0 ? state_discard(txn_) : STATE_LOADED;	\
+		}										\
+		free(p_);									\
+		return r_;									\
+	}											\
+	__attribute__((unused)) qual int PFX##_commit(struct state_txn *txn_, const T *obj_)	\
+	{											\
+		char *p_ = NULL;								\
+		ssize_t n_;									\
+		int r_;										\
+												\
+		if (!txn_->t)									\
+			return -EINVAL;								\
+		if (txn_->flags & STATE_READ_ONLY)						\
+			return 0;								\
+		n_ = FORMAT(obj_, &p_);								\
+		r_ = n_ < 0 ? (int)n_ : state_commit(txn_, p_, (size_t)n_);			\
+		free(p_);									\
+		return r_;									\
+	}											\
+	__attribute__((unused)) qual int PFX##_write(const char *dir_,				\
+					     const struct state_type *t_, const T *obj_) \
+	{											\
+		char *p_ = NULL;								\
+		ssize_t n_ = FORMAT(obj_, &p_);							\
+		int r_ = n_ < 0 ? (int)n_ : state_write(dir_, t_, p_, (size_t)n_);		\
+												\
+		free(p_);									\
+		return r_;									\
+	}											\
+	struct state_codec_end_##PFX
+
+/*
+ * STATE_CODEC_BOUNDED - STATE_CODEC for the common form of a module's pure pair:
  *     int PARSE(const char *payload, T *obj)		0 or -errno, @obj untouched on failure
  *     N FORMAT(const T *obj, char *buf, size_t size)	the length written, or < 0
- * with payloads of at most MAX bytes. The two callbacks state.c calls are generated here, so a
- * module writes its parser and formatter once, in its own types, and no adapter by hand.
+ * with payloads of at most MAX bytes (the buffer is allocated here).
  */
-#define STATE_TYPE_BOUNDED(qual, var, NAME, MAX, DURABLE, PARSE, FORMAT)			\
-	static int var##_parse_cb(const char *payload, size_t len, void *obj)			\
+#define STATE_CODEC_BOUNDED(qual, PFX, T, MAX, PARSE, FORMAT)					\
+	static int PFX##_parse_bounded(const char *payload, size_t len, T *obj)			\
 	{											\
 		(void)len;									\
 		return PARSE(payload, obj);							\
 	}											\
-	static ssize_t var##_format_cb(const void *obj, char **ret)				\
+	static ssize_t PFX##_format_bounded(const T *obj, char **ret)				\
 	{											\
 		char *buf = malloc(MAX);							\
 		ssize_t n;									\
@@ -147,47 +276,7 @@ struct state_type {
 		*ret = buf;									\
 		return n;									\
 	}											\
-	qual const struct state_type var = {							\
-		.name = NAME, .max = MAX, .durable = DURABLE,					\
-		.parse = var##_parse_cb, .format = var##_format_cb,				\
-	}
-
-enum state_status {
-	STATE_NONE = 0,	     /* no file yet: @obj left as the caller initialised it */
-	STATE_LOADED = 1,    /* @obj holds the stored state */
-	STATE_DISCARDED = 2, /* state_begin only: corrupt, unparsable or not a regular file;
-			      * moved aside and logged, @obj left alone (a new baseline) */
-};
-
-/*
- * state_read - load @t from @dir into @obj without locking or writing anything (a bad file is
- * left for the next writer). Returns STATE_NONE or STATE_LOADED, or -errno: -EBADMSG when the
- * file is corrupt, too big or not a regular file, the parser's error (-EINVAL) when the payload
- * is malformed, -EACCES, -EIO, -ENOMEM; @obj untouched on failure.
- */
-int state_read(const char *dir, const struct state_type *t, void *obj);
-
-struct state_txn {
-	struct state_lock lock;
-	const char *dir;
-	const struct state_type *t;
-};
-
-#define STATE_TXN_INIT { .lock = { .fd = -1 } }
-
-/*
- * state_begin - the writer's half: take @t's lock in @dir (creating @dir 0700), then load as
- * state_read() does, moving a bad file aside. Returns an enum state_status or -errno (lock
- * timeout -ETIMEDOUT, no space, read-only file system: nothing loaded, @obj untouched).
- * Call state_end() afterwards in every case.
- */
-int state_begin(struct state_txn *txn, const char *dir, const struct state_type *t, void *obj);
-
-/* state_commit - format @obj and replace the file atomically. 0 or -errno (old file intact). */
-int state_commit(struct state_txn *txn, const void *obj);
-
-/* state_end - release the lock; safe on a failed or ended transaction. Usable with _cleanup_. */
-void state_end(struct state_txn *txn);
+	STATE_CODEC(qual, PFX, T, PFX##_parse_bounded, PFX##_format_bounded)
 
 /*
  * The stamp: one number kept beside a state, in its lock file, for what changes on every run
@@ -201,25 +290,19 @@ void state_end(struct state_txn *txn);
 /*
  * state_stamp_get - the stamp @txn's lock holds (call between state_begin() and state_end()).
  * Returns 0 and sets *@ret, or -ENODATA when there is none (a new lock file, one written by
- * someone else, read-only mode): *@ret untouched then.
+ * someone else, STATE_READ_ONLY): *@ret untouched then.
  */
 int state_stamp_get(const struct state_txn *txn, uint64_t *ret);
 
 /*
- * state_stamp_set - keep @v as @txn's stamp (nothing in read-only mode). Returns 0 or -errno.
+ * state_stamp_set - keep @v as @txn's stamp (nothing under STATE_READ_ONLY). Returns 0 or -errno.
  */
 int state_stamp_set(struct state_txn *txn, uint64_t v);
 
 /*
- * state_write - replace @t in @dir with @obj under the lock, without reading the old file first
- * (the agent's heartbeat, every 2 s). Returns 0 or -errno.
- */
-int state_write(const char *dir, const struct state_type *t, const void *obj);
-
-/*
  * state_move_aside - move @dir/@name to "<name>.corrupt" and log it with @why ("a symlink",
- * "corrupt"): for files of ours that are not envelope files (the cpu-history ring). Nothing in
- * read-only mode.
+ * "corrupt"): for files of ours that are not envelope files (the cpu-history ring, which only
+ * the agent opens for writing).
  */
 void state_move_aside(const char *dir, const char *name, const char *why);
 

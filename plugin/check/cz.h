@@ -31,6 +31,9 @@ struct cz_ctx {
 	struct cz_config cfg;
 	struct hostfs hf;
 	int verbose; /* -v count: a check may print diagnostics to stderr */
+	/* how the checks open their state (base/state.h enum state_flags): STATE_READ_ONLY when
+	 * `report` runs them, so their baselines stay as they were and nothing is created */
+	unsigned state_flags;
 };
 
 #endif

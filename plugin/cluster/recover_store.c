@@ -10,10 +10,12 @@
 #define RECOVER_STATE_MAX 512
 
 static const struct state_type types[] = {
-	{ "recover-memcg", RECOVER_STATE_MAX, true, recover_parse, recover_format },
-	{ "recover-cpu", RECOVER_STATE_MAX, true, recover_parse, recover_format },
-	{ "recover-ena", RECOVER_STATE_MAX, true, recover_parse, recover_format },
+	{ "recover-memcg", RECOVER_STATE_MAX, true },
+	{ "recover-cpu", RECOVER_STATE_MAX, true },
+	{ "recover-ena", RECOVER_STATE_MAX, true },
 };
+
+STATE_CODEC(static, recover_state, struct recover_state, recover_parse, recover_format);
 
 static const struct state_type *type_of(const char *check)
 {
@@ -40,7 +42,7 @@ int recover_store_apply(const char *state_dir, const char *check, uint64_t after
 		return -ENOENT;
 	if (after_ms == 0)
 		return RECOVER_PASS; /* off: the check's word as it is, and no state touched */
-	r = state_begin(&txn, state_dir, t, &s);
+	r = recover_state_begin(&txn, state_dir, t, &s);
 	if (r < 0)
 		return r;
 	old = s;
@@ -49,7 +51,7 @@ int recover_store_apply(const char *state_dir, const char *check, uint64_t after
 	if (old.active != s.active || old.ok_since_ms != s.ok_since_ms ||
 	    old.true_since_ms != s.true_since_ms || old.flaps != s.flaps ||
 	    old.clears != s.clears) {
-		r = state_commit(&txn, &s);
+		r = recover_state_commit(&txn, &s);
 		if (r < 0)
 			return r;
 	}
@@ -64,5 +66,5 @@ int recover_store_read(const char *state_dir, const char *check, struct recover_
 {
 	const struct state_type *t = type_of(check);
 
-	return t ? state_read(state_dir, t, s) : -ENOENT;
+	return t ? recover_state_read(state_dir, t, s) : -ENOENT;
 }

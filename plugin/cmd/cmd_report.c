@@ -113,8 +113,8 @@ int cmd_report(struct cz_ctx *ctx, const struct cmd_opts *o)
 		return CZ_EXIT_ERROR;
 	}
 	/* a report shows the checks' verdicts but must not move their baselines or create files
-	 * (it runs on read-only state and run dirs too): the state store writes nothing */
-	state_set_read_only(true);
+	 * (it runs on read-only state and run dirs too): the checks open their state read-only */
+	ctx->state_flags |= STATE_READ_ONLY;
 	r = report_new(&ctx->cfg, now_realtime_ms());
 	if (!r || node_read(ctx, r, since, until) < 0) {
 		log_error_errno(ENOMEM, "Failed to gather the report: %m");

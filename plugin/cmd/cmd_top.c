@@ -270,7 +270,7 @@ static void read_klog(struct top *t)
 	size_t first;
 
 	t->m.nevents = 0;
-	if (state_read(t->ctx->cfg.paths.run, &kevents_state, t->kev) != STATE_LOADED)
+	if (kevents_state_read(t->ctx->cfg.paths.run, &kevents_state, t->kev) != STATE_LOADED)
 		return;
 	first = k->n > TOP_EVENTS_MAX ? k->n - TOP_EVENTS_MAX : 0;
 	for (size_t i = first; i < k->n; i++) {

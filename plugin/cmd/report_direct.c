@@ -17,8 +17,8 @@ int report_direct_census(struct cz_ctx *ctx, uint64_t now_ms, struct census *ret
 int report_direct_restarts(const struct cz_ctx *ctx, uint64_t now_ms,
 			   struct systemd_restarts *ret, char *why, size_t why_size)
 {
-	return systemd_restarts_update(ctx->cfg.systemd.bus, ctx->cfg.paths.state, now_ms, ret, why,
-				       why_size);
+	return systemd_restarts_update(ctx->cfg.systemd.bus, ctx->cfg.paths.state,
+				       ctx->state_flags, now_ms, ret, why, why_size);
 }
 #else
 int report_direct_census(struct cz_ctx *ctx, uint64_t now_ms, struct census *ret, char *why,

@@ -362,7 +362,7 @@ static size_t add_lockups(const struct cz_config *cfg, struct burst_event *ev, s
 	uint64_t now = now_realtime_ms();
 	size_t added = 0;
 
-	if (!k || state_read(cfg->paths.run, &kevents_state, k) != STATE_LOADED)
+	if (!k || kevents_state_read(cfg->paths.run, &kevents_state, k) != STATE_LOADED)
 		return n;
 	n = kevents_soft_lockups(k, now > cfg->cpu.lookback_ms ? now - cfg->cpu.lookback_ms : 0, ev,
 				 n, EVENTS_MAX, &added);

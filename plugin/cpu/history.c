@@ -333,13 +333,9 @@ static ssize_t log_state_format(const void *obj, char **ret)
 	return (ssize_t)off;
 }
 
-static const struct state_type burst_log_state = {
-	.name = HISTORY_BURSTS,
-	.max = LOG_BUF,
-	.durable = true,
-	.parse = log_state_parse,
-	.format = log_state_format,
-};
+static const struct state_type burst_log_state = { HISTORY_BURSTS, LOG_BUF, true };
+
+STATE_CODEC(static, burst_log_state, struct burst_log, log_state_parse, log_state_format);
 
 int burst_log_append(const char *run_dir, const struct burst_event *ev)
 {
@@ -351,13 +347,13 @@ int burst_log_append(const char *run_dir, const struct burst_event *ev)
 
 	if (!evs)
 		return -ENOMEM;
-	r = state_begin(&txn, run_dir, &burst_log_state, &l);
+	r = burst_log_state_begin(&txn, run_dir, &burst_log_state, &l);
 	if (r < 0)
 		return r;
 	if (r != STATE_LOADED)
 		l.n = 0; /* unreadable log: start a new one rather than stop recording */
 	evs[l.n++] = *ev;
-	return state_commit(&txn, &l);
+	return burst_log_state_commit(&txn, &l);
 }
 
 int burst_log_claim(const char *run_dir)
@@ -369,7 +365,7 @@ int burst_log_claim(const char *run_dir)
 
 	if (!evs)
 		return -ENOMEM;
-	r = state_begin(&txn, run_dir, &burst_log_state, &l);
+	r = burst_log_state_begin(&txn, run_dir, &burst_log_state, &l);
 	return r < 0 ? r : 0;
 }
 
@@ -377,7 +373,7 @@ int burst_log_read(const char *run_dir, uint64_t since_ms, struct burst_event *r
 {
 	struct burst_log l = { .since_ms = since_ms, .max = max, .ev = ret,
 			       .until_ms = now_realtime_ms() + HISTORY_FUTURE_SLACK_MS };
-	int r = state_read(run_dir, &burst_log_state, &l);
+	int r = burst_log_state_read(run_dir, &burst_log_state, &l);
 
 	return r < 0 ? r : r == STATE_LOADED ? (int)l.n : 0;
 }
@@ -545,17 +541,19 @@ int heartbeat_parse(const char *payload, struct heartbeat *ret)
 }
 
 /* run dir, rewritten every 2 s: atomic, not fsync'ed */
-STATE_TYPE_BOUNDED(static, heartbeat_state, HISTORY_HEARTBEAT, HEARTBEAT_BUF, false,
-		   heartbeat_parse, heartbeat_format);
+static const struct state_type heartbeat_state = { HISTORY_HEARTBEAT, HEARTBEAT_BUF, false };
+
+STATE_CODEC_BOUNDED(static, heartbeat_state, struct heartbeat, HEARTBEAT_BUF, heartbeat_parse,
+		    heartbeat_format);
 
 int heartbeat_write(const char *run_dir, const struct heartbeat *hb)
 {
-	return state_write(run_dir, &heartbeat_state, hb);
+	return heartbeat_state_write(run_dir, &heartbeat_state, hb);
 }
 
 int heartbeat_read(const char *run_dir, struct heartbeat *ret)
 {
-	int r = state_read(run_dir, &heartbeat_state, ret);
+	int r = heartbeat_state_read(run_dir, &heartbeat_state, ret);
 
 	return r == STATE_NONE ? -ENOENT : r < 0 ? r : 0;
 }

@@ -126,7 +126,7 @@ static int load(const char *dir, const struct state_type *t, struct state_txn *t
 	int r;
 
 	memset(st, 0, sizeof(*st));
-	r = state_begin(txn, dir, t, st);
+	r = ena_state_begin(txn, dir, t, st);
 	if (r < 0)
 		return r;
 	*ret_read_ms = st->read_ms;
@@ -320,7 +320,7 @@ static int save(struct state_txn *txn, struct pass *p, struct ena_state *st, boo
 
 	if (forget_old(st, p->now_ms, p->cfg->ena.window_ms, keep_ms(p->cfg)) ||
 	    (read && pass_dirty(p)))
-		return state_commit(txn, st);
+		return ena_state_commit(txn, st);
 	if (!read)
 		return 0; /* a rate-limited answer that changed nothing leaves everything alone */
 	r = state_stamp_set(txn, p->now_ms);
@@ -446,11 +446,24 @@ int ena_check_resets(const struct cz_config *cfg, const struct ethtool_ops *ops,
 	return ena_check_resets_kernel(cfg, ops, state_dir, now_ms, src, NULL, res);
 }
 
+static int check_resets(const struct cz_config *cfg, const struct ethtool_ops *ops,
+			const char *state_dir, unsigned state_flags, uint64_t now_ms,
+			const struct ena_qc_source *src, struct ena_kernel *kr,
+			struct npd_result *res);
+
 int ena_check_resets_kernel(const struct cz_config *cfg, const struct ethtool_ops *ops,
 			    const char *state_dir, uint64_t now_ms, const struct ena_qc_source *src,
 			    struct ena_kernel *kr, struct npd_result *res)
 {
-	_cleanup_(state_end) struct state_txn txn = STATE_TXN_INIT;
+	return check_resets(cfg, ops, state_dir, 0, now_ms, src, kr, res);
+}
+
+static int check_resets(const struct cz_config *cfg, const struct ethtool_ops *ops,
+			const char *state_dir, unsigned state_flags, uint64_t now_ms,
+			const struct ena_qc_source *src, struct ena_kernel *kr,
+			struct npd_result *res)
+{
+	_cleanup_(state_end) struct state_txn txn = STATE_TXN_INIT_FLAGS(state_flags);
 	_cleanup_(ena_state_free) struct ena_state st = { 0 };
 	struct pass p = { .cfg = cfg, .l = ena_lists_from_config(cfg), .now_ms = now_ms,
 			  .src = src };
@@ -504,10 +517,21 @@ static void allowance_one(struct pass *p, struct ena_state *st, const struct eth
 		add_note(p->notes, sizeof(p->notes), "%s not remembered (state full)", d->ifname);
 }
 
+static int check_allowance(const struct cz_config *cfg, const struct ethtool_ops *ops,
+			   const char *state_dir, unsigned state_flags, uint64_t now_ms,
+			   struct npd_result *res);
+
 int ena_check_allowance(const struct cz_config *cfg, const struct ethtool_ops *ops,
 			const char *state_dir, uint64_t now_ms, struct npd_result *res)
 {
-	_cleanup_(state_end) struct state_txn txn = STATE_TXN_INIT;
+	return check_allowance(cfg, ops, state_dir, 0, now_ms, res);
+}
+
+static int check_allowance(const struct cz_config *cfg, const struct ethtool_ops *ops,
+			   const char *state_dir, unsigned state_flags, uint64_t now_ms,
+			   struct npd_result *res)
+{
+	_cleanup_(state_end) struct state_txn txn = STATE_TXN_INIT_FLAGS(state_flags);
 	_cleanup_(ena_state_free) struct ena_state st = { 0 };
 	struct pass p = { .cfg = cfg, .l = ena_lists_from_config(cfg), .now_ms = now_ms };
 	struct ena_devices devs;
@@ -563,8 +587,8 @@ static int with_kernel(struct cz_ctx *ctx, struct npd_result *res, bool allowanc
 	if (r < 0)
 		return npd_unknown(res, r, "cannot open a socket for SIOCETHTOOL");
 	if (allowance) {
-		r = ena_check_allowance(&ctx->cfg, &ops, ctx->cfg.paths.state, now_realtime_ms(),
-					res);
+		r = check_allowance(&ctx->cfg, &ops, ctx->cfg.paths.state, ctx->state_flags,
+				    now_realtime_ms(), res);
 	} else {
 		/* causes name the CPU serving the queue and its burst: the NIC IRQ map and the
 		 * sampler's burst log (ena_link.c), read only when a device has news */
@@ -576,8 +600,8 @@ static int with_kernel(struct cz_ctx *ctx, struct npd_result *res, bool allowanc
 
 		if (kr && ena_kernel_load(ctx->cfg.paths.run, now, ctx->cfg.ena.window_ms, kr) < 0)
 			kr->n = 0; /* unreadable log: the counters alone, as without an agent */
-		r = ena_check_resets_kernel(&ctx->cfg, &ops, ctx->cfg.paths.state, now, &src, kr,
-					    res);
+		r = check_resets(&ctx->cfg, &ops, ctx->cfg.paths.state, ctx->state_flags, now,
+				 &src, kr, res);
 	}
 	ethtool_ops_kernel_close(&ops);
 	return r;

@@ -693,28 +693,7 @@ struct ena_lists ena_lists_from_config(const struct cz_config *cfg)
 
 /* ---- the state files ---- */
 
-static int state_parse_cb(const char *payload, size_t len, void *obj)
-{
-	return ena_state_parse(payload, len, obj);
-}
+const struct state_type ena_reset_state = { STATE_ENA, ENA_STATE_MAX, true };
+const struct state_type ena_allowance_state = { STATE_ENA_ALLOWANCE, ENA_STATE_MAX, true };
 
-static ssize_t state_format_cb(const void *obj, char **ret)
-{
-	return ena_state_format(obj, ret);
-}
-
-const struct state_type ena_reset_state = {
-	.name = STATE_ENA,
-	.max = ENA_STATE_MAX,
-	.durable = true,
-	.parse = state_parse_cb,
-	.format = state_format_cb,
-};
-
-const struct state_type ena_allowance_state = {
-	.name = STATE_ENA_ALLOWANCE,
-	.max = ENA_STATE_MAX,
-	.durable = true,
-	.parse = state_parse_cb,
-	.format = state_format_cb,
-};
+STATE_CODEC(, ena_state, struct ena_state, ena_state_parse, ena_state_format);

@@ -32,6 +32,7 @@
 #include "base/config.h"
 #include "base/ena_defaults.h"
 #include "host/ethtool.h"
+#include "base/state.h"
 
 
 #define ENA_CONNTRACK_AVAILABLE "conntrack_allowance_available"
@@ -220,7 +221,9 @@ ssize_t ena_state_format(const struct ena_state *s, char **ret_buf);
  */
 #define ENA_STATE_MAX (4u << 20) /* 64 devices x ~1000 filtered counters, with room */
 struct state_type;
+struct state_txn;
 extern const struct state_type ena_reset_state, ena_allowance_state;
+STATE_CODEC_DECLARE(ena_state, struct ena_state);
 
 /* ena_lists_from_config - the three lists of @cfg as a struct ena_lists. */
 struct ena_lists ena_lists_from_config(const struct cz_config *cfg);

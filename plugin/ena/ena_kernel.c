@@ -122,7 +122,7 @@ int ena_kernel_load(const char *run_dir, uint64_t now_ms, uint64_t window_ms,
 	k = calloc(1, sizeof(*k));
 	if (!k)
 		return -ENOMEM;
-	r = state_read(run_dir, &kevents_state, k);
+	r = kevents_state_read(run_dir, &kevents_state, k);
 	if (r < 0)
 		return r == -ENOENT ? 0 : r;
 	if (r != STATE_LOADED)

@@ -165,10 +165,11 @@ int systemd_read_restarts(const char *bus, uint64_t now_ms, struct systemd_resta
 	return 0;
 }
 
-int systemd_restarts_update(const char *bus, const char *state_dir, uint64_t now_ms,
+int systemd_restarts_update(const char *bus, const char *state_dir, unsigned state_flags,
+			    uint64_t now_ms,
 			    struct systemd_restarts *ret, char *why, size_t why_size)
 {
-	_cleanup_(state_end) struct state_txn txn = STATE_TXN_INIT;
+	_cleanup_(state_end) struct state_txn txn = STATE_TXN_INIT_FLAGS(state_flags);
 	struct systemd_restarts base, cur;
 	int r, st;
 
@@ -176,9 +177,9 @@ int systemd_restarts_update(const char *bus, const char *state_dir, uint64_t now
 	if (r < 0)
 		return r;
 	/* state trouble costs only the growth figures */
-	st = state_begin(&txn, state_dir, &systemd_restarts_state, &base);
+	st = systemd_restarts_state_begin(&txn, state_dir, &systemd_restarts_state, &base);
 	if (st >= 0 && systemd_restarts_growth(st == STATE_LOADED ? &base : NULL, &cur))
-		(void)state_commit(&txn, &cur);
+		(void)systemd_restarts_state_commit(&txn, &cur);
 	*ret = cur;
 	return 0;
 }

@@ -20,6 +20,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/uio.h>
+#include "base/state.h"
 
 /*
  * systemd_notify - sd_notify(0, @state) ("READY=1", "WATCHDOG=1", "STOPPING=1", "STATUS=...").
@@ -100,15 +101,19 @@ bool systemd_restarts_growth(const struct systemd_restarts *base, struct systemd
 
 /*
  * systemd_restarts_update - read (systemd_read_restarts), compute growth against the state file
- * SYSTEMD_RESTARTS_STATE in @state_dir and replace it when due (locked, atomic). State trouble
+ * SYSTEMD_RESTARTS_STATE in @state_dir and replace it when due (locked, atomic; nothing under
+ * @state_flags STATE_READ_ONLY, base/state.h). State trouble
  * costs only the growth figures. Returns as systemd_read_restarts.
  */
-int systemd_restarts_update(const char *bus, const char *state_dir, uint64_t now_ms,
+int systemd_restarts_update(const char *bus, const char *state_dir, unsigned state_flags,
+			    uint64_t now_ms,
 			    struct systemd_restarts *ret, char *why, size_t why_size);
 
 /* The "systemd-restarts" state file (STATE_SYSTEMD_RESTARTS, base/state.h): the baseline, a
  * struct systemd_restarts (systemd_restarts.c). */
 struct state_type;
+struct state_txn;
 extern const struct state_type systemd_restarts_state;
+STATE_CODEC_DECLARE(systemd_restarts_state, struct systemd_restarts);
 
 #endif

@@ -101,5 +101,8 @@ bool systemd_restarts_growth(const struct systemd_restarts *base, struct systemd
 
 #define RESTARTS_PAYLOAD_MAX (SYSTEMD_TOP_MAX * (SYSTEMD_UNIT_MAX + 32) + 64)
 
-STATE_TYPE_BOUNDED(, systemd_restarts_state, STATE_SYSTEMD_RESTARTS, RESTARTS_PAYLOAD_MAX, true,
-		   systemd_restarts_parse, systemd_restarts_format);
+const struct state_type systemd_restarts_state = { STATE_SYSTEMD_RESTARTS, RESTARTS_PAYLOAD_MAX,
+						     true };
+
+STATE_CODEC_BOUNDED(, systemd_restarts_state, struct systemd_restarts, RESTARTS_PAYLOAD_MAX,
+		    systemd_restarts_parse, systemd_restarts_format);

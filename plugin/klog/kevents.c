@@ -12,13 +12,9 @@
 
 #define PAYLOAD_MAX (KEVENTS_MAX * (KEVENT_MSG_MAX + 48) + KLOG_KIND_MAX * 48 + 256)
 
-const struct state_type kevents_state = {
-	.name = RUN_KERNEL_EVENTS,
-	.max = PAYLOAD_MAX,
-	.durable = false,
-	.parse = kevents_parse,
-	.format = kevents_format,
-};
+const struct state_type kevents_state = { RUN_KERNEL_EVENTS, PAYLOAD_MAX, false };
+
+STATE_CODEC(, kevents_state, struct kevents, kevents_parse, kevents_format);
 
 static void keep(struct kevents *k, uint64_t t_ms, uint64_t seq, const char *msg, size_t len)
 {

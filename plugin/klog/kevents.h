@@ -28,6 +28,7 @@
 #include <sys/types.h>
 
 #include "klog/klog.h"
+#include "base/state.h"
 
 #define RUN_KERNEL_EVENTS "kernel-events"
 #define KEVENTS_MAX 256
@@ -52,7 +53,9 @@ struct kevents {
 
 /* The typed state (state.h) of RUN_KERNEL_EVENTS: parse/format below, run dir, not fsync'ed. */
 struct state_type;
+struct state_txn;
 extern const struct state_type kevents_state;
+STATE_CODEC_DECLARE(kevents_state, struct kevents);
 
 /*
  * kevents_record - account for one kernel record (@seq; @msg/@len its text) recognized as @e:
@@ -70,7 +73,7 @@ bool kevents_record(struct kevents *k, const struct klog_event *e, uint64_t t_ms
  */
 int kevents_event(const struct kevents *k, size_t i, struct klog_event *ret);
 
-/* kevents_parse / kevents_format - the payload (state_type callbacks; see state.h). */
+/* kevents_parse / kevents_format - the payload (kevents_state's codec; see state.h). */
 int kevents_parse(const char *payload, size_t len, void *obj);
 ssize_t kevents_format(const void *obj, char **ret);
 

@@ -113,16 +113,17 @@ static void measure(const struct hostfs *hf, uint64_t now_ms, struct canary_resu
 		c->bytes = (uint64_t)n;
 }
 
-int canary_run(const struct hostfs *hf, const char *state_dir, uint64_t every_ms, uint64_t now_ms,
+int canary_run(const struct hostfs *hf, const char *state_dir, unsigned state_flags,
+	       uint64_t every_ms, uint64_t now_ms,
 	       struct canary_result *ret)
 {
-	_cleanup_(state_end) struct state_txn txn = STATE_TXN_INIT;
+	_cleanup_(state_end) struct state_txn txn = STATE_TXN_INIT_FLAGS(state_flags);
 	struct canary_result c;
 	int r;
 
 	if (every_ms == 0)
 		return -ECANCELED;
-	r = state_begin(&txn, state_dir, &canary_state, &c);
+	r = canary_state_begin(&txn, state_dir, &canary_state, &c);
 	if (r < 0)
 		return r;
 	if (r == STATE_LOADED && c.t_ms <= now_ms && now_ms - c.t_ms < every_ms) {
@@ -131,7 +132,7 @@ int canary_run(const struct hostfs *hf, const char *state_dir, uint64_t every_ms
 		return 0;
 	}
 	measure(hf, now_ms, &c);
-	(void)state_commit(&txn, &c); /* next run just measures again */
+	(void)canary_state_commit(&txn, &c); /* next run just measures again */
 	*ret = c;
 	return 0;
 }
@@ -140,5 +141,7 @@ int canary_run(const struct hostfs *hf, const char *state_dir, uint64_t every_ms
 
 #define CANARY_PAYLOAD_MAX 512
 
-STATE_TYPE_BOUNDED(, canary_state, STATE_CANARY, CANARY_PAYLOAD_MAX, true, canary_parse,
-		   canary_format);
+const struct state_type canary_state = { STATE_CANARY, CANARY_PAYLOAD_MAX, true };
+
+STATE_CODEC_BOUNDED(, canary_state, struct canary_result, CANARY_PAYLOAD_MAX, canary_parse,
+		    canary_format);

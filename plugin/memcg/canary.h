@@ -18,6 +18,7 @@
 #include <stdint.h>
 
 #include "host/hostfs.h"
+#include "base/state.h"
 
 #define CANARY_STATE "canary" /* STATE_CANARY */
 
@@ -44,14 +45,18 @@ int canary_file(const struct hostfs *hf, char *buf, size_t size);
 
 /*
  * canary_run - the stored result when it is younger than @every_ms, else time one read now and
- * store it (locked, atomic). @every_ms 0 = off: returns -ECANCELED. Returns 0 and fills *@ret
+ * store it (locked, atomic; @state_flags as base/state.h's: STATE_READ_ONLY stores nothing).
+ * @every_ms 0 = off: returns -ECANCELED. Returns 0 and fills *@ret
  * (a failed read is a result too: ret->err), or -errno when there is nothing to report.
  */
-int canary_run(const struct hostfs *hf, const char *state_dir, uint64_t every_ms, uint64_t now_ms,
+int canary_run(const struct hostfs *hf, const char *state_dir, unsigned state_flags,
+	       uint64_t every_ms, uint64_t now_ms,
 	       struct canary_result *ret);
 
 /* The "canary" state file (STATE_CANARY, base/state.h) holds a struct canary_result. */
 struct state_type;
+struct state_txn;
 extern const struct state_type canary_state;
+STATE_CODEC_DECLARE(canary_state, struct canary_result);
 
 #endif

@@ -161,13 +161,13 @@ static int read_v2(struct cz_ctx *ctx, struct memcg_reading *r, struct npd_resul
 /* Growth from the stored history; state trouble only costs us the growth figure. */
 static void update_history(struct cz_ctx *ctx, struct memcg_reading *r)
 {
-	_cleanup_(state_end) struct state_txn txn = STATE_TXN_INIT;
+	_cleanup_(state_end) struct state_txn txn = STATE_TXN_INIT_FLAGS(ctx->state_flags);
 	const char *dir = ctx->cfg.paths.state;
 	struct memcg_history h = { 0 };
 	uint64_t now = now_realtime_ms();
 	int st, e;
 
-	st = state_begin(&txn, dir, &memcg_history_state, &h);
+	st = memcg_history_state_begin(&txn, dir, &memcg_history_state, &h);
 	if (st < 0) {
 		log_warning_errno(st, "Failed to read state '%s/%s': %m, ignoring", dir,
 				  STATE_MEMCG);
@@ -176,7 +176,7 @@ static void update_history(struct cz_ctx *ctx, struct memcg_reading *r)
 	r->has_growth = memcg_history_growth(&h, now, r->dying, &r->growth_per_hour);
 	if (!memcg_history_add(&h, now, r->dying) && st == STATE_LOADED)
 		return; /* nothing new to keep: no write, no fsync */
-	e = state_commit(&txn, &h);
+	e = memcg_history_state_commit(&txn, &h);
 	if (e < 0)
 		log_warning_errno(e, "Failed to save state '%s/%s': %m, ignoring", dir,
 				  STATE_MEMCG);

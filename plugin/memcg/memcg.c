@@ -406,5 +406,7 @@ size_t memcg_history_format(const struct memcg_history *h, char *buf, size_t siz
 
 #define HISTORY_PAYLOAD_MAX (MEMCG_HISTORY_MAX * 48 + 64)
 
-STATE_TYPE_BOUNDED(, memcg_history_state, STATE_MEMCG, HISTORY_PAYLOAD_MAX, true,
-		   memcg_history_parse, memcg_history_format);
+const struct state_type memcg_history_state = { STATE_MEMCG, HISTORY_PAYLOAD_MAX, true };
+
+STATE_CODEC_BOUNDED(, memcg_history_state, struct memcg_history, HISTORY_PAYLOAD_MAX,
+		    memcg_history_parse, memcg_history_format);

@@ -21,6 +21,7 @@
 
 #include "base/config.h"
 #include "base/npd.h"
+#include "base/state.h"
 
 struct memcg_controller {
 	uint64_t hierarchy;   /* 0: not bound to a v1 hierarchy (v2, or unmounted) */
@@ -153,6 +154,8 @@ size_t memcg_history_format(const struct memcg_history *h, char *buf, size_t siz
 
 /* The "memcg" state file (STATE_MEMCG, base/state.h) holds a struct memcg_history. */
 struct state_type;
+struct state_txn;
 extern const struct state_type memcg_history_state;
+STATE_CODEC_DECLARE(memcg_history_state, struct memcg_history);
 
 #endif

@@ -266,7 +266,7 @@ static bool parse_u64_line(const char *line, size_t n, struct reclaim_state *s)
 	return false;
 }
 
-static int state_parse(const char *payload, size_t len, void *obj)
+int reclaim_state_parse(const char *payload, size_t len, struct reclaim_state *obj)
 {
 	struct reclaim_state s = { 0 };
 	const char *pos = payload, *line, *v;
@@ -317,7 +317,7 @@ static int state_parse(const char *payload, size_t len, void *obj)
 	return 0;
 }
 
-static ssize_t state_format(const void *obj, char **ret)
+ssize_t reclaim_state_format(const struct reclaim_state *obj, char **ret)
 {
 	const struct reclaim_state *s = obj;
 	char *buf = malloc(RECLAIM_STATE_MAX);
@@ -354,6 +354,6 @@ const struct state_type reclaim_state_type = {
 	.name = STATE_RECLAIM,
 	.max = RECLAIM_STATE_MAX,
 	.durable = false,
-	.parse = state_parse,
-	.format = state_format,
 };
+
+STATE_CODEC(, reclaim_state, struct reclaim_state, reclaim_state_parse, reclaim_state_format);

@@ -79,6 +79,13 @@ struct reclaim_state {
 
 extern const struct state_type reclaim_state_type;
 
+/* reclaim_state_parse / reclaim_state_format - pure: the payload of reclaim_state_type ("since
+ * <ms>" ... lines; empty: a fresh state); parse returns 0 or -EINVAL (@obj untouched), format a
+ * malloc()ed text and its length or -errno. */
+int reclaim_state_parse(const char *payload, size_t len, struct reclaim_state *obj);
+ssize_t reclaim_state_format(const struct reclaim_state *obj, char **ret);
+STATE_CODEC_DECLARE(reclaim_state, struct reclaim_state);
+
 /* What the agent knows this cycle. */
 struct reclaim_input {
 	const struct cz_config *cfg;

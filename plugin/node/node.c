@@ -52,7 +52,8 @@ int node_read_memcg(struct cz_ctx *ctx, struct report *r)
 
 void node_read_canary(struct cz_ctx *ctx, struct report *r)
 {
-	r->canary_rc = canary_run(&ctx->hf, ctx->cfg.paths.state, ctx->cfg.memcg.latency_canary_ms,
+	r->canary_rc = canary_run(&ctx->hf, ctx->cfg.paths.state, ctx->state_flags,
+				  ctx->cfg.memcg.latency_canary_ms,
 				  r->now_ms, &r->canary);
 }
 
@@ -70,7 +71,7 @@ void node_read_published(const struct cz_config *cfg, struct report *r)
 void node_read_reclaim(const struct cz_config *cfg, struct report *r)
 {
 	/* remediation.reclaim's last run: the agent's state, read without a lock */
-	r->reclaim_rc = state_read(cfg->paths.state, &reclaim_state_type, &r->reclaim);
+	r->reclaim_rc = reclaim_state_read(cfg->paths.state, &reclaim_state_type, &r->reclaim);
 }
 
 void node_read_ena(const struct cz_config *cfg, struct report *r)

@@ -123,7 +123,7 @@ int report_ena_load(const char *state_dir, const struct state_type *t, struct en
 	int r;
 
 	memset(ret, 0, sizeof(*ret));
-	r = state_read(state_dir, t, ret);
+	r = ena_state_read(state_dir, t, ret);
 	return r == STATE_NONE ? -ENOENT : r == -EINVAL ? -EBADMSG : r < 0 ? r : 0;
 }
 
@@ -144,7 +144,7 @@ void report_memcg_growth(struct report *r, const char *state_dir)
 {
 	struct memcg_history h;
 
-	if (state_read(state_dir, &memcg_history_state, &h) != STATE_LOADED)
+	if (memcg_history_state_read(state_dir, &memcg_history_state, &h) != STATE_LOADED)
 		return;
 	r->memcg.has_growth = memcg_history_growth(&h, r->now_ms, r->memcg.dying,
 						   &r->memcg.growth_per_hour);
@@ -199,7 +199,7 @@ int report_load_kevents(struct report *r, const char *run_dir)
 
 	if (!k)
 		return -ENOMEM;
-	rc = state_read(run_dir, &kevents_state, k);
+	rc = kevents_state_read(run_dir, &kevents_state, k);
 	if (rc == -ENOMEM) {
 		free(k);
 		return rc;

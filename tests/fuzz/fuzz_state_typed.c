@@ -72,23 +72,23 @@ static void check_left(const char *name, int begin_status)
 		__builtin_trap();
 }
 
-static void one(const struct state_type *t, void *a, void *b, const unsigned char *p, size_t n,
-		int wrap)
-{
-	_cleanup_(state_end) struct state_txn txn = STATE_TXN_INIT;
-	int r;
-
-	put(t->name, p, n, wrap);
-	r = state_read(dir, t, a);
-	if (r == STATE_DISCARDED) /* readers report errors, never "discarded" */
-		__builtin_trap();
-	r = state_begin(&txn, dir, t, b);
-	if (r < 0 && r != -ENOMEM)
-		__builtin_trap(); /* the dir is ours and writable: only the file can be bad */
-	check_left(t->name, r);
-	if (r == STATE_LOADED && state_commit(&txn, b) < 0)
-		__builtin_trap();
-}
+/* one state through its owner's typed calls (the STATE_CODEC of PFX, state.h) */
+#define one(PFX, t, a, b, p, n, wrap)								\
+	do {											\
+		_cleanup_(state_end) struct state_txn txn_ = STATE_TXN_INIT;			\
+		int r_;										\
+												\
+		put((t)->name, p, n, wrap);							\
+		r_ = PFX##_read(dir, t, a);							\
+		if (r_ == STATE_DISCARDED) /* readers report errors, never "discarded" */	\
+			__builtin_trap();							\
+		r_ = PFX##_begin(&txn_, dir, t, b);						\
+		if (r_ < 0 && r_ != -ENOMEM)							\
+			__builtin_trap(); /* the dir is ours and writable: only the file */	\
+		check_left((t)->name, r_);							\
+		if (r_ == STATE_LOADED && PFX##_commit(&txn_, b) < 0)				\
+			__builtin_trap();							\
+	} while (0)
 
 static void remove_dir(void)
 {
@@ -114,18 +114,18 @@ int LLVMFuzzerTestOneInput(const unsigned char *data, size_t size)
 	clean();
 	switch (data[0] % 6) {
 	case 0:
-		one(&memcg_history_state, &ha, &hb, data + 1, size - 1, data[0] & 0x80);
+		one(memcg_history_state, &memcg_history_state, &ha, &hb, data + 1, size - 1, data[0] & 0x80);
 		break;
 	case 1: {
 		struct ena_state a = { 0 }, b = { 0 };
 
-		one(&ena_reset_state, &a, &b, data + 1, size - 1, data[0] & 0x80);
+		one(ena_state, &ena_reset_state, &a, &b, data + 1, size - 1, data[0] & 0x80);
 		ena_state_free(&a);
 		ena_state_free(&b);
 		break;
 	}
 	case 2:
-		one(&canary_state, &ca, &cb, data + 1, size - 1, data[0] & 0x80);
+		one(canary_state, &canary_state, &ca, &cb, data + 1, size - 1, data[0] & 0x80);
 		break;
 	case 3:
 		put(RUN_CPU_BURSTS, data + 1, size - 1, data[0] & 0x80);
@@ -138,11 +138,11 @@ int LLVMFuzzerTestOneInput(const unsigned char *data, size_t size)
 		_cleanup_free_ char *text = NULL, *again = NULL;
 		ssize_t n, m;
 
-		one(&reclaim_state_type, &a, &b, data + 1, size - 1, data[0] & 0x80);
-		n = reclaim_state_type.format(&b, &text);
-		if (n < 0 || reclaim_state_type.parse(text, (size_t)n, &c) != 0)
+		one(reclaim_state, &reclaim_state_type, &a, &b, data + 1, size - 1, data[0] & 0x80);
+		n = reclaim_state_format(&b, &text);
+		if (n < 0 || reclaim_state_parse(text, (size_t)n, &c) != 0)
 			__builtin_trap();
-		m = reclaim_state_type.format(&c, &again);
+		m = reclaim_state_format(&c, &again);
 		if (m != n || memcmp(text, again, (size_t)n) != 0)
 			__builtin_trap();
 		break;

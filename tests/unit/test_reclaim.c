@@ -180,9 +180,9 @@ static void test_hostile_target(void **unused)
 	 * state's lines, the Event or a terminal */
 	reclaim_begin(&s, RECLAIM_MEMORY_RECLAIM, "evil slice\n\x1b[31m\xc3\xa9", false, NOW, 3);
 	assert_string_equal(s.target, "evil?slice??[31m??");
-	n = reclaim_state_type.format(&s, &text);
+	n = reclaim_state_format(&s, &text);
 	assert_true(n > 0);
-	assert_int_equal(reclaim_state_type.parse(text, (size_t)n, &back), 0);
+	assert_int_equal(reclaim_state_parse(text, (size_t)n, &back), 0);
 	assert_string_equal(back.target, s.target);
 	assert_non_null(strstr(reclaim_message(&back, msg, sizeof(msg)), "of evil?slice"));
 	free(text);
@@ -203,9 +203,9 @@ static void test_state_roundtrip_and_bad(void **unused)
 	s.seen_ms = NOW;
 	reclaim_begin(&s, RECLAIM_MEMORY_RECLAIM, "kubepods.slice", false, NOW, 70000);
 	reclaim_end(&s, 0, 12, 2500);
-	n = reclaim_state_type.format(&s, &text);
+	n = reclaim_state_format(&s, &text);
 	assert_true(n > 0 && (size_t)n < reclaim_state_type.max);
-	assert_int_equal(reclaim_state_type.parse(text, (size_t)n, &back), 0);
+	assert_int_equal(reclaim_state_parse(text, (size_t)n, &back), 0);
 	assert_int_equal(back.since_ms, s.since_ms);
 	assert_int_equal(back.seen_ms, s.seen_ms);
 	assert_int_equal(back.last_ms, s.last_ms);
@@ -221,13 +221,13 @@ static void test_state_roundtrip_and_bad(void **unused)
 	assert_false(reclaim_state_type.durable);	/* a reboot frees the zombies anyway */
 	for (size_t i = 0; i < ARRAY_SIZE(bad); i++) {
 		keep = back;
-		if (reclaim_state_type.parse(bad[i], strlen(bad[i]), &back) != -EINVAL)
+		if (reclaim_state_parse(bad[i], strlen(bad[i]), &back) != -EINVAL)
 			fail_msg("accepted '%s'", bad[i]);
 		assert_int_equal(back.freed, keep.freed);	/* untouched */
 		assert_string_equal(back.target, keep.target);
 	}
 	/* an empty file is a fresh state */
-	assert_int_equal(reclaim_state_type.parse("", 0, &back), 0);
+	assert_int_equal(reclaim_state_parse("", 0, &back), 0);
 	assert_int_equal(back.last_ms, 0);
 }
 

@@ -228,67 +228,86 @@ static ssize_t kv_format(const void *obj, char **ret)
 	return n;
 }
 
-static const struct state_type kv_type = { "kv", 64, true, kv_parse, kv_format };
+static const struct state_type kv_type = { "kv", 64, true };
+
+/* the owner's typed calls: the store moves bytes, the owner parses and formats (state.h) */
+STATE_CODEC(static, kv, struct kv, kv_parse, kv_format);
 
 static void test_typed(void **state)
 {
 	_cleanup_(state_end) struct state_txn txn = STATE_TXN_INIT;
 	struct kv k = { 7 };
 
-	assert_int_equal(state_read(dir, &kv_type, &k), STATE_NONE);
+	assert_int_equal(kv_read(dir, &kv_type, &k), STATE_NONE);
 	assert_int_equal(k.v, 7);
 	assert_false(exists("kv.lock")); /* readers create nothing */
-	assert_int_equal(state_begin(&txn, dir, &kv_type, &k), STATE_NONE);
+	assert_int_equal(kv_begin(&txn, dir, &kv_type, &k), STATE_NONE);
 	k.v = 42;
-	assert_int_equal(state_commit(&txn, &k), 0);
+	assert_int_equal(kv_commit(&txn, &k), 0);
 	state_end(&txn);
 	k.v = 0;
-	assert_int_equal(state_read(dir, &kv_type, &k), STATE_LOADED);
+	assert_int_equal(kv_read(dir, &kv_type, &k), STATE_LOADED);
 	assert_int_equal(k.v, 42);
+	/* the bytes underneath: the payload alone, NUL-terminated */
+	{
+		_cleanup_free_ char *p = NULL;
+		size_t n = 0;
+
+		assert_int_equal(state_read(dir, &kv_type, &p, &n), STATE_LOADED);
+		assert_int_equal(n, 5);
+		assert_string_equal(p, "v 42\n");
+	}
 	/* a payload the owner cannot parse is discarded: kept aside by a writer */
 	assert_int_equal(state_save(dir, "kv", "junk\n", 5), 0);
-	assert_int_equal(state_read(dir, &kv_type, &k), -EINVAL);
+	assert_int_equal(kv_read(dir, &kv_type, &k), -EINVAL);
 	assert_int_equal(k.v, 42);
 	assert_true(exists("kv")); /* a reader leaves it for the writer */
 	assert_int_equal(mkfifo(path_of("kv-fifo"), 0600), 0);
-	assert_int_equal(state_read(dir, &(struct state_type){ "kv-fifo", 64, true, kv_parse,
-							      kv_format }, &k), -EBADMSG);
-	assert_int_equal(state_begin(&txn, dir, &kv_type, &k), STATE_DISCARDED);
+	assert_int_equal(kv_read(dir, &(struct state_type){ "kv-fifo", 64, true }, &k), -EBADMSG);
+	assert_int_equal(kv_begin(&txn, dir, &kv_type, &k), STATE_DISCARDED);
 	assert_false(exists("kv"));
 	assert_true(exists("kv.corrupt"));
 }
 
 static void test_readers_write_nothing(void **state)
 {
-	char ro[300], buf[64];
+	char ro[300];
 	struct kv k = { 0 };
-	struct state_lock l = { -1 };
-	_cleanup_(state_end) struct state_txn txn = STATE_TXN_INIT;
+	_cleanup_(state_end) struct state_txn txn = STATE_TXN_INIT_FLAGS(STATE_READ_ONLY);
+	struct state_txn rw = STATE_TXN_INIT;
 
 	snprintf(ro, sizeof(ro), "%s/ro", dir);
 	/* a reader of a missing dir creates neither the dir nor a lock */
-	assert_int_equal(state_read(ro, &kv_type, &k), STATE_NONE);
+	assert_int_equal(kv_read(ro, &kv_type, &k), STATE_NONE);
 	assert_false(exists("ro"));
-	/* read-only mode (report): the writer's calls succeed and write nothing */
-	state_set_read_only(true);
-	assert_int_equal(state_lock(ro, "kv", &l), 0);
-	assert_int_equal(state_save(ro, "kv", "v 1\n", 4), 0);
-	state_unlock(&l);
-	assert_int_equal(state_begin(&txn, ro, &kv_type, &k), STATE_NONE);
+	/* a read-only transaction (report): the writer's calls succeed and write nothing */
+	assert_int_equal(kv_begin(&txn, ro, &kv_type, &k), STATE_NONE);
 	k.v = 3;
-	assert_int_equal(state_commit(&txn, &k), 0);
+	assert_int_equal(kv_commit(&txn, &k), 0);
+	assert_int_equal(state_commit(&txn, "v 3\n", 4), 0);
 	assert_false(exists("ro"));
-	assert_int_equal(state_save(dir, "kv2", "junk\n", 5), 0); /* before read-only: refused */
-	state_set_read_only(false);
+	state_end(&txn);
+	/* ...and a bad file stays where it is: discarded for the check, not moved aside */
 	assert_int_equal(state_save(dir, "kv2", "junk\n", 5), 0);
-	state_set_read_only(true);
-	assert_int_equal(state_load(dir, "kv2", buf, sizeof(buf)), 5);
+	assert_int_equal(kv_begin(&txn, dir, &(struct state_type){ "kv2", 64, true }, &k),
+			 STATE_DISCARDED);
+	assert_int_equal(kv_commit(&txn, &k), 0);
+	state_end(&txn);
+	assert_true(exists("kv2"));
+	assert_false(exists("kv2.lock"));
+	assert_false(exists("kv2.corrupt"));
 	assert_int_equal(unlink(path_of("kv2")), 0);
 	assert_int_equal(mkfifo(path_of("kv2"), 0600), 0);
-	assert_int_equal(state_load(dir, "kv2", buf, sizeof(buf)), -EBADMSG);
-	assert_true(exists("kv2"));		 /* not moved aside in read-only mode */
+	assert_int_equal(kv_begin(&txn, dir, &(struct state_type){ "kv2", 64, true }, &k),
+			 STATE_DISCARDED);
+	state_end(&txn);
+	assert_true(exists("kv2"));		 /* not moved aside read-only */
 	assert_false(exists("kv2.corrupt"));
-	state_set_read_only(false);
+	/* the property is the call's: a writer beside it still writes (no process-wide switch) */
+	assert_int_equal(kv_begin(&rw, ro, &kv_type, &k), STATE_NONE);
+	assert_int_equal(kv_commit(&rw, &k), 0);
+	state_end(&rw);
+	assert_true(exists("ro/kv"));
 }
 
 /* The stamp: kept in the lock file in place, read back under the lock, never a state file. */
@@ -299,7 +318,7 @@ static void test_stamp(void **state)
 	uint64_t v = 7;
 	FILE *f;
 
-	assert_int_equal(state_begin(&txn, dir, &kv_type, &k), STATE_NONE);
+	assert_int_equal(kv_begin(&txn, dir, &kv_type, &k), STATE_NONE);
 	assert_int_equal(state_stamp_get(&txn, &v), -ENODATA); /* a new lock file holds none */
 	assert_int_equal(v, 7);
 	assert_int_equal(state_stamp_set(&txn, 1796098697016ull), 0);
@@ -315,17 +334,16 @@ static void test_stamp(void **state)
 	assert_non_null(f);
 	fputs("stamp 0000000000000000000x\n", f);
 	fclose(f);
-	assert_int_equal(state_begin(&txn, dir, &kv_type, &k), STATE_NONE);
+	assert_int_equal(kv_begin(&txn, dir, &kv_type, &k), STATE_NONE);
 	assert_int_equal(state_stamp_get(&txn, &v), -ENODATA);
 	assert_true(v == 5);
 	state_end(&txn);
 	/* read-only (report): nothing written, and no lock to read a stamp from */
-	state_set_read_only(true);
-	assert_int_equal(state_begin(&txn, dir, &kv_type, &k), STATE_NONE);
+	txn.flags = STATE_READ_ONLY;
+	assert_int_equal(kv_begin(&txn, dir, &kv_type, &k), STATE_NONE);
 	assert_int_equal(state_stamp_set(&txn, 9), 0);
 	assert_int_equal(state_stamp_get(&txn, &v), -ENODATA);
 	state_end(&txn);
-	state_set_read_only(false);
 	f = fopen(path_of("kv.lock"), "r");
 	assert_non_null(f);
 	assert_int_equal(fgetc(f), 's');
