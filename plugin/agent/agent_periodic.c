@@ -32,6 +32,8 @@ struct periodic {
 	struct pods_publisher pods;	/* this node's pods by UID, for the memcg subtree */
 	struct census_publisher census;	/* the zombie census, every memcg.census_interval */
 	int last[MAX_RESULTS];		/* previous status per check, -1 before the first */
+	struct memcg_seen seen_memcg;	/* what this cycle's checks read, for the model */
+	struct ena_seen seen_ena;
 	pthread_t thread;
 	bool started;
 	atomic_bool stop, done;
@@ -81,17 +83,20 @@ static void canary(struct periodic *p, struct report *r)
 				(double)r->canary.read_us / 1000.0);
 }
 
-static int metrics(struct periodic *p, struct report *r)
+/* The metrics read the model: what this cycle's checks read (p->seen_*), the run dir, the state
+ * the checks keep. After a reclaim (@reclaimed) the dying memcgs are counted again: the node
+ * changed under the check's reading. */
+static int metrics(struct periodic *p, struct report *r, bool reclaimed)
 {
 	const struct cz_config *cfg = &p->ctx->cfg;
 	int e;
 
-	(void)node_read_memcg(p->ctx, r);
+	(void)node_take_memcg(p->ctx, r, reclaimed ? NULL : &p->seen_memcg);
 	r->since_ms = r->now_ms > cfg->cpu.lookback_ms ? r->now_ms - cfg->cpu.lookback_ms : 0;
 	e = report_load_run(r, cfg->paths.run, r->now_ms);
 	if (e < 0)
 		return e;
-	node_read_ena(cfg, r);
+	node_take_ena(cfg, r, &p->seen_ena);
 	node_read_reclaim(cfg, r);
 	e = metrics_write(r, cfg->agent.metrics_textfile);
 	if (e < 0)
@@ -165,7 +170,14 @@ int periodic_cycle(struct periodic *p)
 	if (!p->ka && !p->ctx->cfg.agent.metrics_textfile[0] &&
 	    p->ctx->cfg.remediation.reclaim == CZ_RECLAIM_OFF)
 		return p->kube_err;	/* the units were the only work (NPD runs the checks) */
+	/* the checks leave what they read for the model below: read once per cycle (emptied at
+	 * the end of the last one) */
+	p->seen_memcg.read = false;
+	p->ctx->memcg_seen = &p->seen_memcg;
+	p->ctx->ena_seen = &p->seen_ena;
 	n = kube_agent_run_checks(p->ctx, names, res, MAX_RESULTS);
+	p->ctx->memcg_seen = NULL;
+	p->ctx->ena_seen = NULL;
 	census_on_leak(p, names, res, n);
 	log_changes(p, names, res, n);
 	if (p->ka) {
@@ -201,8 +213,9 @@ int periodic_cycle(struct periodic *p)
 		r->restarts = p->units.last;
 	}
 	if (p->ctx->cfg.agent.metrics_textfile[0])
-		m = metrics(p, r);
+		m = metrics(p, r, *rsum != '\0');
 	report_free(r);
+	ena_seen_free(&p->seen_ena); /* what the metrics did not take */
 	return e < 0 ? e : m;
 }
 
@@ -295,6 +308,7 @@ void periodic_free(struct periodic *p)
 	kube_agent_free(p->ka);
 	pods_publisher_clear(&p->pods);
 	census_publisher_done(&p->census);
+	ena_seen_free(&p->seen_ena);
 	pthread_cond_destroy(&p->wake);
 	pthread_mutex_destroy(&p->lock);
 	free(p);

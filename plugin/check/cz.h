@@ -25,6 +25,9 @@ enum cz_exit {
 	CZ_EXIT_ERROR = 2,   /* we could not do the job: bad usage, bad config, I/O */
 };
 
+struct memcg_seen;
+struct ena_seen;
+
 /* What a check receives: the effective config and the opened host roots. Nothing of the
  * subcommands' options (cmd/cmd.h) nor of the agent's (agent/agent.h). */
 struct cz_ctx {
@@ -34,6 +37,11 @@ struct cz_ctx {
 	/* how the checks open their state (base/state.h enum state_flags): STATE_READ_ONLY when
 	 * `report` runs them, so their baselines stay as they were and nothing is created */
 	unsigned state_flags;
+	/* where a check leaves what it read, for the node model of the same agent cycle (node.h),
+	 * so nothing reads again: NULL but during the agent's checks (memcg/check_memcg.h,
+	 * ena/check_ena.h). Data only: nothing here is called. */
+	struct memcg_seen *memcg_seen;
+	struct ena_seen *ena_seen;
 };
 
 #endif

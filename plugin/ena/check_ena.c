@@ -119,16 +119,49 @@ int ena_read_devices(const struct cz_config *cfg, const struct ethtool_ops *ops,
  * Returns the enum state_status or -errno; *@ret_read_ms is when the devices were last read:
  * the stamp when it is later than the state's own time.
  */
-static int load(const char *dir, const struct state_type *t, struct state_txn *txn,
-		struct ena_state *st, uint64_t *ret_read_ms)
+/* The hand-off: @payload (NULL: no file) parsed as node_read_ena() would read it back. */
+static void seen_set(struct ena_seen_one *s, const char *payload, size_t len)
 {
+	int r = 0;
+
+	if (!s)
+		return;
+	ena_state_free(&s->st);
+	memset(&s->st, 0, sizeof(s->st));
+	if (payload)
+		r = ena_state_parse(payload, len, &s->st);
+	s->rc = !payload ? -ENOENT : r == -EINVAL ? -EBADMSG : r;
+	s->set = true;
+}
+
+void ena_seen_free(struct ena_seen *s)
+{
+	ena_state_free(&s->reset.st);
+	ena_state_free(&s->allowance.st);
+	memset(s, 0, sizeof(*s));
+}
+
+static int load(const char *dir, const struct state_type *t, struct state_txn *txn,
+		struct ena_state *st, struct ena_seen_one *seen, uint64_t *ret_read_ms)
+{
+	_cleanup_free_ char *payload = NULL;
+	size_t len = 0;
 	uint64_t stamp;
 	int r;
 
 	memset(st, 0, sizeof(*st));
-	r = ena_state_begin(txn, dir, t, st);
+	r = state_begin(txn, dir, t, &payload, &len);
+	if (r == STATE_LOADED) {
+		r = ena_state_parse(payload, len, st);
+		if (r == -ENOMEM)
+			return r;
+		r = r < 0 ? state_discard(txn) : STATE_LOADED;
+	}
 	if (r < 0)
 		return r;
+	/* a discarded file was moved aside (or, read-only, left): the reader's word is not ours */
+	if (r != STATE_DISCARDED)
+		seen_set(seen, r == STATE_LOADED ? payload : NULL, len);
 	*ret_read_ms = st->read_ms;
 	if (st->read_ms && state_stamp_get(txn, &stamp) == 0 && stamp > st->read_ms)
 		*ret_read_ms = stamp;
@@ -180,6 +213,7 @@ struct pass {
 	char risk[NPD_MSG_MAX / 2];
 	char notes[NPD_MSG_MAX / 2];
 	const struct ena_qc_source *src; /* queue -> CPU, asked only when something happened */
+	struct ena_seen_one *handoff;	 /* the agent's (ctx->ena_seen), or NULL */
 };
 
 /* Before a read: remember which devices the stored state says the last read saw. */
@@ -314,13 +348,31 @@ static void compare_one(struct pass *p, struct ena_state *st, const struct ethto
  * rate limit's time). 0 or -errno from the rewrite; a stamp that cannot be written is ignored:
  * the next run reads the devices again.
  */
+/* Replace the state with @st; the hand-off then holds what was written. */
+static int commit(struct state_txn *txn, const struct ena_state *st, struct ena_seen_one *seen)
+{
+	_cleanup_free_ char *payload = NULL;
+	ssize_t n;
+	int r;
+
+	if (txn->flags & STATE_READ_ONLY)
+		return 0;
+	n = ena_state_format(st, &payload);
+	if (n < 0)
+		return (int)n;
+	r = state_commit(txn, payload, (size_t)n);
+	if (r == 0)
+		seen_set(seen, payload, (size_t)n);
+	return r;
+}
+
 static int save(struct state_txn *txn, struct pass *p, struct ena_state *st, bool read)
 {
 	int r;
 
 	if (forget_old(st, p->now_ms, p->cfg->ena.window_ms, keep_ms(p->cfg)) ||
 	    (read && pass_dirty(p)))
-		return ena_state_commit(txn, st);
+		return commit(txn, st, p->handoff);
 	if (!read)
 		return 0; /* a rate-limited answer that changed nothing leaves everything alone */
 	r = state_stamp_set(txn, p->now_ms);
@@ -449,29 +501,29 @@ int ena_check_resets(const struct cz_config *cfg, const struct ethtool_ops *ops,
 static int check_resets(const struct cz_config *cfg, const struct ethtool_ops *ops,
 			const char *state_dir, unsigned state_flags, uint64_t now_ms,
 			const struct ena_qc_source *src, struct ena_kernel *kr,
-			struct npd_result *res);
+			struct ena_seen_one *seen, struct npd_result *res);
 
 int ena_check_resets_kernel(const struct cz_config *cfg, const struct ethtool_ops *ops,
 			    const char *state_dir, uint64_t now_ms, const struct ena_qc_source *src,
 			    struct ena_kernel *kr, struct npd_result *res)
 {
-	return check_resets(cfg, ops, state_dir, 0, now_ms, src, kr, res);
+	return check_resets(cfg, ops, state_dir, 0, now_ms, src, kr, NULL, res);
 }
 
 static int check_resets(const struct cz_config *cfg, const struct ethtool_ops *ops,
 			const char *state_dir, unsigned state_flags, uint64_t now_ms,
 			const struct ena_qc_source *src, struct ena_kernel *kr,
-			struct npd_result *res)
+			struct ena_seen_one *seen, struct npd_result *res)
 {
 	_cleanup_(state_end) struct state_txn txn = STATE_TXN_INIT_FLAGS(state_flags);
 	_cleanup_(ena_state_free) struct ena_state st = { 0 };
 	struct pass p = { .cfg = cfg, .l = ena_lists_from_config(cfg), .now_ms = now_ms,
-			  .src = src };
+			  .src = src, .handoff = seen };
 	uint64_t last_read = 0;
 	bool read = false;
 	int r, status;
 
-	status = load(state_dir, &ena_reset_state, &txn, &st, &last_read);
+	status = load(state_dir, &ena_reset_state, &txn, &st, seen, &last_read);
 	if (status < 0)
 		return npd_unknown(res, status, "cannot read state '%s/ena'", state_dir);
 	if (status == STATE_DISCARDED)
@@ -519,28 +571,29 @@ static void allowance_one(struct pass *p, struct ena_state *st, const struct eth
 
 static int check_allowance(const struct cz_config *cfg, const struct ethtool_ops *ops,
 			   const char *state_dir, unsigned state_flags, uint64_t now_ms,
-			   struct npd_result *res);
+			   struct ena_seen_one *seen, struct npd_result *res);
 
 int ena_check_allowance(const struct cz_config *cfg, const struct ethtool_ops *ops,
 			const char *state_dir, uint64_t now_ms, struct npd_result *res)
 {
-	return check_allowance(cfg, ops, state_dir, 0, now_ms, res);
+	return check_allowance(cfg, ops, state_dir, 0, now_ms, NULL, res);
 }
 
 static int check_allowance(const struct cz_config *cfg, const struct ethtool_ops *ops,
 			   const char *state_dir, unsigned state_flags, uint64_t now_ms,
-			   struct npd_result *res)
+			   struct ena_seen_one *seen, struct npd_result *res)
 {
 	_cleanup_(state_end) struct state_txn txn = STATE_TXN_INIT_FLAGS(state_flags);
 	_cleanup_(ena_state_free) struct ena_state st = { 0 };
-	struct pass p = { .cfg = cfg, .l = ena_lists_from_config(cfg), .now_ms = now_ms };
+	struct pass p = { .cfg = cfg, .l = ena_lists_from_config(cfg), .now_ms = now_ms,
+			  .handoff = seen };
 	struct ena_devices devs;
 	uint64_t last_read = 0;
 	bool problem = false;
 	char buf[128];
 	int r, status;
 
-	status = load(state_dir, &ena_allowance_state, &txn, &st, &last_read);
+	status = load(state_dir, &ena_allowance_state, &txn, &st, seen, &last_read);
 	if (status < 0)
 		return npd_unknown(res, status, "cannot read state '%s/ena-allowance'", state_dir);
 	if (read_recently(cfg, last_read, now_ms))
@@ -588,7 +641,8 @@ static int with_kernel(struct cz_ctx *ctx, struct npd_result *res, bool allowanc
 		return npd_unknown(res, r, "cannot open a socket for SIOCETHTOOL");
 	if (allowance) {
 		r = check_allowance(&ctx->cfg, &ops, ctx->cfg.paths.state, ctx->state_flags,
-				    now_realtime_ms(), res);
+				    now_realtime_ms(),
+				    ctx->ena_seen ? &ctx->ena_seen->allowance : NULL, res);
 	} else {
 		/* causes name the CPU serving the queue and its burst: the NIC IRQ map and the
 		 * sampler's burst log (ena_link.c), read only when a device has news */
@@ -601,7 +655,7 @@ static int with_kernel(struct cz_ctx *ctx, struct npd_result *res, bool allowanc
 		if (kr && ena_kernel_load(ctx->cfg.paths.run, now, ctx->cfg.ena.window_ms, kr) < 0)
 			kr->n = 0; /* unreadable log: the counters alone, as without an agent */
 		r = check_resets(&ctx->cfg, &ops, ctx->cfg.paths.state, ctx->state_flags, now,
-				 &src, kr, res);
+				 &src, kr, ctx->ena_seen ? &ctx->ena_seen->reset : NULL, res);
 	}
 	ethtool_ops_kernel_close(&ops);
 	return r;

@@ -158,6 +158,16 @@ static int read_v2(struct cz_ctx *ctx, struct memcg_reading *r, struct npd_resul
 	return NPD_OK;
 }
 
+/* The hand-off's growth, from @h: what the state file now holds (report_memcg_growth's figure). */
+static void seen_growth(struct memcg_seen *s, const struct memcg_history *h, uint64_t now)
+{
+	if (!s || !s->read || s->rc != NPD_OK)
+		return;
+	s->reading.has_growth = memcg_history_growth(h, now, s->reading.dying,
+						     &s->reading.growth_per_hour);
+	s->history = true;
+}
+
 /* Growth from the stored history; state trouble only costs us the growth figure. */
 static void update_history(struct cz_ctx *ctx, struct memcg_reading *r)
 {
@@ -174,12 +184,16 @@ static void update_history(struct cz_ctx *ctx, struct memcg_reading *r)
 		return;
 	}
 	r->has_growth = memcg_history_growth(&h, now, r->dying, &r->growth_per_hour);
-	if (!memcg_history_add(&h, now, r->dying) && st == STATE_LOADED)
-		return; /* nothing new to keep: no write, no fsync */
+	if (!memcg_history_add(&h, now, r->dying) && st == STATE_LOADED) {
+		seen_growth(ctx->memcg_seen, &h, now); /* nothing new to keep: no write, no fsync */
+		return;
+	}
 	e = memcg_history_state_commit(&txn, &h);
 	if (e < 0)
 		log_warning_errno(e, "Failed to save state '%s/%s': %m, ignoring", dir,
 				  STATE_MEMCG);
+	else
+		seen_growth(ctx->memcg_seen, &h, now);
 }
 
 static void read_extras(struct cz_ctx *ctx, struct memcg_reading *r)
@@ -253,12 +267,22 @@ static int census_hint(struct cz_ctx *ctx, struct memcg_reading *r)
 
 int check_memcg(struct cz_ctx *ctx, struct npd_result *res)
 {
+	struct memcg_seen *seen = ctx->memcg_seen;
 	struct memcg_reading r;
 	int e = memcg_read(ctx, &r, res);
 
+	if (seen) { /* the agent's node model takes this reading (node_take_memcg) */
+		seen->read = true;
+		seen->history = false;
+		seen->rc = e;
+		seen->reading = r;
+		snprintf(seen->msg, sizeof(seen->msg), "%s", e != NPD_OK ? res->msg : "");
+	}
 	if (e != NPD_OK)
 		return e;
 	update_history(ctx, &r);
+	if (seen && !seen->history)
+		seen->read = false; /* state trouble: what the file holds is not known here */
 	e = memcg_verdict(&r, &ctx->cfg, res);
 	if (e == NPD_PROBLEM) {
 		/* cgroup v2, or hybrid's unified hierarchy: which subtree holds them */

@@ -33,6 +33,21 @@ int memcg_find_hierarchy(const struct hostfs *hf, bool v2, char *buf, size_t siz
  */
 int memcg_open_root(const struct hostfs *hf);
 
+/*
+ * What check memcg leaves for the agent's node model (ctx->memcg_seen), so the metrics do not
+ * read the hierarchy again: @read when it did; @rc and @msg as memcg_read() answered, @reading as
+ * memcg_read() left it, with the growth from the history the state file holds after the check
+ * (at the check's time). @read stays false when the check could not tell what the file holds
+ * (state trouble): the node model reads again then.
+ */
+struct memcg_seen {
+	bool read;
+	int rc;				/* NPD_OK, or NPD_UNKNOWN with @msg */
+	char msg[NPD_MSG_MAX];
+	struct memcg_reading reading;
+	bool history; /* (check_memcg.c's own: the growth above is from the file's history) */
+};
+
 /* check_memcg - `check memcg`: dying memcgs against live ones (the node/checks.c row). */
 int check_memcg(struct cz_ctx *ctx, struct npd_result *res);
 

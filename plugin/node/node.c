@@ -50,6 +50,17 @@ int node_read_memcg(struct cz_ctx *ctx, struct report *r)
 	return r->memcg_rc;
 }
 
+int node_take_memcg(struct cz_ctx *ctx, struct report *r, const struct memcg_seen *seen)
+{
+	if (!seen || !seen->read)
+		return node_read_memcg(ctx, r);
+	r->memcg_rc = seen->rc;
+	r->memcg = seen->reading; /* with the growth from the history, as report_memcg_growth */
+	if (r->memcg_rc != NPD_OK)
+		snprintf(r->memcg_err, sizeof(r->memcg_err), "%s", seen->msg);
+	return r->memcg_rc;
+}
+
 void node_read_canary(struct cz_ctx *ctx, struct report *r)
 {
 	r->canary_rc = canary_run(&ctx->hf, ctx->cfg.paths.state, ctx->state_flags,
@@ -78,6 +89,26 @@ void node_read_ena(const struct cz_config *cfg, struct report *r)
 {
 	r->ena_rc = report_ena_load(cfg->paths.state, &ena_reset_state, &r->ena);
 	r->allowance_rc = report_ena_load(cfg->paths.state, &ena_allowance_state, &r->allowance);
+}
+
+static void take_one(struct ena_seen_one *s, int *ret_rc, struct ena_state *ret)
+{
+	*ret_rc = s->rc;
+	*ret = s->st; /* moved: @r frees it */
+	memset(s, 0, sizeof(*s));
+}
+
+void node_take_ena(const struct cz_config *cfg, struct report *r, struct ena_seen *seen)
+{
+	if (seen && seen->reset.set)
+		take_one(&seen->reset, &r->ena_rc, &r->ena);
+	else
+		r->ena_rc = report_ena_load(cfg->paths.state, &ena_reset_state, &r->ena);
+	if (seen && seen->allowance.set)
+		take_one(&seen->allowance, &r->allowance_rc, &r->allowance);
+	else
+		r->allowance_rc = report_ena_load(cfg->paths.state, &ena_allowance_state,
+						  &r->allowance);
 }
 
 static int read_stat(struct cz_ctx *ctx, char *buf, size_t size, struct cpustat_core *c,

@@ -13,6 +13,8 @@
 #include <stdint.h>
 
 #include "check/cz.h"
+#include "ena/check_ena.h"
+#include "memcg/check_memcg.h"
 #include "node/report.h"
 
 /* node_run_checks - every check that has a condition, into r->checks: NPD's verdicts. */
@@ -21,6 +23,10 @@ void node_run_checks(struct cz_ctx *ctx, struct report *r);
 /* node_read_memcg - the memcg counts now (r->memcg_err on failure) and their growth from check
  * memcg's history; returns r->memcg_rc (enum npd_status). */
 int node_read_memcg(struct cz_ctx *ctx, struct report *r);
+
+/* node_take_memcg - node_read_memcg's part from what check memcg read in this cycle (@seen,
+ * ctx->memcg_seen), when it read; else node_read_memcg(). Returns r->memcg_rc. */
+int node_take_memcg(struct cz_ctx *ctx, struct report *r, const struct memcg_seen *seen);
 
 /* node_read_canary - the memcg read-latency canary (rate-limited by its own state). */
 void node_read_canary(struct cz_ctx *ctx, struct report *r);
@@ -34,6 +40,11 @@ void node_read_reclaim(const struct cz_config *cfg, struct report *r);
 
 /* node_read_ena - the ENA reset and allowance state the checks keep. */
 void node_read_ena(const struct cz_config *cfg, struct report *r);
+
+/* node_take_ena - node_read_ena's part from what check ena and check ena-allowance left in
+ * @seen (ctx->ena_seen) in this cycle, moved into @r (@seen is emptied); each one they did not
+ * leave is read from the state dir. */
+void node_take_ena(const struct cz_config *cfg, struct report *r, struct ena_seen *seen);
 
 /* node_read_now - the current shares: the sampler's newest sample when fresh, else two reads of
  * /proc/stat NOW_SAMPLE_MS apart (the same share the sampler computes, cpu/cpustat.h). */
