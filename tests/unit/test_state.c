@@ -145,7 +145,7 @@ static void test_stale_temporary_replaced(void **state)
 	assert_int_equal(st.st_size, 4);
 }
 
-/* ---- non-regular files, lock-free readers, read-only mode, typed state (issues 12, 16) ---- */
+/* ---- non-regular files, lock-free readers, read-only transactions, typed state (issues 12, 16) ---- */
 
 static bool exists(const char *name)
 {
