@@ -283,12 +283,21 @@ static bool new_remediation_ok(const struct rem_input *in, struct rem_plan *p, c
 	}
 	if (fleet_holds(in, p, since))
 		return false;
-	if (in->kured_locked) {
+	if (in->kured == GUARD_KURED_HERE) {
 		say(p,
 		    "%s True, but kured's node lock (" GUARD_KURED_LOCK " on %s) names this node: "
 		    "kured is rebooting it",
 		    type, cfg->remediation.kured_daemonset);
 		final(p, REM_SKIPPED, 0);
+		return false;
+	}
+	if (in->kured == GUARD_KURED_OTHER) {
+		say(p,
+		    "%s True, but kured's node lock (" GUARD_KURED_LOCK " on %s) is held by %s: "
+		    "one node at a time, waiting",
+		    type, cfg->remediation.kured_daemonset,
+		    in->kured_holder ? in->kured_holder : "?");
+		final(p, REM_WAITING, 0);
 		return false;
 	}
 	if (in->window_closed) {
@@ -549,6 +558,25 @@ static void plan_cordon(const struct rem_input *in, struct rem_plan *p, const ch
 		step(p, REM_OP_RELEASE_SLOTS, -1);
 		final(p, in->handoff == REM_BLOCKED ? REM_SKIPPED : REM_WAITING,
 		      in->handoff == REM_BLOCKED ? 0 : (in->err ? in->err : -EREMOTEIO));
+		return;
+	}
+	if (*cfg->remediation.kured_daemonset && in->kured_take != REM_DONE) {
+		if (in->kured_take == REM_NOT_TRIED) {
+			step(p, REM_OP_KURED_LOCK, -1);
+			again(p);
+			return;
+		}
+		if (in->kured_take == REM_BLOCKED)
+			say(p, "%s True, but kured's node lock (" GUARD_KURED_LOCK " on %s) was "
+			    "taken by %s first: waiting", type, cfg->remediation.kured_daemonset,
+			    in->kured_holder ? in->kured_holder : "?");
+		else
+			say(p,
+			    "cannot take kured's node lock (" GUARD_KURED_LOCK " on %s): holding",
+			    cfg->remediation.kured_daemonset);
+		step(p, REM_OP_RELEASE_SLOTS, -1);
+		final(p, REM_WAITING,
+		      in->kured_take == REM_BLOCKED ? 0 : (in->err ? in->err : -EREMOTEIO));
 		return;
 	}
 	if ((cfg->remediation.breaker_max || cfg->remediation.drain_gap_ms) &&

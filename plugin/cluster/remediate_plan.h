@@ -76,6 +76,7 @@ enum rem_op {
 	REM_OP_RECORD,		/* conditional write of the guard Lease: this remediation starts */
 	REM_OP_TRIP,		/* conditional write of the guard Lease: the breaker trips */
 	REM_OP_HANDOFF,		/* take medik8s' Lease node-<name> (medik8s_lease_namespace) */
+	REM_OP_KURED_LOCK,	/* take kured's node lock on its DaemonSet (kured_daemonset) */
 };
 
 struct rem_step {
@@ -128,7 +129,9 @@ struct rem_input {
 	bool guards_read;
 	int guards_err;			/* -errno: the pause ConfigMap or guard Lease unreadable */
 	bool cluster_paused;
-	bool kured_locked;		/* kured's node lock names this node (kured_daemonset) */
+	enum guard_kured kured;		/* kured's node lock as read (kured_daemonset) */
+	const char *kured_holder;	/* OTHER, or take BLOCKED: whose (borrowed) */
+	enum rem_outcome kured_take;	/* BLOCKED: someone else was first */
 	struct guard_state guard;	/* the breaker and pacing, from the guard Lease */
 	bool fleet_read;		/* with fleet NULL: it could not be counted */
 	const struct guard_fleet *fleet;
