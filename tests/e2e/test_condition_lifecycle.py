@@ -211,6 +211,59 @@ def test_condition_turned_off_is_removed_theirs_untouched(kube, tmp_path):
     assert "removed" not in out, out
 
 
+@pytest.mark.skipif(not is_root(), reason="needs root: NPD runs in a private mount namespace")
+def test_npd_mode_check_turned_off_is_removed(kube, tmp_path):
+    """NPD owns the conditions (agent.set_conditions false): the real NPD (the chart's version,
+    the shipped memcg config) sets MemcgZombieLeak True; the check is then turned off (NPD no
+    longer runs it, memcg.condition false), and NPD never removes a type. The agent, at its
+    start, removes MemcgZombieLeak (gone, not False); CPUCoreSaturation, on, stays as NPD set
+    it; KernelReady and the other EKS monitoring agent types are untouched; a second start
+    finds nothing to remove and writes nothing."""
+    node = "lc-npdoff-%d" % os.getpid()
+    kube.add(kh.node_obj(node))
+    kube.set_conditions(node, *THEIRS)
+    kc = kube.kubeconfig(str(tmp_path / "kubeconfig"), node=node)
+    cfg = nh.rewrite(nh.shipped_config("cpuzombie-memcg"), check_binary(), ZOMBIES + "/proc",
+                     ZOMBIES + "/sys")
+    npd = nh.Npd(tmp_path / "npd", {"cpuzombie-memcg": cfg}, node, kube.url, kc,
+                 binary=nh.npd_for(nh.CURRENT)).start()
+    try:
+        nh.wait_condition(kube, node, "MemcgZombieLeak", lambda c: c["status"] == "True")
+    finally:
+        npd.stop()
+    # a check that stays on, as NPD set it
+    kube.set_conditions(node, cond("CPUCoreSaturation", "False", "NoCPUCoreSaturation"))
+    before = {t: c for t, c in conds(kube, node).items()
+              if t not in ("MemcgZombieLeak", "Ready")}
+    p = os.path.join(str(tmp_path), "npd-off.yaml")
+    with open(p, "w") as f:
+        f.write(kh.AGENT_CPU)
+        f.write("kubernetes:\n  node_name: %s\n  kubeconfig: %s\n  timeout: 5s\n" % (node, kc))
+        f.write("agent:\n  set_conditions: false\n  remediate: false\n")
+        f.write("memcg:\n  condition: false\n")
+    tree = kh.agent_tree(tmp_path, "v1-zombies")
+    mark = len(kube.log())
+    r = subprocess.run(kh.agent_once_args(BIN, p, tree, tmp_path, node), capture_output=True,
+                       text=True, timeout=120)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "condition MemcgZombieLeak removed" in r.stderr, r.stderr
+    now = conds(kube, node)
+    assert "MemcgZombieLeak" not in now, now
+    assert {t: c for t, c in now.items() if t != "Ready"} == before, now
+    writes = [e for e in kube.log()[mark:] if e["method"] != "GET"]
+    assert [(e["method"], e["path"], e["user"]) for e in writes] == \
+        [("PATCH", "/api/v1/nodes/%s/status" % node, nh.SA_USER)], writes
+    deletes = writes[0]["body"]["status"]["conditions"]
+    assert deletes == [{"type": "MemcgZombieLeak", "$patch": "delete"}], deletes
+    # started again (or reloaded): nothing of ours turned off is left, nothing written
+    mark = len(kube.log())
+    r = subprocess.run(kh.agent_once_args(BIN, p, tree, tmp_path, node), capture_output=True,
+                       text=True, timeout=120)
+    assert r.returncode == 0 and "removed" not in r.stderr, r.stdout + r.stderr
+    assert [e for e in kube.log()[mark:] if e["method"] != "GET"] == []
+    assert {t: c for t, c in conds(kube, node).items() if t != "Ready"} == before
+
+
 # -- helm uninstall -----------------------------------------------------------------------------
 
 HOOK_NEEDS = {"ClusterRole": {("", "nodes", "list"), ("", "nodes", "get"), ("", "nodes", "patch"),

@@ -621,11 +621,13 @@ def test_rbac_source_calls_are_the_table():
     # remediate.c: 13 call sites (one does PUT or POST; one GET helper serves the node, the
     # node list and the pod list; one GET of an object that may be absent serves the pause
     # ConfigMap, the guard Lease, medik8s' Lease and kured's DaemonSet; one PUT or POST of the
-    # guard Lease, one of medik8s' Lease, one DELETE of it; one PATCH of kured's lock); kube_agent.c 3 (GET its node, PATCH its status: the
-    # conditions, and the removal of those turned off); event.c 1; pods_publish.c none (the
+    # guard Lease, one of medik8s' Lease, one DELETE of it; one PATCH of kured's lock);
+    # kube_agent.c 2 (GET its node; one patch_status() PATCHes its status for the conditions,
+    # for the removal of those turned off, and for that removal alone in NPD mode: the two
+    # copies of the PATCH it had were made one, 3 -> 2); event.c 1; pods_publish.c none (the
     # pods come from the node's pod log directories); fleet_fetch.c 1 (one page of nodes or
     # Leases); remediator.c 2 (GET the leader Lease; PUT or POST it)
-    assert sites == {"event.c": 1, "kube_agent.c": 3, "pods_publish.c": 0, "remediate.c": 13,
+    assert sites == {"event.c": 1, "kube_agent.c": 2, "pods_publish.c": 0, "remediate.c": 13,
                      "fleet_fetch.c": 1, "remediator.c": 2}, sites
 
 
