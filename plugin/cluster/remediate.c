@@ -677,6 +677,27 @@ static void step_handoff(struct rem *r)
 	r->in.err = st < 0 ? (int)st : -EREMOTEIO;
 }
 
+/* dry-run: would medik8s' Lease block us? Read only (BLOCKED, DONE, or FAILED unreadable). */
+static void step_peek_handoff(struct rem *r)
+{
+	_cleanup_(json_object_putp) json_object *old = NULL;
+	char path[400];
+	int e;
+
+	medik8s_path(r, true, path, sizeof(path));
+	e = get_maybe(r, path, &old);
+	r->in.handoff = e < 0 ? REM_FAILED : REM_DONE;
+	if (e < 0)
+		r->in.err = e;
+	if (e == 1 && !streq(kube_get_str(old, "spec.holderIdentity", ""), GUARD_MEDIK8S_HOLDER) &&
+	    guard_medik8s_valid(old, r->in.now_ms)) {
+		snprintf(r->handoff_holder, sizeof(r->handoff_holder), "%.100s",
+			 kube_get_str(old, "spec.holderIdentity", "?"));
+		r->in.handoff_holder = r->handoff_holder;
+		r->in.handoff = REM_BLOCKED;
+	}
+}
+
 /* Give medik8s' Lease back (deleted at its resourceVersion), when we hold it. */
 static void medik8s_release(struct rem *r)
 {
@@ -777,6 +798,20 @@ static bool drain_protected(struct rem *r, json_object *items)
 		}
 	}
 	return false;
+}
+
+/* dry-run: would a protected pod hold the drain? (drain PROTECTED; unreadable: logged) */
+static void step_peek_pods(struct rem *r)
+{
+	_cleanup_(json_object_putp) json_object *body = NULL;
+	json_object *items = NULL;
+	char path[400];
+
+	r->in.pods_peeked = true;
+	snprintf(path, sizeof(path), "/api/v1/pods?fieldSelector=spec.nodeName%%3D%s",
+		 r->in.node_name);
+	if (get_list(r, path, "the node's pods", &body, &items) == 0)
+		(void)drain_protected(r, items);
 }
 
 /* Paused since the last round: stop where the drain is (PAUSED_MID). */
@@ -882,6 +917,8 @@ static int execute(struct rem *r, const struct rem_plan *p)
 		case REM_OP_TRIP: step_trip(r); break;
 		case REM_OP_HANDOFF: step_handoff(r); break;
 		case REM_OP_KURED_LOCK: step_kured_lock(r); break;
+		case REM_OP_PEEK_HANDOFF: step_peek_handoff(r); break;
+		case REM_OP_PEEK_PODS: step_peek_pods(r); break;
 		case REM_OP_UNCORDON:
 		case REM_OP_FORGET:
 			e = step_uncordon(r, s->op == REM_OP_UNCORDON);
