@@ -452,9 +452,10 @@ static int kured_live(json_object *e, uint64_t now_ms, const char **id)
 	return ns <= 0 || created + (uint64_t)(ns / 1000000) > now_ms;
 }
 
+/* Our entry for @node (NULL: for any node). */
 static bool kured_ours(json_object *e, const char *node)
 {
-	return streq(kube_get_str(e, "nodeID", ""), node) &&
+	return (!node || streq(kube_get_str(e, "nodeID", ""), node)) &&
 	       streq(kube_get_str(e, "holder", ""), GUARD_KURED_HOLDER);
 }
 

@@ -192,7 +192,8 @@ enum guard_kured guard_kured_state(const char *value, const char *node, uint64_t
 char *guard_kured_take(const char *value, const char *node, uint64_t now_ms);
 
 /*
- * guard_kured_release - pure: the annotation value without cpuzombie's entry for @node. NULL
+ * guard_kured_release - pure: the annotation value without cpuzombie's entry for @node (NULL:
+ * cpuzombie's entries for every node, `cpuzombie cleanup`). NULL
  * when there is none of ours (nothing to write: never someone else's lock); else a new string,
  * "" meaning "remove the annotation" (the single lock was ours).
  */

@@ -371,14 +371,40 @@ def test_helm_uninstall_leaves_nothing_of_ours(kube, tmp_path):
     kube.add(lease(kh.LEASE_NS, "cpuzombie-slot-0", ours),
              lease(ns, "cpuzombie-remediator", {"app.kubernetes.io/name": "cpuzombie"}),
              lease(kh.LEASE_NS, "node-" + nodes[1], {}))            # medik8s's: not ours
+    # the hand-off locks: medik8s' node-<name> Leases (ours for node a, NodeHealthCheck's for
+    # b) and kured's multi-lock (our entry for a, kured's own for another node)
+    import guard_helpers as gh
+    m8 = "cz-m8-%d" % pid
+    kube.ensure_ns(m8)
+    m8_leases = "/apis/coordination.k8s.io/v1/namespaces/%s/leases" % m8
+    for n, holder in ((nodes[0], "cpuzombie"), (nodes[1], "NodeHealthCheck")):
+        m = gh.medik8s_lease(n, holder, time.time() - 5)
+        m["metadata"]["namespace"] = m8
+        st, obj = kube.cp.raw("POST", m8_leases, m)
+        assert st == 201, obj
+    theirs_m8 = kube.get(m8_leases + "/node-" + nodes[1])
+    kds = "kured-lc-%d" % pid
+    kured_path = "/apis/apps/v1/namespaces/kube-system/daemonsets/" + kds
+    st, obj = kube.cp.raw("POST", "/apis/apps/v1/namespaces/kube-system/daemonsets",
+                          kh.ds_obj(kds, ns="kube-system"))
+    assert st == 201, obj
+    kured_theirs = json.loads(gh.kured_lock("lc-un-rebooting", time.time() - 60))
+    kured_ours = dict(json.loads(gh.kured_lock(nodes[0], time.time() - 30, 3600 * 10**9)),
+                      metadata={"unschedulable": True}, holder="cpuzombie")
+    st, obj = kube.cp.raw("PATCH", kured_path, {"metadata": {"annotations": {
+        gh.KURED_LOCK: json.dumps({"maxOwners": 2, "locks": [kured_theirs, kured_ours]})}}},
+        "application/merge-patch+json")
+    assert st == 200, obj
     before = {n: kube.node(n) for n in nodes}
     assert len(our_marks(kube, nodes, ns)) == 4 + 2 * 3 + 2 * 1 + 2, our_marks(kube, nodes, ns)
     admin = kube.admin_kubeconfig(str(tmp_path / "admin.kc"))
     try:
         p = subprocess.run([helm, "install", "cpuzombie", dh.CHART, "-n", ns,
                             "--kubeconfig", admin, "--take-ownership", "--set",
-                            "config.remediation.mode=drain"], capture_output=True, text=True,
-                           timeout=300)
+                            "config.remediation.mode=drain", "--set",
+                            "config.remediation.medik8s_lease_namespace=" + m8, "--set",
+                            "config.remediation.kured_daemonset=kube-system/" + kds],
+                           capture_output=True, text=True, timeout=300)
         assert p.returncode == 0, p.stdout + p.stderr
         out = {}
         un = threading.Thread(target=lambda: out.setdefault("p", subprocess.run(
@@ -406,6 +432,7 @@ def test_helm_uninstall_leaves_nothing_of_ours(kube, tmp_path):
         r = subprocess.run(args, capture_output=True, text=True, timeout=120)
         assert r.returncode == 0, r.stdout + r.stderr
         assert "4 conditions" in r.stdout and "2 Leases deleted" in r.stdout, r.stdout
+        assert "2 hand-off locks released" in r.stdout, r.stdout
         calls = kube.log()[mark:]
         assert calls and {e["user"] for e in calls} == {
             "system:serviceaccount:%s:%s" % (ns, sa)}
@@ -425,8 +452,14 @@ def test_helm_uninstall_leaves_nothing_of_ours(kube, tmp_path):
                      "/apis/rbac.authorization.k8s.io/v1/clusterroles/cpuzombie-cleanup",
                      "/apis/batch/v1/namespaces/%s/jobs/cpuzombie-cleanup" % ns):
             kh.wait_until(lambda: kube.cp.raw("GET", path)[0] == 404, 30, path + " to go")
+        # the hand-off locks: ours released, the others' exactly as they were
+        assert kube.cp.raw("GET", m8_leases + "/node-" + nodes[0])[0] == 404
+        assert kube.get(m8_leases + "/node-" + nodes[1]) == theirs_m8
+        lock = json.loads(kube.get(kured_path)["metadata"]["annotations"][gh.KURED_LOCK])
+        assert lock == {"maxOwners": 2, "locks": [kured_theirs]}, lock
     finally:
         kh.apply_chart_rbac(kube.cp)    # the session's chart objects, which helm had adopted
+        kube.cp.raw("DELETE", kured_path)
     assert our_marks(kube, nodes, ns) == []
     for n in nodes:
         o = kube.node(n)

@@ -776,6 +776,13 @@ static void test_guard_pure(void **s)
 		o = json_tokener_parse(v2);
 		assert_int_equal(json_object_array_length(kube_get(o, "locks")), 2);
 		json_object_put(o);
+		r = guard_kured_release(v2, NULL);		/* cleanup: all of ours */
+		o = json_tokener_parse(r);
+		assert_int_equal(json_object_array_length(kube_get(o, "locks")), 1);
+		json_object_put(o);
+		free(r);
+		assert_null(guard_kured_release(theirs, NULL));	/* none of ours */
+		assert_null(guard_kured_release(multi, NULL));
 		r = guard_kured_release(v2, "n1");		/* n2's entry stays */
 		o = json_tokener_parse(r);
 		assert_int_equal(json_object_array_length(kube_get(o, "locks")), 1);
