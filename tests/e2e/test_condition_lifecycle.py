@@ -285,7 +285,7 @@ def hook_objects(ns):
     hook = [o for o in objs if o["metadata"].get("name") == "cpuzombie-cleanup"]
     for o in hook:
         ann = o["metadata"]["annotations"]
-        assert ann["helm.sh/hook"] == "pre-delete", o["kind"]
+        assert ann["helm.sh/hook"] == "pre-delete,post-delete", o["kind"]
         assert ann["helm.sh/hook-delete-policy"] == "before-hook-creation,hook-succeeded"
     kinds = sorted(o["kind"] for o in hook)
     assert kinds == ["ClusterRole", "ClusterRoleBinding", "ConfigMap", "Job", "Role", "Role",
@@ -303,6 +303,10 @@ def hook_objects(ns):
     spec = job["spec"]["template"]["spec"]
     assert spec["serviceAccountName"] == "cpuzombie-cleanup"
     assert spec["containers"][0]["command"][-1] == "cleanup"
+    # with createNamespace the namespace is going away at post-delete: pre-delete only
+    _, objs = dh.render("remediation", ("--set", "createNamespace=true"), ns_args=("-n", ns))
+    assert {o["metadata"]["annotations"]["helm.sh/hook"] for o in objs
+            if o["metadata"].get("name") == "cpuzombie-cleanup"} == {"pre-delete"}
     assert int(job["metadata"]["annotations"]["helm.sh/hook-weight"]) > max(
         int(o["metadata"]["annotations"]["helm.sh/hook-weight"]) for o in hook if o is not job)
     return hook
@@ -412,30 +416,40 @@ def test_helm_uninstall_leaves_nothing_of_ours(kube, tmp_path):
              "--timeout", "180s"], capture_output=True, text=True, timeout=300)))
         un.start()
         job_path = "/apis/batch/v1/namespaces/%s/jobs/cpuzombie-cleanup" % ns
-        kh.wait_until(lambda: kube.cp.raw("GET", job_path)[0] == 200 or not un.is_alive(), 120,
-                      "helm to create the pre-delete hook's Job")
-        assert un.is_alive(), out["p"].stdout + out["p"].stderr
-        job = kube.get(job_path)
-        spec = job["spec"]["template"]["spec"]
-        sa = spec["serviceAccountName"]
-        cmd = spec["containers"][0]["command"]
-        assert cmd[0] == "/usr/local/bin/cpuzombie" and cmd[-1] == "cleanup", cmd
-        cm = kube.get("/api/v1/namespaces/%s/configmaps/%s" % (
-            ns, spec["volumes"][0]["configMap"]["name"]))
-        kc = kube.cp.kubeconfig(str(tmp_path / "hook.kc"),
-                                {"token": kube.cp.token(ns, sa)}, server=kube.url)
-        cfg = tmp_path / "cpuzombie.yaml"
-        cfg.write_text(cm["data"]["cpuzombie.yaml"] + "kubernetes:\n  kubeconfig: %s\n" % kc)
-        mark = len(kube.log())
-        args = [BIN] + [str(cfg) if a == "/etc/cpuzombie/cpuzombie.yaml" else a
-                        for a in cmd[1:]]
-        r = subprocess.run(args, capture_output=True, text=True, timeout=120)
-        assert r.returncode == 0, r.stdout + r.stderr
-        assert "4 conditions" in r.stdout and "2 Leases deleted" in r.stdout, r.stdout
-        assert "2 hand-off locks released" in r.stdout, r.stdout
-        calls = kube.log()[mark:]
-        assert calls and {e["user"] for e in calls} == {
-            "system:serviceaccount:%s:%s" % (ns, sa)}
+
+        def run_hook(what, after_uid=None):
+            """Waits for the hook's Job (a new one: not @after_uid), runs its command as its
+            ServiceAccount with the config helm made for it: (stdout, calls, the Job's uid)."""
+            def made():
+                st, o = kube.cp.raw("GET", job_path)
+                return (st == 200 and o["metadata"]["uid"] != after_uid) or not un.is_alive()
+            kh.wait_until(made, 120, "helm to create the %s hook's Job" % what)
+            assert un.is_alive(), out["p"].stdout + out["p"].stderr
+            job = kube.get(job_path)
+            assert job["metadata"]["annotations"]["helm.sh/hook"] == "pre-delete,post-delete"
+            spec = job["spec"]["template"]["spec"]
+            sa = spec["serviceAccountName"]
+            cmd = spec["containers"][0]["command"]
+            assert cmd[0] == "/usr/local/bin/cpuzombie" and cmd[-1] == "cleanup", cmd
+            cm = kube.get("/api/v1/namespaces/%s/configmaps/%s" % (
+                ns, spec["volumes"][0]["configMap"]["name"]))
+            kc = kube.cp.kubeconfig(str(tmp_path / ("hook-%s.kc" % what)),
+                                    {"token": kube.cp.token(ns, sa)}, server=kube.url)
+            cfg = tmp_path / ("cpuzombie-%s.yaml" % what)
+            cfg.write_text(cm["data"]["cpuzombie.yaml"] + "kubernetes:\n  kubeconfig: %s\n" % kc)
+            mark = len(kube.log())
+            args = [BIN] + [str(cfg) if a == "/etc/cpuzombie/cpuzombie.yaml" else a
+                            for a in cmd[1:]]
+            r = subprocess.run(args, capture_output=True, text=True, timeout=120)
+            assert r.returncode == 0, r.stdout + r.stderr
+            calls = kube.log()[mark:]
+            assert calls and {e["user"] for e in calls} == {
+                "system:serviceaccount:%s:%s" % (ns, sa)}
+            return r.stdout, calls, job["metadata"]["uid"]
+
+        stdout, calls, uid = run_hook("pre-delete")
+        assert "4 conditions" in stdout and "2 Leases deleted" in stdout, stdout
+        assert "2 hand-off locks released" in stdout, stdout
         # refused nothing: a 409 is only a node changed under us (kwok heartbeats it), re-read
         # and patched again; each node's last patch was taken
         bad = [(e["method"], e["path"], e["status"]) for e in calls if e["status"] >= 300]
@@ -443,6 +457,20 @@ def test_helm_uninstall_leaves_nothing_of_ours(kube, tmp_path):
         for n in nodes:
             last = [e for e in calls if e["method"] == "PATCH" and e["path"] == "/api/v1/nodes/" + n]
             assert last and last[-1]["status"] == 200, last
+        # the hand-off locks: ours released, the others' exactly as they were
+        assert kube.cp.raw("GET", m8_leases + "/node-" + nodes[0])[0] == 404
+        assert kube.get(m8_leases + "/node-" + nodes[1]) == theirs_m8
+        lock = json.loads(kube.get(kured_path)["metadata"]["annotations"][gh.KURED_LOCK])
+        assert lock == {"maxOwners": 2, "locks": [kured_theirs]}, lock
+        # an agent still running after the pre-delete pass sets its condition again (the race
+        # of a pre-delete hook): the post-delete pass, once the DaemonSet is gone, removes it
+        kube.set_conditions(nodes[0], cond("MemcgZombieLeak", "True", "ZombieMemcgsHigh"))
+        complete_job(kube, ns, "cpuzombie-cleanup")
+        stdout, calls, _ = run_hook("post-delete", uid)
+        assert "1 conditions" in stdout and "0 Leases deleted" in stdout, stdout
+        assert "0 hand-off locks released" in stdout, stdout
+        assert kube.cp.raw("GET", "/apis/apps/v1/namespaces/%s/daemonsets/cpuzombie" % ns)[0] \
+            == 404      # helm deleted the release's objects before the post-delete hook
         complete_job(kube, ns, "cpuzombie-cleanup")
         un.join(240)
         assert not un.is_alive() and out["p"].returncode == 0, out["p"].stdout + out["p"].stderr
