@@ -96,7 +96,8 @@ owner() {	# the Debian package of file $1 (dpkg's database may name it without /
 	local f=$1 c
 	for c in "$f" "${f/#\/usr\/lib64\//\/lib64\/}" "${f/#\/usr\/lib\//\/lib\/}" \
 		"${f/#\/usr\/bin\//\/bin\/}"; do
-		dpkg -S "$c" 2>/dev/null | awk -F ': ' -v c="$c" '$2 == c { sub(/:.*/, "", $1); print $1; exit }' |
+		dpkg -S "$c" 2>/dev/null |
+			awk -F ': ' -v c="$c" '$2 == c { sub(/:.*/, "", $1); print $1; exit }' |
 			grep . && return
 	done
 	case $f in /etc/ssl/certs/ca-certificates.crt) echo ca-certificates ;; *) return 1 ;; esac
@@ -113,18 +114,24 @@ for f in $(cd "$root" && find . -type f | sed 's/^\.//' | sort); do
 	pkg_of[$f]=$o
 done
 spdxid() { printf '%s' "$1" | tr -c 'A-Za-z0-9.\n-' '-'; }
+sha() { "$1" <"$root$2" | cut -d' ' -f1; }
+debs=$(printf '%s\n' "${pkg_of[@]}" | grep -vx cpuzombie | sort -u)
+# unique per build (SPDX asks it of the namespace): the agent binary's SHA-256
+ns=urn:cpuzombie:sbom:$version:$(sha sha256sum /usr/local/bin/cpuzombie)
 {
 	printf '{"spdxVersion":"SPDX-2.3","dataLicense":"CC0-1.0","SPDXID":"SPDXRef-DOCUMENT",'
-	printf '"name":"cpuzombie-%s","documentNamespace":"urn:cpuzombie:sbom:%s",' "$version" "$version"
-	printf '"creationInfo":{"created":"%s","creators":["Tool: manifests/image/rootfs.sh (dpkg -S, dpkg-query)"]},' \
-		"$(date -u +%Y-%m-%dT%H:%M:%SZ)"
-	printf '"packages":[{"SPDXID":"SPDXRef-Package-cpuzombie","name":"cpuzombie","versionInfo":"%s",' "$version"
-	printf '"downloadLocation":"NOASSERTION","filesAnalyzed":false,"licenseDeclared":"MIT"}'
-	for p in $(printf '%s\n' "${pkg_of[@]}" | grep -vx cpuzombie | sort -u); do
+	printf '"name":"cpuzombie-%s","documentNamespace":"%s",' "$version" "$ns"
+	printf '"creationInfo":{"created":"%s",' "$(date -u +%Y-%m-%dT%H:%M:%SZ)"
+	printf '"creators":["Tool: manifests/image/rootfs.sh (dpkg -S, dpkg-query)"]},'
+	printf '"packages":[{"SPDXID":"SPDXRef-Package-cpuzombie","name":"cpuzombie",'
+	printf '"versionInfo":"%s","downloadLocation":"NOASSERTION",' "$version"
+	printf '"filesAnalyzed":false,"licenseDeclared":"MIT"}'
+	for p in $debs; do
 		v=$(dpkg-query -W -f '${Version}' "$p")
 		a=$(dpkg-query -W -f '${Architecture}' "$p")
-		printf ',{"SPDXID":"SPDXRef-deb-%s","name":"%s","versionInfo":"%s",' "$(spdxid "$p")" "$p" "$v"
-		printf '"supplier":"Organization: Debian","downloadLocation":"NOASSERTION","filesAnalyzed":false,'
+		printf ',{"SPDXID":"SPDXRef-deb-%s","name":"%s",' "$(spdxid "$p")" "$p"
+		printf '"versionInfo":"%s","supplier":"Organization: Debian",' "$v"
+		printf '"downloadLocation":"NOASSERTION","filesAnalyzed":false,'
 		printf '"externalRefs":[{"referenceCategory":"PACKAGE-MANAGER","referenceType":"purl",'
 		printf '"referenceLocator":"pkg:deb/debian/%s@%s?arch=%s"}]}' "$p" "${v//+/%2B}" "$a"
 	done
@@ -132,15 +139,18 @@ spdxid() { printf '%s' "$1" | tr -c 'A-Za-z0-9.\n-' '-'; }
 	n=0 rel=
 	for f in $(printf '%s\n' "${!pkg_of[@]}" | sort); do
 		n=$((n + 1))
-		printf '%s{"SPDXID":"SPDXRef-File-%d","fileName":".%s","checksums":[' "$([ $n = 1 ] || echo ,)" $n "$f"
-		printf '{"algorithm":"SHA1","checksumValue":"%s"},' "$(sha1sum <"$root$f" | cut -d' ' -f1)"
-		printf '{"algorithm":"SHA256","checksumValue":"%s"}]}' "$(sha256sum <"$root$f" | cut -d' ' -f1)"
+		[ $n = 1 ] || printf ,
+		printf '{"SPDXID":"SPDXRef-File-%d","fileName":".%s","checksums":[' $n "$f"
+		printf '{"algorithm":"SHA1","checksumValue":"%s"},' "$(sha sha1sum "$f")"
+		printf '{"algorithm":"SHA256","checksumValue":"%s"}]}' "$(sha sha256sum "$f")"
 		p=${pkg_of[$f]}
 		[ "$p" = cpuzombie ] && pid=SPDXRef-Package-cpuzombie || pid=SPDXRef-deb-$(spdxid "$p")
-		rel=$rel,'{"spdxElementId":"'$pid'","relationshipType":"CONTAINS","relatedSpdxElement":"SPDXRef-File-'$n'"}'
+		rel=$rel',{"spdxElementId":"'$pid'","relationshipType":"CONTAINS",'
+		rel=$rel'"relatedSpdxElement":"SPDXRef-File-'$n'"}'
 	done
 	printf '],"relationships":[{"spdxElementId":"SPDXRef-DOCUMENT","relationshipType":"DESCRIBES",'
 	printf '"relatedSpdxElement":"SPDXRef-Package-cpuzombie"}%s]}\n' "$rel"
 } >"$root$sbom"
 chmod 0644 "$root$sbom"
-echo "rootfs.sh: $(find "$root" -type f | wc -l) files, $(printf '%s\n' "${pkg_of[@]}" | grep -vx cpuzombie | sort -u | wc -l) Debian packages, $(du -sk "$root" | cut -f1) KiB" >&2
+echo "rootfs.sh: $(find "$root" -type f | wc -l) files, $(echo "$debs" | wc -l) Debian packages," \
+	"$(du -sk "$root" | cut -f1) KiB" >&2
