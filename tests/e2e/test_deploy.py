@@ -1109,17 +1109,22 @@ def test_image_recipe_uses_what_exists():
     test_image.py builds it with podman and runs it as the chart's pod spec says."""
     df = open(os.path.join(ROOT, "manifests", "image", "Dockerfile")).read()
     stages = re.findall(r"^FROM (\S+)", df, re.M)
-    assert stages == ["${BUILD_BASE}", "${RUNTIME_BASE}"]
+    # the compiler's stage, the staging stage on the runtime base, the image FROM scratch
+    assert stages == ["${BUILD_BASE}", "${RUNTIME_BASE}", "scratch"]
     # the bases, by tag unless a digest is passed (issue 29: the local debootstrap bases have
     # none), recorded in the OCI labels
     assert re.findall(r"^ARG (BUILD_BASE|RUNTIME_BASE)=(\S+)$", df, re.M) == [
         ("BUILD_BASE", "debian:bookworm"), ("RUNTIME_BASE", "debian:bookworm-slim")]
     for label in ("title", "version", "licenses", "base.name", "description"):
         assert "org.opencontainers.image.%s=" % label in df, label
-    # the final stage: stripped binaries, no setuid/setgid file, an SBOM, not root
+    # the final stage: stripped binaries, only the staging stage's /rootfs, which rootfs.sh
+    # makes without setuid/setgid file and with an SBOM (test_image.py: what is in it), not root
     assert "strip --strip-unneeded build/cpuzombie build/cpuzombie-check" in df
-    final = df[df.index("FROM ${RUNTIME_BASE}"):]
-    assert "-perm /6000 -exec chmod ug-s" in final and "sbom.spdx.json" in final
+    final = df[re.search(r"^FROM scratch$", df, re.M).start():]
+    assert re.findall(r"^(?:COPY|ADD|RUN) .*$", final, re.M) == ["COPY --from=staging /rootfs/ /"]
+    assert "rootfs.sh /rootfs" in df and "sbom.spdx.json" in final
+    rootfs = open(os.path.join(ROOT, "manifests", "image", "rootfs.sh")).read()
+    assert 'find "$root" -perm /6000' in rootfs and "sbom.spdx.json" in rootfs
     assert re.findall(r"^USER (\S+)$", final, re.M) == ["65534:65534"]
     for src in re.findall(r"^COPY (?!--from)(\S+)", df, re.M):
         assert glob.glob(os.path.join(ROOT, src.rstrip("*").rstrip("/")) + "*"), src
