@@ -368,8 +368,9 @@ def test_npd_rules_point_where_the_init_container_puts_the_binary(rendered):
     spec = pod_spec(rendered["default"])
     init = container(spec, "install-plugin")
     npd = container(spec, "node-problem-detector")
-    # init copies the image's /opt/cpuzombie into the "plugin" volume ...
-    assert init["command"] == ["cp", "-R", "/opt/cpuzombie/bin", "/plugin/"]
+    # init copies the image's /opt/cpuzombie/bin/cpuzombie into the "plugin" volume (issue 29:
+    # the agent's install-plugin, as the image ships no cp) ...
+    assert init["command"] == ["/usr/local/bin/cpuzombie", "install-plugin", "/plugin"]
     assert {m["name"]: m["mountPath"] for m in init["volumeMounts"]} == {"plugin": "/plugin"}
     # ... which NPD's container mounts back at /opt/cpuzombie
     npd_mounts = {m["name"]: m for m in npd["volumeMounts"]}
@@ -1130,3 +1131,6 @@ def test_image_recipe_uses_what_exists():
         assert glob.glob(os.path.join(ROOT, src.rstrip("*").rstrip("/")) + "*"), src
     assert "make -j" in df and "libcurl4 libsystemd0" in df
     assert "COPY --from=build /src/build/cpuzombie /usr/local/bin/cpuzombie" in df
+    # the init container's copy is that agent's install-plugin (issue 29): no cp, nor its
+    # libraries, in the image, and rootfs.sh runs the copy as the chart does before it ships
+    assert "/usr/bin/cp" not in rootfs and "install-plugin" in rootfs
