@@ -94,15 +94,17 @@ def test_idempotent_and_replaces_an_old_copy(cz_bin, check_bin, tmp_path):
     old = dest / "bin" / "cpuzombie"
     old.write_bytes(b"an older plugin\n")
     os.chmod(old, 0o600)
-    ino = os.lstat(old).st_ino
-    for _ in range(3):
-        p = install(cz_bin, "--from", check_bin, str(dest))
-        assert p.returncode == 0, p
-        assert read(old) == read(check_bin)
-        assert stat.S_IMODE(os.lstat(old).st_mode) == 0o755
-        assert tree(dest) == {"bin": "d", "bin/cpuzombie": "f"}
-    # replaced by rename, not written in place (an NPD exec of the old one never sees a mix)
-    assert os.lstat(old).st_ino != ino
+    # held open (as an NPD exec of it would): replaced by rename, never written in place, so
+    # the old file keeps its bytes and is unlinked
+    with open(old, "rb") as held:
+        for _ in range(3):
+            p = install(cz_bin, "--from", check_bin, str(dest))
+            assert p.returncode == 0, p
+            assert read(old) == read(check_bin)
+            assert stat.S_IMODE(os.lstat(old).st_mode) == 0o755
+            assert tree(dest) == {"bin": "d", "bin/cpuzombie": "f"}
+        assert os.fstat(held.fileno()).st_nlink == 0
+        assert held.read() == b"an older plugin\n"
 
 
 @pytest.mark.parametrize("where", ["file", "bin", "dest"])
