@@ -11,7 +11,8 @@ command, env, securityContext and mounts).
   CAP_PERFMON, under RuntimeDefault as containerd applies it): its BPF census lists the real
   dying memcgs the test made by their former names, and the check in the image names their
   group; without the capabilities, or under CRI-O's RuntimeDefault, it says why, and runs on;
-- the init container copies /opt/cpuzombie, then node-problem-detector in a container made from
+- the init container (the agent's install-plugin: the image has no cp) copies the check binary
+  out of /opt/cpuzombie, then node-problem-detector in a container made from
   the real binary, once per version (v1.34.0, the chart's, built by tests/tools/kube/build.sh;
   v0.8.20 from ../shared/bin), runs the shipped config/npd/*.json unchanged on that copy; its
   Kubernetes exporter talks to the real control plane (kube-apiserver through the test's fault
