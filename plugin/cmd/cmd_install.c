@@ -106,7 +106,8 @@ static int open_bin_dir(const char *dest)
 
 	if (dfd < 0) {
 		if (errno == ELOOP || errno == ENOTDIR) {
-			log_error("Failed to install into '%s': not a directory (or a symlink)", dest);
+			log_error("Failed to install into '%s': not a directory (or a symlink)",
+				  dest);
 			return -ENOTDIR;
 		}
 		return log_error_errno(-errno, "Failed to open '%s': %m", dest);
@@ -186,7 +187,8 @@ int cmd_install_plugin(struct cz_ctx *ctx, const struct cmd_opts *o)
 
 	(void)ctx;
 	if (o->argc != 1 || !*o->argv[0]) {
-		log_error("install-plugin: expected one DEST_DIR (cpuzombie install-plugin --help)");
+		log_error(
+			"install-plugin: expected one DEST_DIR (cpuzombie install-plugin --help)");
 		return CZ_EXIT_ERROR;
 	}
 	dest = o->argv[0];
@@ -203,8 +205,10 @@ int cmd_install_plugin(struct cz_ctx *ctx, const struct cmd_opts *o)
 		return CZ_EXIT_ERROR;
 	/* rename would replace a symlink rather than follow it, but one there is not ours */
 	if (fstatat(bfd, "cpuzombie", &st, AT_SYMLINK_NOFOLLOW) == 0 && !S_ISREG(st.st_mode)) {
-		log_error("Failed to install '%s/bin/cpuzombie': it exists and is not a regular file "
-			  "(a symlink?)", dest);
+		log_error(
+			"Failed to install '%s/bin/cpuzombie': it exists and is not a regular file "
+			"(a symlink?)",
+			dest);
 		return CZ_EXIT_ERROR;
 	}
 	r = install_at(src, size, bfd, "cpuzombie");
