@@ -6,10 +6,13 @@ only when it calls the API server; hostNetwork only for the ENA checks; NPD's me
 metrics_textfile and reboot_sentinel mount their own directory only, and a system directory is
 refused by the schema and by the binary's config check alike."""
 
+import json
+
 import pytest
 import yaml
 
 import privilege_helpers as ph
+from conftest import is_root
 from deploy_helpers import CHART, VARIANTS, container, helm, kube_tools, one, pod_spec, render
 
 STATE = "/var/lib/cpuzombie"
@@ -31,6 +34,20 @@ def rendered():
     return {v: render(v)[1] for v in VARIANTS}
 
 
+# /sys in the subtrees read (issue 29 item 3), each at its place under /host/sys
+SYS_DEFAULT = {"host-sys-fs-cgroup": ("/sys/fs/cgroup", "Directory"),
+               "host-sys-class-net": ("/sys/class/net", "Directory"),
+               "host-sys-devices": ("/sys/devices", "Directory")}
+
+
+def _sys_mounts(spec):
+    """{container: {mountPath under /host/sys: host path}} of a pod spec."""
+    hv = ph.host_volumes(spec)
+    return {c["name"]: {m["mountPath"]: hv[m["name"]][0] for m in c.get("volumeMounts", [])
+                        if m["name"] in hv and m["mountPath"].startswith("/host/sys")}
+            for c in ph.containers(spec)}
+
+
 def _socketish(path):
     return any(path == p or path.startswith(p.rstrip("/") + "/") for p in HOST_ROOT_WAYS
                if p != "/") or path == "/"
@@ -44,7 +61,7 @@ def test_default_mounts_no_way_to_host_root(rendered):
             assert typ != "Socket", (v, name, path)
             assert not _socketish(path), (v, name, path)
         # exactly these host paths, by default
-        assert hv == {"host-proc": ("/proc", "Directory"), "host-sys": ("/sys", "Directory"),
+        assert hv == {"host-proc": ("/proc", "Directory"), **SYS_DEFAULT,
                       "state": (STATE, "DirectoryOrCreate"),
                       "pod-logs": ("/var/log/pods", "Directory")}, (v, hv)
         # writable: cpuzombie's own state directory only
@@ -65,6 +82,42 @@ def test_roots_are_read_only_recursively(rendered):
                     assert m.get("readOnly") is True, (v, c["name"], m)
                     assert m.get("recursiveReadOnly") == "Enabled", (v, c["name"], m)
                     assert m.get("mountPropagation") in (None, "None"), (v, c["name"], m)
+
+
+CG = {"/host/sys/fs/cgroup": "/sys/fs/cgroup"}
+NET = {"/host/sys/class/net": "/sys/class/net", "/host/sys/devices": "/sys/devices"}
+
+
+@pytest.mark.parametrize("sets,want", [
+    ([], {**CG, **NET}),                                          # every check
+    (["--set", "mode=standalone"], {**CG, **NET}),                # the agent runs every check
+    (["--set", "npd.checks.cpu=false"], {**CG, **NET}),           # ena: class/net
+    (["--set", "npd.checks.ena=false", "--set", "npd.checks.ena-allowance=false"],
+     {**CG, **NET}),                                              # cpu: the NIC IRQ map
+    (["--set", "npd.checks.cpu=false", "--set", "npd.checks.ena=false",
+      "--set", "npd.checks.ena-allowance=false"], CG),            # memcg alone: cgroups only
+], ids=["default", "standalone", "no-cpu", "no-ena", "memcg-only"])
+def test_sys_is_mounted_in_the_subtrees_read_only(sets, want):
+    """Not the host's whole /sys: only what the checks read (fs/cgroup; class/net and the
+    devices its relative symlinks point into, with system/cpu/possible), each at its own place
+    under /host/sys, so ../../devices/... resolves; never kernel/, firmware/, module/, bus/."""
+    spec = pod_spec(render("default", sets)[1])
+    got = _sys_mounts(spec)
+    for name, m in got.items():
+        if name != "install-plugin":
+            assert m == want, (name, m)
+    assert all(p.startswith("/sys/") for p, _ in ph.host_volumes(spec).values()
+               if p.startswith("/sys")), ph.host_volumes(spec)
+    assert "/sys" not in [p for p, _ in ph.host_volumes(spec).values()]
+
+
+def test_memory_reclaim_makes_only_the_agents_cgroup_mount_writable():
+    spec = pod_spec(render("default", ["--set", "config.remediation.reclaim=memory.reclaim"])[1])
+    got = _sys_mounts(spec)
+    assert got["agent"] == got["node-problem-detector"] == {**CG, **NET}
+    assert ("agent", "host-cgroup", "/sys/fs/cgroup") in ph.writable_host_mounts(spec)
+    assert ("node-problem-detector", "host-cgroup", "/sys/fs/cgroup") not in \
+        ph.writable_host_mounts(spec)
 
 
 def test_bus_socket_only_when_asked_and_then_agent_only():
@@ -151,7 +204,7 @@ def test_host_files_in_their_own_directory(key, cz, tmp_path):
     to the agent only. A system directory: refused by the schema and by `config check`."""
     extra = ["--set", "config.remediation.mode=drain"]
     spec = pod_spec(render("default", extra + ["--set", "config.%s=%s/x" % (key, STATE)])[1])
-    assert set(ph.host_volumes(spec)) == {"host-proc", "host-sys", "state", "pod-logs"}
+    assert set(ph.host_volumes(spec)) == {"host-proc", "state", "pod-logs", *SYS_DEFAULT}
     d = "/var/lib/node_exporter/textfile_collector"
     spec = pod_spec(render("default", extra + ["--set", "config.%s=%s/x" % (key, d)])[1])
     extra_dirs = [(c, p) for c, n, p in ph.writable_host_mounts(spec) if n != "state"]
@@ -195,3 +248,58 @@ def test_a_cluster_may_run_without_syslog():
     for c in ph.containers(spec):
         if c["name"] != "agent":
             assert "add" not in c["securityContext"]["capabilities"], c["name"]
+
+
+NARROW = r"""set -e
+mount --make-rprivate /
+for sub in "$@"; do
+    mkdir -p "$ROOT/sys/$sub"
+    mount --rbind "/sys/$sub" "$ROOT/sys/$sub"
+    mount -o remount,bind,ro "$ROOT/sys/$sub"
+done
+for c in memcg cpu ena; do
+    for side in full narrow; do
+        root=/sys; [ $side = narrow ] && root="$ROOT/sys"
+        set +e
+        "$CZ" --state-dir "$ROOT/st-$side-$c" --run-dir "$ROOT/run-$side-$c" --sys-root "$root" \
+            check "$c" >"$ROOT/$side-$c.out" 2>"$ROOT/$side-$c.err"
+        echo $? >"$ROOT/$side-$c.rc"
+        set -e
+    done
+done
+for side in full narrow; do
+    root=/sys; [ $side = narrow ] && root="$ROOT/sys"
+    "$CZ" --state-dir "$ROOT/st-$side-r" --run-dir "$ROOT/run-$side-r" --sys-root "$root" \
+        report --json >"$ROOT/$side-report.json" || true
+done
+"""
+
+
+@pytest.mark.skipif(not is_root(), reason="needs root: bind mounts in a private mount namespace")
+def test_checks_read_the_same_through_the_narrowed_sys(cz_bin, tmp_path):
+    """The checks run against a /sys shaped like the default rendering's mounts (only those
+    subtrees, at the same places, read-only; class/net's relative symlinks resolving into
+    devices/) answer as over the whole /sys: the same exit code and the same line, numbers
+    aside (dying memcgs come and go between two runs)."""
+    import os
+    import re
+    import subprocess
+    spec = pod_spec(render("default")[1])
+    subs = sorted(p[len("/host/sys/"):] for p in _sys_mounts(spec)["node-problem-detector"])
+    assert subs == ["class/net", "devices", "fs/cgroup"]
+    subprocess.run(["unshare", "-m", "sh", "-c", NARROW, "narrow", *subs], check=True,
+                   env=dict(os.environ, ROOT=str(tmp_path), CZ=cz_bin), timeout=120)
+    for c in ("memcg", "cpu", "ena"):
+        got = {side: (open(tmp_path / ("%s-%s.rc" % (side, c))).read().strip(),
+                      re.sub(r"[0-9.]+", "N", open(tmp_path / ("%s-%s.out" % (side, c))).read()),
+                      open(tmp_path / ("%s-%s.err" % (side, c))).read())
+               for side in ("full", "narrow")}
+        assert got["narrow"][:2] == got["full"][:2], (c, got)
+        assert "No such file" not in got["narrow"][2], (c, got)
+    # the NICs' IRQ map (check cpu's attribution, read through class/net into devices/)
+    nics = {side: json.load(open(tmp_path / ("%s-report.json" % side)))["nics"]
+            for side in ("full", "narrow")}
+    assert nics["narrow"] == nics["full"], nics
+    if not nics["full"]:
+        pytest.skip("no NIC with IRQs on this host: the class/net half is untested here")
+
