@@ -114,7 +114,7 @@ struct cz_config {
 	} agent;
 	struct {
 		enum cz_remediation_mode mode;	/* off */
-		struct cz_strlist conditions;	/* our three condition types */
+		struct cz_strlist conditions;	/* MemcgZombieLeak, ENADeviceReset */
 		uint64_t for_ms;		/* 10m */
 		char max_unavailable[16];	/* "1", or a percentage such as "10%" */
 		uint64_t drain_timeout_ms;	/* 10m */
