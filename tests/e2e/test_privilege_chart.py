@@ -230,7 +230,7 @@ def test_the_init_container_has_nothing_but_its_copy(rendered):
         assert set(ph.mounts(init)) == {"plugin"}
         assert init["securityContext"]["capabilities"] == {"drop": ["ALL"]}
         # not root: it copies into an emptyDir (everyone's); the node containers stay uid 0
-        # (the host's state dir is root's; reclaim's sysctl wants uid 0)
+        # here (burst profiles, on by default, need PERFMON and SYSLOG effective: uid 0)
         assert init["securityContext"]["runAsUser"] == 65534
         assert init["securityContext"]["runAsNonRoot"] is True
         for c in spec["containers"]:
@@ -303,3 +303,111 @@ def test_checks_read_the_same_through_the_narrowed_sys(cz_bin, tmp_path):
     if not nics["full"]:
         pytest.skip("no NIC with IRQs on this host: the class/net half is untested here")
 
+
+NOBODY = 65534
+# each value that needs uid 0 in the node containers (README's privilege table says why)
+ROOT_FEATURES = [
+    [],                                                   # agent.profileBursts (PERFMON, SYSLOG)
+    ["--set", "agent.profileBursts=false", "--set", "agent.zombieCensus=true"],   # BPF, PERFMON
+    ["--set", "agent.profileBursts=false", "--set", "agent.readKernelStacks=true"],
+    ["--set", "agent.profileBursts=false", "--set", "config.remediation.reclaim=drop_caches"],
+    ["--set", "agent.profileBursts=false", "--set", "config.agent.kmsg=/dev/kmsg"],
+    ["--set", "agent.profileBursts=false",
+     "--set", "config.agent.metrics_textfile=/var/lib/cpuzombie/cz.prom"],
+]
+NON_ROOT = ["--set", "agent.profileBursts=false"]
+
+
+def _uid(c):
+    return c["securityContext"]["runAsUser"]
+
+
+@pytest.mark.parametrize("sets", ROOT_FEATURES,
+                         ids=["profiles", "census", "kernel-stacks", "reclaim", "kmsg", "textfile"])
+def test_node_containers_are_root_only_for_a_feature_that_needs_it(sets):
+    """A capability is effective only for uid 0 (Kubernetes sets no ambient capabilities, and
+    allowPrivilegeEscalation false, no_new_privs, keeps file capabilities out); reclaim writes
+    root's sysctl and cgroup files; the textfile or sentinel lands in a host directory of
+    root's. The checks read the agent's run files (0600), so NPD's container runs as the agent's
+    uid. No state-owner init container then."""
+    spec = pod_spec(render("default", sets)[1])
+    assert {c["name"]: _uid(c) for c in spec["containers"]} == {
+        "node-problem-detector": 0, "agent": 0}
+    assert [c["name"] for c in spec["initContainers"]] == ["install-plugin"]
+    assert ph.host_volumes(spec)["state"] == (STATE, "DirectoryOrCreate")
+
+
+@pytest.mark.parametrize("variant", ["default", "standalone"])
+def test_node_containers_run_as_nobody_when_nothing_needs_root(variant):
+    """agent.profileBursts off (and nothing else of the list above): NPD's container and the
+    agent run as 65534, no capability; their state is the host's /var/lib/cpuzombie/uid-65534,
+    which the kubelet makes root's: an init container of uid 0 with CAP_CHOWN alone, no token and
+    that one mount, gives it to 65534 (a separate directory: root's files of a former rendering
+    stay where they are)."""
+    sets = NON_ROOT + (["--set", "mode=standalone"] if variant == "standalone" else [])
+    spec = pod_spec(render("default", sets)[1])
+    for c in spec["containers"]:
+        sc = c["securityContext"]
+        assert (sc["runAsUser"], sc["runAsGroup"], sc["runAsNonRoot"]) == (NOBODY,) * 2 + (True,)
+        assert sc["capabilities"] == {"drop": ["ALL"]}, c["name"]
+    assert ph.host_volumes(spec)["state"] == (STATE + "/uid-65534", "DirectoryOrCreate")
+    owner = [c for c in spec["initContainers"] if c["name"] == "state-owner"]
+    assert len(owner) == 1 and spec["initContainers"][0]["name"] == "state-owner"
+    o = owner[0]
+    assert o["command"] == ["chown", "65534:65534", STATE]
+    assert o["securityContext"]["runAsUser"] == 0
+    assert o["securityContext"]["capabilities"] == {"drop": ["ALL"], "add": ["CHOWN"]}
+    assert [m["name"] for m in o["volumeMounts"]] == ["state"]
+    assert not [c for c in ph.containers(spec) if c["name"] not in ("node-problem-detector", "agent")
+                and "kube-api-access" in ph.mounts(c)]
+
+
+@pytest.mark.skipif(not is_root(), reason="needs root: runs the binary as 65534 with setpriv")
+def test_the_checks_and_the_agent_work_as_nobody(cz_bin):
+    """The non-root rendering's config, run as 65534 over the real /proc and /sys: each check
+    and one agent cycle answer (exit 0 or 1) and read and write their state, in a directory
+    made root's (as the kubelet makes a hostPath) and then given to 65534 (as the state-owner
+    init container does). In root's directory, unchanged, the state is refused: the init
+    container is needed."""
+    import os
+    import pathlib
+    import shutil
+    import subprocess
+    import tempfile
+    # not under pytest's tmp_path: its parents are root's 0700, which 65534 cannot pass
+    tmp_path = pathlib.Path(tempfile.mkdtemp(prefix="cz-nobody-"))
+    try:
+        _as_nobody(cz_bin, tmp_path, subprocess, os)
+    finally:
+        shutil.rmtree(tmp_path)
+
+
+def _as_nobody(cz_bin, tmp_path, subprocess, os):
+    cfg = yaml.safe_load(one(render("default", NON_ROOT)[1], "ConfigMap",
+                             "cpuzombie-config")["data"]["cpuzombie.yaml"])
+    cfg["paths"].update(proc="/proc", sys="/sys", pod_logs="")
+    f = tmp_path / "cz.yaml"
+    f.write_text(yaml.safe_dump(cfg))
+    os.chmod(tmp_path, 0o755)
+    os.chmod(f, 0o644)
+    for d in ("st", "run", "st-root"):
+        (tmp_path / d).mkdir(mode=0o755)
+    for d in ("st", "run"):
+        os.chown(tmp_path / d, NOBODY, NOBODY)
+
+    def nobody(state, *args):
+        return subprocess.run(["setpriv", "--reuid=%d" % NOBODY, "--regid=%d" % NOBODY,
+                               "--clear-groups", cz_bin, "--config", str(f), "--state-dir",
+                               str(tmp_path / state), "--run-dir", str(tmp_path / "run"), *args],
+                              capture_output=True, text=True, timeout=120)
+    for check in ("memcg", "cpu", "ena", "ena-allowance"):
+        r = nobody("st", "check", check)
+        assert r.returncode in (0, 1), (check, r.stdout, r.stderr)
+        assert "ermission denied" not in r.stderr, (check, r.stderr)
+    r = nobody("st", "agent", "--once")
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "ermission denied" not in r.stderr and "refused" not in r.stderr, r.stderr
+    assert {os.stat(p).st_uid for p in (tmp_path / "st").iterdir()} == {NOBODY}
+    assert os.path.exists(tmp_path / "st" / "memcg")
+    r = nobody("st-root", "check", "memcg")
+    assert "Permission denied" in r.stderr, r.stderr

@@ -321,3 +321,22 @@ def test_the_real_server_takes_the_pod_spec_and_its_recursive_read_only(kube):
 
 def got_spec(o):
     return o["spec"]["template"]["spec"]
+
+
+def test_the_real_server_takes_the_non_root_node_pod(kube):
+    """agent.profileBursts off: the DaemonSet whose node containers run as 65534 with the
+    state-owner init container (uid 0, CAP_CHOWN alone) is a pod spec the real server takes
+    (dryRun, as the admin), runAsNonRoot and the capabilities kept as rendered."""
+    from deploy_helpers import find, render
+    ds = find(render("default", ["--set", "agent.profileBursts=false"])[1], "DaemonSet")[0]
+    ds["metadata"]["name"] = "cz-dryrun-nonroot"
+    st, got = kube.call("POST", "/apis/apps/v1/namespaces/%s/daemonsets?dryRun=All"
+                        % kh.AGENT_NS, ds)
+    assert st == 201, (st, got)
+    spec = got_spec(got)
+    assert [c["name"] for c in spec["initContainers"]] == ["state-owner", "install-plugin"]
+    assert spec["initContainers"][0]["securityContext"]["capabilities"] == {
+        "drop": ["ALL"], "add": ["CHOWN"]}
+    for c in spec["containers"]:
+        sc = c["securityContext"]
+        assert (sc["runAsUser"], sc["runAsNonRoot"]) == (65534, True), c["name"]

@@ -113,8 +113,20 @@ kubernetes:
       fieldPath: metadata.namespace
 {{- end -}}
 
-{{/* Every container: root (the state dir is root's on the host) unless .uid names another, no
-     capability unless named, no privilege escalation, read-only image. */}}
+{{/* The node containers' uid (NPD's and the agent's: the checks read the agent's 0600 run
+     files, so one uid for both): 0 while a feature needs root, else 65534. A capability added
+     is effective only for uid 0 (no ambient capabilities; no_new_privs keeps file capabilities
+     out): burst profiles, the census, kernel stacks, kmsg; reclaim writes root's sysctl and
+     cgroup files; a textfile or sentinel lands in a host directory the kubelet makes root's. */}}
+{{- define "cpuzombie.nodeUid" -}}
+{{- $a := .Values.agent -}}
+{{- $c := .Values.config -}}
+{{- $root := or $a.profileBursts $a.zombieCensus $a.readKernelStacks (ne (include "cpuzombie.reclaim" .) "off") (index ($c.agent | default dict) "kmsg") (index ($c.agent | default dict) "metrics_textfile") (index ($c.remediation | default dict) "reboot_sentinel") -}}
+{{- if $root }}0{{ else }}65534{{ end -}}
+{{- end -}}
+
+{{/* Every container: root unless .uid names another, no capability unless named, no privilege
+     escalation, read-only image. */}}
 {{- define "cpuzombie.securityContext" -}}
 {{- if .uid }}
 runAsUser: {{ .uid }}
