@@ -411,3 +411,37 @@ def _as_nobody(cz_bin, tmp_path, subprocess, os):
     assert os.path.exists(tmp_path / "st" / "memcg")
     r = nobody("st-root", "check", "memcg")
     assert "Permission denied" in r.stderr, r.stderr
+
+
+def test_lease_namespace_empty_is_the_pods_own(cz, tmp_path):
+    """remediation.lease_namespace "" (the default): $POD_NAMESPACE (the chart's downward API),
+    else the service account's namespace file; neither with remediation on: exit 2 with one line
+    saying so; off (fleet, cleanup by hand): cpuzombie. A value that is no namespace name is not
+    taken."""
+    sa = tmp_path / "sa"
+    sa.mkdir()
+    on = tmp_path / "on.yaml"
+    on.write_text("remediation:\n  mode: cordon\n")
+    off = tmp_path / "off.yaml"
+    off.write_text("remediation:\n  mode: \"off\"\n")
+
+    def lease_ns(cfg, **env):
+        e = {"CZ_SERVICEACCOUNT_DIR": str(sa), "POD_NAMESPACE": ""}
+        e.update(env)
+        r = cz("--config", str(cfg), "config", "check", "-v", env=e, check=0)
+        assert r.out.startswith("configuration OK"), r.out
+        return yaml.safe_load(r.out.split("\n", 1)[1])["remediation"]["lease_namespace"]
+    r = cz("--config", str(on), "config", "check", env={"CZ_SERVICEACCOUNT_DIR": str(sa),
+                                                         "POD_NAMESPACE": ""}, check=2)
+    assert len(r.err.strip().splitlines()) == 1 and \
+        r.err.startswith("remediation.lease_namespace: unset, and this pod's namespace is "
+                         "unknown"), r.err
+    assert lease_ns(off) == "cpuzombie"
+    assert lease_ns(on, POD_NAMESPACE="team-a") == "team-a"
+    (sa / "namespace").write_text("from-token")
+    assert lease_ns(on) == "from-token"
+    assert lease_ns(on, POD_NAMESPACE="../x") == "from-token"
+    assert lease_ns(on, POD_NAMESPACE="team-a") == "team-a"      # the env first
+    set_ = tmp_path / "set.yaml"
+    set_.write_text("remediation:\n  mode: cordon\n  lease_namespace: cz-budget\n")
+    assert lease_ns(set_, POD_NAMESPACE="team-a") == "cz-budget"  # a value set is kept
