@@ -20,6 +20,7 @@ struct kube_agent {
 	struct kube_client *kc;
 	const struct cz_config *cfg;
 	enum remediate_action last;
+	bool swept;		/* NPD mode: the conditions turned off are gone (once per config) */
 };
 
 bool kube_agent_remediates(const struct cz_config *cfg)
@@ -33,24 +34,37 @@ bool kube_agent_hands_off(const struct cz_config *cfg)
 	       *cfg->remediation.reboot_sentinel;
 }
 
+/* A check whose condition is off (<check>.condition false): its type is to be removed. */
+static bool condition_off(const struct cz_config *cfg)
+{
+	return !cfg->memcg.condition || !cfg->cpu.condition || !cfg->ena.condition;
+}
+
+/* NPD owns the conditions (set_conditions false): the agent only removes the ones turned off. */
+static bool sweeps(const struct cz_config *cfg)
+{
+	return !cfg->agent.set_conditions && condition_off(cfg);
+}
+
+static int sweep(struct kube_agent *ka, char *out, size_t size);
+
 int kube_agent_new(const struct cz_config *cfg, struct kube_agent **ret)
 {
 	struct kube_agent *ka;
 	int r;
 
-	/* reclaim alone wants the client only for its Events: without one it still reclaims */
+	/* reclaim alone wants the client only for its Events, and the sweep of the conditions
+	 * turned off (NPD mode) is a courtesy: without one both still run, the rest is an error */
 	bool need = cfg->agent.set_conditions || kube_agent_remediates(cfg) ||
 		    kube_agent_hands_off(cfg);
 
 	*ret = NULL;
-	if (!need && cfg->remediation.reclaim == CZ_RECLAIM_OFF)
+	if (!need && cfg->remediation.reclaim == CZ_RECLAIM_OFF && !sweeps(cfg))
 		return 0;
 	if (!cfg->kubernetes.node_name[0]) {
 		if (!need) {
-			log_info(
-				"Reclaim Events off: no node name (kubernetes.node_name, "
-				"$NODE_NAME "
-				"or --node-name)");
+			log_info("Reclaim Events and the removal of conditions turned off: no node "
+				 "name (kubernetes.node_name, $NODE_NAME or --node-name)");
 			return 0;
 		}
 		return log_error_errno(EINVAL, "No node name: set kubernetes.node_name, $NODE_NAME "
@@ -64,13 +78,22 @@ int kube_agent_new(const struct cz_config *cfg, struct kube_agent **ret)
 	if (r < 0) {
 		free(ka);
 		if (!need) {
-			log_warning_errno(
-				r, "Reclaim Events off: no API client (the reason is above)");
+			log_warning_errno(r, "Reclaim Events and the removal of conditions turned "
+					  "off: no API client (the reason is above)");
 			return 0;
 		}
 		return r;
 	}
 	ka->cfg = cfg;
+	if (sweeps(cfg)) {	/* at the start (and each reload: a new kube_agent) */
+		char out[200];
+
+		(void)sweep(ka, out, sizeof(out));	/* each removal, or the failure, logged */
+	}
+	if (!need && cfg->remediation.reclaim == CZ_RECLAIM_OFF) {
+		kube_agent_free(ka);	/* only the sweep wanted it: no checks run in the agent */
+		return 0;
+	}
 	*ret = ka;
 	return 0;
 }
@@ -99,11 +122,26 @@ static int get_node(struct kube_agent *ka, json_object **ret)
 	return kube_get_object(ka->kc, path, what, ret);
 }
 
+/* PATCH this node's status (@path) with @patch. Returns 0 or -errno (logged). */
+static int patch_status(struct kube_agent *ka, const char *path, json_object *patch)
+{
+	struct kube_response resp = { 0 };
+	int r = kube_json(ka->kc, "PATCH", path, "application/strategic-merge-patch+json", patch,
+			  0, &resp);
+
+	if (r == 0 && resp.status != 200)
+		r = log_error_errno(EREMOTEIO, "PATCH %s: HTTP %ld: %s", path, resp.status,
+				    resp.message);
+	else if (r < 0)
+		log_error_errno(r, "PATCH %s: %s", path, resp.message);
+	kube_response_clear(&resp);
+	return r;
+}
+
 /* Remove from node @cur each condition of ours whose <check>.condition is false (not False:
  * gone, as if the check had never been installed). Returns how many, or -errno (logged). */
 static int remove_disabled(struct kube_agent *ka, json_object *cur, const char *path)
 {
-	struct kube_response resp = { 0 };
 	_cleanup_(json_object_putp) json_object *patch = NULL;
 	const char *types[3];
 	int n, r;
@@ -111,14 +149,7 @@ static int remove_disabled(struct kube_agent *ka, json_object *cur, const char *
 	n = conditions_build_removal(cur, ka->cfg, conditions_enabled, &patch, types);
 	if (n <= 0)
 		return n;
-	r = kube_json(ka->kc, "PATCH", path, "application/strategic-merge-patch+json", patch, 0,
-		      &resp);
-	if (r == 0 && resp.status != 200)
-		r = log_error_errno(EREMOTEIO, "PATCH %s: HTTP %ld: %s", path, resp.status,
-				    resp.message);
-	else if (r < 0)
-		log_error_errno(r, "PATCH %s: %s", path, resp.message);
-	kube_response_clear(&resp);
+	r = patch_status(ka, path, patch);
 	if (r < 0)
 		return r;
 	for (int i = 0; i < n; i++)
@@ -127,13 +158,40 @@ static int remove_disabled(struct kube_agent *ka, json_object *cur, const char *
 	return n;
 }
 
+/*
+ * NPD mode: NPD sets our conditions, and a check turned off (<check>.condition false) leaves
+ * its condition on the node for ever (NPD never removes a type). At the agent's start and
+ * after each reload (a new kube_agent), remove those types once: present ones only, ours only
+ * (conditions.h's table: never KernelReady or another agent's type). Returns 0 or -errno.
+ */
+static int sweep(struct kube_agent *ka, char *out, size_t size)
+{
+	_cleanup_(json_object_putp) json_object *cur = NULL;
+	char path[400];
+	int r;
+
+	r = get_node(ka, &cur);
+	if (r < 0) {
+		snprintf(out, size, "conditions: set by NPD; cannot read the node");
+		return r;
+	}
+	snprintf(path, sizeof(path), "/api/v1/nodes/%s/status", ka->cfg->kubernetes.node_name);
+	r = remove_disabled(ka, cur, path);
+	if (r < 0) {
+		snprintf(out, size, "conditions: set by NPD; cannot remove those turned off");
+		return r;
+	}
+	ka->swept = true;
+	snprintf(out, size, "conditions: set by NPD; %d turned off removed", r);
+	return 0;
+}
+
 static int publish(struct kube_agent *ka, const char *const checks[],
 		   const struct npd_result res[], size_t n, char *out, size_t size)
 {
 	const char *node = ka->cfg->kubernetes.node_name;
 	struct cond_input in[8];
 	struct cond_change ch[8];
-	struct kube_response resp = { 0 };
 	_cleanup_(json_object_putp) json_object *patch = NULL, *cur = NULL;
 	size_t k = 0, nch = 0;
 	char path[400];
@@ -165,18 +223,11 @@ static int publish(struct kube_agent *ka, const char *const checks[],
 	r = conditions_build_patch(cur, in, k, now, &patch, ch, &nch);
 	if (r < 0)
 		return r;
-	r = kube_json(ka->kc, "PATCH", path, "application/strategic-merge-patch+json", patch, 0,
-		      &resp);
-	if (r == 0 && resp.status != 200)
-		r = log_error_errno(EREMOTEIO, "PATCH %s: HTTP %ld: %s", path, resp.status,
-				    resp.message);
-	else if (r < 0)
-		log_error_errno(r, "PATCH %s: %s", path, resp.message);
-	if (r < 0)
+	r = patch_status(ka, path, patch);
+	if (r < 0) {
 		snprintf(out, size, "cannot patch %.100s", path);
-	kube_response_clear(&resp);
-	if (r < 0)
 		return r;
+	}
 	for (size_t i = 0; i < nch; i++) {
 		bool bad = streq(ch[i].new_status, "True");
 		char msg[NPD_MSG_MAX + 100];
@@ -269,6 +320,8 @@ int kube_agent_cycle(struct kube_agent *ka, struct cz_ctx *ctx, const char *cons
 		return 0;
 	if (ka->cfg->agent.set_conditions)
 		r = kube_agent_publish(ka, checks, res, n, cond, sizeof(cond));
+	else if (sweeps(ka->cfg) && !ka->swept)
+		r = sweep(ka, cond, sizeof(cond));	/* failed at the start: tried again */
 	ka->last = REM_NONE;
 	if (kube_agent_remediates(ka->cfg))
 		r2 = remediate_cycle(ka->kc, ka->cfg, ka->cfg->kubernetes.node_name,

@@ -8,6 +8,7 @@
 #include "cluster/cleanup.h"
 #include "cluster/conditions.h"
 #include "cluster/fleet_fetch.h"
+#include "cluster/guard.h"
 #include "cluster/kjson.h"
 #include "cluster/kube.h"
 #include "cluster/leader.h"
@@ -189,5 +190,110 @@ int cleanup_run(struct kube_client *kc, const char *lease_ns, const char *leader
 		e = fleet_fetch_leases(kc, leader_ns, clean_lease, &r, err, err_size);
 	if (e == 0)
 		e = delete_lease(&r, leader_ns, LEADER_LEASE);
+	return e;
+}
+
+/* medik8s' Leases node-* in @ns held by us: deleted at their resourceVersion (one page: a
+ * Lease exists only while a node is remediated). */
+static int release_medik8s(struct run *r, const char *ns)
+{
+	_cleanup_(json_object_putp) json_object *list = NULL;
+	json_object *items;
+	char path[400];
+	long s;
+
+	if (!valid_name(ns, 63))
+		return 0;
+	snprintf(path, sizeof(path), "/apis/coordination.k8s.io/v1/namespaces/%s/leases?limit=500",
+		 ns);
+	s = send(r, "GET", path, NULL, NULL, &list);
+	if (s == 404)
+		return 0;	/* no such namespace: no medik8s, nothing of ours */
+	if (s != 200)
+		return s < 0 ? (int)s : -EREMOTEIO;
+	items = kube_get_array(list, "items");
+	for (size_t i = 0; items && i < json_object_array_length(items); i++) {
+		json_object *l = json_object_array_get_idx(items, i);
+		const char *name = kube_get_str(l, "metadata.name", "");
+		_cleanup_(json_object_putp) json_object *opt = NULL;
+		json_object *pre;
+
+		if (strncmp(name, GUARD_MEDIK8S_PREFIX, strlen(GUARD_MEDIK8S_PREFIX)) != 0 ||
+		    !valid_name(name, 253) ||
+		    !streq(kube_get_str(l, "spec.holderIdentity", ""), GUARD_MEDIK8S_HOLDER))
+			continue;
+		opt = json_object_new_object();
+		pre = json_object_new_object();
+		json_object_object_add(opt, "kind", json_object_new_string("DeleteOptions"));
+		json_object_object_add(opt, "apiVersion", json_object_new_string("v1"));
+		json_object_object_add(pre, "resourceVersion", json_object_new_string(
+			kube_get_str(l, "metadata.resourceVersion", "")));
+		json_object_object_add(opt, "preconditions", pre);
+		snprintf(path, sizeof(path), "/apis/coordination.k8s.io/v1/namespaces/%s/leases/%s",
+			 ns, name);
+		s = send(r, "DELETE", path, "application/json", opt, NULL);
+		if (s == 200)
+			r->st->locks++;
+		else if (s != 404 && s != 409)	/* 409: taken over since: theirs now */
+			return s < 0 ? (int)s : -EREMOTEIO;
+	}
+	return 0;
+}
+
+/* Our entries in kured's lock on DaemonSet @ds ("NAMESPACE/NAME"). */
+static int release_kured(struct run *r, const char *ds)
+{
+	const char *sl = strchr(ds, '/');
+	char path[400];
+
+	if (!sl)
+		return 0;
+	snprintf(path, sizeof(path), "/apis/apps/v1/namespaces/%.*s/daemonsets/%s",
+		 (int)(sl - ds), ds, sl + 1);
+	for (unsigned i = 0; i < NODE_RETRIES; i++) {
+		_cleanup_(json_object_putp) json_object *d = NULL, *p = NULL;
+		_cleanup_free_ char *v = NULL;
+		json_object *md, *ann;
+		long s = send(r, "GET", path, NULL, NULL, &d);
+
+		if (s == 404)
+			return 0;
+		if (s != 200)
+			return s < 0 ? (int)s : -EREMOTEIO;
+		v = guard_kured_release(kube_annotation(d, GUARD_KURED_LOCK), NULL);
+		if (!v)
+			return 0;	/* none of ours: someone else's lock is never written */
+		p = json_object_new_object();
+		md = json_object_new_object();
+		ann = json_object_new_object();
+		json_object_object_add(md, "resourceVersion", json_object_new_string(
+			kube_get_str(d, "metadata.resourceVersion", "")));
+		json_object_object_add(ann, GUARD_KURED_LOCK,
+				       *v ? json_object_new_string(v) : NULL);
+		json_object_object_add(md, "annotations", ann);
+		json_object_object_add(p, "metadata", md);
+		s = send(r, "PATCH", path, "application/merge-patch+json", p, NULL);
+		if (s == 200) {
+			r->st->locks++;
+			return 0;
+		}
+		if (s != 409)
+			return s < 0 ? (int)s : -EREMOTEIO;
+	}
+	snprintf(r->err, r->err_size, "PATCH %s: changed under us %d times", path, NODE_RETRIES);
+	return -EAGAIN;
+}
+
+int cleanup_handoffs(struct kube_client *kc, const char *medik8s_ns, const char *kured_ds,
+		     struct cleanup_stats *st, char *err, size_t err_size)
+{
+	struct run r = { kc, st, err, err_size };
+	int e = 0;
+
+	*err = '\0';
+	if (medik8s_ns && *medik8s_ns)
+		e = release_medik8s(&r, medik8s_ns);
+	if (e == 0 && kured_ds && *kured_ds)
+		e = release_kured(&r, kured_ds);
 	return e;
 }

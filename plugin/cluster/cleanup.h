@@ -9,7 +9,8 @@
  * stay), every annotation and taint whose key starts with "cpuzombie.io/" (a merge patch at
  * the resourceVersion read: a concurrent change is re-read, never overwritten). And the
  * Leases: the budget slots (managed-by=cpuzombie) in remediation.lease_namespace and the
- * remediator's leader Lease in its namespace. Types, keys and Leases of others are never
+ * remediator's leader Lease in its namespace; then the hand-off locks we hold (medik8s'
+ * Leases, our entries in kured's lock). Types, keys, Leases and locks of others are never
  * touched. cleanup_node_patch() is pure; cleanup_run() does the requests.
  */
 
@@ -34,6 +35,7 @@ struct cleanup_stats {
 	size_t conditions;	/* condition types removed */
 	size_t marks;		/* annotations and taints removed */
 	size_t leases;		/* Leases deleted */
+	size_t locks;		/* hand-off locks released: medik8s' Leases, kured's lock */
 };
 
 /*
@@ -44,5 +46,17 @@ struct cleanup_stats {
  */
 int cleanup_run(struct kube_client *kc, const char *lease_ns, const char *leader_ns,
 		struct cleanup_stats *st, char *err, size_t err_size);
+
+/*
+ * cleanup_handoffs - after cleanup_run: give back the hand-off locks cpuzombie holds, only
+ * where it is the holder: medik8s' Leases node-<name> in @medik8s_ns ("" = off) whose
+ * holderIdentity is ours (deleted at the resourceVersion read), and cpuzombie's entries in
+ * kured's lock on DaemonSet @kured_ds ("NAMESPACE/NAME", "" = off; a merge patch at the
+ * resourceVersion read, re-read on 409). Another holder's Lease or lock is never written; a
+ * namespace or DaemonSet that does not exist is nothing to do. Adds to st->locks. Returns 0 or
+ * -errno with a one-line reason in @err.
+ */
+int cleanup_handoffs(struct kube_client *kc, const char *medik8s_ns, const char *kured_ds,
+		     struct cleanup_stats *st, char *err, size_t err_size);
 
 #endif

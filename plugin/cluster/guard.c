@@ -435,3 +435,180 @@ bool guard_kured_locked(const char *value, const char *node, uint64_t now_ms)
 			return true;
 	return false;
 }
+
+/* ---- taking kured's lock -------------------------------------------------------------------- */
+
+/* One entry: -1 unreadable, 0 expired, 1 live; its node in *@id. */
+static int kured_live(json_object *e, uint64_t now_ms, const char **id)
+{
+	json_object *ttl = kube_get(e, "TTL");
+	uint64_t created;
+	int64_t ns;
+
+	*id = kube_get_str(e, "nodeID", NULL);
+	if (!*id || kube_parse_time(kube_get_str(e, "created", NULL), &created) < 0)
+		return -1;
+	ns = ttl && json_object_is_type(ttl, json_type_int) ? json_object_get_int64(ttl) : 0;
+	return ns <= 0 || created + (uint64_t)(ns / 1000000) > now_ms;
+}
+
+/* Our entry for @node (NULL: for any node). */
+static bool kured_ours(json_object *e, const char *node)
+{
+	return (!node || streq(kube_get_str(e, "nodeID", ""), node)) &&
+	       streq(kube_get_str(e, "holder", ""), GUARD_KURED_HOLDER);
+}
+
+static void add_holder(char *holder, size_t size, const char *id)
+{
+	size_t n = size ? strlen(holder) : 0;
+
+	if (size && n + 1 < size)
+		snprintf(holder + n, size - n, "%s%.100s", n ? "," : "", id);
+}
+
+enum guard_kured guard_kured_state(const char *value, const char *node, uint64_t now_ms,
+				   char *holder, size_t size)
+{
+	_cleanup_(json_object_putp) json_object *v = NULL;
+	json_object *locks;
+	bool room;
+	size_t n;
+
+	if (size)
+		*holder = '\0';
+	if (!value || !*value)
+		return GUARD_KURED_FREE;
+	v = kube_parse_body(value, strlen(value));
+	if (!v || !json_object_is_type(v, json_type_object))
+		goto unreadable;
+	locks = kube_get(v, "locks");
+	if (!locks) {
+		const char *id;
+		int live = kured_live(v, now_ms, &id);
+
+		if (live < 0)
+			goto unreadable;
+		if (!live)
+			return GUARD_KURED_FREE;
+		if (streq(id, node))
+			return kured_ours(v, node) ? GUARD_KURED_OURS : GUARD_KURED_HERE;
+		add_holder(holder, size, id);
+		return GUARD_KURED_OTHER;
+	}
+	if (!json_object_is_type(locks, json_type_array))
+		goto unreadable;
+	n = json_object_array_length(locks);
+	room = (int64_t)n < json_object_get_int64(kube_get(v, "maxOwners"));
+	for (size_t i = 0; i < n; i++) {
+		json_object *e = json_object_array_get_idx(locks, i);
+		const char *id;
+		int live = kured_live(e, now_ms, &id);
+
+		if (live < 0)
+			goto unreadable;
+		if (live && streq(id, node))
+			return kured_ours(e, node) ? GUARD_KURED_OURS : GUARD_KURED_HERE;
+		room |= !live;
+		if (live)
+			add_holder(holder, size, id);
+	}
+	return room ? GUARD_KURED_FREE : GUARD_KURED_OTHER;
+unreadable:
+	if (size)
+		snprintf(holder, size, "unreadable");
+	return GUARD_KURED_OTHER;
+}
+
+static json_object *kured_entry_new(const char *node, uint64_t now_ms)
+{
+	json_object *e = json_object_new_object(), *m = json_object_new_object();
+	char ts[40];
+
+	json_object_object_add(e, "nodeID", json_object_new_string(node));
+	json_object_object_add(m, "unschedulable", json_object_new_boolean(true));
+	json_object_object_add(e, "metadata", m);
+	json_object_object_add(e, "created",
+			       json_object_new_string(kube_time(now_ms, true, ts, sizeof(ts))));
+	json_object_object_add(e, "TTL", json_object_new_int64(GUARD_KURED_TTL_MS * 1000000));
+	json_object_object_add(e, "holder", json_object_new_string(GUARD_KURED_HOLDER));
+	return e;
+}
+
+static char *kured_string(json_object *v)
+{
+	const char *s = json_object_to_json_string_ext(v, JSON_C_TO_STRING_PLAIN |
+						       JSON_C_TO_STRING_NOSLASHESCAPE);
+
+	return s ? strdup(s) : NULL;
+}
+
+char *guard_kured_take(const char *value, const char *node, uint64_t now_ms)
+{
+	_cleanup_(json_object_putp) json_object *v = NULL, *out = NULL;
+	json_object *locks, *keep;
+	enum guard_kured st = guard_kured_state(value, node, now_ms, NULL, 0);
+	int64_t max;
+	bool full;
+	size_t n;
+
+	if (st != GUARD_KURED_FREE && st != GUARD_KURED_OURS)
+		return NULL;
+	if (value && *value)
+		v = kube_parse_body(value, strlen(value));
+	locks = v ? kube_get(v, "locks") : NULL;
+	if (!locks) {	/* the single lock (or none): ours replaces it */
+		out = kured_entry_new(node, now_ms);
+		return kured_string(out);
+	}
+	n = json_object_array_length(locks);
+	max = json_object_get_int64(kube_get(v, "maxOwners"));
+	full = (int64_t)n >= max;
+	out = json_object_new_object();
+	keep = json_object_new_array();
+	json_object_object_add(out, "maxOwners", json_object_new_int64(max));
+	json_object_object_add(out, "locks", keep);
+	for (size_t i = 0; i < n; i++) {
+		json_object *e = json_object_array_get_idx(locks, i);
+		const char *id;
+		int live = kured_live(e, now_ms, &id);
+
+		/* ours is renewed below; expired ones make room when full */
+		if (kured_ours(e, node) || (full && !live))
+			continue;
+		json_object_array_add(keep, json_object_get(e));
+	}
+	json_object_array_add(keep, kured_entry_new(node, now_ms));
+	return kured_string(out);
+}
+
+char *guard_kured_release(const char *value, const char *node)
+{
+	_cleanup_(json_object_putp) json_object *v = NULL;
+	json_object *locks, *keep;
+	bool found = false;
+	size_t n;
+
+	if (!value || !*value)
+		return NULL;
+	v = kube_parse_body(value, strlen(value));
+	if (!v || !json_object_is_type(v, json_type_object))
+		return NULL;
+	locks = kube_get(v, "locks");
+	if (!locks)
+		return kured_ours(v, node) ? strdup("") : NULL;
+	if (!json_object_is_type(locks, json_type_array))
+		return NULL;
+	keep = json_object_new_array();
+	n = json_object_array_length(locks);
+	for (size_t i = 0; i < n; i++) {
+		json_object *e = json_object_array_get_idx(locks, i);
+
+		if (kured_ours(e, node))
+			found = true;
+		else
+			json_object_array_add(keep, json_object_get(e));
+	}
+	json_object_object_add(v, "locks", keep);
+	return found ? kured_string(v) : NULL;
+}

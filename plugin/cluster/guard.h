@@ -158,4 +158,45 @@ json_object *guard_medik8s_body(json_object *old, const char *node, const char *
  */
 bool guard_kured_locked(const char *value, const char *node, uint64_t now_ms);
 
+/*
+ * Taking kured's lock. cpuzombie writes its own entry the way kured's Acquire() does (nodeID,
+ * created, TTL) plus "holder": GUARD_KURED_HOLDER, which tells our entry from kured's own on the
+ * same node (Go's encoding/json ignores the unknown key when kured reads it). Its
+ * metadata.unschedulable is true: kured, finding at its start-up a lock that names its node,
+ * uncordons the node unless that is true (cmd/kured rebootAsRequired), and the cordon is ours.
+ * The TTL (GUARD_KURED_TTL_MS) bounds a lock left behind by a cpuzombie that died; it is renewed
+ * while cpuzombie holds the node.
+ */
+#define GUARD_KURED_HOLDER "cpuzombie"
+#define GUARD_KURED_TTL_MS (3600ull * 1000)
+
+enum guard_kured {
+	GUARD_KURED_FREE,	/* no lock, expired, or room in the multi-lock (maxOwners) */
+	GUARD_KURED_OURS,	/* cpuzombie's entry for @node */
+	GUARD_KURED_HERE,	/* kured's own entry for @node: kured is rebooting it */
+	GUARD_KURED_OTHER,	/* held for other nodes (or unreadable): one node at a time */
+};
+
+/*
+ * guard_kured_state - pure: what kured's lock @value (NULL: no annotation) means for @node at
+ * @now_ms; for OTHER, the holders ("n2" or "n2,n3", "unreadable") in @holder.
+ */
+enum guard_kured guard_kured_state(const char *value, const char *node, uint64_t now_ms,
+				   char *holder, size_t size);
+
+/*
+ * guard_kured_take - pure: the annotation value with @node's lock taken by cpuzombie at @now_ms
+ * (single lock: replaced; multi-lock: expired entries dropped when full, as kured's
+ * canAcquireMultiple(), ours appended or renewed). NULL when the state is not FREE or OURS.
+ */
+char *guard_kured_take(const char *value, const char *node, uint64_t now_ms);
+
+/*
+ * guard_kured_release - pure: the annotation value without cpuzombie's entry for @node (NULL:
+ * cpuzombie's entries for every node, `cpuzombie cleanup`). NULL
+ * when there is none of ours (nothing to write: never someone else's lock); else a new string,
+ * "" meaning "remove the annotation" (the single lock was ours).
+ */
+char *guard_kured_release(const char *value, const char *node);
+
 #endif

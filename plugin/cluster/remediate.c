@@ -27,10 +27,13 @@ struct rem {
 	struct guard_fleet fleet;	/* counted here when the caller gave none */
 	char drain_pod[320];
 	char handoff_holder[128];
+	char kured_holder[128];
 };
 
 static void medik8s_release(struct rem *r);
 static void medik8s_renew(struct rem *r);
+static void kured_release(struct rem *r);
+static void kured_renew(struct rem *r);
 
 static void node_path(const struct rem *r, const char *name, char *buf, size_t size)
 {
@@ -178,8 +181,10 @@ static void step_take_slot(struct rem *r, int slot, bool renew)
 	long st = write_slot(r, slot);
 
 	r->in.slot_tried = true;
-	if (renew)
+	if (renew) {
 		medik8s_renew(r);
+		kured_renew(r);
+	}
 	if (renew || st == 200 || st == 201) {
 		r->in.slot_held = slot;	/* a failed renewal only means a stale renewTime */
 		return;
@@ -198,6 +203,7 @@ static void step_release_slots(struct rem *r)
 	char path[400], pre[200];
 
 	medik8s_release(r);
+	kured_release(r);
 	if (list_leases(r, &body, &items) < 0)
 		return;
 	for (size_t i = 0; i < json_object_array_length(items); i++) {
@@ -329,24 +335,164 @@ static int cluster_paused(struct rem *r)
 	return get_maybe(r, path, NULL);
 }
 
-/* kured's node lock on its DaemonSet: 1 it names this node, 0 not (or no such DaemonSet), or
- * -errno (unreadable: the caller holds). */
+/* kured's DaemonSet (kured_daemonset "NAMESPACE/NAME"): false when off. */
+static bool kured_path(const struct rem *r, char *buf, size_t size)
+{
+	const char *k = r->cfg->remediation.kured_daemonset, *sl = strchr(k, '/');
+
+	if (!*k || !sl)
+		return false;
+	snprintf(buf, size, "/apis/apps/v1/namespaces/%.*s/daemonsets/%s", (int)(sl - k), k,
+		 sl + 1);
+	return true;
+}
+
+/* GET kured's DaemonSet: 1 there (in *@ret), 0 off or no such DaemonSet, -errno (logged). */
+static int kured_get(struct rem *r, json_object **ret)
+{
+	char path[400];
+
+	if (!kured_path(r, path, sizeof(path)))
+		return 0;
+	return get_maybe(r, path, ret);
+}
+
+/* Read kured's node lock into in.kured: 0, or -errno (unreadable: the caller holds). */
 static int kured_lock(struct rem *r)
 {
 	_cleanup_(json_object_putp) json_object *ds = NULL;
-	const char *k = r->cfg->remediation.kured_daemonset, *sl = strchr(k, '/');
-	char path[400];
-	int e;
+	int e = kured_get(r, &ds);
 
-	if (!*k || !sl)
-		return 0;
-	snprintf(path, sizeof(path), "/apis/apps/v1/namespaces/%.*s/daemonsets/%s",
-		 (int)(sl - k), k, sl + 1);
-	e = get_maybe(r, path, &ds);
+	r->in.kured = GUARD_KURED_FREE;
 	if (e <= 0)
 		return e;
-	return guard_kured_locked(kube_annotation(ds, GUARD_KURED_LOCK), r->in.node_name,
-				  r->in.now_ms);
+	r->in.kured = guard_kured_state(kube_annotation(ds, GUARD_KURED_LOCK), r->in.node_name,
+					r->in.now_ms, r->kured_holder, sizeof(r->kured_holder));
+	r->in.kured_holder = r->kured_holder;
+	return 0;
+}
+
+/*
+ * Write kured's lock annotation on @ds as read (@value NULL: remove it), at its
+ * resourceVersion, as kured's own Update() does: the HTTP status (409: someone wrote it since
+ * we read) or -errno.
+ */
+static long kured_write(struct rem *r, json_object *ds, const char *value)
+{
+	_cleanup_(json_object_putp) json_object *p = json_object_new_object();
+	json_object *m = json_object_new_object(), *a = json_object_new_object();
+	struct kube_response resp = { 0 };
+	char path[400];
+	long st;
+	int e;
+
+	if (!kured_path(r, path, sizeof(path)))
+		return -EINVAL;
+	json_object_object_add(m, "resourceVersion", json_object_new_string(
+		kube_get_str(ds, "metadata.resourceVersion", "")));
+	json_object_object_add(a, GUARD_KURED_LOCK, value ? json_object_new_string(value) : NULL);
+	json_object_object_add(m, "annotations", a);
+	json_object_object_add(p, "metadata", m);
+	e = kube_json(r->kc, "PATCH", path, "application/merge-patch+json", p, 0, &resp);
+	st = e < 0 ? e : resp.status;
+	if (st != 200 && st != 409)
+		log_kube(LOG_PRIO_ERR, "Failed to write kured's node lock on %s: %ld: %s",
+			 r->cfg->remediation.kured_daemonset, st, resp.message);
+	kube_response_clear(&resp);
+	return st;
+}
+
+/*
+ * Take kured's lock for this node before the cordon, as kured's Acquire() does: a live lock of
+ * another node blocks us (kured reboots one node at a time: neither of us acts on a second
+ * node meanwhile); a free or expired one is written at the resourceVersion read, so kured and
+ * cpuzombie can never both win it. No DaemonSet (404): no kured, nothing to hand off.
+ */
+static void step_kured_lock(struct rem *r)
+{
+	_cleanup_(json_object_putp) json_object *ds = NULL;
+	_cleanup_free_ char *v = NULL;
+	int e = kured_get(r, &ds);
+	long st;
+
+	if (e < 0) {
+		r->in.kured_take = REM_FAILED;
+		r->in.err = e;
+		return;
+	}
+	if (e == 0) {
+		r->in.kured_take = REM_DONE;
+		return;
+	}
+	v = guard_kured_take(kube_annotation(ds, GUARD_KURED_LOCK), r->in.node_name, r->in.now_ms);
+	if (!v) {
+		(void)guard_kured_state(kube_annotation(ds, GUARD_KURED_LOCK), r->in.node_name,
+					r->in.now_ms, r->kured_holder, sizeof(r->kured_holder));
+		r->in.kured_holder = *r->kured_holder ? r->kured_holder : "kured (this node)";
+		r->in.kured_take = REM_BLOCKED;
+		return;
+	}
+	st = kured_write(r, ds, v);
+	if (st == 200) {
+		r->in.kured_take = REM_DONE;
+		return;
+	}
+	if (st == 409) {
+		snprintf(r->kured_holder, sizeof(r->kured_holder), "another writer (409)");
+		r->in.kured_holder = r->kured_holder;
+		r->in.kured_take = REM_BLOCKED;
+		return;
+	}
+	r->in.kured_take = REM_FAILED;
+	r->in.err = st < 0 ? (int)st : -EREMOTEIO;
+}
+
+/*
+ * Give kured's lock back (the uncordon, a forgotten node, a remediation that did not start):
+ * only our own entry for this node, at the resourceVersion read; a 409 is read again (twice).
+ * Someone else's lock is never written.
+ *
+ * The reboot hand-off (remediation.reboot_sentinel) keeps the lock: kured on the drained node
+ * finds the sentinel, its Holding() sees a lock naming its node, so it skips Acquire() and
+ * reboots at once; no other node can take the lock from the cordon to the reboot, so kured
+ * never reboots a second node while ours is down. After the reboot kured's start-up sees the
+ * lock still naming its node, leaves the cordon (metadata.unschedulable true: the cordon was
+ * there before it) and releases the lock; we uncordon once the conditions recover.
+ */
+static void kured_release(struct rem *r)
+{
+	for (int attempt = 0; attempt < 3; attempt++) {
+		_cleanup_(json_object_putp) json_object *ds = NULL;
+		_cleanup_free_ char *v = NULL;
+
+		if (kured_get(r, &ds) != 1)
+			return;
+		v = guard_kured_release(kube_annotation(ds, GUARD_KURED_LOCK), r->in.node_name);
+		if (!v || kured_write(r, ds, *v ? v : NULL) != 409)
+			return;
+	}
+}
+
+/* While we hold the node: renew our lock once half its TTL has passed, or take it again if
+ * it is free (kured's start-up on the node released it). Someone else's is left alone. */
+static void kured_renew(struct rem *r)
+{
+	_cleanup_(json_object_putp) json_object *ds = NULL;
+	_cleanup_free_ char *v = NULL;
+	const char *a;
+	enum guard_kured st;
+
+	if (kured_get(r, &ds) != 1)
+		return;
+	a = kube_annotation(ds, GUARD_KURED_LOCK);
+	st = guard_kured_state(a, r->in.node_name, r->in.now_ms, NULL, 0);
+	if (st == GUARD_KURED_OURS &&
+	    guard_kured_state(a, r->in.node_name, r->in.now_ms + GUARD_KURED_TTL_MS / 2, NULL,
+			      0) == GUARD_KURED_OURS)
+		return;	/* not half-way yet */
+	if ((st == GUARD_KURED_OURS || st == GUARD_KURED_FREE) &&
+	    (v = guard_kured_take(a, r->in.node_name, r->in.now_ms)))
+		(void)kured_write(r, ds, v);
 }
 
 static void step_read_guards(struct rem *r)
@@ -366,7 +512,6 @@ static void step_read_guards(struct rem *r)
 		r->in.guards_err = e;
 		return;
 	}
-	r->in.kured_locked = e == 1;
 	if (!guard_lease_used(r->cfg))
 		return;
 	json_object_put(r->guard_lease);
@@ -532,6 +677,27 @@ static void step_handoff(struct rem *r)
 	r->in.err = st < 0 ? (int)st : -EREMOTEIO;
 }
 
+/* dry-run: would medik8s' Lease block us? Read only (BLOCKED, DONE, or FAILED unreadable). */
+static void step_peek_handoff(struct rem *r)
+{
+	_cleanup_(json_object_putp) json_object *old = NULL;
+	char path[400];
+	int e;
+
+	medik8s_path(r, true, path, sizeof(path));
+	e = get_maybe(r, path, &old);
+	r->in.handoff = e < 0 ? REM_FAILED : REM_DONE;
+	if (e < 0)
+		r->in.err = e;
+	if (e == 1 && !streq(kube_get_str(old, "spec.holderIdentity", ""), GUARD_MEDIK8S_HOLDER) &&
+	    guard_medik8s_valid(old, r->in.now_ms)) {
+		snprintf(r->handoff_holder, sizeof(r->handoff_holder), "%.100s",
+			 kube_get_str(old, "spec.holderIdentity", "?"));
+		r->in.handoff_holder = r->handoff_holder;
+		r->in.handoff = REM_BLOCKED;
+	}
+}
+
 /* Give medik8s' Lease back (deleted at its resourceVersion), when we hold it. */
 static void medik8s_release(struct rem *r)
 {
@@ -632,6 +798,20 @@ static bool drain_protected(struct rem *r, json_object *items)
 		}
 	}
 	return false;
+}
+
+/* dry-run: would a protected pod hold the drain? (drain PROTECTED; unreadable: logged) */
+static void step_peek_pods(struct rem *r)
+{
+	_cleanup_(json_object_putp) json_object *body = NULL;
+	json_object *items = NULL;
+	char path[400];
+
+	r->in.pods_peeked = true;
+	snprintf(path, sizeof(path), "/api/v1/pods?fieldSelector=spec.nodeName%%3D%s",
+		 r->in.node_name);
+	if (get_list(r, path, "the node's pods", &body, &items) == 0)
+		(void)drain_protected(r, items);
 }
 
 /* Paused since the last round: stop where the drain is (PAUSED_MID). */
@@ -736,6 +916,9 @@ static int execute(struct rem *r, const struct rem_plan *p)
 		case REM_OP_RECORD: step_record(r); break;
 		case REM_OP_TRIP: step_trip(r); break;
 		case REM_OP_HANDOFF: step_handoff(r); break;
+		case REM_OP_KURED_LOCK: step_kured_lock(r); break;
+		case REM_OP_PEEK_HANDOFF: step_peek_handoff(r); break;
+		case REM_OP_PEEK_PODS: step_peek_pods(r); break;
 		case REM_OP_UNCORDON:
 		case REM_OP_FORGET:
 			e = step_uncordon(r, s->op == REM_OP_UNCORDON);

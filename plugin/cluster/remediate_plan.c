@@ -263,7 +263,8 @@ static bool fleet_holds(const struct rem_input *in, struct rem_plan *p, uint64_t
  * The guards of a new remediation after the cordon-independent ones: storm, breaker, window,
  * gap, the breaker's count. Returns true when the plan may go on to the slot.
  */
-static bool new_remediation_ok(const struct rem_input *in, struct rem_plan *p, const char *type)
+static bool new_remediation_ok(const struct rem_input *in, struct rem_plan *p, const char *type,
+			       bool dry)
 {
 	const struct cz_config *cfg = cfg_of(in);
 	uint64_t since = problem_since(in->node, type);
@@ -283,12 +284,21 @@ static bool new_remediation_ok(const struct rem_input *in, struct rem_plan *p, c
 	}
 	if (fleet_holds(in, p, since))
 		return false;
-	if (in->kured_locked) {
+	if (in->kured == GUARD_KURED_HERE) {
 		say(p,
 		    "%s True, but kured's node lock (" GUARD_KURED_LOCK " on %s) names this node: "
 		    "kured is rebooting it",
 		    type, cfg->remediation.kured_daemonset);
 		final(p, REM_SKIPPED, 0);
+		return false;
+	}
+	if (in->kured == GUARD_KURED_OTHER) {
+		say(p,
+		    "%s True, but kured's node lock (" GUARD_KURED_LOCK " on %s) is held by %s: "
+		    "one node at a time, waiting",
+		    type, cfg->remediation.kured_daemonset,
+		    in->kured_holder ? in->kured_holder : "?");
+		final(p, REM_WAITING, 0);
 		return false;
 	}
 	if (in->window_closed) {
@@ -307,6 +317,15 @@ static bool new_remediation_ok(const struct rem_input *in, struct rem_plan *p, c
 		    *in->guard.last_node ? in->guard.last_node : "?",
 		    format_duration((in->now_ms - in->guard.last_ms) / 1000 * 1000, t, sizeof(t)),
 		    format_duration(cfg->remediation.drain_gap_ms, w, sizeof(w)));
+		final(p, REM_HELD, 0);
+		return false;
+	}
+	if (cfg->remediation.breaker_max && in->guard.recent >= cfg->remediation.breaker_max &&
+	    dry) {
+		say(p, "circuit breaker would trip: %zu remediations within %s "
+		    "(remediation.breaker_max %llu)", in->guard.recent,
+		    format_duration(cfg->remediation.breaker_window_ms, w, sizeof(w)),
+		    (unsigned long long)cfg->remediation.breaker_max);
 		final(p, REM_HELD, 0);
 		return false;
 	}
@@ -493,6 +512,88 @@ static void plan_ours(const struct rem_input *in, struct rem_plan *p)
 	final(p, REM_WAITING, 0);
 }
 
+/*
+ * A guard's final plan, made a dry-run's: what would hold and why, one CpuzombieDryRun Event
+ * per episode in place of the guard's own, no other step (those plans write nothing anyway).
+ */
+static void as_dry_run(const struct rem_input *in, struct rem_plan *p, const char *type)
+{
+	char why[sizeof(p->msg)];
+	size_t k = 0;
+	bool ev = false;
+
+	snprintf(why, sizeof(why), "%s", p->msg);
+	for (size_t i = 0; i < p->n; i++)
+		if (p->steps[i].op == REM_OP_EVENT && !ev) {
+			ev = true;
+			p->steps[k++] = p->steps[i];
+		}
+	p->n = k;
+	if (ev) {
+		p->steps[0].event_type = "Normal";
+		p->steps[0].reason = "CpuzombieDryRun";
+		p->steps[0].when_ms = problem_since(in->node, type);
+	} else {
+		event(p, "Normal", "CpuzombieDryRun", problem_since(in->node, type));
+	}
+	say(p, "dry-run: would hold: %s", why);
+	final(p, REM_DRY_RUN, p->ret);
+}
+
+/*
+ * dry-run: the guards a real remediation would meet, read-only: the pause, storm, breaker,
+ * kured's lock, window and gap (new_remediation_ok), then medik8s' Lease and a protected pod.
+ * Returns true when none would hold; false with steps to learn more, or with the final
+ * dry-run plan saying which holds.
+ */
+static bool dry_guards_ok(const struct rem_input *in, struct rem_plan *p, const char *type)
+{
+	const struct cz_config *cfg = cfg_of(in);
+
+	if (!new_remediation_ok(in, p, type, true)) {
+		if (!p->again && !streq(p->msg, "") &&
+		    strncmp(p->msg, "outside the maintenance window", 30) != 0)
+			as_dry_run(in, p, type);
+		return false;
+	}
+	if (*cfg->remediation.medik8s_lease_namespace) {
+		if (in->handoff == REM_NOT_TRIED) {
+			step(p, REM_OP_PEEK_HANDOFF, -1);
+			again(p);
+			return false;
+		}
+		if (in->handoff != REM_DONE) {
+			if (in->handoff == REM_BLOCKED)
+				say(p, "medik8s NodeHealthCheck's Lease %s/" GUARD_MEDIK8S_PREFIX
+				    "%s is held by %s", cfg->remediation.medik8s_lease_namespace,
+				    in->node_name, in->handoff_holder ? in->handoff_holder : "?");
+			else
+				say(p, "cannot read medik8s' Lease %s/" GUARD_MEDIK8S_PREFIX "%s",
+				    cfg->remediation.medik8s_lease_namespace, in->node_name);
+			final(p, REM_SKIPPED, in->handoff == REM_BLOCKED ? 0 :
+			      (in->err ? in->err : -EREMOTEIO));
+			as_dry_run(in, p, type);
+			return false;
+		}
+	}
+	/* dry-run does not say whether it would drain: a protected pod is told either way */
+	if (!in->pods_peeked) {
+		step(p, REM_OP_PEEK_PODS, -1);
+		again(p);
+		return false;
+	}
+	if (in->drain == REM_PROTECTED) {
+		say(p, "dry-run: would cordon (%s True), but a drain would be held: pod %s is "
+		    "protected (" GUARD_ANN_PROTECT " \"true\" or " GUARD_ANN_SAFE_TO_EVICT
+		    " \"false\"), the node would stay cordoned", type,
+		    in->drain_pod ? in->drain_pod : "?");
+		event(p, "Normal", "CpuzombieDryRun", problem_since(in->node, type));
+		final(p, REM_DRY_RUN, 0);
+		return false;
+	}
+	return true;
+}
+
 /* A node with a problem that nobody holds: take a slot, then cordon (and drain). */
 static void plan_cordon(const struct rem_input *in, struct rem_plan *p, const char *type)
 {
@@ -500,9 +601,10 @@ static void plan_cordon(const struct rem_input *in, struct rem_plan *p, const ch
 	char why[200], t[40];
 
 	if (cfg->remediation.mode == CZ_REMEDIATE_DRY_RUN) {
-		say(p, "dry-run: would %s: %s has been True for at least %s",
-		    cfg->remediation.mode == CZ_REMEDIATE_DRAIN ? "drain" : "cordon", type,
-		    format_duration(cfg->remediation.for_ms, t, sizeof(t)));
+		if (!dry_guards_ok(in, p, type))
+			return;
+		say(p, "dry-run: would cordon: %s has been True for at least %s; no guard holds",
+		    type, format_duration(cfg->remediation.for_ms, t, sizeof(t)));
 		event(p, "Normal", "CpuzombieDryRun",
 		      problem_since(in->node, type)); /* per episode */
 		final(p, REM_DRY_RUN, 0);
@@ -529,7 +631,7 @@ static void plan_cordon(const struct rem_input *in, struct rem_plan *p, const ch
 		final(p, REM_CORDONED, 0);
 		return;
 	}
-	if (!new_remediation_ok(in, p, type) || !slot_ready(in, p))
+	if (!new_remediation_ok(in, p, type, false) || !slot_ready(in, p))
 		return;
 	if (*cfg->remediation.medik8s_lease_namespace && in->handoff != REM_DONE) {
 		if (in->handoff == REM_NOT_TRIED) {
@@ -549,6 +651,25 @@ static void plan_cordon(const struct rem_input *in, struct rem_plan *p, const ch
 		step(p, REM_OP_RELEASE_SLOTS, -1);
 		final(p, in->handoff == REM_BLOCKED ? REM_SKIPPED : REM_WAITING,
 		      in->handoff == REM_BLOCKED ? 0 : (in->err ? in->err : -EREMOTEIO));
+		return;
+	}
+	if (*cfg->remediation.kured_daemonset && in->kured_take != REM_DONE) {
+		if (in->kured_take == REM_NOT_TRIED) {
+			step(p, REM_OP_KURED_LOCK, -1);
+			again(p);
+			return;
+		}
+		if (in->kured_take == REM_BLOCKED)
+			say(p, "%s True, but kured's node lock (" GUARD_KURED_LOCK " on %s) was "
+			    "taken by %s first: waiting", type, cfg->remediation.kured_daemonset,
+			    in->kured_holder ? in->kured_holder : "?");
+		else
+			say(p,
+			    "cannot take kured's node lock (" GUARD_KURED_LOCK " on %s): holding",
+			    cfg->remediation.kured_daemonset);
+		step(p, REM_OP_RELEASE_SLOTS, -1);
+		final(p, REM_WAITING,
+		      in->kured_take == REM_BLOCKED ? 0 : (in->err ? in->err : -EREMOTEIO));
 		return;
 	}
 	if ((cfg->remediation.breaker_max || cfg->remediation.drain_gap_ms) &&

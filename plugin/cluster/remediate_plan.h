@@ -18,7 +18,9 @@
  *   - control-plane nodes are skipped unless remediation.allow_control_plane;
  *   - a drain that times out or is blocked leaves the node cordoned and is retried next cycle;
  *     the kured reboot sentinel is written only after a complete drain.
- * dry-run emits one Event per episode ("would ...") and changes nothing else.
+ * dry-run evaluates the same guards read-only (pause, storm, breaker, window, drain gap,
+ * kured's and medik8s' locks, protected pods), says which would hold and why, or "would
+ * cordon/drain", in one Event per episode, and changes nothing else.
  * The fleet guards (guard.h) hold before any slot is taken: a paused node (annotation) is left
  * as it is; a cluster-wide pause holds every action, uncordons included; the storm guard and a
  * tripped breaker hold new cordons and drains (uncordons of recovered nodes go on); outside the
@@ -76,6 +78,9 @@ enum rem_op {
 	REM_OP_RECORD,		/* conditional write of the guard Lease: this remediation starts */
 	REM_OP_TRIP,		/* conditional write of the guard Lease: the breaker trips */
 	REM_OP_HANDOFF,		/* take medik8s' Lease node-<name> (medik8s_lease_namespace) */
+	REM_OP_KURED_LOCK,	/* take kured's node lock on its DaemonSet (kured_daemonset) */
+	REM_OP_PEEK_HANDOFF,	/* dry-run: read medik8s' Lease node-<name>, take nothing */
+	REM_OP_PEEK_PODS,	/* dry-run: list the node's pods: would a protected one block? */
 };
 
 struct rem_step {
@@ -128,7 +133,9 @@ struct rem_input {
 	bool guards_read;
 	int guards_err;			/* -errno: the pause ConfigMap or guard Lease unreadable */
 	bool cluster_paused;
-	bool kured_locked;		/* kured's node lock names this node (kured_daemonset) */
+	enum guard_kured kured;		/* kured's node lock as read (kured_daemonset) */
+	const char *kured_holder;	/* OTHER, or take BLOCKED: whose (borrowed) */
+	enum rem_outcome kured_take;	/* BLOCKED: someone else was first */
 	struct guard_state guard;	/* the breaker and pacing, from the guard Lease */
 	bool fleet_read;		/* with fleet NULL: it could not be counted */
 	const struct guard_fleet *fleet;
@@ -137,6 +144,7 @@ struct rem_input {
 	enum rem_outcome handoff;	/* BLOCKED: another remediator holds the node */
 	const char *handoff_holder;	/* BLOCKED: who (borrowed) */
 	const char *drain_pod;		/* PROTECTED: "ns/name" of the pod (borrowed) */
+	bool pods_peeked;		/* dry-run: PEEK_PODS done (drain PROTECTED: one is) */
 };
 
 struct rem_plan {

@@ -54,13 +54,16 @@ int cmd_cleanup(struct cz_ctx *ctx, const struct cmd_opts *o)
 		return CZ_EXIT_ERROR;
 	}
 	r = cleanup_run(kc, ctx->cfg.remediation.lease_namespace, ns, &st, err, sizeof(err));
+	if (r == 0)
+		r = cleanup_handoffs(kc, ctx->cfg.remediation.medik8s_lease_namespace,
+				     ctx->cfg.remediation.kured_daemonset, &st, err, sizeof(err));
 	fleet_fetch_close(kc);
 	if (r < 0) {
 		log_error_errno(r, "Failed to clean up: %s", *err ? err : "(no reason given)");
 		return CZ_EXIT_ERROR;
 	}
 	printf("cleanup: %zu nodes: %zu conditions, %zu annotations/taints removed; %zu Leases "
-	       "deleted (%s, %s)\n", st.nodes, st.conditions, st.marks, st.leases,
-	       ctx->cfg.remediation.lease_namespace, ns);
+	       "deleted (%s, %s); %zu hand-off locks released\n", st.nodes, st.conditions,
+	       st.marks, st.leases, ctx->cfg.remediation.lease_namespace, ns, st.locks);
 	return CZ_EXIT_OK;
 }

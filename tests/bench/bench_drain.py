@@ -26,6 +26,7 @@ os.environ["CZ_BIN"] = os.path.abspath(sys.argv[1]) if len(sys.argv) > 1 else \
     os.environ.get("CZ_BIN", os.path.join(HERE, "..", "..", "build", "cpuzombie"))
 sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(HERE, "..", "e2e"))
+import benchkube as bk  # noqa: E402
 import benchlib as bl  # noqa: E402
 import drain_helpers as dh  # noqa: E402
 import kube_helpers as kh  # noqa: E402
@@ -97,12 +98,7 @@ def med(xs, fmt):
 
 def main():
     tmp = tempfile.mkdtemp(prefix="cz-bench-drain-")
-    cp = kh.cluster.ControlPlane(os.path.join(tmp, "cp"))
-    cp.start()
-    kube = None
-    try:
-        kh.apply_chart_rbac(cp)
-        kube = kh.Kube(cp, tmp)
+    with bk.control_plane(tmp) as (_, kube):
         kube.add(kh.rs_obj("web"), kh.ds_obj("ds"))
         kc = dh.kubectl_drain_user(kube, os.path.join(tmp, "kc-kubectl"))
         rows, kinds = [], {}
@@ -138,11 +134,6 @@ def main():
               "kubectl's, its start and API discovery. Both wait for the evicted pods to go "
               "(kwok ends them at once).")
         bl.save("drain", {str(r[0]): r[1:] for r in rows})
-    finally:
-        if kube is not None:
-            kube.stop()
-        cp.stop()
-        subprocess.run(["rm", "-rf", tmp])
     return 0
 
 

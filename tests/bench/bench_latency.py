@@ -20,7 +20,6 @@ admin GETs of the node that shows it (so each figure is late by up to 50 ms plus
 Run alone: /usr/bin/python3 tests/bench/bench_latency.py build/cpuzombie
 """
 import os
-import shutil
 import signal
 import statistics
 import subprocess
@@ -34,6 +33,7 @@ os.environ["CZ_BIN"] = os.path.abspath(sys.argv[1]) if len(sys.argv) > 1 else \
 BIN = os.environ["CZ_BIN"]
 sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(HERE, "..", "e2e"))
+import benchkube as bk  # noqa: E402
 import benchlib as bl  # noqa: E402
 import cpu_helpers as ch  # noqa: E402
 import kube_helpers as kh  # noqa: E402
@@ -161,12 +161,7 @@ def main():
         print("(skipped: needs root and 2 CPUs for a real one-core burst)")
         return 0
     tmp = tempfile.mkdtemp(prefix="cz-bench-latency-")
-    cp = kh.cluster.ControlPlane(os.path.join(tmp, "cp"))
-    cp.start()
-    kube = None
-    try:
-        kh.apply_chart_rbac(cp)
-        kube = kh.Kube(cp, tmp)
+    with bk.control_plane(tmp) as (_, kube):
         agent = [agent_rep(kube, tmp, i) for i in range(AGENT_REPS)]
         why = nh.npd_missing_reason(nh.CURRENT)
         npd = [] if why else [npd_rep(kube, tmp, i, nh.npd_binary(nh.CURRENT))
@@ -190,11 +185,6 @@ def main():
               "15 s on average). The agent path is event-driven, rate-limited to one PATCH per "
               "condition per 5 s.")
         bl.save("latency", {"agent": agent, "npd": npd})
-    finally:
-        if kube:
-            kube.cleanup()
-        cp.stop()
-        shutil.rmtree(tmp, ignore_errors=True)
     return 0
 
 

@@ -28,12 +28,16 @@ def _cpu_v1_root():
     return None
 
 
-def burner(cpu):
-    """The burn command; falls back to a plain pinned dd where RT is not permitted."""
+DD = "dd if=/dev/zero of=/dev/null bs=1M"
+
+
+def burner(cpu, prog=DD):
+    """The burn command: @prog (a shell word list, dd by default) pinned to @cpu, SCHED_FIFO
+    from the root cpu cgroup; falls back to plain pinned where RT is not permitted."""
     root = _cpu_v1_root()
     move = f"echo $$ > {root}/cgroup.procs 2>/dev/null; " if root else ""
-    dd = f"taskset -c {cpu} dd if=/dev/zero of=/dev/null bs=1M"
-    return ["sh", "-c", f"{move}chrt -f 10 true 2>/dev/null && exec chrt -f 10 {dd}; exec {dd}"]
+    cmd = f"taskset -c {cpu} {prog}"
+    return ["sh", "-c", f"{move}chrt -f 10 true 2>/dev/null && exec chrt -f 10 {cmd}; exec {cmd}"]
 
 
 @contextlib.contextmanager
@@ -67,7 +71,7 @@ def burning(cpu):
 
 
 @contextlib.contextmanager
-def _burning(cpu):
+def _burning(cpu, prog=DD):
     saved = None
     try:
         saved = open(RT_RUNTIME).read().strip()
@@ -75,7 +79,7 @@ def _burning(cpu):
             f.write("-1")
     except OSError:
         saved = None  # not root, or no RT group scheduling: run throttled
-    p = subprocess.Popen(burner(cpu), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    p = subprocess.Popen(burner(cpu, prog), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         yield p
     finally:
@@ -96,9 +100,9 @@ def burn_lock():
     return _burn_lock()
 
 
-def burning_locked(cpu):
-    """burning() for a caller that already holds burn_lock()."""
-    return _burning(cpu)
+def burning_locked(cpu, prog=DD):
+    """burning() for a caller that already holds burn_lock(); @prog as for burner()."""
+    return _burning(cpu, prog)
 
 
 def burn(cpu, seconds):

@@ -135,6 +135,7 @@ def medik8s_lease(node, holder, renewed, seconds=3600):
 KURED_DS = "kube-system/kured"          # kured's --ds-namespace/--ds-name defaults
 KURED_VALUES = kh.CHART_VALUES + ("--set", "config.remediation.kured_daemonset=" + KURED_DS)
 KURED_PATH = "/apis/apps/v1/namespaces/kube-system/daemonsets/kured"
+KURED_LOCK = "weave.works/kured-node-lock"
 
 
 def kured_lock(node, created, ttl_ns=0):

@@ -1,10 +1,8 @@
 """Helpers for the tests of the incident as it happens (issue 27): an agent on a private run
 dir and the commands a person runs in the middle of a real burst."""
-import contextlib
 import os
 import re
 import shlex
-import signal
 import subprocess
 import sys
 import time
@@ -56,36 +54,11 @@ while True:
 """ % HOSTILE_COMM
 
 
-@contextlib.contextmanager
 def burning_hostile(cpu):
     """cpu_helpers.burning_locked() with the hostile-named burner (the caller holds the lock)."""
     import cpu_helpers as ch
 
-    saved = None
-    try:
-        saved = open(ch.RT_RUNTIME).read().strip()
-        with open(ch.RT_RUNTIME, "w") as f:
-            f.write("-1")
-    except OSError:
-        saved = None
-    root = ch._cpu_v1_root()
-    move = f"echo $$ > {root}/cgroup.procs 2>/dev/null; " if root else ""
-    py = f"taskset -c {cpu} {sys.executable} -c {shlex.quote(HOSTILE_BURNER)}"
-    p = subprocess.Popen(["sh", "-c", f"{move}chrt -f 10 true 2>/dev/null && exec chrt -f 10 "
-                          f"{py}; exec {py}"], stdout=subprocess.DEVNULL,
-                         stderr=subprocess.DEVNULL)
-    try:
-        yield p
-    finally:
-        p.send_signal(signal.SIGTERM)
-        try:
-            p.wait(timeout=5)
-        except subprocess.TimeoutExpired:
-            p.kill()
-            p.wait()
-        if saved is not None:
-            with open(ch.RT_RUNTIME, "w") as f:
-                f.write(saved)
+    return ch.burning_locked(cpu, f"{sys.executable} -c {shlex.quote(HOSTILE_BURNER)}")
 
 
 class Tmux:

@@ -211,6 +211,59 @@ def test_condition_turned_off_is_removed_theirs_untouched(kube, tmp_path):
     assert "removed" not in out, out
 
 
+@pytest.mark.skipif(not is_root(), reason="needs root: NPD runs in a private mount namespace")
+def test_npd_mode_check_turned_off_is_removed(kube, tmp_path):
+    """NPD owns the conditions (agent.set_conditions false): the real NPD (the chart's version,
+    the shipped memcg config) sets MemcgZombieLeak True; the check is then turned off (NPD no
+    longer runs it, memcg.condition false), and NPD never removes a type. The agent, at its
+    start, removes MemcgZombieLeak (gone, not False); CPUCoreSaturation, on, stays as NPD set
+    it; KernelReady and the other EKS monitoring agent types are untouched; a second start
+    finds nothing to remove and writes nothing."""
+    node = "lc-npdoff-%d" % os.getpid()
+    kube.add(kh.node_obj(node))
+    kube.set_conditions(node, *THEIRS)
+    kc = kube.kubeconfig(str(tmp_path / "kubeconfig"), node=node)
+    cfg = nh.rewrite(nh.shipped_config("cpuzombie-memcg"), check_binary(), ZOMBIES + "/proc",
+                     ZOMBIES + "/sys")
+    npd = nh.Npd(tmp_path / "npd", {"cpuzombie-memcg": cfg}, node, kube.url, kc,
+                 binary=nh.npd_for(nh.CURRENT)).start()
+    try:
+        nh.wait_condition(kube, node, "MemcgZombieLeak", lambda c: c["status"] == "True")
+    finally:
+        npd.stop()
+    # a check that stays on, as NPD set it
+    kube.set_conditions(node, cond("CPUCoreSaturation", "False", "NoCPUCoreSaturation"))
+    before = {t: c for t, c in conds(kube, node).items()
+              if t not in ("MemcgZombieLeak", "Ready")}
+    p = os.path.join(str(tmp_path), "npd-off.yaml")
+    with open(p, "w") as f:
+        f.write(kh.AGENT_CPU)
+        f.write("kubernetes:\n  node_name: %s\n  kubeconfig: %s\n  timeout: 5s\n" % (node, kc))
+        f.write("agent:\n  set_conditions: false\n  remediate: false\n")
+        f.write("memcg:\n  condition: false\n")
+    tree = kh.agent_tree(tmp_path, "v1-zombies")
+    mark = len(kube.log())
+    r = subprocess.run(kh.agent_once_args(BIN, p, tree, tmp_path, node), capture_output=True,
+                       text=True, timeout=120)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "condition MemcgZombieLeak removed" in r.stderr, r.stderr
+    now = conds(kube, node)
+    assert "MemcgZombieLeak" not in now, now
+    assert {t: c for t, c in now.items() if t != "Ready"} == before, now
+    writes = [e for e in kube.log()[mark:] if e["method"] != "GET"]
+    assert [(e["method"], e["path"], e["user"]) for e in writes] == \
+        [("PATCH", "/api/v1/nodes/%s/status" % node, nh.SA_USER)], writes
+    deletes = writes[0]["body"]["status"]["conditions"]
+    assert deletes == [{"type": "MemcgZombieLeak", "$patch": "delete"}], deletes
+    # started again (or reloaded): nothing of ours turned off is left, nothing written
+    mark = len(kube.log())
+    r = subprocess.run(kh.agent_once_args(BIN, p, tree, tmp_path, node), capture_output=True,
+                       text=True, timeout=120)
+    assert r.returncode == 0 and "removed" not in r.stderr, r.stdout + r.stderr
+    assert [e for e in kube.log()[mark:] if e["method"] != "GET"] == []
+    assert {t: c for t, c in conds(kube, node).items() if t != "Ready"} == before
+
+
 # -- helm uninstall -----------------------------------------------------------------------------
 
 HOOK_NEEDS = {"ClusterRole": {("", "nodes", "list"), ("", "nodes", "get"), ("", "nodes", "patch"),
@@ -232,7 +285,7 @@ def hook_objects(ns):
     hook = [o for o in objs if o["metadata"].get("name") == "cpuzombie-cleanup"]
     for o in hook:
         ann = o["metadata"]["annotations"]
-        assert ann["helm.sh/hook"] == "pre-delete", o["kind"]
+        assert ann["helm.sh/hook"] == "pre-delete,post-delete", o["kind"]
         assert ann["helm.sh/hook-delete-policy"] == "before-hook-creation,hook-succeeded"
     kinds = sorted(o["kind"] for o in hook)
     # lease_namespace "" is the release namespace (issue 29): one Role, one RoleBinding there
@@ -250,6 +303,10 @@ def hook_objects(ns):
     spec = job["spec"]["template"]["spec"]
     assert spec["serviceAccountName"] == "cpuzombie-cleanup"
     assert spec["containers"][0]["command"][-1] == "cleanup"
+    # with createNamespace the namespace is going away at post-delete: pre-delete only
+    _, objs = dh.render("remediation", ("--set", "createNamespace=true"), ns_args=("-n", ns))
+    assert {o["metadata"]["annotations"]["helm.sh/hook"] for o in objs
+            if o["metadata"].get("name") == "cpuzombie-cleanup"} == {"pre-delete"}
     assert int(job["metadata"]["annotations"]["helm.sh/hook-weight"]) > max(
         int(o["metadata"]["annotations"]["helm.sh/hook-weight"]) for o in hook if o is not job)
     return hook
@@ -319,14 +376,40 @@ def test_helm_uninstall_leaves_nothing_of_ours(kube, tmp_path):
     kube.add(lease(ns, "cpuzombie-slot-0", ours),
              lease(ns, "cpuzombie-remediator", {"app.kubernetes.io/name": "cpuzombie"}),
              lease(ns, "node-" + nodes[1], {}))                     # not ours
+    # the hand-off locks: medik8s' node-<name> Leases (ours for node a, NodeHealthCheck's for
+    # b) and kured's multi-lock (our entry for a, kured's own for another node)
+    import guard_helpers as gh
+    m8 = "cz-m8-%d" % pid
+    kube.ensure_ns(m8)
+    m8_leases = "/apis/coordination.k8s.io/v1/namespaces/%s/leases" % m8
+    for n, holder in ((nodes[0], "cpuzombie"), (nodes[1], "NodeHealthCheck")):
+        m = gh.medik8s_lease(n, holder, time.time() - 5)
+        m["metadata"]["namespace"] = m8
+        st, obj = kube.cp.raw("POST", m8_leases, m)
+        assert st == 201, obj
+    theirs_m8 = kube.get(m8_leases + "/node-" + nodes[1])
+    kds = "kured-lc-%d" % pid
+    kured_path = "/apis/apps/v1/namespaces/kube-system/daemonsets/" + kds
+    st, obj = kube.cp.raw("POST", "/apis/apps/v1/namespaces/kube-system/daemonsets",
+                          kh.ds_obj(kds, ns="kube-system"))
+    assert st == 201, obj
+    kured_theirs = json.loads(gh.kured_lock("lc-un-rebooting", time.time() - 60))
+    kured_ours = dict(json.loads(gh.kured_lock(nodes[0], time.time() - 30, 3600 * 10**9)),
+                      metadata={"unschedulable": True}, holder="cpuzombie")
+    st, obj = kube.cp.raw("PATCH", kured_path, {"metadata": {"annotations": {
+        gh.KURED_LOCK: json.dumps({"maxOwners": 2, "locks": [kured_theirs, kured_ours]})}}},
+        "application/merge-patch+json")
+    assert st == 200, obj
     before = {n: kube.node(n) for n in nodes}
     assert len(our_marks(kube, nodes, ns)) == 4 + 2 * 3 + 2 * 1 + 2, our_marks(kube, nodes, ns)
     admin = kube.admin_kubeconfig(str(tmp_path / "admin.kc"))
     try:
         p = subprocess.run([helm, "install", "cpuzombie", dh.CHART, "-n", ns,
                             "--kubeconfig", admin, "--take-ownership", "--set",
-                            "config.remediation.mode=drain"], capture_output=True, text=True,
-                           timeout=300)
+                            "config.remediation.mode=drain", "--set",
+                            "config.remediation.medik8s_lease_namespace=" + m8, "--set",
+                            "config.remediation.kured_daemonset=kube-system/" + kds],
+                           capture_output=True, text=True, timeout=300)
         assert p.returncode == 0, p.stdout + p.stderr
         out = {}
         un = threading.Thread(target=lambda: out.setdefault("p", subprocess.run(
@@ -334,29 +417,40 @@ def test_helm_uninstall_leaves_nothing_of_ours(kube, tmp_path):
              "--timeout", "180s"], capture_output=True, text=True, timeout=300)))
         un.start()
         job_path = "/apis/batch/v1/namespaces/%s/jobs/cpuzombie-cleanup" % ns
-        kh.wait_until(lambda: kube.cp.raw("GET", job_path)[0] == 200 or not un.is_alive(), 120,
-                      "helm to create the pre-delete hook's Job")
-        assert un.is_alive(), out["p"].stdout + out["p"].stderr
-        job = kube.get(job_path)
-        spec = job["spec"]["template"]["spec"]
-        sa = spec["serviceAccountName"]
-        cmd = spec["containers"][0]["command"]
-        assert cmd[0] == "/usr/local/bin/cpuzombie" and cmd[-1] == "cleanup", cmd
-        cm = kube.get("/api/v1/namespaces/%s/configmaps/%s" % (
-            ns, spec["volumes"][0]["configMap"]["name"]))
-        kc = kube.cp.kubeconfig(str(tmp_path / "hook.kc"),
-                                {"token": kube.cp.token(ns, sa)}, server=kube.url)
-        cfg = tmp_path / "cpuzombie.yaml"
-        cfg.write_text(cm["data"]["cpuzombie.yaml"] + "kubernetes:\n  kubeconfig: %s\n" % kc)
-        mark = len(kube.log())
-        args = [BIN] + [str(cfg) if a == "/etc/cpuzombie/cpuzombie.yaml" else a
-                        for a in cmd[1:]]
-        r = subprocess.run(args, capture_output=True, text=True, timeout=120)
-        assert r.returncode == 0, r.stdout + r.stderr
-        assert "4 conditions" in r.stdout and "2 Leases deleted" in r.stdout, r.stdout
-        calls = kube.log()[mark:]
-        assert calls and {e["user"] for e in calls} == {
-            "system:serviceaccount:%s:%s" % (ns, sa)}
+
+        def run_hook(what, after_uid=None):
+            """Waits for the hook's Job (a new one: not @after_uid), runs its command as its
+            ServiceAccount with the config helm made for it: (stdout, calls, the Job's uid)."""
+            def made():
+                st, o = kube.cp.raw("GET", job_path)
+                return (st == 200 and o["metadata"]["uid"] != after_uid) or not un.is_alive()
+            kh.wait_until(made, 120, "helm to create the %s hook's Job" % what)
+            assert un.is_alive(), out["p"].stdout + out["p"].stderr
+            job = kube.get(job_path)
+            assert job["metadata"]["annotations"]["helm.sh/hook"] == "pre-delete,post-delete"
+            spec = job["spec"]["template"]["spec"]
+            sa = spec["serviceAccountName"]
+            cmd = spec["containers"][0]["command"]
+            assert cmd[0] == "/usr/local/bin/cpuzombie" and cmd[-1] == "cleanup", cmd
+            cm = kube.get("/api/v1/namespaces/%s/configmaps/%s" % (
+                ns, spec["volumes"][0]["configMap"]["name"]))
+            kc = kube.cp.kubeconfig(str(tmp_path / ("hook-%s.kc" % what)),
+                                    {"token": kube.cp.token(ns, sa)}, server=kube.url)
+            cfg = tmp_path / ("cpuzombie-%s.yaml" % what)
+            cfg.write_text(cm["data"]["cpuzombie.yaml"] + "kubernetes:\n  kubeconfig: %s\n" % kc)
+            mark = len(kube.log())
+            args = [BIN] + [str(cfg) if a == "/etc/cpuzombie/cpuzombie.yaml" else a
+                            for a in cmd[1:]]
+            r = subprocess.run(args, capture_output=True, text=True, timeout=120)
+            assert r.returncode == 0, r.stdout + r.stderr
+            calls = kube.log()[mark:]
+            assert calls and {e["user"] for e in calls} == {
+                "system:serviceaccount:%s:%s" % (ns, sa)}
+            return r.stdout, calls, job["metadata"]["uid"]
+
+        stdout, calls, uid = run_hook("pre-delete")
+        assert "4 conditions" in stdout and "2 Leases deleted" in stdout, stdout
+        assert "2 hand-off locks released" in stdout, stdout
         # refused nothing: a 409 is only a node changed under us (kwok heartbeats it), re-read
         # and patched again; each node's last patch was taken
         bad = [(e["method"], e["path"], e["status"]) for e in calls if e["status"] >= 300]
@@ -364,6 +458,20 @@ def test_helm_uninstall_leaves_nothing_of_ours(kube, tmp_path):
         for n in nodes:
             last = [e for e in calls if e["method"] == "PATCH" and e["path"] == "/api/v1/nodes/" + n]
             assert last and last[-1]["status"] == 200, last
+        # the hand-off locks: ours released, the others' exactly as they were
+        assert kube.cp.raw("GET", m8_leases + "/node-" + nodes[0])[0] == 404
+        assert kube.get(m8_leases + "/node-" + nodes[1]) == theirs_m8
+        lock = json.loads(kube.get(kured_path)["metadata"]["annotations"][gh.KURED_LOCK])
+        assert lock == {"maxOwners": 2, "locks": [kured_theirs]}, lock
+        # an agent still running after the pre-delete pass sets its condition again (the race
+        # of a pre-delete hook): the post-delete pass, once the DaemonSet is gone, removes it
+        kube.set_conditions(nodes[0], cond("MemcgZombieLeak", "True", "ZombieMemcgsHigh"))
+        complete_job(kube, ns, "cpuzombie-cleanup")
+        stdout, calls, _ = run_hook("post-delete", uid)
+        assert "1 conditions" in stdout and "0 Leases deleted" in stdout, stdout
+        assert "0 hand-off locks released" in stdout, stdout
+        assert kube.cp.raw("GET", "/apis/apps/v1/namespaces/%s/daemonsets/cpuzombie" % ns)[0] \
+            == 404      # helm deleted the release's objects before the post-delete hook
         complete_job(kube, ns, "cpuzombie-cleanup")
         un.join(240)
         assert not un.is_alive() and out["p"].returncode == 0, out["p"].stdout + out["p"].stderr
@@ -373,8 +481,14 @@ def test_helm_uninstall_leaves_nothing_of_ours(kube, tmp_path):
                      "/apis/rbac.authorization.k8s.io/v1/clusterroles/cpuzombie-cleanup",
                      "/apis/batch/v1/namespaces/%s/jobs/cpuzombie-cleanup" % ns):
             kh.wait_until(lambda: kube.cp.raw("GET", path)[0] == 404, 30, path + " to go")
+        # the hand-off locks: ours released, the others' exactly as they were
+        assert kube.cp.raw("GET", m8_leases + "/node-" + nodes[0])[0] == 404
+        assert kube.get(m8_leases + "/node-" + nodes[1]) == theirs_m8
+        lock = json.loads(kube.get(kured_path)["metadata"]["annotations"][gh.KURED_LOCK])
+        assert lock == {"maxOwners": 2, "locks": [kured_theirs]}, lock
     finally:
         kh.apply_chart_rbac(kube.cp)    # the session's chart objects, which helm had adopted
+        kube.cp.raw("DELETE", kured_path)
     assert our_marks(kube, nodes, ns) == []
     for n in nodes:
         o = kube.node(n)

@@ -564,9 +564,12 @@ CALLS = [
     ("remediate.c", "PUT", "leases/%s", ("coordination.k8s.io", "leases", "update"), "medik8s"),
     ("remediate.c", "DELETE", "leases/%s", ("coordination.k8s.io", "leases", "delete"),
      "medik8s"),
-    # the hand-off with kured (kured_daemonset on: role "kured"): its DaemonSet's lock
+    # the hand-off with kured (kured_daemonset on: role "kured"): its DaemonSet's lock, read,
+    # taken and given back (a merge patch at the resourceVersion read)
     ("remediate.c", "GET", "/apis/apps/v1/namespaces/%.*s/daemonsets/%s",
      ("apps", "daemonsets", "get"), "kured"),
+    ("remediate.c", "PATCH", "/apis/apps/v1/namespaces/%.*s/daemonsets/%s",
+     ("apps", "daemonsets", "patch"), "kured"),
     ("remediate.c", "GET", "/api/v1/pods?fieldSelector=spec.nodeName", ("", "pods", "list"),
      "remediator"),
     ("remediate.c", "POST", "/api/v1/namespaces/%s/pods/%s/eviction",
@@ -620,14 +623,16 @@ def test_rbac_source_calls_are_the_table():
                     and shape.split("?")[0].split("%")[0].rstrip("/") \
                     in src.replace('"/apis/coordination.k8s.io/v1/namespaces/%s/leases%s%s"',
                                    "leases leases/%s"), (f, method, shape)
-    # remediate.c: 12 call sites (one does PUT or POST; one GET helper serves the node, the
+    # remediate.c: 13 call sites (one does PUT or POST; one GET helper serves the node, the
     # node list and the pod list; one GET of an object that may be absent serves the pause
-    # ConfigMap, the guard Lease and medik8s' Lease; one PUT or POST of the guard Lease, one of
-    # medik8s' Lease, one DELETE of it); kube_agent.c 3 (GET its node, PATCH its status: the
-    # conditions, and the removal of those turned off); event.c 1; pods_publish.c none (the
+    # ConfigMap, the guard Lease, medik8s' Lease and kured's DaemonSet; one PUT or POST of the
+    # guard Lease, one of medik8s' Lease, one DELETE of it; one PATCH of kured's lock);
+    # kube_agent.c 2 (GET its node; one patch_status() PATCHes its status for the conditions,
+    # for the removal of those turned off, and for that removal alone in NPD mode: the two
+    # copies of the PATCH it had were made one, 3 -> 2); event.c 1; pods_publish.c none (the
     # pods come from the node's pod log directories); fleet_fetch.c 1 (one page of nodes or
     # Leases); remediator.c 2 (GET the leader Lease; PUT or POST it)
-    assert sites == {"event.c": 1, "kube_agent.c": 3, "pods_publish.c": 0, "remediate.c": 12,
+    assert sites == {"event.c": 1, "kube_agent.c": 2, "pods_publish.c": 0, "remediate.c": 13,
                      "fleet_fetch.c": 1, "remediator.c": 2}, sites
 
 
@@ -725,6 +730,7 @@ def test_rbac_is_exactly_what_the_code_and_npd_call(rendered):
     _, ku = render("remediation", ["--set", "config.remediation.kured_daemonset=kube-system/kured"])
     assert _grants(ku, "cpuzombie-kured-handoff") == need("kured")
     assert _rule_names(ku, "Role", "cpuzombie-kured-handoff", "get") == ["kured"]
+    assert _rule_names(ku, "Role", "cpuzombie-kured-handoff", "patch") == ["kured"]
     assert one(ku, "Role", "cpuzombie-kured-handoff")["metadata"]["namespace"] == "kube-system"
     _, ns = render("remediation", ["--set", "config.remediation.lease_namespace=cz-budget"])
     assert one(ns, "Role", "cpuzombie-budget")["metadata"]["namespace"] == "cz-budget"
@@ -1111,17 +1117,22 @@ def test_image_recipe_uses_what_exists():
     test_image.py builds it with podman and runs it as the chart's pod spec says."""
     df = open(os.path.join(ROOT, "manifests", "image", "Dockerfile")).read()
     stages = re.findall(r"^FROM (\S+)", df, re.M)
-    assert stages == ["${BUILD_BASE}", "${RUNTIME_BASE}"]
+    # the compiler's stage, the staging stage on the runtime base, the image FROM scratch
+    assert stages == ["${BUILD_BASE}", "${RUNTIME_BASE}", "scratch"]
     # the bases, by tag unless a digest is passed (issue 29: the local debootstrap bases have
     # none), recorded in the OCI labels
     assert re.findall(r"^ARG (BUILD_BASE|RUNTIME_BASE)=(\S+)$", df, re.M) == [
         ("BUILD_BASE", "debian:bookworm"), ("RUNTIME_BASE", "debian:bookworm-slim")]
     for label in ("title", "version", "licenses", "base.name", "description"):
         assert "org.opencontainers.image.%s=" % label in df, label
-    # the final stage: stripped binaries, no setuid/setgid file, an SBOM, not root
+    # the final stage: stripped binaries, only the staging stage's /rootfs, which rootfs.sh
+    # makes without setuid/setgid file and with an SBOM (test_image.py: what is in it), not root
     assert "strip --strip-unneeded build/cpuzombie build/cpuzombie-check" in df
-    final = df[df.index("FROM ${RUNTIME_BASE}"):]
-    assert "-perm /6000 -exec chmod ug-s" in final and "sbom.spdx.json" in final
+    final = df[re.search(r"^FROM scratch$", df, re.M).start():]
+    assert re.findall(r"^(?:COPY|ADD|RUN) .*$", final, re.M) == ["COPY --from=staging /rootfs/ /"]
+    assert "rootfs.sh /rootfs" in df and "sbom.spdx.json" in final
+    rootfs = open(os.path.join(ROOT, "manifests", "image", "rootfs.sh")).read()
+    assert 'find "$root" -perm /6000' in rootfs and "sbom.spdx.json" in rootfs
     assert re.findall(r"^USER (\S+)$", final, re.M) == ["65534:65534"]
     for src in re.findall(r"^COPY (?!--from)(\S+)", df, re.M):
         assert glob.glob(os.path.join(ROOT, src.rstrip("*").rstrip("/")) + "*"), src

@@ -229,6 +229,48 @@ def test_protected_pod_blocks_the_drain(kube, rem, how):
     assert len([e for e in kube.events(n) if e["reason"] == "CpuzombieDrainProtected"]) == 1
 
 
+# -- dry-run ---------------------------------------------------------------------------------------
+
+def test_dry_run_says_which_guard_would_hold(kube, rem, tmp_path):
+    """dry-run runs the same guards, read-only, and says which would hold and why: the storm
+    (4 of 10 True), a protected pod (the drain would stop), the cluster-wide pause; with none,
+    "would cordon". Nothing is written but the dry-run Events: no node, pod, Lease or
+    ConfigMap change by the remediator."""
+    names = nodes(kube, "dry", 10, 4)
+    kube.add(kh.rs_obj("web"), gh.protected_pod("web-2", names[0], "protect"))
+    storm = rem("dry-storm", mode="dry-run", node_selector=sel("dry"))
+    r = rh.run_once(storm)
+    assert r.returncode == 0, r.stdout + r.stderr
+    for n in names[:4]:
+        assert "%s: dry-run: dry-run: would hold: storm guard" % n in r.stdout, r.stdout
+        assert gh.reasons(kube, n) == ["CpuzombieDryRun"], kube.events(n)
+    one = lambda n: rem("dry-" + n, mode="dry-run",  # noqa: E731
+                        node_selector='"kubernetes.io/hostname=%s"' % n)
+    r = rh.run_once(one(names[0]))
+    assert "%s: dry-run" % names[0] in r.stdout and \
+        "a drain would be held: pod default/web-2 is protected" in r.stdout, r.stdout
+    free = one(names[1])
+    r = rh.run_once(free)
+    assert "%s: dry-run: dry-run: would cordon: MemcgZombieLeak has been True" % names[1] in \
+        r.stdout and "no guard holds" in r.stdout, r.stdout
+    gh.admin_kubectl(kube, tmp_path, "-n", kh.LEASE_NS, "create", "configmap", gh.PAUSE_CM,
+                     "--from-literal=reason=kernel rollout")
+    try:
+        r = rh.run_once(free)
+        assert "%s: dry-run: dry-run: would hold: paused cluster-wide" % names[1] in r.stdout, \
+            r.stdout
+    finally:
+        gh.admin_kubectl(kube, tmp_path, "-n", kh.LEASE_NS, "delete", "configmap", gh.PAUSE_CM)
+    assert gh.held(kube, names) == [] and kube.leases() == []
+    assert gh.node_writes(kube.log()) == []
+    # the remediator's writes: Events, and its own leader Lease only
+    writes = {(e["method"], e["path"]) for e in kube.log()
+              if e["user"] == rh.REM_USER and e["method"] != "GET"}
+    assert writes <= {("POST", "/api/v1/namespaces/default/events"),
+                      ("POST", rh.LEADER_PATH.rsplit("/", 1)[0]), ("PUT", rh.LEADER_PATH)}, \
+        writes
+
+
 # -- pacing and windows --------------------------------------------------------------------------
 
 def test_drain_gap_spaces_remediations_out(kube, rem, guard_rbac):

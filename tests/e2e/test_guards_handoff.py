@@ -5,6 +5,7 @@ pkg/lease: the Lease its NodeHealthCheck and remediators take), so two remediato
 one node. A live Lease of another holder leaves the node alone; an expired one is taken over as
 medik8s itself does; ours is given back at the uncordon."""
 
+import json
 import time
 
 import pytest
@@ -108,27 +109,110 @@ def _set_lock(kube, value):
     assert st == 200, obj
 
 
-def test_kured_node_lock_leaves_its_node_to_kured(kured, tmp_path):
-    """kured's lock (the annotation weave.works/kured-node-lock on its DaemonSet, as kured
-    writes it) names kured-1: kured is rebooting it, so cpuzombie leaves it and remediates
-    kured-2. Once the lock's TTL has passed, kured-1 is cpuzombie's again."""
-    kube = kured
-    names = ["kured-1", "kured-2"]
+def _lock(kube):
+    return kube.get(gh.KURED_PATH)["metadata"].get("annotations", {}).get(gh.KURED_LOCK)
+
+
+def _ds_writes(kube):
+    return [e for e in kube.log() if e["user"] == rh.REM_USER and e["path"] == gh.KURED_PATH
+            and e["method"] != "GET"]
+
+
+def _kured_nodes(kube, names):
     objs = gh.sick_nodes(names)
     for o in objs:
         o["metadata"]["labels"]["guards"] = "kured"
     kube.add(*objs)
-    _set_lock(kube, gh.kured_lock(names[0], time.time() - 60, ttl_ns=3600 * 10**9))
+
+
+def test_kured_lock_of_another_node_blocks_us(kured, tmp_path):
+    """kured's lock (the annotation weave.works/kured-node-lock on its DaemonSet, as kured's
+    pkg/daemonsetlock writes it) is one lock for the cluster: while it is live for another node
+    (kured reboots one node at a time) cpuzombie acts on no node; while it names kured-1 itself
+    (kured is rebooting it), kured-1 is left to kured and kured-2 waits too. Their lock is never
+    written. Once its TTL has passed it is free, and cpuzombie takes it as kured would: for one
+    node only, though the budget allows two."""
+    kube = kured
+    names = ["kured-1", "kured-2"]
+    _kured_nodes(kube, names)
     cfg = rh.config(tmp_path, rh.remediator_kubeconfig(kube, str(tmp_path / "kc")), "k",
                     mode="cordon", max_unavailable="2", node_selector='"guards=kured"',
                     kured_daemonset=gh.KURED_DS)
+    theirs = gh.kured_lock("kured-0", time.time() - 60)        # TTL 0: kured's default
+    _set_lock(kube, theirs)
+    rv = kube.get(gh.KURED_PATH)["metadata"]["resourceVersion"]
     r = rh.run_once(cfg)
     assert r.returncode == 0, r.stdout + r.stderr
-    assert "%s: skipped" % names[0] in r.stdout and "kured's node lock" in r.stdout, r.stdout
-    assert gh.held(kube, names) == names[1:]
-    assert "weave.works/kured-node-lock" in kube.get(gh.KURED_PATH)["metadata"]["annotations"]
-    # the lock expired (created 2 h ago, TTL 1 h): kured-1 is remediated
+    for n in names:
+        assert "%s: waiting" % n in r.stdout, r.stdout
+    assert "is held by kured-0: one node at a time" in r.stdout, r.stdout
+    assert gh.held(kube, names) == [] and kube.leases() == []
+    assert _lock(kube) == theirs and _ds_writes(kube) == []
+    assert kube.get(gh.KURED_PATH)["metadata"]["resourceVersion"] == rv
+    # kured's own lock on kured-1: kured reboots it
+    theirs = gh.kured_lock(names[0], time.time() - 60, ttl_ns=3600 * 10**9)
+    _set_lock(kube, theirs)
+    r = rh.run_once(cfg)
+    assert "%s: skipped" % names[0] in r.stdout and "kured is rebooting it" in r.stdout, \
+        r.stdout
+    assert "%s: waiting" % names[1] in r.stdout and "is held by kured-1" in r.stdout, r.stdout
+    assert gh.held(kube, names) == [] and _lock(kube) == theirs and _ds_writes(kube) == []
+    # the lock expired (created 2 h ago, TTL 1 h): taken for one node, not both
     _set_lock(kube, gh.kured_lock(names[0], time.time() - 7200, ttl_ns=3600 * 10**9))
     r = rh.run_once(cfg)
-    assert "%s: cordoned" % names[0] in r.stdout, r.stdout + r.stderr
-    assert gh.held(kube, names) == names
+    assert r.returncode == 0, r.stdout + r.stderr
+    held = gh.held(kube, names)
+    assert len(held) == 1, r.stdout
+    lock = json.loads(_lock(kube))
+    assert lock["nodeID"] == held[0] and lock["holder"] == "cpuzombie", lock
+    other = [n for n in names if n not in held][0]
+    assert "%s: waiting" % other in r.stdout and "is held by %s" % held[0] in r.stdout, \
+        r.stdout
+
+
+def test_kured_lock_taken_held_and_given_back(kured, tmp_path):
+    """A free lock is taken before the cordon, as kured's Acquire() writes it (nodeID,
+    metadata, created, TTL in ns; an Update at the resourceVersion read: here a merge patch
+    carrying it), held while the node is ours and given back at the uncordon. A lock that is
+    no longer ours by then (it expired and kured took it for kured-9) is left as it is."""
+    kube = kured
+    n = "kured-a"
+    _kured_nodes(kube, [n])
+    cfg = rh.config(tmp_path, rh.remediator_kubeconfig(kube, str(tmp_path / "kc")), "ka",
+                    mode="cordon", node_selector='"guards=kured"', kured_daemonset=gh.KURED_DS)
+    rv = kube.get(gh.KURED_PATH)["metadata"]["resourceVersion"]
+    r = rh.run_once(cfg)
+    assert r.returncode == 0 and "%s: cordoned" % n in r.stdout, r.stdout + r.stderr
+    lock = json.loads(_lock(kube))
+    assert lock["nodeID"] == n and lock["holder"] == "cpuzombie", lock
+    # kured's start-up uncordons a node whose lock it finds unless metadata.unschedulable
+    assert lock["metadata"] == {"unschedulable": True}, lock
+    assert lock["TTL"] == 3600 * 10**9, lock
+    created = time.mktime(time.strptime(lock["created"][:19], "%Y-%m-%dT%H:%M:%S")) - \
+        time.timezone
+    assert abs(created - time.time()) < 600, lock
+    w = _ds_writes(kube)
+    assert [(e["method"], e["status"]) for e in w] == [("PATCH", 200)], w
+    assert w[0]["body"]["metadata"]["resourceVersion"] == rv, w[0]["body"]
+    # still sick: held, the lock ours and not rewritten (renewed only half-way through its TTL)
+    before = _lock(kube)
+    r = rh.run_once(cfg)
+    assert gh.held(kube, [n]) == [n] and _lock(kube) == before, r.stdout + r.stderr
+    assert len(_ds_writes(kube)) == 1
+    # recovery: uncordoned, the lock given back (the annotation removed)
+    kube.set_conditions(n, dh.READY, dh.WELL)
+    r = rh.run_once(cfg)
+    assert "%s: uncordoned" % n in r.stdout, r.stdout + r.stderr
+    assert _lock(kube) is None
+    assert [(e["method"], e["status"]) for e in _ds_writes(kube)] == [("PATCH", 200)] * 2
+    # again, but the lock is kured's for kured-9 by the uncordon: never removed by us
+    kube.set_conditions(n, dh.READY, dh.SICK)
+    r = rh.run_once(cfg)
+    assert "%s: cordoned" % n in r.stdout, r.stdout + r.stderr
+    theirs = gh.kured_lock("kured-9", time.time() - 5)
+    _set_lock(kube, theirs)
+    kube.set_conditions(n, dh.READY, dh.WELL)
+    r = rh.run_once(cfg)
+    assert "%s: uncordoned" % n in r.stdout, r.stdout + r.stderr
+    assert _lock(kube) == theirs
+    assert len(_ds_writes(kube)) == 3       # the take; no write at the release

@@ -404,3 +404,308 @@ def run_pod(helm, npd_image, kube, kc, tmp_path, mgr):
             assert pod.running(agent), pod.logs(agent)
     finally:
         pod.stop()
+
+
+# -- what the image holds (issue 29: a final stage with only what the binaries need) -----------
+
+# Every path of the image outside the library directories, as manifests/image/rootfs.sh makes
+# them: "f" a regular file, "l" a symlink (its target), "d" a directory.
+TOP_LEVEL = {"etc", "lib", "lib64", "opt", "usr"}
+LIBDIRS = ("usr/lib/x86_64-linux-gnu/", "usr/lib64/")
+PROGRAMS = ("usr/local/bin/cpuzombie", "usr/bin/cp")	# the dynamic ones: their closure ships
+SBOM = "usr/share/cpuzombie/sbom.spdx.json"
+OURS = {"usr/local/bin/cpuzombie", "opt/cpuzombie/bin/cpuzombie",
+        "usr/share/cpuzombie/cpuzombie.yaml", "etc/passwd", "etc/group", "etc/nsswitch.conf"} | \
+    {"usr/share/cpuzombie/npd/" + f for f in os.listdir(os.path.join(ROOT, "config", "npd"))}
+UNOWNED = {"etc/ssl/certs/ca-certificates.crt": "ca-certificates"}	# update-ca-certificates'
+SHELLS = {"sh", "bash", "dash", "ash", "zsh", "ksh", "mksh", "csh", "tcsh", "busybox",
+          "toybox", "python3", "perl", "env"}
+
+
+def expected_paths():
+    files = OURS | set(UNOWNED) | {SBOM, "usr/bin/cp"}
+    want = {p: "f" for p in files}
+    want["usr/local/bin/kubectl-cpuzombie"] = "l cpuzombie"
+    want["lib"], want["lib64"] = "l usr/lib", "l usr/lib64"
+    for p in list(files) + list(LIBDIRS):
+        d = os.path.dirname(p.rstrip("/"))
+        while d:
+            want.setdefault(d, "d")
+            d = os.path.dirname(d)
+    for d in LIBDIRS:
+        want[d.rstrip("/")] = "d"
+    return want
+
+
+@pytest.fixture(scope="module")
+def image_tree(image, tmp_path_factory):
+    """The image's filesystem as `podman export` gives it: {path: TarInfo}, and the extracted
+    tree's directory (the files' bytes, for readelf and the checksums)."""
+    import tarfile
+    d = tmp_path_factory.mktemp("image-tree")
+    c = ph.podman("create", "--pull=never", image).stdout.strip()
+    try:
+        tar = str(d / "image.tar")
+        ph.podman("export", "-o", tar, c)
+    finally:
+        ph.podman("rm", "-f", c, check=False)
+    root = d / "root"
+    root.mkdir()
+    with tarfile.open(tar) as t:
+        members = {m.name.lstrip("./").rstrip("/"): m for m in t.getmembers()
+                   if m.name.lstrip("./")}
+        t.extractall(root, filter="fully_trusted") if hasattr(tarfile, "data_filter") \
+            else t.extractall(root)
+    return members, str(root)
+
+
+def is_elf(path):
+    with open(path, "rb") as f:
+        return f.read(4) == b"\x7fELF"
+
+
+def readelf(*args):
+    p = subprocess.run(["readelf", "-W", *args], capture_output=True, text=True, timeout=60)
+    assert p.returncode == 0, p.stderr
+    return p.stdout
+
+
+def needed(path):
+    """DT_NEEDED sonames and the ELF interpreter of @path (from its own headers)."""
+    dyn = readelf("-d", path)
+    sonames = re.findall(r"\(NEEDED\)\s+Shared library: \[([^\]]+)\]", dyn)
+    interp = re.search(r"Requesting program interpreter: ([^\]]+)\]", readelf("-l", path))
+    return sonames, interp.group(1) if interp else None
+
+
+def test_image_holds_only_what_the_binaries_need(image_tree):
+    """The final stage is its staging stage's /rootfs and nothing else: the exact set of
+    top-level paths and of files outside the library directories that rootfs.sh names, and in
+    the library directories exactly the closure of the two dynamic programs' DT_NEEDED (read
+    from the image's own ELF headers, not from ldd) with the loader and libgcc_s.so.1, which
+    glibc dlopens to unwind a thread in pthread_exit (some library of the closure calls it);
+    no shell or other interpreter, no apt or dpkg, no setuid/setgid or world-writable file,
+    everything root's; every ELF file stripped (no .symtab, no .debug_*)."""
+    members, root = image_tree
+    assert {p.split("/")[0] for p in members} == TOP_LEVEL, sorted(members)
+    got = {}
+    for p, m in members.items():
+        if any(p.startswith(d) for d in LIBDIRS):
+            continue
+        got[p] = "f" if m.isfile() else "l " + m.linkname if m.issym() else \
+            "d" if m.isdir() else "? %r" % m.type
+    assert got == expected_paths(), set(got) ^ set(expected_paths())
+    # the libraries: the closure, walked from the programs' headers through the image's files
+    libdir = os.path.join(root, LIBDIRS[0])
+    want, todo, imports_unwind = set(), list(PROGRAMS), []
+    while todo:
+        path = todo.pop()
+        sonames, interp = needed(os.path.join(root, path))
+        if interp:
+            assert interp == "/lib64/ld-linux-x86-64.so.2", (path, interp)
+            want.add("ld-linux-x86-64.so.2")
+        syms = readelf("--dyn-syms", os.path.join(root, path))
+        if re.search(r"\bUND (pthread_exit|pthread_cancel|backtrace)\b", syms):
+            imports_unwind.append(path)
+        for so in sonames:
+            if so not in want:
+                want.add(so)
+                assert os.path.exists(os.path.join(libdir, so)), (path, so)
+                todo.append(LIBDIRS[0] + so)
+    assert imports_unwind, "no library calls pthread_exit: libgcc_s.so.1 would not be needed"
+    want.add("libgcc_s.so.1")
+    names = {p[len(LIBDIRS[0]):] for p in members if p.startswith(LIBDIRS[0])}
+    # each soname is the file or a symlink to it in the same directory (the real file then too)
+    real = set()
+    for so in want:
+        m = members[LIBDIRS[0] + so]
+        assert m.isfile() or (m.issym() and "/" not in m.linkname), (so, m.linkname)
+        real.add(so if m.isfile() else m.linkname)
+    assert names == want | real, sorted(names ^ (want | real))
+    assert {p for p in members if p.startswith(LIBDIRS[1])} == {LIBDIRS[1] + "ld-linux-x86-64.so.2"}
+    assert members[LIBDIRS[1] + "ld-linux-x86-64.so.2"].linkname == \
+        "/lib/x86_64-linux-gnu/ld-linux-x86-64.so.2"
+    # no shell, interpreter or package manager anywhere, no setuid/setgid, root's
+    for p, m in members.items():
+        base = os.path.basename(p)
+        assert base not in SHELLS and not re.match(r"(apt|dpkg)", base), p
+        assert not m.mode & 0o6000 and not (m.mode & 0o002 and not m.issym()), (p, oct(m.mode))
+        assert (m.uid, m.gid) == (0, 0), (p, m.uid, m.gid)
+    elves = [p for p, m in members.items() if m.isfile() and is_elf(os.path.join(root, p))]
+    assert set(elves) >= {"usr/local/bin/cpuzombie", "opt/cpuzombie/bin/cpuzombie", "usr/bin/cp"}
+    for p in elves:
+        sections = re.findall(r"^\s*\[\s*\d+\]\s+(\S+)", readelf("-S", os.path.join(root, p)),
+                              re.M)
+        assert ".symtab" not in sections and not [s for s in sections if
+                                                  s.startswith(".debug")], (p, sections)
+    files = [p for p, m in members.items() if m.isfile()]
+    links = [p for p, m in members.items() if m.issym()]
+    size = sum(m.size for m in members.values() if m.isfile())
+    print("image: %d files (%d ELF), %d symlinks, %d directories, %.1f MiB" % (
+        len(files), len(elves), len(links), len(members) - len(files) - len(links),
+        size / 1048576))
+
+
+def test_image_runs_as_nobody_without_a_shell(image):
+    """USER 65534:65534 by default (the process's own /proc/self/status, printed by the
+    image's cp: there is nothing else to print it), named in the image's passwd/group; no
+    /bin/sh and no sh on PATH to run."""
+    cfg = ph.podman("image", "inspect", "--format", "{{.Config.User}}", image).stdout.strip()
+    assert cfg == "65534:65534"
+    p = ph.podman("run", "--rm", "--pull=never", "--entrypoint", "cp", image,
+                  "/proc/self/status", "/dev/stdout")
+    ids = re.search(r"^Uid:\s+(\d+)\s+(\d+)\s+(\d+)\s+(\d+)$", p.stdout, re.M).groups()
+    gids = re.search(r"^Gid:\s+(\d+)\s+(\d+)\s+(\d+)\s+(\d+)$", p.stdout, re.M).groups()
+    assert set(ids) == {"65534"} and set(gids) == {"65534"}, p.stdout
+    pw = ph.podman("run", "--rm", "--pull=never", "--entrypoint", "cp", image,
+                   "/etc/passwd", "/dev/stdout").stdout
+    assert "nobody:x:65534:65534:" in pw, pw
+    for sh in ("/bin/sh", "sh", "/usr/bin/sh", "bash"):
+        p = ph.podman("run", "--rm", "--pull=never", "--entrypoint", sh, image, "-c", "true",
+                      check=False)
+        assert p.returncode != 0 and re.search(r"no such file|not found", p.stderr), (sh, p)
+
+
+def test_sbom_lists_exactly_the_images_files_and_their_packages(image, image_tree):
+    """The SBOM (SPDX 2.3 JSON) lists every regular file of the image but itself, each with its
+    real SHA-256, contained by exactly one package; its packages are exactly those containing
+    some file: cpuzombie for our files, and for every other file the Debian package that
+    dpkg -S names for it in the staging stage the files were copied from (asked here, one dpkg
+    per image: the staging stage from the same cached layers), with dpkg-query's version."""
+    import hashlib
+    import json
+    members, root = image_tree
+    doc = json.load(open(os.path.join(root, SBOM)))
+    assert doc["spdxVersion"] == "SPDX-2.3" and doc["SPDXID"] == "SPDXRef-DOCUMENT"
+    files = {f["SPDXID"]: f for f in doc["files"]}
+    by_name = {f["fileName"][2:]: f for f in doc["files"]}
+    assert len(by_name) == len(files) == len(doc["files"])
+    assert all(f["fileName"].startswith("./") for f in doc["files"])
+    assert set(by_name) == {p for p, m in members.items() if m.isfile()} - {SBOM}
+    for p, f in by_name.items():
+        sums = {c["algorithm"]: c["checksumValue"] for c in f["checksums"]}
+        data = open(os.path.join(root, p), "rb").read()
+        assert sums == {"SHA1": hashlib.sha1(data).hexdigest(),
+                        "SHA256": hashlib.sha256(data).hexdigest()}, p
+    pkgs = {p["SPDXID"]: p for p in doc["packages"]}
+    contains = [r for r in doc["relationships"] if r["relationshipType"] == "CONTAINS"]
+    owner = {}
+    for r in contains:
+        assert r["relatedSpdxElement"] not in owner, r
+        owner[r["relatedSpdxElement"]] = pkgs[r["spdxElementId"]]["name"]
+    assert set(owner) == set(files)
+    assert {pkgs[r["spdxElementId"]]["name"] for r in contains} == \
+        {p["name"] for p in doc["packages"]}
+    assert [r for r in doc["relationships"] if r["relationshipType"] == "DESCRIBES"] == [
+        {"spdxElementId": "SPDXRef-DOCUMENT", "relationshipType": "DESCRIBES",
+         "relatedSpdxElement": "SPDXRef-Package-cpuzombie"}]
+    owner = {files[i]["fileName"][2:]: name for i, name in owner.items()}
+    assert {p for p, n in owner.items() if n == "cpuzombie"} == OURS
+    ours = next(p for p in doc["packages"] if p["name"] == "cpuzombie")
+    assert ours["versionInfo"] == VERSION
+    # the Debian side, asked of dpkg in the staging stage
+    staging = "localhost/cpuzombie/cpuzombie-staging:" + VERSION
+    b = subprocess.run([os.path.join(ROOT, "tests", "tools", "podman", "build-image.sh"),
+                        staging, "staging"], capture_output=True, text=True, timeout=1800)
+    assert b.returncode == 0, b.stderr[-3000:]
+    debs = {p: n for p, n in owner.items() if n != "cpuzombie"}
+    q = ph.podman("run", "--rm", "--pull=never", "--entrypoint", "dpkg", staging, "-S",
+                  *sorted({os.path.basename(p) for p in debs}), check=False)
+    said = {}	# /path as in the image (merged /usr) -> packages dpkg names for it
+    for line in q.stdout.splitlines():
+        names, path = line.split(": ", 1)
+        path = re.sub(r"^/(lib|lib64|bin)/", r"/usr/\1/", path)
+        said.setdefault(path.lstrip("/"), set()).update(n.split(":")[0] for n in names.split(", "))
+    for p, n in debs.items():
+        if p in UNOWNED:
+            assert p not in said and n == UNOWNED[p], (p, n)
+            continue
+        assert said.get(p) == {n}, (p, n, said.get(p))
+    v = ph.podman("run", "--rm", "--pull=never", "--entrypoint", "dpkg-query", staging, "-W",
+                  "-f", "${Package} ${Version} ${Architecture}\\n", *sorted(set(debs.values())))
+    versions = {ln.split(" ")[0]: ln.split(" ")[1:] for ln in v.stdout.splitlines()}
+    deb_pkgs = [p for p in doc["packages"] if p["name"] != "cpuzombie"]
+    assert {p["name"] for p in deb_pkgs} == set(debs.values())
+    for p in deb_pkgs:
+        ver, arch = versions[p["name"]]
+        assert p["versionInfo"] == ver and p["supplier"] == "Organization: Debian", p
+        assert p["externalRefs"][0]["referenceLocator"] == "pkg:deb/debian/%s@%s?arch=%s" % (
+            p["name"], ver.replace("+", "%2B"), arch), p
+    # how many packages the final stage had before issue 29 (debian:bookworm-slim + four)
+    base = ph.podman("run", "--rm", "--pull=never", "--entrypoint", "dpkg-query", staging,
+                     "-W", "-f", "${Package}\\n").stdout.split()
+    print("SBOM: %d files from %d Debian packages + cpuzombie (the staging stage has %d "
+          "packages)" % (len(by_name), len(deb_pkgs), len(base)))
+
+
+def test_image_labels_record_the_bases(image):
+    """The OCI labels, and the bases as build-image.sh resolved them: a base imported here
+    (bases.sh's debootstrap) by tag with its image ID; one from a registry by digest."""
+    labels = ph.podman("image", "inspect", "--format", "{{json .Config.Labels}}", image).stdout
+    import json
+    labels = json.loads(labels)
+    for k in ("title", "version", "licenses", "description", "base.name"):
+        assert labels.get("org.opencontainers.image." + k), (k, labels)
+    assert labels["org.opencontainers.image.version"] == VERSION
+    assert labels["io.cpuzombie.image.sbom"] == "/" + SBOM
+    for key, ref, id_label in (
+            ("io.cpuzombie.image.build-base", "docker.io/library/debian:bookworm",
+             "io.cpuzombie.image.build-base.id"),
+            ("org.opencontainers.image.base.name", "docker.io/library/debian:bookworm-slim",
+             "io.cpuzombie.image.runtime-base.id")):
+        img_id = ph.podman("image", "inspect", "--format", "{{.Id}}", ref).stdout.strip()
+        assert labels[id_label] == "sha256:" + img_id, (id_label, labels)
+        hist = ph.podman("history", "--no-trunc", "--format", "{{.Comment}}", ref).stdout
+        if hist.split("\n")[0] == "imported from tarball":	# its top layer: bases.sh's
+            assert labels[key] == ref, (key, labels)
+        else:
+            digest = ph.podman("image", "inspect", "--format", "{{.Digest}}", ref).stdout.strip()
+            assert labels[key] == ref.rsplit(":", 1)[0] + "@" + digest, (key, labels)
+            if id_label.endswith("runtime-base.id"):
+                assert labels["org.opencontainers.image.base.digest"] == digest
+
+
+def test_image_reaches_the_api_server_by_name(image, kube, tmp_path):
+    """The image's libcurl, resolver and CA handling against the real API server (its fault
+    proxy), as uid 65534 under a read-only root: by the name localhost (getaddrinfo through
+    the image's nsswitch.conf and the hosts file the runtime mounts) with the CA inline; with
+    no CA in the kubeconfig it verifies against the image's bundle (the test's CA is in no
+    public bundle: refused), and with the test's CA mounted over that bundle it connects."""
+    import json
+    import fleet_helpers as fh
+    kube.add(kh.node_obj(NODE))
+    fh.ensure_viewers(kube.cp)
+    server = kube.url.replace("127.0.0.1", "localhost")
+    assert server != kube.url
+    tok = kube.cp.token(fh.VIEWER_NS, fh.VIEWER)
+    kdir = tmp_path / "kc"
+    kdir.mkdir()
+    os.chmod(tmp_path, 0o755)
+    os.chmod(kdir, 0o755)
+    inline = kube.cp.kubeconfig(str(kdir / "inline"), {"token": tok}, server=server,
+                                ca_data=True)
+    doc = json.load(open(inline))
+    del doc["clusters"][0]["cluster"]["certificate-authority-data"]
+    json.dump(doc, open(kdir / "no-ca", "w"))
+    for f in ("inline", "no-ca"):
+        os.chmod(kdir / f, 0o644)
+
+    def fleet(kc, *extra):
+        return ph.podman("run", "--rm", "--pull=never", "--network", "host", "--read-only",
+                         "--cap-drop", "all", "--security-opt", "no-new-privileges",
+                         "-v", "%s:/kc:ro" % kdir, *extra, image, "fleet", "--kubeconfig",
+                         "/kc/" + kc, "-l", "kubernetes.io/hostname=" + NODE,
+                         check=False)
+    since = len(kube.log())
+    p = fleet("inline")
+    assert p.returncode == 0 and p.stdout.startswith("cpuzombie fleet: 1 nodes\n"), \
+        (p.stdout, p.stderr)
+    reqs = [e for e in kube.log(since) if e["path"] == "/api/v1/nodes"]
+    assert reqs and {e["status"] for e in reqs} == {200}, reqs
+    assert {e["user"] for e in reqs} == {"system:serviceaccount:%s:%s" % (fh.VIEWER_NS,
+                                                                        fh.VIEWER)}, reqs
+    p = fleet("no-ca")
+    assert p.returncode == 2 and "SSL certificate problem" in p.stderr, (p.stdout, p.stderr)
+    p = fleet("no-ca", "-v", "%s:/etc/ssl/certs/ca-certificates.crt:ro" % kube.cp.ca)
+    assert p.returncode == 0 and p.stdout.startswith("cpuzombie fleet: 1 nodes\n"), \
+        (p.stdout, p.stderr)

@@ -70,7 +70,10 @@ struct row {
 		enum rem_outcome record, trip;
 		const char *medik8s_ns;
 		enum rem_outcome handoff;
-		bool kured_locked;
+		enum guard_kured kured;
+		const char *kured_ds;
+		enum rem_outcome kured_take;
+		bool pods_peeked;
 	} g;
 	/* expected */
 	bool again;
@@ -145,8 +148,59 @@ static const struct row rows[] = {
 	{ "control plane allowed", { "True", 20 * MIN, .control_plane = true }, CZ_REMEDIATE_CORDON,
 	  10 * MIN, 30 * MIN, "1", .allow_cp = true, .again = true,
 	  .ops = { REM_OP_LIST_LEASES, NO_OP } },
-	{ "dry-run: one Event, nothing else", OLD_TRUE, CZ_REMEDIATE_DRY_RUN, 10 * MIN, 30 * MIN,
-	  "1", .action = REM_DRY_RUN, .ops = { REM_OP_EVENT, NO_OP }, .msg = "dry-run: would",
+	{ "dry-run: the guards first, read-only: would a protected pod hold the drain?", OLD_TRUE,
+	  CZ_REMEDIATE_DRY_RUN, 10 * MIN, 30 * MIN, "1", .again = true,
+	  .ops = { REM_OP_PEEK_PODS, NO_OP } },
+	{ "dry-run, no guard holds: one Event, nothing else", OLD_TRUE, CZ_REMEDIATE_DRY_RUN,
+	  10 * MIN, 30 * MIN, "1", .g = { .pods_peeked = true }, .action = REM_DRY_RUN,
+	  .ops = { REM_OP_EVENT, NO_OP }, .msg = "dry-run: would cordon: MemcgZombieLeak has "
+	  "been True for at least 10m; no guard holds", .reasons = "CpuzombieDryRun" },
+	{ "dry-run, guards unread: read them (nothing written)", OLD_TRUE, CZ_REMEDIATE_DRY_RUN,
+	  10 * MIN, 30 * MIN, "1", .g = { .unread = true }, .again = true,
+	  .ops = { REM_OP_READ_GUARDS, NO_OP } },
+	{ "dry-run, paused cluster-wide: says it would hold", OLD_TRUE, CZ_REMEDIATE_DRY_RUN,
+	  10 * MIN, 30 * MIN, "1", .g = { .cluster_paused = true }, .action = REM_DRY_RUN,
+	  .ops = { REM_OP_EVENT, NO_OP }, .msg = "dry-run: would hold: paused cluster-wide",
+	  .reasons = "CpuzombieDryRun" },
+	{ "dry-run, storm: 4 of 10 True: would hold, its dry-run Event only", OLD_TRUE,
+	  CZ_REMEDIATE_DRY_RUN, 10 * MIN, 30 * MIN, "1", .g = { .covered = 10, .true_n = 4 },
+	  .action = REM_DRY_RUN, .ops = { REM_OP_EVENT, NO_OP },
+	  .msg = "dry-run: would hold: storm guard", .reasons = "CpuzombieDryRun" },
+	{ "dry-run, breaker tripped: would hold", OLD_TRUE, CZ_REMEDIATE_DRY_RUN, 10 * MIN,
+	  30 * MIN, "1", .g = { .breaker_max = 3, .tripped = true }, .action = REM_DRY_RUN,
+	  .ops = { REM_OP_EVENT, NO_OP }, .msg = "dry-run: would hold: circuit breaker tripped",
+	  .reasons = "CpuzombieDryRun" },
+	{ "dry-run, breaker count reached: would trip, never trips it", OLD_TRUE,
+	  CZ_REMEDIATE_DRY_RUN, 10 * MIN, 30 * MIN, "1", .g = { .breaker_max = 3, .recent = 3 },
+	  .action = REM_DRY_RUN, .ops = { REM_OP_EVENT, NO_OP },
+	  .msg = "dry-run: would hold: circuit breaker would trip: 3 remediations",
+	  .reasons = "CpuzombieDryRun" },
+	{ "dry-run, drain gap: would hold", OLD_TRUE, CZ_REMEDIATE_DRY_RUN, 10 * MIN, 30 * MIN,
+	  "1", .g = { .drain_gap_ms = 10 * MIN, .last_age_ms = 2 * MIN }, .action = REM_DRY_RUN,
+	  .ops = { REM_OP_EVENT, NO_OP }, .msg = "dry-run: would hold: drain gap",
+	  .reasons = "CpuzombieDryRun" },
+	{ "dry-run, outside the window: says so (a dry-run already)", OLD_TRUE,
+	  CZ_REMEDIATE_DRY_RUN, 10 * MIN, 30 * MIN, "1", .g = { .window_closed = true },
+	  .action = REM_DRY_RUN, .ops = { REM_OP_EVENT, NO_OP },
+	  .msg = "outside the maintenance window", .reasons = "CpuzombieDryRun" },
+	{ "dry-run, kured's lock held for n2: would hold", OLD_TRUE, CZ_REMEDIATE_DRY_RUN,
+	  10 * MIN, 30 * MIN, "1",
+	  .g = { .kured = GUARD_KURED_OTHER, .kured_ds = "kube-system/kured" },
+	  .action = REM_DRY_RUN, .ops = { REM_OP_EVENT, NO_OP },
+	  .msg = "dry-run: would hold: MemcgZombieLeak True, but kured's node lock",
+	  .reasons = "CpuzombieDryRun" },
+	{ "dry-run, medik8s on: read its Lease, take nothing", OLD_TRUE, CZ_REMEDIATE_DRY_RUN,
+	  10 * MIN, 30 * MIN, "1", .g = { .medik8s_ns = "medik8s-leases" }, .again = true,
+	  .ops = { REM_OP_PEEK_HANDOFF, NO_OP } },
+	{ "dry-run, medik8s' Lease held: would hold", OLD_TRUE, CZ_REMEDIATE_DRY_RUN, 10 * MIN,
+	  30 * MIN, "1", .g = { .medik8s_ns = "medik8s-leases", .handoff = REM_BLOCKED },
+	  .action = REM_DRY_RUN, .ops = { REM_OP_EVENT, NO_OP },
+	  .msg = "dry-run: would hold: medik8s NodeHealthCheck's Lease medik8s-leases/node-n1 is "
+	  "held by NodeHealthCheck-x", .reasons = "CpuzombieDryRun" },
+	{ "dry-run, protected pod: would cordon, the drain would be held", OLD_TRUE,
+	  CZ_REMEDIATE_DRY_RUN, 10 * MIN, 30 * MIN, "1", .drain = REM_PROTECTED,
+	  .g = { .pods_peeked = true }, .action = REM_DRY_RUN, .ops = { REM_OP_EVENT, NO_OP },
+	  .msg = "a drain would be held: pod default/db-0 is protected",
 	  .reasons = "CpuzombieDryRun" },
 	{ "off: nothing", OLD_TRUE, CZ_REMEDIATE_OFF, 10 * MIN, 30 * MIN, "1",
 	  .action = REM_NONE, .ops = { NO_OP }, .msg = "remediation off" },
@@ -378,8 +432,35 @@ static const struct row rows[] = {
 	  .g = { .medik8s_ns = "medik8s-leases", .handoff = REM_DONE }, .again = true,
 	  .ops = { REM_OP_CORDON, NO_OP }, .slot = 0 },
 	{ "kured's node lock names this node: kured reboots it, we leave it", OLD_TRUE,
-	  CZ_REMEDIATE_DRAIN, 10 * MIN, 30 * MIN, "1", .g = { .kured_locked = true },
+	  CZ_REMEDIATE_DRAIN, 10 * MIN, 30 * MIN, "1",
+	  .g = { .kured = GUARD_KURED_HERE, .kured_ds = "kube-system/kured" },
 	  .action = REM_SKIPPED, .ops = { NO_OP }, .msg = "kured's node lock" },
+	{ "kured's lock held for another node: one node at a time, we wait", OLD_TRUE,
+	  CZ_REMEDIATE_DRAIN, 10 * MIN, 30 * MIN, "1",
+	  .g = { .kured = GUARD_KURED_OTHER, .kured_ds = "kube-system/kured" },
+	  .action = REM_WAITING, .ops = { NO_OP }, .msg = "is held by n2: one node at a time" },
+	{ "kured's lock free: taken after the slot, before the cordon", OLD_TRUE,
+	  CZ_REMEDIATE_CORDON, 10 * MIN, 30 * MIN, "1", .leases_read = true, .held_plus1 = 1,
+	  .g = { .kured_ds = "kube-system/kured" }, .again = true,
+	  .ops = { REM_OP_KURED_LOCK, NO_OP } },
+	{ "kured's lock lost to another writer: our slot freed, wait", OLD_TRUE,
+	  CZ_REMEDIATE_CORDON, 10 * MIN, 30 * MIN, "1", .leases_read = true, .held_plus1 = 1,
+	  .g = { .kured_ds = "kube-system/kured", .kured_take = REM_BLOCKED },
+	  .action = REM_WAITING, .ops = { REM_OP_RELEASE_SLOTS, NO_OP },
+	  .msg = "was taken by n2 first" },
+	{ "kured's DaemonSet unreadable: hold, slot freed, fail", OLD_TRUE, CZ_REMEDIATE_CORDON,
+	  10 * MIN, 30 * MIN, "1", .leases_read = true, .held_plus1 = 1,
+	  .g = { .kured_ds = "kube-system/kured", .kured_take = REM_FAILED },
+	  .action = REM_WAITING, .ops = { REM_OP_RELEASE_SLOTS, NO_OP }, .fails = true },
+	{ "kured's lock ours: record, then cordon", OLD_TRUE, CZ_REMEDIATE_CORDON, 10 * MIN,
+	  30 * MIN, "1", .leases_read = true, .held_plus1 = 1,
+	  .g = { .kured_ds = "kube-system/kured", .kured_take = REM_DONE, .breaker_max = 3 },
+	  .again = true, .ops = { REM_OP_RECORD, NO_OP } },
+	{ "medik8s first, then kured: both hand-offs before the cordon", OLD_TRUE,
+	  CZ_REMEDIATE_CORDON, 10 * MIN, 30 * MIN, "1", .leases_read = true, .held_plus1 = 1,
+	  .g = { .medik8s_ns = "medik8s-leases", .handoff = REM_DONE,
+		 .kured_ds = "kube-system/kured" },
+	  .again = true, .ops = { REM_OP_KURED_LOCK, NO_OP } },
 	{ "paused mid-drain: stops where it is, stays cordoned", OLD_TRUE, CZ_REMEDIATE_DRAIN,
 	  10 * MIN, 30 * MIN, "1", .leases_read = true, .held_plus1 = 1, .cordon = REM_DONE,
 	  .drain = REM_PAUSED_MID, .drain_left = 1, .action = REM_PAUSED,
@@ -428,7 +509,8 @@ static void run_row(const struct row *t)
 				 .mark_drained = t->mark_drained, .drain_left = t->drain_left,
 				 .guards_read = !t->g.unread, .guards_err = unreadable ? -EREMOTEIO : 0,
 				 .cluster_paused = t->g.cluster_paused,
-				 .kured_locked = t->g.kured_locked,
+				 .kured = t->g.kured, .kured_holder = "n2",
+				 .kured_take = t->g.kured_take, .pods_peeked = t->g.pods_peeked,
 				 .guard = { .tripped = t->g.tripped, .recent = t->g.recent,
 					    .last_ms = t->g.last_age_ms ? NOW - t->g.last_age_ms : 0,
 					    .last_node = "n7" },
@@ -440,6 +522,8 @@ static void run_row(const struct row *t)
 	snprintf(cfg.remediation.medik8s_lease_namespace,
 		 sizeof(cfg.remediation.medik8s_lease_namespace), "%s",
 		 t->g.medik8s_ns ? t->g.medik8s_ns : "");
+	snprintf(cfg.remediation.kured_daemonset, sizeof(cfg.remediation.kured_daemonset), "%s",
+		 t->g.kured_ds ? t->g.kured_ds : "");
 	if (unreadable)
 		fleet.covered = 0;
 	cfg.remediation.breaker_max = t->g.breaker_max;
@@ -634,6 +718,81 @@ static void test_guard_pure(void **s)
 				       "\"2024-01-01T00:00:00Z\",\"TTL\":0}]}", "n1", NOW));
 	assert_false(guard_kured_locked("{\"maxOwners\":2,\"locks\":[]}", "n1", NOW));
 	assert_true(guard_kured_locked("{not json", "n1", NOW));	/* unreadable: a lock */
+
+	/* taking it: kured's own on n1, ours, others', the multi-lock's room */
+	{
+		const char *theirs = "{\"nodeID\":\"n1\",\"created\":\"2024-01-01T00:00:00Z\","
+				     "\"TTL\":0}";
+		const char *other = "{\"nodeID\":\"n2\",\"created\":\"2024-01-01T00:00:00Z\","
+				    "\"TTL\":0}";
+		const char *multi = "{\"maxOwners\":2,\"locks\":[{\"nodeID\":\"n0\","
+				    "\"created\":\"2023-12-31T20:00:00Z\",\"TTL\":3600000000000},"
+				    "{\"nodeID\":\"n2\",\"created\":\"2024-01-01T00:00:00Z\","
+				    "\"TTL\":0}]}";
+		char h[64], *v, *v2, *r;
+		json_object *o;
+
+		assert_int_equal(guard_kured_state(NULL, "n1", NOW, h, sizeof(h)), GUARD_KURED_FREE);
+		assert_int_equal(guard_kured_state(theirs, "n1", NOW, h, sizeof(h)),
+				 GUARD_KURED_HERE);
+		assert_null(guard_kured_take(theirs, "n1", NOW));
+		assert_null(guard_kured_release(theirs, "n1"));	/* kured's: never ours to drop */
+		assert_int_equal(guard_kured_state(other, "n1", NOW, h, sizeof(h)),
+				 GUARD_KURED_OTHER);
+		assert_string_equal(h, "n2");
+		assert_null(guard_kured_take(other, "n1", NOW));
+		assert_null(guard_kured_release(other, "n1"));
+		assert_int_equal(guard_kured_state("{not json", "n1", NOW, h, sizeof(h)),
+				 GUARD_KURED_OTHER);
+		assert_string_equal(h, "unreadable");
+		/* free: ours as kured writes it, plus our holder */
+		v = guard_kured_take(NULL, "n1", NOW);
+		assert_non_null(v);
+		o = json_tokener_parse(v);
+		assert_string_equal(kube_get_str(o, "nodeID", ""), "n1");
+		assert_true(kube_get_bool(o, "metadata.unschedulable"));
+		assert_int_equal(json_object_get_int64(kube_get(o, "TTL")),
+				 (int64_t)GUARD_KURED_TTL_MS * 1000000);
+		assert_string_equal(kube_get_str(o, "holder", ""), GUARD_KURED_HOLDER);
+		json_object_put(o);
+		assert_int_equal(guard_kured_state(v, "n1", NOW, h, sizeof(h)), GUARD_KURED_OURS);
+		assert_int_equal(guard_kured_state(v, "n2", NOW, h, sizeof(h)), GUARD_KURED_OTHER);
+		assert_int_equal(guard_kured_state(v, "n2", NOW + GUARD_KURED_TTL_MS, h, sizeof(h)),
+				 GUARD_KURED_FREE);	/* a cpuzombie that died: it expires */
+		assert_null(guard_kured_release(v, "n2"));
+		r = guard_kured_release(v, "n1");
+		assert_string_equal(r, "");		/* the single lock: the annotation goes */
+		free(r);
+		free(v);
+		/* the multi-lock, full, one expired: it makes room (canAcquireMultiple) */
+		assert_int_equal(guard_kured_state(multi, "n1", NOW, h, sizeof(h)),
+				 GUARD_KURED_FREE);
+		v = guard_kured_take(multi, "n1", NOW);
+		assert_non_null(v);
+		assert_int_equal(guard_kured_state(v, "n1", NOW, h, sizeof(h)), GUARD_KURED_OURS);
+		assert_int_equal(guard_kured_state(v, "n3", NOW, h, sizeof(h)), GUARD_KURED_OTHER);
+		assert_string_equal(h, "n2,n1");
+		v2 = guard_kured_take(v, "n1", NOW + 60 * S);	/* renewal: still one entry */
+		o = json_tokener_parse(v2);
+		assert_int_equal(json_object_array_length(kube_get(o, "locks")), 2);
+		json_object_put(o);
+		r = guard_kured_release(v2, NULL);		/* cleanup: all of ours */
+		o = json_tokener_parse(r);
+		assert_int_equal(json_object_array_length(kube_get(o, "locks")), 1);
+		json_object_put(o);
+		free(r);
+		assert_null(guard_kured_release(theirs, NULL));	/* none of ours */
+		assert_null(guard_kured_release(multi, NULL));
+		r = guard_kured_release(v2, "n1");		/* n2's entry stays */
+		o = json_tokener_parse(r);
+		assert_int_equal(json_object_array_length(kube_get(o, "locks")), 1);
+		assert_string_equal(kube_get_str(json_object_array_get_idx(kube_get(o, "locks"), 0),
+						 "nodeID", ""), "n2");
+		json_object_put(o);
+		free(r);
+		free(v2);
+		free(v);
+	}
 
 	/* protected pods: ours and the cluster autoscaler's */
 	pod = json_tokener_parse("{\"metadata\":{\"annotations\":{\"" GUARD_ANN_PROTECT
