@@ -160,6 +160,30 @@ def test_tokens_only_where_the_api_is_called(rendered):
         assert not has_token(spec["initContainers"][0])
 
 
+def test_a_check_npd_does_not_run_owns_no_condition():
+    """npd mode, npd.checks.<x> false (issue 26): NPD no longer sets that condition, so the
+    agent's config says <x>.condition false and the agent gets its token to remove the type an
+    earlier release left on the node (kube_agent.c); the checks NPD runs keep theirs, and with
+    every check on the agent has no token."""
+    def cfg_of(objs):
+        return yaml.safe_load(one(objs, "ConfigMap", "cpuzombie-config")["data"]["cpuzombie.yaml"])
+
+    def has_token(c):
+        return any(m["mountPath"] == TOKEN_DIR for m in c.get("volumeMounts", []))
+    _, objs = render("default")
+    cfg = cfg_of(objs)
+    assert all((cfg.get(c) or {}).get("condition", True) is not False
+               for c in ("memcg", "cpu", "ena"))
+    assert not has_token(container(pod_spec(objs), "agent"))
+    for off in ("memcg", "cpu", "ena"):
+        _, objs = render("default", ["--set", "npd.checks.%s=false" % off])
+        cfg = cfg_of(objs)
+        got = {c: (cfg.get(c) or {}).get("condition", True) for c in ("memcg", "cpu", "ena")}
+        assert got == {c: c != off for c in ("memcg", "cpu", "ena")}, (off, got)
+        assert has_token(container(pod_spec(objs), "agent")), off
+        assert not has_token(pod_spec(objs)["initContainers"][0]), off
+
+
 def test_host_network_only_for_the_ena_checks():
     for checks, want in ((("ena", "ena-allowance"), False), (("ena",), True),
                          (("ena-allowance",), True), ((), True)):

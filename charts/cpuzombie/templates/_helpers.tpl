@@ -96,6 +96,17 @@ kubernetes:
 {{- $memcg := merge (dict "census_interval" "0") (index $cfg "memcg" | default dict) }}
 {{- $_ := set $cfg "memcg" $memcg }}
 {{- end }}
+{{- /* npd mode: a check NPD does not run (npd.checks.<x> false) owns no condition, and the
+     agent removes its type from the node (left by an earlier release that ran it) */}}
+{{- if eq .Values.mode "npd" }}
+{{- range $check := list "memcg" "cpu" "ena" }}
+{{- if not (index $.Values.npd.checks $check) }}
+{{- $sec := merge (dict "condition" false) (index $cfg $check | default dict) }}
+{{- $_ := set $sec "condition" false }}
+{{- $_ := set $cfg $check $sec }}
+{{- end }}
+{{- end }}
+{{- end }}
 {{- range $section, $body := $cfg }}
 {{ $section }}:
 {{- toYaml $body | nindent 2 }}
@@ -216,7 +227,13 @@ devices
 {{/* Whether the agent container talks to the API server: standalone (it sets the conditions),
      the kured hand-off after a drain (it reads its node), reclaim (its Events). */}}
 {{- define "cpuzombie.agentUsesAPI" -}}
-{{- if or (eq .Values.mode "standalone") (ne (include "cpuzombie.reclaim" .) "off") (and (eq (toString .Values.config.remediation.mode) "drain") .Values.config.remediation.reboot_sentinel) }}true{{ end -}}
+{{- if or (eq .Values.mode "standalone") (ne (include "cpuzombie.reclaim" .) "off") (and (eq (toString .Values.config.remediation.mode) "drain") .Values.config.remediation.reboot_sentinel) (include "cpuzombie.npdChecksOff" .) }}true{{ end -}}
+{{- end -}}
+
+{{/* npd mode with a condition check turned off: the agent removes that condition type from its
+     node (kube_agent.c), so it needs its token. */}}
+{{- define "cpuzombie.npdChecksOff" -}}
+{{- if eq .Values.mode "npd" }}{{ range $check := list "memcg" "cpu" "ena" }}{{ if not (index $.Values.npd.checks $check) }}true{{ end }}{{ end }}{{ end -}}
 {{- end -}}
 
 {{/* The ServiceAccount token, only in the containers that call the API server (the pod has
