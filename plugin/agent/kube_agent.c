@@ -48,6 +48,16 @@ static bool sweeps(const struct cz_config *cfg)
 
 static int sweep(struct kube_agent *ka, char *out, size_t size);
 
+/* What runs without an API client, as a log line names it: only what is on. */
+static const char *courtesies(const struct cz_config *cfg)
+{
+	bool reclaim = cfg->remediation.reclaim != CZ_RECLAIM_OFF;
+
+	return reclaim && sweeps(cfg) ? "Reclaim Events and the removal of conditions turned off" :
+	       reclaim		      ? "Reclaim Events" :
+					"The removal of conditions turned off";
+}
+
 int kube_agent_new(const struct cz_config *cfg, struct kube_agent **ret)
 {
 	struct kube_agent *ka;
@@ -63,8 +73,8 @@ int kube_agent_new(const struct cz_config *cfg, struct kube_agent **ret)
 		return 0;
 	if (!cfg->kubernetes.node_name[0]) {
 		if (!need) {
-			log_info("Reclaim Events and the removal of conditions turned off: no node "
-				 "name (kubernetes.node_name, $NODE_NAME or --node-name)");
+			log_info("%s off: no node name (kubernetes.node_name, $NODE_NAME or "
+				 "--node-name)", courtesies(cfg));
 			return 0;
 		}
 		return log_error_errno(EINVAL, "No node name: set kubernetes.node_name, $NODE_NAME "
@@ -78,8 +88,8 @@ int kube_agent_new(const struct cz_config *cfg, struct kube_agent **ret)
 	if (r < 0) {
 		free(ka);
 		if (!need) {
-			log_warning_errno(r, "Reclaim Events and the removal of conditions turned "
-					  "off: no API client (the reason is above)");
+			log_warning_errno(r, "%s off: no API client (the reason is above)",
+					  courtesies(cfg));
 			return 0;
 		}
 		return r;

@@ -44,9 +44,10 @@ static bool take_namespace(char *dst, size_t size, const char *text)
 /*
  * remediation.lease_namespace "" = this pod's namespace: $POD_NAMESPACE (the chart's downward
  * API), else the service account's namespace file ($CZ_SERVICEACCOUNT_DIR/namespace, else the
- * in-cluster one). Unknown: with remediation on, a one-line error (the caller exits 2); off
- * (`cpuzombie fleet` or `cleanup` run by a person), "cpuzombie", the chart's release namespace
- * in README's install, as remediation.leader_namespace falls back.
+ * in-cluster one). Unknown: where Leases are written (cordon, drain), a one-line error (the
+ * caller exits 2); off or dry-run (`cpuzombie fleet` or `cleanup` run by a person, an agent whose
+ * reclaim runs in dry-run: neither takes a slot), "cpuzombie", the chart's release namespace in
+ * README's install, as remediation.leader_namespace falls back.
  */
 static int lease_namespace_of_pod(struct cz_config *cfg, char *errs, size_t errs_size)
 {
@@ -62,7 +63,8 @@ static int lease_namespace_of_pod(struct cz_config *cfg, char *errs, size_t errs
 	if (fileio_read_at(AT_FDCWD, path, FILEIO_REGULAR, text, sizeof(text)) > 0 &&
 	    take_namespace(ns, size, text))
 		return 0;
-	if (cfg->remediation.mode == CZ_REMEDIATE_OFF) {
+	if (cfg->remediation.mode == CZ_REMEDIATE_OFF ||
+	    cfg->remediation.mode == CZ_REMEDIATE_DRY_RUN) {
 		snprintf(ns, size, "cpuzombie");
 		return 0;
 	}

@@ -64,5 +64,9 @@ int cmd_cleanup(struct cz_ctx *ctx, const struct cmd_opts *o);
 /* `install-plugin DEST_DIR [--from FILE]`: copy the static check binary to DEST_DIR/bin/cpuzombie
  * atomically, never through a symlink (the chart's init container; full binary only). */
 int cmd_install_plugin(struct cz_ctx *ctx, const struct cmd_opts *o);
+/* `own-state UID DIR`: chown DIR (itself, never through a symlink) to UID:UID, 1..65534 (the
+ * chart's state-owner init container, for node containers that run as non-root; full binary
+ * only). */
+int cmd_own_state(struct cz_ctx *ctx, const struct cmd_opts *o);
 
 #endif

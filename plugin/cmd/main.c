@@ -108,6 +108,11 @@ static const struct cmd cmds[] = {
 	  "    fsynced, mode 0755, renamed over the old one; never through a symlink. The chart's\n"
 	  "    init container runs it (the image has no cp). One line; exit 0, or 2 on\n"
 	  "    failure.\n" },
+	{ "own-state", ONLINE(cmd_own_state),
+	  "own-state UID DIR\n"
+	  "    Give DIR (itself, never through a symlink) to UID:UID (1-65534): the chart's\n"
+	  "    init container for node containers that run as non-root (the image has no\n"
+	  "    chown). One line; exit 0, or 2 on failure.\n" },
 	{ NULL, NULL, NULL },
 };
 

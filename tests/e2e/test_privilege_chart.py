@@ -378,7 +378,8 @@ def test_node_containers_run_as_nobody_when_nothing_needs_root(variant):
     owner = [c for c in spec["initContainers"] if c["name"] == "state-owner"]
     assert len(owner) == 1 and spec["initContainers"][0]["name"] == "state-owner"
     o = owner[0]
-    assert o["command"] == ["chown", "65534:65534", STATE]
+    # the image's own binary: the image has no chown (test_own_state.py)
+    assert o["command"] == ["/usr/local/bin/cpuzombie", "own-state", "65534", STATE]
     assert o["securityContext"]["runAsUser"] == 0
     assert o["securityContext"]["capabilities"] == {"drop": ["ALL"], "add": ["CHOWN"]}
     assert [m["name"] for m in o["volumeMounts"]] == ["state"]
@@ -439,9 +440,9 @@ def _as_nobody(cz_bin, tmp_path, subprocess, os):
 
 def test_lease_namespace_empty_is_the_pods_own(cz, tmp_path):
     """remediation.lease_namespace "" (the default): $POD_NAMESPACE (the chart's downward API),
-    else the service account's namespace file; neither with remediation on: exit 2 with one line
-    saying so; off (fleet, cleanup by hand): cpuzombie. A value that is no namespace name is not
-    taken."""
+    else the service account's namespace file; neither where Leases are written (cordon, drain):
+    exit 2 with one line saying so; off (fleet, cleanup by hand) or dry-run (an agent reclaiming
+    in dry-run takes no slot): cpuzombie. A value that is no namespace name is not taken."""
     sa = tmp_path / "sa"
     sa.mkdir()
     on = tmp_path / "on.yaml"
@@ -461,6 +462,9 @@ def test_lease_namespace_empty_is_the_pods_own(cz, tmp_path):
         r.err.startswith("remediation.lease_namespace: unset, and this pod's namespace is "
                          "unknown"), r.err
     assert lease_ns(off) == "cpuzombie"
+    dry = tmp_path / "dry.yaml"
+    dry.write_text("remediation:\n  mode: dry-run\n")
+    assert lease_ns(dry) == "cpuzombie"
     assert lease_ns(on, POD_NAMESPACE="team-a") == "team-a"
     (sa / "namespace").write_text("from-token")
     assert lease_ns(on) == "from-token"

@@ -1,0 +1,80 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * `cpuzombie own-state UID DIR`: give the state directory to the non-root uid the node
+ * containers run as (the chart's init container `state-owner`, uid 0 with CAP_CHOWN alone, no
+ * token). The host directory is created by the kubelet (hostPath DirectoryOrCreate) owned by
+ * root; the agent and NPD's check then run as UID and write their state there. The image has
+ * no chown (no coreutils): this is it, for one directory.
+ *
+ * DIR itself only, never recursively and never through a symlink (O_NOFOLLOW | O_DIRECTORY:
+ * a symlink planted at the mount's place is refused, not followed to a host file); UID is a
+ * plain number other than 0 (giving the directory to root is what the kubelet already did), and
+ * the group is the same number. Exit 0 with one line on stdout; 2 with one line on stderr.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "cmd/cmd.h"
+#include "base/log.h"
+#include "base/textsafe.h"
+#include "base/util.h"
+
+/* The uid of @s: decimal, 1..65534 (not 0, not the kernel's overflow/invalid ids). Returns 0
+ * or -EINVAL. */
+static int parse_uid(const char *s, uid_t *ret)
+{
+	char *end;
+	unsigned long v;
+
+	if (*s < '0' || *s > '9')
+		return -EINVAL;
+	errno = 0;
+	v = strtoul(s, &end, 10);
+	if (errno || *end || v == 0 || v > 65534)
+		return -EINVAL;
+	*ret = (uid_t)v;
+	return 0;
+}
+
+int cmd_own_state(struct cz_ctx *ctx, const struct cmd_opts *o)
+{
+	_cleanup_close_ int fd = -1;
+	const char *dir;
+	struct stat st;
+	uid_t uid;
+
+	(void)ctx;
+	if (o->argc != 2 || !*o->argv[1]) {
+		log_error("own-state: expected UID DIR (cpuzombie own-state --help)");
+		return CZ_EXIT_ERROR;
+	}
+	dir = o->argv[1];
+	if (!textsafe_is_plain(dir)) {
+		log_error("own-state: DIR must be a plain text path");
+		return CZ_EXIT_ERROR;
+	}
+	if (parse_uid(o->argv[0], &uid) < 0) {
+		log_error("own-state: UID must be a number from 1 to 65534");
+		return CZ_EXIT_ERROR;
+	}
+	fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0) {
+		log_error_errno(errno, "Failed to open '%s' as a directory (not following a "
+				       "symlink): %m", dir);
+		return CZ_EXIT_ERROR;
+	}
+	if (fchown(fd, uid, (gid_t)uid) < 0) {
+		log_error_errno(errno, "Failed to give '%s' to %u:%u: %m", dir, (unsigned)uid,
+				(unsigned)uid);
+		return CZ_EXIT_ERROR;
+	}
+	if (fstat(fd, &st) < 0)
+		return log_error_errno(errno, "Failed to stat '%s': %m", dir), CZ_EXIT_ERROR;
+	printf("%s is owned by %u:%u (mode %04o)\n", dir, (unsigned)st.st_uid, (unsigned)st.st_gid,
+	       (unsigned)(st.st_mode & 07777));
+	return CZ_EXIT_OK;
+}

@@ -1,0 +1,74 @@
+# SPDX-License-Identifier: MIT
+"""`cpuzombie own-state UID DIR`: the chart's state-owner init container (issue 29: node
+containers as 65534 when nothing rendered needs root; the image has no chown). It gives DIR
+itself to UID:UID and nothing else: not what is inside, never through a symlink (a symlink at
+DIR's place is refused and its target left as it was), never to root, and refuses what is not
+a directory, a bad UID and the static check binary, with one line and exit 2."""
+
+import os
+import subprocess
+
+import pytest
+
+from conftest import is_root
+
+pytestmark = pytest.mark.skipif(not is_root(), reason="chown needs root (CAP_CHOWN)")
+
+
+def own(cz_bin, *args):
+    return subprocess.run([cz_bin, "own-state", *args], capture_output=True, text=True,
+                          timeout=30)
+
+
+def refused(p, words):
+    assert p.returncode == 2, p
+    assert p.stdout == "" and len(p.stderr.strip().splitlines()) == 1, p
+    assert words in p.stderr, p.stderr
+
+
+def test_gives_the_directory_itself_and_only_it(cz_bin, tmp_path):
+    d = tmp_path / "state"
+    d.mkdir()
+    (d / "inside").write_text("x")
+    p = own(cz_bin, "65534", str(d))
+    assert p.returncode == 0, p
+    assert p.stdout == "%s is owned by 65534:65534 (mode 0755)\n" % d, p.stdout
+    st = os.stat(d)
+    assert (st.st_uid, st.st_gid) == (65534, 65534)
+    assert os.stat(d / "inside").st_uid == 0           # not recursive
+    assert own(cz_bin, "65534", str(d)).returncode == 0  # idempotent
+
+
+def test_never_through_a_symlink(cz_bin, tmp_path):
+    target = tmp_path / "host-dir"
+    target.mkdir()
+    link = tmp_path / "state"
+    link.symlink_to(target)
+    refused(own(cz_bin, "65534", str(link)), "not following a symlink")
+    assert os.stat(target).st_uid == 0 and os.lstat(link).st_uid == 0
+
+
+@pytest.mark.parametrize("uid", ["0", "65535", "4294967295", "12x", "", " 7", "+7"])
+def test_refuses_a_bad_uid(cz_bin, tmp_path, uid):
+    refused(own(cz_bin, uid, str(tmp_path)), "UID must be a number from 1 to 65534")
+    assert os.stat(tmp_path).st_uid == 0
+    # a negative number is an option to the command line, and refused as one
+    refused(own(cz_bin, "-1", str(tmp_path)), "unknown or incomplete option '-1'")
+
+
+def test_refuses_what_is_not_a_directory(cz_bin, tmp_path):
+    f = tmp_path / "file"
+    f.write_text("")
+    refused(own(cz_bin, "65534", str(f)), "Not a directory")
+    assert os.stat(f).st_uid == 0
+    refused(own(cz_bin, "65534", str(tmp_path / "absent")), "No such file or directory")
+    refused(own(cz_bin, "65534"), "expected UID DIR")
+    refused(own(cz_bin, "65534", "/tmp/\x1b[2J"), "plain text path")
+
+
+def test_not_in_the_static_check_binary(cz_bin, tmp_path):
+    build = os.environ.get("CZ_BUILD") or os.path.dirname(cz_bin)
+    p = subprocess.run([os.path.join(build, "cpuzombie-check"), "own-state", "65534",
+                        str(tmp_path)], capture_output=True, text=True, timeout=30)
+    refused(p, "not in this binary")
+    assert os.stat(tmp_path).st_uid == 0
