@@ -314,8 +314,10 @@ def test_the_charts_npd_command_line_runs_in_cluster(cz_bin, cluster, npd, helm,
     c = chart_npd_container(helm)
     cmd = c["command"] + c.get("args", [])
     assert cmd[0] == "/node-problem-detector", cmd
-    assert [e["name"] for e in c["env"]] == ["NODE_NAME"] and \
-        c["env"][0]["valueFrom"]["fieldRef"]["fieldPath"] == "spec.nodeName", c["env"]
+    # NODE_NAME, and POD_NAMESPACE (issue 29: the Leases' namespace is the pod's own), both
+    # from the downward API
+    assert [(e["name"], e["valueFrom"]["fieldRef"]["fieldPath"]) for e in c["env"]] == \
+        [("NODE_NAME", "spec.nodeName"), ("POD_NAMESPACE", "metadata.namespace")], c["env"]
     flag = {a.split("=", 1)[0]: a.split("=", 1)[1] if "=" in a else None for a in cmd[1:]}
     files = flag["--config.custom-plugin-monitor"].split(",")
     assert [os.path.basename(f)[:-5] for f in files] == sorted(nh.NPD_CONFIGS), files
@@ -337,7 +339,8 @@ def test_the_charts_npd_command_line_runs_in_cluster(cz_bin, cluster, npd, helm,
                 a = name + "=%d" % prom_port
             out.append(a)
         return out + ["--port=%d" % status_port]
-    n = nh.Npd(tmp_path / "npd", cfgs, node, command=command, env={"NODE_NAME": node})
+    n = nh.Npd(tmp_path / "npd", cfgs, node, command=command,
+               env={"NODE_NAME": node, "POD_NAMESPACE": kh.AGENT_NS})
     assert "--hostname-override" not in " ".join(n.args), n.args
     n.env.update(nh.in_cluster_credentials(n, kube, kube.agent_token(node)))
     n.start()
