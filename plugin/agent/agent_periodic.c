@@ -34,6 +34,7 @@ struct periodic {
 	int last[MAX_RESULTS];		/* previous status per check, -1 before the first */
 	struct memcg_seen seen_memcg;	/* what this cycle's checks read, for the model */
 	struct ena_seen seen_ena;
+	struct report_recovery seen_recovery; /* the conditions' states, when metrics are on */
 	pthread_t thread;
 	bool started;
 	atomic_bool stop, done;
@@ -71,10 +72,13 @@ int periodic_new(struct cz_ctx *ctx, bool once, struct periodic **ret)
 	return 0;
 }
 
-/* The canary (rate-limited by itself): a slow read is what kubelet pays on every stats pass. */
+/* The canary (rate-limited by itself): a slow read is what kubelet pays on every stats pass. It
+ * times the hierarchy this cycle's check memcg read, when it did. */
 static void canary(struct periodic *p, struct report *r)
 {
-	node_read_canary(p->ctx, r);
+	const struct memcg_seen *s = &p->seen_memcg;
+
+	node_read_canary(p->ctx, r, s->read && s->rc == NPD_OK ? &s->reading : NULL);
 	if (r->canary_rc == 0 && r->canary.fresh && r->canary.err == 0 &&
 	    r->canary.read_us >= 100000)
 		log_fields_full(LOG_PRIO_WARNING,
@@ -97,6 +101,7 @@ static int metrics(struct periodic *p, struct report *r, bool reclaimed)
 	if (e < 0)
 		return e;
 	node_take_ena(cfg, r, &p->seen_ena);
+	node_take_recovery(cfg, r, &p->seen_recovery);
 	node_read_reclaim(cfg, r);
 	e = metrics_write(r, cfg->agent.metrics_textfile);
 	if (e < 0)
@@ -175,9 +180,12 @@ int periodic_cycle(struct periodic *p)
 	p->seen_memcg.read = false;
 	p->ctx->memcg_seen = &p->seen_memcg;
 	p->ctx->ena_seen = &p->seen_ena;
+	p->seen_recovery.n = 0;
+	p->ctx->recovery_seen = p->ctx->cfg.agent.metrics_textfile[0] ? &p->seen_recovery : NULL;
 	n = kube_agent_run_checks(p->ctx, names, res, MAX_RESULTS);
 	p->ctx->memcg_seen = NULL;
 	p->ctx->ena_seen = NULL;
+	p->ctx->recovery_seen = NULL;
 	census_on_leak(p, names, res, n);
 	log_changes(p, names, res, n);
 	if (p->ka) {

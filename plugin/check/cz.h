@@ -27,6 +27,7 @@ enum cz_exit {
 
 struct memcg_seen;
 struct ena_seen;
+struct report_recovery;
 
 /* What a check receives: the effective config and the opened host roots. Nothing of the
  * subcommands' options (cmd/cmd.h) nor of the agent's (agent/agent.h). */
@@ -42,6 +43,9 @@ struct cz_ctx {
 	 * ena/check_ena.h). Data only: nothing here is called. */
 	struct memcg_seen *memcg_seen;
 	struct ena_seen *ena_seen;
+	/* (the agent's cycle: where kube_agent_recover() leaves each condition's state after
+	 * stepping it, node/report.h; NULL otherwise) */
+	struct report_recovery *recovery_seen;
 };
 
 #endif

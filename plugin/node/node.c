@@ -10,6 +10,7 @@
 #include "base/state.h"
 #include "base/util.h"
 #include "cluster/conditions.h"
+#include "cluster/recover_store.h"
 #include "cpu/cpustat.h"
 #include "ena/ena.h"
 #include "memcg/canary.h"
@@ -61,11 +62,10 @@ int node_take_memcg(struct cz_ctx *ctx, struct report *r, const struct memcg_see
 	return r->memcg_rc;
 }
 
-void node_read_canary(struct cz_ctx *ctx, struct report *r)
+void node_read_canary(struct cz_ctx *ctx, struct report *r, const struct memcg_reading *seen)
 {
 	r->canary_rc = canary_run(&ctx->hf, ctx->cfg.paths.state, ctx->state_flags,
-				  ctx->cfg.memcg.latency_canary_ms,
-				  r->now_ms, &r->canary);
+				  ctx->cfg.memcg.latency_canary_ms, r->now_ms, seen, &r->canary);
 }
 
 void node_read_published(const struct cz_config *cfg, struct report *r)
@@ -109,6 +109,28 @@ void node_take_ena(const struct cz_config *cfg, struct report *r, struct ena_see
 	else
 		r->allowance_rc = report_ena_load(cfg->paths.state, &ena_allowance_state,
 						  &r->allowance);
+}
+
+void node_take_recovery(const struct cz_config *cfg, struct report *r,
+			const struct report_recovery *seen)
+{
+	static const char *const checks[] = { "memcg", "cpu", "ena" };
+
+	r->recovery.n = 0;
+	for (size_t i = 0; i < ARRAY_SIZE(checks) && i < REPORT_RECOVER_MAX; i++) {
+		struct report_recover *c = &r->recovery.c[r->recovery.n++];
+		size_t k = 0;
+
+		while (seen && k < seen->n && !streq(seen->c[k].check, checks[i]))
+			k++;
+		if (seen && k < seen->n) {
+			*c = seen->c[k];
+			continue;
+		}
+		*c = (struct report_recover){ checks[i], conditions_for_check(checks[i])->type, 0,
+					      { 0 } };
+		c->rc = recover_store_read(cfg->paths.state, checks[i], &c->st);
+	}
 }
 
 static int read_stat(struct cz_ctx *ctx, char *buf, size_t size, struct cpustat_core *c,
@@ -172,7 +194,7 @@ int node_read(struct cz_ctx *ctx, struct report *r, uint64_t since, uint64_t unt
 	r->ena_rc = report_ena_load(cfg->paths.state, &ena_reset_state, &r->ena_prev);
 	node_run_checks(ctx, r);
 	if (node_read_memcg(ctx, r) == NPD_OK) {
-		node_read_canary(ctx, r);
+		node_read_canary(ctx, r, &r->memcg);
 		node_read_published(cfg, r);
 		node_read_reclaim(cfg, r);
 	}

@@ -28,8 +28,9 @@ int node_read_memcg(struct cz_ctx *ctx, struct report *r);
  * ctx->memcg_seen), when it read; else node_read_memcg(). Returns r->memcg_rc. */
 int node_take_memcg(struct cz_ctx *ctx, struct report *r, const struct memcg_seen *seen);
 
-/* node_read_canary - the memcg read-latency canary (rate-limited by its own state). */
-void node_read_canary(struct cz_ctx *ctx, struct report *r);
+/* node_read_canary - the memcg read-latency canary (rate-limited by its own state), timing the
+ * hierarchy @seen was read from (memcg_read()'s reading, or NULL: the canary finds it). */
+void node_read_canary(struct cz_ctx *ctx, struct report *r, const struct memcg_reading *seen);
 
 /* node_read_published - what the agent published in the run dir for the checks: the zombie
  * census (when memcg.census_interval, and fresh) and the units' restarts (memcg.systemd_hints). */
@@ -45,6 +46,12 @@ void node_read_ena(const struct cz_config *cfg, struct report *r);
  * @seen (ctx->ena_seen) in this cycle, moved into @r (@seen is emptied); each one they did not
  * leave is read from the state dir. */
 void node_take_ena(const struct cz_config *cfg, struct report *r, struct ena_seen *seen);
+
+/* node_take_recovery - the hysteresis state of the conditions of check memcg, cpu and ena, in
+ * that order, into r->recovery: from @seen (ctx->recovery_seen, what the agent's cycle left
+ * after stepping them) when it holds the check, else read from the state dir. */
+void node_take_recovery(const struct cz_config *cfg, struct report *r,
+			const struct report_recovery *seen);
 
 /* node_read_now - the current shares: the sampler's newest sample when fresh, else two reads of
  * /proc/stat NOW_SAMPLE_MS apart (the same share the sampler computes, cpu/cpustat.h). */

@@ -23,6 +23,7 @@
 #include "memcg/canary.h"
 #include "memcg/census.h"
 #include "cluster/conditions.h"
+#include "cluster/recover.h"
 #include "base/config.h"
 #include "ena/ena.h"
 #include "cpu/history.h"
@@ -41,6 +42,22 @@ struct report_check {
 	const char *check;		/* "memcg" */
 	const struct cond_def *cond;	/* its node condition (NULL for events) */
 	struct npd_result res;
+};
+
+/* One condition's hysteresis state (cluster/recover.h) for the metrics: @rc as
+ * recover_store_read() answered (>= 0: @st holds the state, zero when there is none yet). */
+struct report_recover {
+	const char *check, *condition;
+	int rc;
+	struct recover_state st;
+};
+
+#define REPORT_RECOVER_MAX 3 /* the checks with a condition: memcg, cpu, ena */
+
+/* The states of the checks' conditions, in check order (node_take_recovery(), node.h). */
+struct report_recovery {
+	size_t n;
+	struct report_recover c[REPORT_RECOVER_MAX];
 };
 
 struct report {
@@ -95,6 +112,9 @@ struct report {
 	/* conditions */
 	size_t nchecks;
 	struct report_check checks[REPORT_CHECKS_MAX];
+
+	/* the conditions' hysteresis (the agent's metrics; node_take_recovery) */
+	struct report_recovery recovery;
 };
 
 /* report_new - a zeroed report for @cfg at @now_ms. Returns NULL when out of memory. */

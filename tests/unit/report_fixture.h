@@ -73,7 +73,8 @@ static struct report *fx_report(void)
 	r->memcg = (struct memcg_reading){ .source = MEMCG_V1, .live = 12, .dying = 12840,
 					   .has_percpu = true, .percpu_bytes = 2040528896ULL,
 					   .has_growth = true, .growth_per_hour = 310,
-					   .has_kernel = true, .kernel_major = 5, .kernel_minor = 4 };
+					   .has_kernel = true, .kernel_major = 5, .kernel_minor = 4,
+					   .exposed = true };
 	r->canary_rc = 0;
 	r->canary = (struct canary_result){ FX_NOW - 12000, 712345, 18211, 0,
 					    "fs/cgroup/memory/memory.numa_stat", false };
