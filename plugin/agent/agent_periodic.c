@@ -34,6 +34,7 @@ struct periodic {
 	int last[MAX_RESULTS];		/* previous status per check, -1 before the first */
 	struct memcg_seen seen_memcg;	/* what this cycle's checks read, for the model */
 	struct ena_seen seen_ena;
+	struct cpu_seen seen_cpu;
 	struct report_recovery seen_recovery; /* the conditions' states, when metrics are on */
 	pthread_t thread;
 	bool started;
@@ -98,6 +99,8 @@ static int metrics(struct periodic *p, struct report *r, bool reclaimed)
 	(void)node_take_memcg(p->ctx, r, reclaimed ? NULL : &p->seen_memcg);
 	r->since_ms = r->now_ms > cfg->cpu.lookback_ms ? r->now_ms - cfg->cpu.lookback_ms : 0;
 	e = report_load_run(r, cfg->paths.run, r->now_ms);
+	if (e >= 0)
+		e = node_take_kevents(cfg, r, &p->seen_cpu);
 	if (e < 0)
 		return e;
 	node_take_ena(cfg, r, &p->seen_ena);
@@ -180,11 +183,13 @@ int periodic_cycle(struct periodic *p)
 	p->seen_memcg.read = false;
 	p->ctx->memcg_seen = &p->seen_memcg;
 	p->ctx->ena_seen = &p->seen_ena;
+	p->ctx->cpu_seen = &p->seen_cpu;
 	p->seen_recovery.n = 0;
 	p->ctx->recovery_seen = p->ctx->cfg.agent.metrics_textfile[0] ? &p->seen_recovery : NULL;
 	n = kube_agent_run_checks(p->ctx, names, res, MAX_RESULTS);
 	p->ctx->memcg_seen = NULL;
 	p->ctx->ena_seen = NULL;
+	p->ctx->cpu_seen = NULL;
 	p->ctx->recovery_seen = NULL;
 	census_on_leak(p, names, res, n);
 	log_changes(p, names, res, n);
@@ -224,6 +229,7 @@ int periodic_cycle(struct periodic *p)
 		m = metrics(p, r, *rsum != '\0');
 	report_free(r);
 	ena_seen_free(&p->seen_ena); /* what the metrics did not take */
+	cpu_seen_free(&p->seen_cpu);
 	return e < 0 ? e : m;
 }
 
@@ -317,6 +323,7 @@ void periodic_free(struct periodic *p)
 	pods_publisher_clear(&p->pods);
 	census_publisher_done(&p->census);
 	ena_seen_free(&p->seen_ena);
+	cpu_seen_free(&p->seen_cpu);
 	pthread_cond_destroy(&p->wake);
 	pthread_mutex_destroy(&p->lock);
 	free(p);

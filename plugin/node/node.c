@@ -111,6 +111,16 @@ void node_take_ena(const struct cz_config *cfg, struct report *r, struct ena_see
 						  &r->allowance);
 }
 
+int node_take_kevents(const struct cz_config *cfg, struct report *r, struct cpu_seen *seen)
+{
+	if (!seen || !seen->set)
+		return report_load_kevents(r, cfg->paths.run);
+	free(r->kev);
+	r->kev = seen->kev; /* moved: @r frees it */
+	*seen = (struct cpu_seen){ 0 };
+	return 0;
+}
+
 void node_take_recovery(const struct cz_config *cfg, struct report *r,
 			const struct report_recovery *seen)
 {
@@ -200,7 +210,8 @@ int node_read(struct cz_ctx *ctx, struct report *r, uint64_t since, uint64_t unt
 	}
 	if (report_load_run(r, cfg->paths.run,
 			    r->now_ms > cfg->cpu.history_ms ? r->now_ms - cfg->cpu.history_ms : 0) <
-	    0)
+		    0 ||
+	    report_load_kevents(r, cfg->paths.run) < 0)
 		return -ENOMEM;
 	if (until && report_load_window(r, cfg->paths.run, since, until) < 0)
 		return -ENOMEM;

@@ -13,6 +13,7 @@
 #include <stdint.h>
 
 #include "check/cz.h"
+#include "cpu/check_cpu.h"
 #include "ena/check_ena.h"
 #include "memcg/check_memcg.h"
 #include "node/report.h"
@@ -46,6 +47,11 @@ void node_read_ena(const struct cz_config *cfg, struct report *r);
  * @seen (ctx->ena_seen) in this cycle, moved into @r (@seen is emptied); each one they did not
  * leave is read from the state dir. */
 void node_take_ena(const struct cz_config *cfg, struct report *r, struct ena_seen *seen);
+
+/* node_take_kevents - the kernel-event log into r->kev: what check cpu read in this cycle
+ * (@seen, ctx->cpu_seen, moved: @seen is emptied), else report_load_kevents(). Returns 0 or
+ * -ENOMEM. */
+int node_take_kevents(const struct cz_config *cfg, struct report *r, struct cpu_seen *seen);
 
 /* node_take_recovery - the hysteresis state of the conditions of check memcg, cpu and ena, in
  * that order, into r->recovery: from @seen (ctx->recovery_seen, what the agent's cycle left

@@ -184,8 +184,6 @@ int report_load_run(struct report *r, const char *run_dir, uint64_t since_hist_m
 	n = burst_log_read(run_dir, r->since_ms, r->bursts, REPORT_BURSTS_MAX);
 	r->nlogged = r->nbursts = n > 0 ? (size_t)n : 0;
 	add_ongoing(r);
-	if (report_load_kevents(r, run_dir) < 0)
-		return -ENOMEM;
 	for (size_t i = 0; i < r->nbursts; i++)
 		if (r->bursts[i].cpu + 1 > r->ncpu && r->bursts[i].cpu < CPUSTAT_MAX_CPUS)
 			r->ncpu = r->bursts[i].cpu + 1;

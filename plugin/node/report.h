@@ -203,7 +203,8 @@ void report_memcg_growth(struct report *r, const char *state_dir);
 /*
  * report_load_run - the sampler's files: history since @since_hist_ms, bursts that ended at or
  * after r->since_ms (plus the heartbeat's ongoing ones), the heartbeat. Sets the *_rc fields;
- * never fails as a whole. Returns 0 or -ENOMEM.
+ * never fails as a whole. Returns 0 or -ENOMEM. (The kernel-event log: report_load_kevents,
+ * or node_take_kevents.)
  */
 int report_load_run(struct report *r, const char *run_dir, uint64_t since_hist_ms);
 
