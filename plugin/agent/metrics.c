@@ -115,42 +115,35 @@ static void cpu(const struct report *r, FILE *out)
 	}
 }
 
-static void ena_counters(const struct report *r, const struct ena_state *st, enum ena_class want,
-			 const char *name, const char *lab, FILE *out)
+static void ena_counters(const struct report_ena_counter *c, size_t n, const char *name,
+			 const char *lab, FILE *out)
 {
-	struct ena_lists l = ena_lists_from_config(r->cfg);
-
-	for (size_t i = 0; i < st->n; i++) {
-		const struct ethtool_devdump *d = &st->ifs[i].base;
-
-		for (size_t k = 0; k < d->n; k++) {
-			int q;
-
-			if (ena_classify(&l, d->stats[k].name, &q) != want || q >= 0)
-				continue; /* per-queue counters would explode the series count */
-			fprintf(out, "%s{interface=\"", name);
-			label(out, d->ifname);
-			fprintf(out, "\",%s=\"", lab);
-			label(out, d->stats[k].name);
-			fprintf(out, "\"} %llu\n", (unsigned long long)d->stats[k].value);
-		}
+	for (size_t i = 0; i < n; i++) {
+		fprintf(out, "%s{interface=\"", name);
+		label(out, c[i].ifname);
+		fprintf(out, "\",%s=\"", lab);
+		label(out, c[i].name);
+		fprintf(out, "\"} %llu\n", (unsigned long long)c[i].value);
 	}
 }
 
+/* The ENA counters by class, as the model computed them (node_ena_metrics). */
 static void ena(const struct report *r, FILE *out)
 {
+	const struct report_ena_metrics *m = &r->ena_metrics;
+
 	help(out, "cpuzombie_ena_resets_total", "counter",
 	     "The ENA driver's reset counters by cause (ethtool -S; restart at driver reload).");
-	ena_counters(r, &r->ena, ENA_CLASS_RESET, "cpuzombie_ena_resets_total", "cause", out);
+	ena_counters(m->resets, m->nresets, "cpuzombie_ena_resets_total", "cause", out);
 	help(out, "cpuzombie_ena_resets_window", "gauge",
 	     "ENA device resets seen within ena.window.");
-	for (size_t i = 0; i < r->ena.n; i++)
+	for (size_t i = 0; m->set && i < r->ena.n; i++)
 		series(out, "cpuzombie_ena_resets_window", "interface", r->ena.ifs[i].base.ifname,
-		       ena_history_resets(&r->ena.ifs[i].hist));
+		       m->window[i]);
 	help(out, "cpuzombie_ena_allowance_exceeded_total", "counter",
 	     "Packets queued or dropped because an instance network allowance was exceeded.");
-	ena_counters(r, &r->allowance, ENA_CLASS_ALLOWANCE,
-		     "cpuzombie_ena_allowance_exceeded_total", "counter", out);
+	ena_counters(m->allowance, m->nallowance, "cpuzombie_ena_allowance_exceeded_total",
+		     "counter", out);
 }
 
 /* The units the agent last read from systemd (report.restarts, filled by the agent). */

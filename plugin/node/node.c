@@ -85,10 +85,71 @@ void node_read_reclaim(const struct cz_config *cfg, struct report *r)
 	r->reclaim_rc = reclaim_state_read(cfg->paths.state, &reclaim_state_type, &r->reclaim);
 }
 
+int node_ena_load(const char *state_dir, const struct state_type *t, struct ena_state *ret)
+{
+	int r;
+
+	memset(ret, 0, sizeof(*ret));
+	r = ena_state_read(state_dir, t, ret);
+	return r == STATE_NONE ? -ENOENT : r == -EINVAL ? -EBADMSG : r < 0 ? r : 0;
+}
+
+/* The counters of class @want in @st (per-queue ones left out) into *@ret, *@n of them. */
+static int ena_class_counters(const struct ena_lists *l, const struct ena_state *st,
+			      enum ena_class want, struct report_ena_counter **ret, size_t *n)
+{
+	size_t max = 0;
+
+	*n = 0;
+	for (size_t i = 0; i < st->n; i++)
+		max += st->ifs[i].base.n;
+	*ret = calloc(max ? max : 1, sizeof(**ret));
+	if (!*ret)
+		return -ENOMEM;
+	for (size_t i = 0; i < st->n; i++) {
+		const struct ethtool_devdump *d = &st->ifs[i].base;
+
+		for (size_t k = 0; k < d->n; k++) {
+			int q;
+
+			if (ena_classify(l, d->stats[k].name, &q) != want || q >= 0)
+				continue;
+			(*ret)[(*n)++] = (struct report_ena_counter){ d->ifname, d->stats[k].name,
+								      d->stats[k].value };
+		}
+	}
+	return 0;
+}
+
+int node_ena_metrics(struct report *r)
+{
+	struct report_ena_metrics *m = &r->ena_metrics;
+	struct ena_lists l = ena_lists_from_config(r->cfg);
+
+	if (m->set)
+		return 0; /* computed once, when the model is built */
+	*m = (struct report_ena_metrics){ 0 };
+	m->window = calloc(r->ena.n ? r->ena.n : 1, sizeof(*m->window));
+	if (!m->window || ena_class_counters(&l, &r->ena, ENA_CLASS_RESET, &m->resets,
+					     &m->nresets) < 0 ||
+	    ena_class_counters(&l, &r->allowance, ENA_CLASS_ALLOWANCE, &m->allowance,
+			       &m->nallowance) < 0) {
+		free(m->window);
+		free(m->resets);
+		*m = (struct report_ena_metrics){ 0 }; /* (allowance failed: not allocated) */
+		return -ENOMEM;
+	}
+	for (size_t i = 0; i < r->ena.n; i++)
+		m->window[i] = ena_history_resets(&r->ena.ifs[i].hist);
+	m->set = true;
+	return 0;
+}
+
 void node_read_ena(const struct cz_config *cfg, struct report *r)
 {
-	r->ena_rc = report_ena_load(cfg->paths.state, &ena_reset_state, &r->ena);
-	r->allowance_rc = report_ena_load(cfg->paths.state, &ena_allowance_state, &r->allowance);
+	r->ena_rc = node_ena_load(cfg->paths.state, &ena_reset_state, &r->ena);
+	r->allowance_rc = node_ena_load(cfg->paths.state, &ena_allowance_state, &r->allowance);
+	(void)node_ena_metrics(r);
 }
 
 static void take_one(struct ena_seen_one *s, int *ret_rc, struct ena_state *ret)
@@ -103,12 +164,13 @@ void node_take_ena(const struct cz_config *cfg, struct report *r, struct ena_see
 	if (seen && seen->reset.set)
 		take_one(&seen->reset, &r->ena_rc, &r->ena);
 	else
-		r->ena_rc = report_ena_load(cfg->paths.state, &ena_reset_state, &r->ena);
+		r->ena_rc = node_ena_load(cfg->paths.state, &ena_reset_state, &r->ena);
 	if (seen && seen->allowance.set)
 		take_one(&seen->allowance, &r->allowance_rc, &r->allowance);
 	else
-		r->allowance_rc = report_ena_load(cfg->paths.state, &ena_allowance_state,
-						  &r->allowance);
+		r->allowance_rc = node_ena_load(cfg->paths.state, &ena_allowance_state,
+						&r->allowance);
+	(void)node_ena_metrics(r);
 }
 
 int node_take_kevents(const struct cz_config *cfg, struct report *r, struct cpu_seen *seen)
@@ -201,7 +263,7 @@ int node_read(struct cz_ctx *ctx, struct report *r, uint64_t since, uint64_t unt
 	if (until)
 		r->since_ms = since;
 	/* before the checks run: what `check ena` compared with (the report shows the change) */
-	r->ena_rc = report_ena_load(cfg->paths.state, &ena_reset_state, &r->ena_prev);
+	r->ena_rc = node_ena_load(cfg->paths.state, &ena_reset_state, &r->ena_prev);
 	node_run_checks(ctx, r);
 	if (node_read_memcg(ctx, r) == NPD_OK) {
 		node_read_canary(ctx, r, &r->memcg);

@@ -40,6 +40,23 @@ void node_read_published(const struct cz_config *cfg, struct report *r);
 /* node_read_reclaim - remediation.reclaim's last run, from the agent's state. */
 void node_read_reclaim(const struct cz_config *cfg, struct report *r);
 
+/*
+ * node_ena_load - read an ENA state file (@t: ena_reset_state or ena_allowance_state) from
+ * @state_dir without lock or write, into *@ret (ena_state_free it). Returns 0, -ENOENT (none
+ * yet), -EBADMSG (corrupt or malformed; left for the check to move aside) or -errno.
+ */
+struct state_type;
+int node_ena_load(const char *state_dir, const struct state_type *t, struct ena_state *ret);
+
+/*
+ * node_ena_metrics - what the metrics show of r->ena and r->allowance, into r->ena_metrics:
+ * the reset-cause and allowance counters by ENA's classes under r->cfg's lists (per-queue ones
+ * left out: they would explode the series count) and each interface's resets within
+ * ena.window, once (the model's ENA state is read once). node_read_ena() and node_take_ena()
+ * call it. Returns 0 or -ENOMEM (none set).
+ */
+int node_ena_metrics(struct report *r);
+
 /* node_read_ena - the ENA reset and allowance state the checks keep. */
 void node_read_ena(const struct cz_config *cfg, struct report *r);
 

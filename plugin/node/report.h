@@ -44,6 +44,24 @@ struct report_check {
 	struct npd_result res;
 };
 
+/* One ENA counter the metrics show: @ifname and @name point into r->ena or r->allowance. */
+struct report_ena_counter {
+	const char *ifname, *name;
+	uint64_t value;
+};
+
+/* What the metrics show of the ENA state (node_ena_metrics(), node.h); @set once computed. */
+struct report_ena_metrics {
+	bool set;
+	size_t nresets, nallowance;
+	struct report_ena_counter *resets;	/* reset causes in r->ena (no per-queue ones) */
+	struct report_ena_counter *allowance;	/* allowance counters in r->allowance */
+	uint64_t *window;			/* resets within ena.window, per r->ena.ifs[] */
+};
+
+/* report_ena_metrics_free - free what @m owns and zero it. */
+void report_ena_metrics_free(struct report_ena_metrics *m);
+
 /* One condition's hysteresis state (cluster/recover.h) for the metrics: @rc as
  * recover_store_read() answered (>= 0: @st holds the state, zero when there is none yet). */
 struct report_recover {
@@ -115,6 +133,7 @@ struct report {
 
 	/* the conditions' hysteresis (the agent's metrics; node_take_recovery) */
 	struct report_recovery recovery;
+	struct report_ena_metrics ena_metrics; /* from r->ena and r->allowance */
 };
 
 /* report_new - a zeroed report for @cfg at @now_ms. Returns NULL when out of memory. */
@@ -179,14 +198,6 @@ int report_print(const struct report *r, FILE *out);
  * when out of memory.
  */
 json_object *report_json(const struct report *r);
-
-/*
- * report_ena_load - read an ENA state file (@t: ena_reset_state or ena_allowance_state) from
- * @state_dir without lock or write, into *@ret (ena_state_free it). Returns 0, -ENOENT (none
- * yet), -EBADMSG (corrupt or malformed; left for the check to move aside) or -errno.
- */
-struct state_type;
-int report_ena_load(const char *state_dir, const struct state_type *t, struct ena_state *ret);
 
 /*
  * report_node_name - when cfg gave no node name, the host's (/proc/sys/kernel/hostname) if it
