@@ -89,7 +89,7 @@ HDRS := $(wildcard plugin/*/*.h)
 CHECK_CLUSTER_SRCS := $(wildcard plugin/cluster/conditions.c plugin/cluster/kjson.c \
 	plugin/cluster/recover.c plugin/cluster/recover_store.c)
 ONLINE_SRCS := $(wildcard plugin/agent/*.c plugin/cmd/cmd_agent.c plugin/cmd/cmd_remediator.c \
-	plugin/cmd/cmd_kube.c plugin/cmd/cmd_cleanup.c \
+	plugin/cmd/cmd_kube.c plugin/cmd/cmd_cleanup.c plugin/cmd/cmd_install.c \
 	plugin/cmd/cmd_fleet.c plugin/fleet/*.c \
 	plugin/host/systemd.c) $(filter-out $(CHECK_CLUSTER_SRCS),$(wildcard plugin/cluster/*.c))
 ONLINE_OBJS := $(ONLINE_SRCS:plugin/%.c=$(B)/obj/%.o)

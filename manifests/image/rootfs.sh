@@ -5,10 +5,11 @@
 #
 # ROOT gets only what the binaries need:
 # - our binaries: the agent /usr/local/bin/cpuzombie (and its kubectl plugin name), the static
-#   check binary /opt/cpuzombie/bin/cpuzombie the init container copies for NPD, the configs
+#   check binary /opt/cpuzombie/bin/cpuzombie that the chart's init container hands to NPD
+#   (`cpuzombie install-plugin /plugin`: the agent copies it, so no cp ships), the configs
 #   under /usr/share/cpuzombie;
-# - /usr/bin/cp: the chart's init container runs `cp -R /opt/cpuzombie/bin /plugin/`;
-# - the shared-library closure of the two dynamic programs (ldd) and the dynamic loader, with
+# - the shared-library closure of the agent, the one dynamic program (ldd), and the dynamic
+#   loader, with
 #   the symlinks by which they are found (/lib and /lib64 as merged /usr has them);
 # - what glibc loads at run time that ldd cannot see: libgcc_s.so.1 when a library of the
 #   closure calls pthread_cancel, pthread_exit or backtrace (glibc dlopens it to unwind); the
@@ -26,7 +27,7 @@
 # database (update-ca-certificates makes it from ca-certificates' files): ca-certificates.
 set -euo pipefail
 root=${1:?usage: rootfs.sh ROOT VERSION} version=${2:?usage: rootfs.sh ROOT VERSION}
-dynamic=(/usr/local/bin/cpuzombie /usr/bin/cp)
+dynamic=(/usr/local/bin/cpuzombie)
 ours=(/usr/local/bin/cpuzombie /opt/cpuzombie/bin/cpuzombie /usr/share/cpuzombie/cpuzombie.yaml)
 for f in /usr/share/cpuzombie/npd/*; do ours+=("$f"); done
 sbom=/usr/share/cpuzombie/sbom.spdx.json
@@ -69,7 +70,7 @@ for l in "${dynamic[@]}" $libs; do
 		need_gcc_s=/lib/x86_64-linux-gnu/libgcc_s.so.1
 	fi
 done
-for f in "${ours[@]}" /usr/bin/cp $libs $need_gcc_s /etc/ssl/certs/ca-certificates.crt; do
+for f in "${ours[@]}" $libs $need_gcc_s /etc/ssl/certs/ca-certificates.crt; do
 	copy "$f"
 done
 ln -s cpuzombie "$root/usr/local/bin/kubectl-cpuzombie"
@@ -89,7 +90,13 @@ done
 	|| die "the agent does not run from the image's files alone (or has no census)"
 env -i /usr/sbin/chroot --userspec=65534:65534 "$root" /opt/cpuzombie/bin/cpuzombie config check \
 	--config /usr/share/cpuzombie/cpuzombie.yaml >/dev/null
-/usr/sbin/chroot "$root" /usr/bin/cp --version >/dev/null
+# the init container's copy, as the chart runs it (uid 65534, into a directory of its own)
+mkdir -m 0777 "$root/tmp.plugin"
+env -i /usr/sbin/chroot --userspec=65534:65534 "$root" /usr/local/bin/cpuzombie install-plugin \
+	/tmp.plugin >/dev/null
+cmp "$root/opt/cpuzombie/bin/cpuzombie" "$root/tmp.plugin/bin/cpuzombie" \
+	|| die "install-plugin did not copy the check binary"
+rm -r "$root/tmp.plugin"
 
 # the SBOM
 owner() {	# the Debian package of file $1 (dpkg's database may name it without /usr)

@@ -232,8 +232,8 @@ static void node_name_from_env(struct cz_config *cfg)
 void config_defaults(struct cz_config *cfg)
 {
 	static const char *const drivers[] = { "ena", NULL };
-	static const char *const conditions[] = { "MemcgZombieLeak", "CPUCoreSaturation",
-						  "ENADeviceReset", NULL };
+	/* node-intrinsic only: any tenant can cause CPUCoreSaturation with a busy loop */
+	static const char *const conditions[] = { "MemcgZombieLeak", "ENADeviceReset", NULL };
 	memset(cfg, 0, sizeof(*cfg));
 	snprintf(cfg->paths.proc, sizeof(cfg->paths.proc), "/proc");
 	snprintf(cfg->paths.sys, sizeof(cfg->paths.sys), "/sys");
@@ -284,8 +284,7 @@ void config_defaults(struct cz_config *cfg)
 	cfg->remediation.uncordon_after_ms = 30 * 60 * 1000;
 	cfg->remediation.reclaim = CZ_RECLAIM_OFF;
 	cfg->remediation.reclaim_interval_ms = 60 * 60 * 1000;
-	snprintf(cfg->remediation.lease_namespace, sizeof(cfg->remediation.lease_namespace),
-		 "kube-system");
+	/* remediation.lease_namespace "": this pod's namespace (config_load_effective) */
 	/* the storm guard as EKS node auto repair: over 20% of a group of more than 5 pauses it */
 	snprintf(cfg->remediation.max_unhealthy, sizeof(cfg->remediation.max_unhealthy), "20%%");
 	cfg->remediation.max_unhealthy_min_nodes = 6;

@@ -114,7 +114,7 @@ struct cz_config {
 	} agent;
 	struct {
 		enum cz_remediation_mode mode;	/* off */
-		struct cz_strlist conditions;	/* our three condition types */
+		struct cz_strlist conditions;	/* MemcgZombieLeak, ENADeviceReset */
 		uint64_t for_ms;		/* 10m */
 		char max_unavailable[16];	/* "1", or a percentage such as "10%" */
 		uint64_t drain_timeout_ms;	/* 10m */
@@ -124,7 +124,7 @@ struct cz_config {
 		uint64_t uncordon_after_ms;	/* 30m */
 		char reboot_sentinel
 			[CZ_PATH_MAX]; /* "" = off; e.g. /var/lib/cpuzombie/reboot-required */
-		char lease_namespace[CZ_NAME_MAX]; /* kube-system */
+		char lease_namespace[CZ_NAME_MAX]; /* "" = this pod's namespace */
 		char node_selector[CZ_PATH_MAX]; /* remediator: label selector; "" = every node */
 		char leader_namespace[CZ_NAME_MAX]; /* remediator's leader Lease; "" = its pod's */
 		enum cz_reclaim_mode reclaim;	/* off */
@@ -179,6 +179,10 @@ struct cz_overrides {
  * *@ret is undefined and @errs holds the errors, one per line: the file's ("FILE:LINE: ...", as
  * config_load_file) with -EINVAL or -errno, or one override's ("--node-name: ...") with
  * -EDOM, so that the caller can tell a bad option from a bad file.
+ * remediation.lease_namespace "" becomes this pod's namespace ($POD_NAMESPACE, else the service
+ * account's namespace file: $CZ_SERVICEACCOUNT_DIR/namespace, else the in-cluster one); when
+ * neither is known and remediation.mode is not off: -EINVAL with one line saying so; with it
+ * off (fleet, cleanup by hand): "cpuzombie", like remediation.leader_namespace.
  */
 int config_load_effective(const struct cz_overrides *ov, struct cz_config *ret,
 			  const char **ret_path, char *errs, size_t errs_size);

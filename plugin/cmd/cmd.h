@@ -14,6 +14,8 @@
 #include "check/cz.h"
 
 #define CZ_GROUP_BY_MAX 6	/* fleet --group-by labels */
+/* Where the image ships the static check binary that install-plugin hands to NPD's container. */
+#define CZ_PLUGIN_BINARY "/opt/cpuzombie/bin/cpuzombie"
 
 /* The options of the subcommands, as main.c parsed them (the checks never see these). */
 struct cmd_opts {
@@ -29,6 +31,7 @@ struct cmd_opts {
 	size_t n_group_by;
 	bool nodes;		 /* fleet --nodes: the nodes behind each line */
 	uint64_t chunk_size;	 /* fleet --chunk-size: nodes per page (0 = 500) */
+	const char *from;	 /* install-plugin --from FILE, or NULL: CZ_PLUGIN_BINARY */
 	int argc;		 /* positional arguments after the subcommand words */
 	char **argv;
 };
@@ -58,5 +61,8 @@ int cmd_top(struct cz_ctx *ctx, const struct cmd_opts *o);
 /* `cleanup`: remove our conditions, cpuzombie.io/ annotations and taints from all nodes, and
  * our Leases (the chart's uninstall hook; full binary only). */
 int cmd_cleanup(struct cz_ctx *ctx, const struct cmd_opts *o);
+/* `install-plugin DEST_DIR [--from FILE]`: copy the static check binary to DEST_DIR/bin/cpuzombie
+ * atomically, never through a symlink (the chart's init container; full binary only). */
+int cmd_install_plugin(struct cz_ctx *ctx, const struct cmd_opts *o);
 
 #endif

@@ -101,6 +101,13 @@ static const struct cmd cmds[] = {
 	  "    from False nodes; leakers, tasks and reset causes; remediation and its Leases.\n"
 	  "    Also `kubectl cpuzombie` (installed as kubectl-cpuzombie). Exit 1: some node "
 	  "True.\n" },
+	{ "install-plugin", ONLINE(cmd_install_plugin),
+	  "install-plugin DEST_DIR [--from FILE]\n"
+	  "    Copy the static check binary (--from, default " CZ_PLUGIN_BINARY ") to\n"
+	  "    DEST_DIR/bin/cpuzombie for node-problem-detector's container: a temporary file\n"
+	  "    fsynced, mode 0755, renamed over the old one; never through a symlink. The chart's\n"
+	  "    init container runs it (the image has no cp). One line; exit 0, or 2 on\n"
+	  "    failure.\n" },
 	{ NULL, NULL, NULL },
 };
 
@@ -148,7 +155,7 @@ static int _printf_(1, 2) cmdline_error(const char *fmt, ...)
 enum {
 	OPT_CONFIG = 256, OPT_PROC, OPT_SYS, OPT_STATE, OPT_RUN, OPT_NODE, OPT_KUBECONFIG,
 	OPT_MAXOUT, OPT_VERSION, OPT_HELP, OPT_ONCE, OPT_JSON, OPT_SVG, OPT_SINCE, OPT_UNTIL,
-	OPT_SELECTOR, OPT_GROUP_BY, OPT_NODES, OPT_CHUNK,
+	OPT_SELECTOR, OPT_GROUP_BY, OPT_NODES, OPT_CHUNK, OPT_FROM,
 };
 
 struct opts {
@@ -157,6 +164,7 @@ struct opts {
 	size_t n_group_by;
 	bool nodes;
 	uint64_t chunk_size;
+	const char *from;	/* install-plugin */
 	uint64_t max_output;
 	int verbose;
 	bool help, version, once, json;
@@ -190,6 +198,7 @@ static int parse_opts(int argc, char **argv, struct opts *o, bool permute)
 		{ "group-by", required_argument, NULL, OPT_GROUP_BY },
 		{ "nodes", no_argument, NULL, OPT_NODES },
 		{ "chunk-size", required_argument, NULL, OPT_CHUNK },
+		{ "from", required_argument, NULL, OPT_FROM },
 		{ NULL, 0, NULL, 0 },
 	};
 	int c;
@@ -239,6 +248,7 @@ static int parse_opts(int argc, char **argv, struct opts *o, bool permute)
 				return cmdline_error(
 					"--chunk-size: expected 1..100000, got '%.32s'", optarg);
 			break;
+		case OPT_FROM: o->from = optarg; break;
 		default:
 			return cmdline_error("unknown or incomplete option '%.32s'",
 					     argv[optind - 1]);
@@ -415,6 +425,7 @@ static int run(int argc, char **argv)
 	co.n_group_by = o.n_group_by;
 	co.nodes = o.nodes;
 	co.chunk_size = o.chunk_size;
+	co.from = o.from;
 	co.argc = argc - first - r;
 	co.argv = argv + first + r;
 	if (load_config(&ctx, &ov, &co.config_path, errs, sizeof(errs)) < 0) {

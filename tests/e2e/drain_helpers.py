@@ -38,7 +38,7 @@ def config(tmp, kc, node, **rem):
     """The agent's config for @node: remediation keys as given over test defaults (the
     condition True for 1 s is enough; uncordon after 1 s False)."""
     r = dict(mode="drain", **{"for": "1s"}, max_unavailable="1", drain_timeout="60s",
-             uncordon_after="1s")
+             uncordon_after="1s", lease_namespace=kh.LEASE_NS)
     r.update(rem)
     p = os.path.join(str(tmp), "cz-%s.yaml" % node)
     with open(p, "w") as f:

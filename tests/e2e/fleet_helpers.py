@@ -22,6 +22,8 @@ import threading
 import time
 import urllib.parse
 
+import kube_helpers as kh
+
 ZONES = ["us-east-1a", "us-east-1b", "us-east-1c", "us-east-1d"]
 TYPES = ["m5.2xlarge", "c5.4xlarge", "p4d.24xlarge", "g5.12xlarge"]
 IMAGES = [("Amazon Linux 2", "5.10.205-195.807.amzn2.x86_64"),
@@ -244,7 +246,7 @@ def status_of(n, typ):
     return None
 
 
-def slot_lease(holder, ns="kube-system", slot=0):
+def slot_lease(holder, ns=kh.LEASE_NS, slot=0):
     return {"kind": "Lease", "apiVersion": "coordination.k8s.io/v1",
             "metadata": {"name": "cpuzombie-slot-%d" % slot, "namespace": ns,
                          "labels": {"app.kubernetes.io/managed-by": "cpuzombie"}},
@@ -255,7 +257,7 @@ def slot_lease(holder, ns="kube-system", slot=0):
 # -- who runs `cpuzombie fleet`: a person's ServiceAccount, not the agent's --------------------
 
 VIEWER_NS = "cz-fleet"
-VIEWER = "fleet-viewer"            # list nodes; list the remediation Leases in kube-system
+VIEWER = "fleet-viewer"            # list nodes; list the remediation Leases (kh.LEASE_NS)
 NO_LEASES = "fleet-no-leases"      # list nodes only: its ClusterRole has no leases
 NOBODY = "fleet-nobody"            # bound to nothing
 
@@ -288,9 +290,9 @@ def ensure_viewers(cp):
             "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole",
                         "name": "cz-fleet-nodes"},
             "subjects": [{"kind": "ServiceAccount", "name": sa, "namespace": VIEWER_NS}]})
-    make(rbac + "/namespaces/kube-system/rolebindings", {
+    make(rbac + "/namespaces/%s/rolebindings" % kh.LEASE_NS, {
         "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
-        "metadata": {"name": "cz-fleet-leases-" + VIEWER, "namespace": "kube-system"},
+        "metadata": {"name": "cz-fleet-leases-" + VIEWER, "namespace": kh.LEASE_NS},
         "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole",
                     "name": "cz-fleet-leases"},
         "subjects": [{"kind": "ServiceAccount", "name": VIEWER, "namespace": VIEWER_NS}]})

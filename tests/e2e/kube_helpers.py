@@ -45,7 +45,7 @@ class Certs:
 
 AGENT_NS = "cpuzombie"          # the chart's release namespace in the Kubernetes tests
 AGENT_SA = "cpuzombie"          # the chart's ServiceAccount (values serviceAccount.name)
-LEASE_NS = "kube-system"        # remediation.lease_namespace's default
+LEASE_NS = AGENT_NS             # remediation.lease_namespace: "" = the release namespace
 
 
 class Kube:
@@ -179,11 +179,14 @@ class Kube:
                 if not p["metadata"].get("deletionTimestamp")
                 and (ns == AGENT_NS or p["metadata"]["namespace"] != AGENT_NS)]
 
-    def leases(self, ns=LEASE_NS):
-        """cpuzombie's budget Leases (the API server's own identity Leases left out)."""
+    def leases(self, ns=LEASE_NS, leader=False):
+        """cpuzombie's budget Leases (the API server's own identity Leases left out; the
+        remediator's leader Lease, in the same namespace since lease_namespace "" is the
+        release namespace, only with @leader)."""
         return [l for l in self.get("/apis/coordination.k8s.io/v1/namespaces/%s/leases"
                                     % ns)["items"]
-                if l["metadata"]["name"].startswith("cpuzombie")]
+                if l["metadata"]["name"].startswith("cpuzombie")
+                and (leader or l["metadata"]["name"] != "cpuzombie-remediator")]
 
     def events(self, node):
         """The Events about @node, oldest first."""
@@ -275,7 +278,7 @@ class Kube:
                     e["metadata"]["namespace"], e["metadata"]["name"]))
             self.cp.raw("DELETE", "/api/v1/nodes/" + n)
         for ns in (LEASE_NS, AGENT_NS):       # budget slots; the remediator's leader Lease
-            for l in self.leases(ns):
+            for l in self.leases(ns, leader=True):
                 self.cp.raw("DELETE", "/apis/coordination.k8s.io/v1/namespaces/%s/leases/%s"
                             % (ns, l["metadata"]["name"]))
         for kind in ("ReplicaSet", "DaemonSet", "PodDisruptionBudget", "Pod"):

@@ -81,6 +81,7 @@ class Pod:
         self.objs = objs
         ds = next(o for o in objs if o["kind"] == "DaemonSet")
         self.spec = ds["spec"]["template"]["spec"]
+        self.namespace = ds["metadata"].get("namespace", "default")
         self.dir = str(workdir)
         self.node = node
         self.overrides = dict(host_overrides or {})
@@ -173,6 +174,9 @@ class Pod:
                 a += ["--env", "%s=%s" % (e["name"], e["value"])]
             elif e.get("valueFrom", {}).get("fieldRef", {}).get("fieldPath") == "spec.nodeName":
                 a += ["--env", "%s=%s" % (e["name"], self.node)]
+            elif e.get("valueFrom", {}).get("fieldRef", {}).get("fieldPath") == \
+                    "metadata.namespace":     # the downward API: the pod's, the DaemonSet's
+                a += ["--env", "%s=%s" % (e["name"], self.namespace)]
             else:
                 raise AssertionError("env not handled: %r" % e)
         lim = c.get("resources", {}).get("limits", {})

@@ -36,7 +36,7 @@ def drop_leader(kube):
 def config(tmp, kc, name="rem", **rem):
     """A remediator's config (remediation: cordon, for 1s, budget 1 unless @rem says else)."""
     r = dict(mode="cordon", **{"for": "1s"}, max_unavailable="1", drain_timeout="20s",
-             uncordon_after="1s")
+             uncordon_after="1s", lease_namespace=kh.LEASE_NS)
     r.update(rem)
     p = os.path.join(str(tmp), "rem-%s.yaml" % name)
     with open(p, "w") as f:

@@ -622,7 +622,7 @@ def kube_cycle_config(tmp, url, ca, mode="cordon", extra=""):
         f.write(kh.AGENT_CPU)
         f.write("kubernetes:\n  node_name: %s\n  kubeconfig: %s\n  timeout: 2s\n"
                 "agent:\n  set_conditions: true\n"
-                "remediation:\n  mode: %s\n  for: 1s\n  drain_timeout: 3s\n%s"
+                "remediation:\n  mode: %s\n  for: 1s\n  drain_timeout: 3s\n  lease_namespace: cpuzombie\n%s"
                 % (NODE, kc, mode, extra))
     return p, kh.agent_tree(tmp, "v1-zombies")     # memcg: 12840 dying memcgs
 
@@ -723,7 +723,7 @@ def test_agent_survives_bad_api_answers(certs, tmp_path):
         cfg = write(str(tmp_path / "cz.yaml"),
                     "kubernetes:\n  node_name: %s\n  kubeconfig: %s\n  timeout: 1s\n"
                     "agent:\n  set_conditions: true\n  check_interval: 1s\n"
-                    "remediation:\n  mode: cordon\n  for: 1s\n" % (NODE, kc))
+                    "remediation:\n  mode: cordon\n  for: 1s\n  lease_namespace: cpuzombie\n" % (NODE, kc))
         p = subprocess.Popen([hh.bin_path(), "--config", cfg, "--run-dir", str(run),
                               "--state-dir", str(tmp_path / "st"), "agent"],
                              stdout=subprocess.PIPE, stderr=subprocess.PIPE)
@@ -1014,7 +1014,7 @@ def test_condition_patch_carries_safe_text(msg, certs, tmp_path):
                     "cpu:\n  inline_window: 1s\n  min_burst: 2s\n  threshold_pct: 100\n"
                     "kubernetes:\n  node_name: %s\n  kubeconfig: %s\n  timeout: 2s\n"
                     "agent:\n  set_conditions: true\nremediation:\n  mode: dry-run\n"
-                    "  for: 1s\n" % (NODE, kc))
+                    "  for: 1s\n  lease_namespace: cpuzombie\n" % (NODE, kc))
         tree = kh.agent_tree(tmp, "v1-zombies")
         args = kh.agent_once_args("", cfg, tree, tmp_path)[1:]
         run = args[args.index("--run-dir") + 1]

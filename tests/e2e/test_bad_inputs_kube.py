@@ -33,7 +33,7 @@ def config(tmp, kc, timeout="5s", interval="1s"):
         f.write(kh.AGENT_CPU)
         f.write("kubernetes:\n  node_name: n1\n  kubeconfig: %s\n  timeout: %s\n" % (kc, timeout))
         f.write("agent:\n  set_conditions: true\n  check_interval: %s\n" % interval)
-        f.write("remediation:\n  mode: dry-run\n  for: 1s\n")
+        f.write("remediation:\n  mode: dry-run\n  for: 1s\n  lease_namespace: cpuzombie\n")
     return p
 
 

@@ -288,8 +288,9 @@ def hook_objects(ns):
         assert ann["helm.sh/hook"] == "pre-delete,post-delete", o["kind"]
         assert ann["helm.sh/hook-delete-policy"] == "before-hook-creation,hook-succeeded"
     kinds = sorted(o["kind"] for o in hook)
-    assert kinds == ["ClusterRole", "ClusterRoleBinding", "ConfigMap", "Job", "Role", "Role",
-                     "RoleBinding", "RoleBinding", "ServiceAccount"], kinds
+    # lease_namespace "" is the release namespace (issue 29): one Role, one RoleBinding there
+    assert kinds == ["ClusterRole", "ClusterRoleBinding", "ConfigMap", "Job", "Role",
+                     "RoleBinding", "ServiceAccount"], kinds
     for o in hook:
         if o["kind"] in HOOK_NEEDS:
             assert grants(o) == HOOK_NEEDS[o["kind"]], o
@@ -297,8 +298,7 @@ def hook_objects(ns):
         if o["kind"].endswith("Binding"):
             assert o["subjects"] == [{"kind": "ServiceAccount", "name": "cpuzombie-cleanup",
                                       "namespace": ns}]
-    assert sorted(o["metadata"]["namespace"] for o in hook if o["kind"] == "Role") == \
-        sorted([ns, kh.LEASE_NS])
+    assert [o["metadata"]["namespace"] for o in hook if o["kind"] == "Role"] == [ns]
     job = next(o for o in hook if o["kind"] == "Job")
     spec = job["spec"]["template"]["spec"]
     assert spec["serviceAccountName"] == "cpuzombie-cleanup"
@@ -321,7 +321,7 @@ def our_marks(kube, nodes, release_ns):
                  if k.startswith("cpuzombie.io/")]
         left += [(n, t["key"]) for t in o["spec"].get("taints", [])
                  if t["key"].startswith("cpuzombie.io/")]
-    for ns in (kh.LEASE_NS, release_ns):
+    for ns in (release_ns,):        # lease_namespace "": the budget is the release's too
         left += [(ns, l["metadata"]["name"]) for l in kube.get(
             "/apis/coordination.k8s.io/v1/namespaces/%s/leases" % ns)["items"]
             if l["metadata"]["name"].startswith("cpuzombie")]
@@ -372,9 +372,10 @@ def test_helm_uninstall_leaves_nothing_of_ours(kube, tmp_path):
         "metadata": {"name": name, "namespace": ns, "labels": labels},
         "spec": {"holderIdentity": nodes[0]}}
     ours = {"app.kubernetes.io/managed-by": "cpuzombie"}
-    kube.add(lease(kh.LEASE_NS, "cpuzombie-slot-0", ours),
+    # lease_namespace "": the budget slots live in the release namespace beside the leader
+    kube.add(lease(ns, "cpuzombie-slot-0", ours),
              lease(ns, "cpuzombie-remediator", {"app.kubernetes.io/name": "cpuzombie"}),
-             lease(kh.LEASE_NS, "node-" + nodes[1], {}))            # medik8s's: not ours
+             lease(ns, "node-" + nodes[1], {}))                     # not ours
     # the hand-off locks: medik8s' node-<name> Leases (ours for node a, NodeHealthCheck's for
     # b) and kured's multi-lock (our entry for a, kured's own for another node)
     import guard_helpers as gh
@@ -498,4 +499,4 @@ def test_helm_uninstall_leaves_nothing_of_ours(kube, tmp_path):
         assert o["metadata"]["annotations"]["weave.works/kured-node-lock"] == "theirs"
         assert [t["key"] for t in o["spec"]["taints"]] == ["example.com/theirs"]
     assert kube.cp.raw("GET", "/apis/coordination.k8s.io/v1/namespaces/%s/leases/node-%s"
-                       % (kh.LEASE_NS, nodes[1]))[0] == 200
+                       % (ns, nodes[1]))[0] == 200

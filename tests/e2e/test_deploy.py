@@ -183,7 +183,10 @@ def test_pod_host_access_and_privileges(rendered):
         hostpaths = {x["name"]: x["hostPath"]["path"] for x in spec["volumes"] if "hostPath" in x}
         # no D-Bus socket by default (issue 29 item 1: root on the system bus runs any command
         # on the host); the kubelet's pod log directories, read-only, for pod names (item 7)
-        assert hostpaths == {"host-proc": "/proc", "host-sys": "/sys", "state": "/var/lib/cpuzombie",
+        # /sys in the subtrees read only (issue 29: test_privilege_chart.py per feature)
+        assert hostpaths == {"host-proc": "/proc", "host-sys-fs-cgroup": "/sys/fs/cgroup",
+                             "host-sys-class-net": "/sys/class/net",
+                             "host-sys-devices": "/sys/devices", "state": "/var/lib/cpuzombie",
                              "pod-logs": "/var/log/pods"}
         run = [x for x in spec["volumes"] if x["name"] == "run"][0]
         assert "emptyDir" in run
@@ -308,7 +311,9 @@ def test_mounts_match_the_config_paths(rendered, cz, tmp_path):
         spec = pod_spec(objs)
         for c in spec["containers"]:
             mounts = {m["mountPath"]: m["name"] for m in c["volumeMounts"]}
-            assert mounts["/host/proc"] == "host-proc" and mounts["/host/sys"] == "host-sys"
+            assert mounts["/host/proc"] == "host-proc" and "/host/sys" not in mounts
+            for sub in ("fs/cgroup", "class/net", "devices"):       # at the same places
+                assert mounts["/host/sys/" + sub] == "host-sys-" + sub.replace("/", "-")
             assert mounts["/var/lib/cpuzombie"] == "state" and mounts["/run/cpuzombie"] == "run"
             if c["name"] == "agent":
                 assert mounts["/host/var/log/pods"] == "pod-logs"
@@ -368,8 +373,9 @@ def test_npd_rules_point_where_the_init_container_puts_the_binary(rendered):
     spec = pod_spec(rendered["default"])
     init = container(spec, "install-plugin")
     npd = container(spec, "node-problem-detector")
-    # init copies the image's /opt/cpuzombie into the "plugin" volume ...
-    assert init["command"] == ["cp", "-R", "/opt/cpuzombie/bin", "/plugin/"]
+    # init copies the image's /opt/cpuzombie/bin/cpuzombie into the "plugin" volume (issue 29:
+    # the agent's install-plugin, as the image ships no cp) ...
+    assert init["command"] == ["/usr/local/bin/cpuzombie", "install-plugin", "/plugin"]
     assert {m["name"]: m["mountPath"] for m in init["volumeMounts"]} == {"plugin": "/plugin"}
     # ... which NPD's container mounts back at /opt/cpuzombie
     npd_mounts = {m["name"]: m for m in npd["volumeMounts"]}
@@ -678,7 +684,10 @@ def test_rbac_is_exactly_what_the_code_and_npd_call(rendered):
     assert one(r, "Role", "cpuzombie-remediator-events")["metadata"]["namespace"] == "default"
     assert _grants(r, "cpuzombie-budget") == need("budget")
     assert _grants(r, "cpuzombie-remediator-leader") == need("leader")
-    assert one(r, "Role", "cpuzombie-budget")["metadata"]["namespace"] == "kube-system"
+    # lease_namespace "": the release namespace (#29: no grant in kube-system)
+    assert one(r, "Role", "cpuzombie-budget")["metadata"]["namespace"] == "cpuzombie"
+    assert not [o for o in r if o["kind"] in ("Role", "RoleBinding")
+                and o["metadata"]["namespace"] == "kube-system"]
     assert one(r, "Role", "cpuzombie-remediator-leader")["metadata"]["namespace"] == "cpuzombie"
     # by name where RBAC can: the slots of max_unavailable, the leader Lease; not create/list
     assert _rule_names(r, "Role", "cpuzombie-budget", "update") == ["cpuzombie-slot-0"]
@@ -763,20 +772,19 @@ def test_installs_into_the_release_namespace(variant):
     admission policy's service account follow; no Namespace object unless asked for."""
     _, objs = render(variant, ns_args=("-n", "monitoring"))
     assert not find(objs, "Namespace")
+    cfg = yaml.safe_load(rendered_config(objs))
+    assert cfg["remediation"]["lease_namespace"] == "monitoring"   # "" = the release namespace
     for o in objs:
         if o["kind"] in CLUSTER_SCOPED:
             assert "namespace" not in o["metadata"], o["kind"]
-        elif (o["kind"], o["metadata"]["name"]) in (("Role", "cpuzombie-budget"),
-                                                    ("RoleBinding", "cpuzombie-budget")):
-            assert o["metadata"]["namespace"] == "kube-system"
         elif o["metadata"]["name"] in ("cpuzombie-events", "cpuzombie-remediator-events"):
             # the Events' one namespace (client-go's and event.c's for a Node)
             assert o["kind"] in ("Role", "RoleBinding") and \
                 o["metadata"]["namespace"] == "default", o["metadata"]
         elif (o["kind"], o["metadata"]["name"]) in (("Role", "cpuzombie-cleanup"),
                                                     ("RoleBinding", "cpuzombie-cleanup")):
-            # the uninstall hook's: the Leases of lease_namespace and of the release's
-            assert o["metadata"]["namespace"] in ("kube-system", "monitoring")
+            # the uninstall hook's: the Leases of lease_namespace (""), the release's
+            assert o["metadata"]["namespace"] == "monitoring"
         else:
             assert o["metadata"]["namespace"] == "monitoring", (o["kind"], o["metadata"])
     for b in find(objs, "ClusterRoleBinding") + find(objs, "RoleBinding"):
@@ -954,16 +962,17 @@ def _lreq(op, ns, name, user=REM):
 
 # (request, allowed?): the remediator writes only its own Leases
 LEASE_SAMPLES = [
-    (_lreq("CREATE", "kube-system", "cpuzombie-slot-0"), True),
-    (_lreq("UPDATE", "kube-system", "cpuzombie-slot-12"), True),
-    (_lreq("DELETE", "kube-system", "cpuzombie-slot-3"), True),
+    (_lreq("CREATE", "cpuzombie", "cpuzombie-slot-0"), True),
+    (_lreq("UPDATE", "cpuzombie", "cpuzombie-slot-12"), True),
+    (_lreq("DELETE", "cpuzombie", "cpuzombie-slot-3"), True),
     (_lreq("CREATE", "cpuzombie", "cpuzombie-remediator"), True),
     (_lreq("UPDATE", "cpuzombie", "cpuzombie-remediator"), True),
     (_lreq("CREATE", "kube-system", "kube-scheduler"), False),
-    (_lreq("CREATE", "kube-system", "cpuzombie-slot-"), False),
-    (_lreq("CREATE", "kube-system", "cpuzombie-slot-0x"), False),
+    (_lreq("CREATE", "cpuzombie", "kube-scheduler"), False),           # not a name of ours
+    (_lreq("CREATE", "cpuzombie", "cpuzombie-slot-"), False),
+    (_lreq("CREATE", "cpuzombie", "cpuzombie-slot-0x"), False),
     (_lreq("CREATE", "kube-system", "cpuzombie-remediator"), False),   # wrong namespace
-    (_lreq("CREATE", "cpuzombie", "cpuzombie-slot-0"), False),         # wrong namespace
+    (_lreq("CREATE", "kube-system", "cpuzombie-slot-0"), False),       # wrong namespace (#29)
     (_lreq("CREATE", "kube-node-lease", "n1"), False),
     (_lreq("CREATE", "kube-system", "kube-scheduler", user=SA), True),  # not matched here
 ]
@@ -974,7 +983,7 @@ def _lease_policy_in_python(r):
     if req["userInfo"]["username"] != REM:
         return True
     ns, name = req["namespace"], req["name"]
-    return (ns == "kube-system" and re.fullmatch(r"cpuzombie-slot-[0-9]{1,5}", name) is not None) \
+    return (ns == "cpuzombie" and re.fullmatch(r"cpuzombie-slot-[0-9]{1,5}", name) is not None) \
         or (ns == "cpuzombie" and name == "cpuzombie-remediator")
 
 
@@ -1130,3 +1139,6 @@ def test_image_recipe_uses_what_exists():
         assert glob.glob(os.path.join(ROOT, src.rstrip("*").rstrip("/")) + "*"), src
     assert "make -j" in df and "libcurl4 libsystemd0" in df
     assert "COPY --from=build /src/build/cpuzombie /usr/local/bin/cpuzombie" in df
+    # the init container's copy is that agent's install-plugin (issue 29): no cp, nor its
+    # libraries, in the image, and rootfs.sh runs the copy as the chart does before it ships
+    assert "/usr/bin/cp" not in rootfs and "install-plugin" in rootfs

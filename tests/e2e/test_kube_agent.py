@@ -36,7 +36,7 @@ READY = cond("Ready", "True", reason="KubeletReady")
 
 def config(tmp, kc, node, **rem):
     r = dict(mode="cordon", **{"for": "1s"}, max_unavailable="1", drain_timeout="20s",
-             uncordon_after="1s")
+             uncordon_after="1s", lease_namespace=kh.LEASE_NS)
     r.update(rem)
     set_cond = r.pop("set_conditions", "false")
     remediate = r.pop("remediate", "true")

@@ -145,7 +145,7 @@ def test_agent_may_not_update_or_delete_events(two):
     assert st == 200 and obj["count"] == 2, (st, obj)
 
 
-@pytest.mark.parametrize("ns", [kh.AGENT_NS, kh.LEASE_NS])
+@pytest.mark.parametrize("ns", [kh.AGENT_NS])
 def test_second_nodes_agent_may_not_touch_a_lease(two, ns):
     """A Lease the remediator holds (a budget slot, the leader) is no agent's: nb's agent can
     neither read, write nor delete it, nor create one."""
@@ -167,6 +167,103 @@ def test_second_nodes_agent_may_not_touch_a_lease(two, ns):
                                      "metadata": {"name": "cpuzombie-slot-7"}}, by="rbac")
     assert two.get(path + "/" + name)["spec"]["holderIdentity"] == "na"
     two.cp.raw("DELETE", path + "/" + name)
+
+
+LEASES = "/apis/coordination.k8s.io/v1/namespaces/%s/leases"
+
+
+def _lease(name, holder):
+    return {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
+            "metadata": {"name": name}, "spec": {"holderIdentity": holder}}
+
+
+def _read_refused(kube, token, user, path, verb):
+    """A GET (@verb get or list) as @token: the real server's 403, its audit record saying RBAC."""
+    mark = kube.cp.audit_mark()
+    st, obj = kube.call("GET", path, token=token)
+    assert st == 403, (path, st, obj)
+    evs = rh.audited(kube, mark, user, verb, path)
+    assert evs and rh.refused_by(evs[-1]) == "rbac", evs
+
+
+@pytest.fixture
+def kcm_lease(kube):
+    """kube-controller-manager's leader Lease in kube-system, as a real control plane has it
+    (this one runs it with --leader-elect=false, so the admin makes it)."""
+    path = LEASES % "kube-system" + "/kube-controller-manager"
+    kube.cp.raw("DELETE", path)
+    st, obj = kube.cp.raw("POST", LEASES % "kube-system",
+                          _lease("kube-controller-manager", "cp-1_0f9e"))
+    assert st == 201, obj
+    yield path, obj
+    kube.cp.raw("DELETE", path)
+
+
+def test_remediator_may_not_touch_a_kube_system_lease(two, kcm_lease):
+    """The budget lives in the release namespace (lease_namespace ""): the remediator's token
+    cannot list, read, take over, delete or create a Lease in kube-system, neither
+    kube-controller-manager's leader Lease nor a budget slot there. (The chart before put the
+    budget Role in kube-system: list and create of any name there were granted.)"""
+    path, obj = kcm_lease
+    tok = rh.remediator_token(two)
+    _read_refused(two, tok, rh.REM_USER, LEASES % "kube-system", "list")
+    _read_refused(two, tok, rh.REM_USER, path, "get")
+    refused(two, tok, "PUT", path, dict(obj, spec={"holderIdentity": "cpuzombie"}), by="rbac",
+            user=rh.REM_USER)
+    refused(two, tok, "DELETE", path, by="rbac", user=rh.REM_USER)
+    for name in ("cpuzombie-slot-0", "kube-scheduler"):
+        refused(two, tok, "POST", LEASES % "kube-system", _lease(name, "remediator-0"),
+                by="rbac", user=rh.REM_USER)
+    assert two.cp.raw("GET", path)[1]["spec"]["holderIdentity"] == "cp-1_0f9e"
+
+
+def test_remediator_writes_only_its_slots_by_name_in_the_release_namespace(two):
+    """In the release namespace: a budget slot is created, taken over at its resourceVersion and
+    deleted (max_unavailable 1: cpuzombie-slot-0); another name is refused on create (the
+    admission policy: RBAC cannot name a create) and on update (RBAC's resourceNames), a slot
+    beyond the budget too; the Lease of someone else there is unchanged."""
+    ns = kh.LEASE_NS
+    assert ns == kh.AGENT_NS
+    tok = rh.remediator_token(two)
+    st, other = two.cp.raw("POST", LEASES % ns, _lease("someone-else", "x"))
+    assert st == 201, other
+    try:
+        st, slot = two.call("POST", LEASES % ns, _lease("cpuzombie-slot-0", "remediator-0"),
+                            token=tok)
+        assert st == 201, slot
+        st, slot = two.call("PUT", LEASES % ns + "/cpuzombie-slot-0",
+                            dict(slot, spec={"holderIdentity": "remediator-1"}), token=tok)
+        assert st == 200 and slot["spec"]["holderIdentity"] == "remediator-1", slot
+        for name in ("someone-else-2", "kube-scheduler"):
+            refused(two, tok, "POST", LEASES % ns, _lease(name, "remediator-0"),
+                    by="admission", user=rh.REM_USER)
+        refused(two, tok, "PUT", LEASES % ns + "/someone-else",
+                dict(other, spec={"holderIdentity": "remediator-0"}), by="rbac",
+                user=rh.REM_USER)
+        refused(two, tok, "DELETE", LEASES % ns + "/someone-else", by="rbac", user=rh.REM_USER)
+        st, one = two.cp.raw("POST", LEASES % ns, _lease("cpuzombie-slot-1", "x"))
+        assert st == 201, one
+        refused(two, tok, "PUT", LEASES % ns + "/cpuzombie-slot-1",
+                dict(one, spec={"holderIdentity": "remediator-0"}), by="rbac",
+                user=rh.REM_USER)
+        assert two.call("DELETE", LEASES % ns + "/cpuzombie-slot-0", token=tok)[0] == 200
+        assert two.cp.raw("GET", LEASES % ns + "/someone-else")[1]["spec"] == other["spec"]
+    finally:
+        for name in ("someone-else", "cpuzombie-slot-0", "cpuzombie-slot-1"):
+            two.cp.raw("DELETE", LEASES % ns + "/" + name)
+
+
+@pytest.mark.parametrize("ns", [kh.AGENT_NS, "kube-system", "kube-node-lease", "default"])
+def test_node_agent_may_not_touch_any_lease(two, ns):
+    """A node agent takes no Lease anywhere (the remediator holds the budget): not listed in
+    any namespace nor cluster-wide, not created, not read: not its own node's kubelet Lease in
+    kube-node-lease either."""
+    tok = two.agent_token("na")
+    _read_refused(two, tok, rh.AGENT_USER, "/apis/coordination.k8s.io/v1/leases", "list")
+    _read_refused(two, tok, rh.AGENT_USER, LEASES % ns, "list")
+    _read_refused(two, tok, rh.AGENT_USER, LEASES % ns + "/na", "get")
+    for name in ("cpuzombie-slot-0", "na"):
+        refused(two, tok, "POST", LEASES % ns, _lease(name, "na"), by="rbac")
 
 
 def test_remediator_cordons_and_evicts(two):
@@ -205,7 +302,8 @@ def test_the_real_server_takes_the_pod_spec_and_its_recursive_read_only(kube):
         assert st == 201, (o["kind"], st, got)
     mounts = [m for c in got_spec(ds)["containers"] for m in c["volumeMounts"]
               if m.get("recursiveReadOnly")]
-    assert {m["name"] for m in mounts} == {"host-proc", "host-sys", "pod-logs"}, mounts
+    assert {m["name"] for m in mounts} == {"host-proc", "host-sys-fs-cgroup", "host-sys-class-net",
+                                           "host-sys-devices", "pod-logs"}, mounts
     st, got = kube.call("POST", "/apis/apps/v1/namespaces/%s/daemonsets?dryRun=All"
                         % kh.AGENT_NS, ds)
     kept = [m for c in got["spec"]["template"]["spec"]["containers"] for m in c["volumeMounts"]
@@ -214,7 +312,7 @@ def test_the_real_server_takes_the_pod_spec_and_its_recursive_read_only(kube):
     bad = copy.deepcopy(ds)
     for c in got_spec(bad)["containers"]:
         for m in c["volumeMounts"]:
-            if m["name"] == "host-sys":
+            if m["name"] == "host-sys-fs-cgroup":
                 m["readOnly"] = False
     st, got = kube.call("POST", "/apis/apps/v1/namespaces/%s/daemonsets?dryRun=All"
                         % kh.AGENT_NS, bad)
@@ -223,3 +321,22 @@ def test_the_real_server_takes_the_pod_spec_and_its_recursive_read_only(kube):
 
 def got_spec(o):
     return o["spec"]["template"]["spec"]
+
+
+def test_the_real_server_takes_the_non_root_node_pod(kube):
+    """agent.profileBursts off: the DaemonSet whose node containers run as 65534 with the
+    state-owner init container (uid 0, CAP_CHOWN alone) is a pod spec the real server takes
+    (dryRun, as the admin), runAsNonRoot and the capabilities kept as rendered."""
+    from deploy_helpers import find, render
+    ds = find(render("default", ["--set", "agent.profileBursts=false"])[1], "DaemonSet")[0]
+    ds["metadata"]["name"] = "cz-dryrun-nonroot"
+    st, got = kube.call("POST", "/apis/apps/v1/namespaces/%s/daemonsets?dryRun=All"
+                        % kh.AGENT_NS, ds)
+    assert st == 201, (st, got)
+    spec = got_spec(got)
+    assert [c["name"] for c in spec["initContainers"]] == ["state-owner", "install-plugin"]
+    assert spec["initContainers"][0]["securityContext"]["capabilities"] == {
+        "drop": ["ALL"], "add": ["CHOWN"]}
+    for c in spec["containers"]:
+        sc = c["securityContext"]
+        assert (sc["runAsUser"], sc["runAsNonRoot"]) == (65534, True), c["name"]

@@ -152,7 +152,7 @@ def test_agent_once_kube_on_garbage_answers(control_plane, tmp_path):
         cfg = tmp_path / "cz.yaml"
         cfg.write_text(kh.AGENT_CPU +
                        "kubernetes:\n  node_name: n1\n  kubeconfig: %s\n  timeout: 2s\n"
-                       "agent:\n  set_conditions: true\nremediation:\n  mode: cordon\n" % kc)
+                       "agent:\n  set_conditions: true\nremediation:\n  mode: cordon\n  lease_namespace: cpuzombie\n" % kc)
         vg(tmp_path, "--config", str(cfg), *tree(kh.agent_tree(tmp_path, "v1-zombies")),
            "agent", "--once", rcs=(2,), timeout=240)
     finally:

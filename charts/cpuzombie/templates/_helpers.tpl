@@ -41,6 +41,12 @@ system:serviceaccount:{{ .Release.Namespace }}:{{ include "cpuzombie.remediatorS
 {{- end -}}
 {{- end -}}
 
+{{/* remediation.lease_namespace: the value, "" = the release namespace (rendered into the
+     pods' config, so the binary never falls back on its own). */}}
+{{- define "cpuzombie.leaseNamespace" -}}
+{{- .Values.config.remediation.lease_namespace | default .Release.Namespace -}}
+{{- end -}}
+
 {{/* config.remediation.reclaim: "off", "memory.reclaim" or "drop_caches". */}}
 {{- define "cpuzombie.reclaim" -}}
 {{- toString (.Values.config.remediation.reclaim | default "off") -}}
@@ -83,9 +89,23 @@ kubernetes:
 {{- $_ := set $cfg "agent" $agent }}
 {{- $cpu := merge (dict "profile" .Values.agent.profileBursts) (index $cfg "cpu" | default dict) }}
 {{- $_ := set $cfg "cpu" $cpu }}
+{{- $rem := index $cfg "remediation" | default dict }}
+{{- $_ := set $rem "lease_namespace" (include "cpuzombie.leaseNamespace" .) }}
+{{- $_ := set $cfg "remediation" $rem }}
 {{- if not .Values.agent.zombieCensus }}
 {{- $memcg := merge (dict "census_interval" "0") (index $cfg "memcg" | default dict) }}
 {{- $_ := set $cfg "memcg" $memcg }}
+{{- end }}
+{{- /* npd mode: a check NPD does not run (npd.checks.<x> false) owns no condition, and the
+     agent removes its type from the node (left by an earlier release that ran it) */}}
+{{- if eq .Values.mode "npd" }}
+{{- range $check := list "memcg" "cpu" "ena" }}
+{{- if not (index $.Values.npd.checks $check) }}
+{{- $sec := merge (dict "condition" false) (index $cfg $check | default dict) }}
+{{- $_ := set $sec "condition" false }}
+{{- $_ := set $cfg $check $sec }}
+{{- end }}
+{{- end }}
 {{- end }}
 {{- range $section, $body := $cfg }}
 {{ $section }}:
@@ -98,10 +118,26 @@ kubernetes:
   valueFrom:
     fieldRef:
       fieldPath: spec.nodeName
+- name: POD_NAMESPACE
+  valueFrom:
+    fieldRef:
+      fieldPath: metadata.namespace
 {{- end -}}
 
-{{/* Every container: root (the state dir is root's on the host) unless .uid names another, no
-     capability unless named, no privilege escalation, read-only image. */}}
+{{/* The node containers' uid (NPD's and the agent's: the checks read the agent's 0600 run
+     files, so one uid for both): 0 while a feature needs root, else 65534. A capability added
+     is effective only for uid 0 (no ambient capabilities; no_new_privs keeps file capabilities
+     out): burst profiles, the census, kernel stacks, kmsg; reclaim writes root's sysctl and
+     cgroup files; a textfile or sentinel lands in a host directory the kubelet makes root's. */}}
+{{- define "cpuzombie.nodeUid" -}}
+{{- $a := .Values.agent -}}
+{{- $c := .Values.config -}}
+{{- $root := or $a.profileBursts $a.zombieCensus $a.readKernelStacks (ne (include "cpuzombie.reclaim" .) "off") (index ($c.agent | default dict) "kmsg") (index ($c.agent | default dict) "metrics_textfile") (index ($c.remediation | default dict) "reboot_sentinel") -}}
+{{- if $root }}0{{ else }}65534{{ end -}}
+{{- end -}}
+
+{{/* Every container: root unless .uid names another, no capability unless named, no privilege
+     escalation, read-only image. */}}
 {{- define "cpuzombie.securityContext" -}}
 {{- if .uid }}
 runAsUser: {{ .uid }}
@@ -122,21 +158,48 @@ seccompProfile:
   type: RuntimeDefault
 {{- end -}}
 
-{{/* The host paths both containers read (roots) or write (state, run). The roots are read-only
-     recursively (Kubernetes 1.33+, the runtime must support it: the pod fails to start
-     otherwise): a plain readOnly mount of /sys leaves /sys/fs/cgroup below it writable to uid 0
-     (kill, freeze or throttle any pod), and the same for what is mounted below /proc. */}}
+{{/* The subtrees of the host's /sys that the checks and the agent read, at the same places
+     under /host/sys (one per line): fs/cgroup always (check memcg, the census, the canary, the
+     subtree names); class/net and the devices its relative symlinks (../../devices/...) point
+     into, for the NIC IRQ map of check cpu and for check ena / ena-allowance (devices also holds
+     system/cpu/possible, check cpu). Standalone, the agent runs every check. Nothing else of
+     /sys: not kernel/ (security, tracing, debug), firmware/ (ACPI tables, EFI variables, DMI
+     serials), module/, bus/, block/, power/. (The census's BTF is the container's own
+     /sys/kernel/btf, which the runtime mounts.) */}}
+{{- define "cpuzombie.sysSubtrees" -}}
+{{- $c := .Values.npd.checks -}}
+{{- $all := ne .Values.mode "npd" -}}
+fs/cgroup
+{{ if or $all (index $c "cpu") (index $c "ena") (index $c "ena-allowance") -}}
+class/net
+devices
+{{ end -}}
+{{- end -}}
+
+{{/* The host paths both containers read (roots) or write (state, run); call with (dict "ctx" .
+     "agent" BOOL). The roots are read-only recursively (Kubernetes 1.33+, the runtime must
+     support it: the pod fails to start otherwise): a plain readOnly mount of /sys leaves
+     /sys/fs/cgroup below it writable to uid 0 (kill, freeze or throttle any pod), and the same
+     for what is mounted below /proc. /sys only in the subtrees read (cpuzombie.sysSubtrees);
+     /proc whole: the agent reads per-PID files (stat, cgroup, comm of every task) and
+     /proc/stat, interrupts, softirqs, loadavg, pressure, meminfo, 1/mountinfo. The agent's
+     fs/cgroup is the writable one with remediation.reclaim memory.reclaim (daemonset.yaml). */}}
 {{- define "cpuzombie.hostMounts" -}}
+{{- $rw := and .agent (eq (include "cpuzombie.reclaim" .ctx) "memory.reclaim") -}}
 - name: host-proc
   mountPath: /host/proc
   readOnly: true
   recursiveReadOnly: Enabled
   mountPropagation: None
-- name: host-sys
-  mountPath: /host/sys
+{{- range $sub := include "cpuzombie.sysSubtrees" .ctx | splitList "\n" | compact }}
+{{- if not (and $rw (eq $sub "fs/cgroup")) }}
+- name: host-sys-{{ $sub | replace "/" "-" }}
+  mountPath: /host/sys/{{ $sub }}
   readOnly: true
   recursiveReadOnly: Enabled
   mountPropagation: None
+{{- end }}
+{{- end }}
 - name: state
   mountPath: /var/lib/cpuzombie
 - name: run
@@ -164,7 +227,13 @@ seccompProfile:
 {{/* Whether the agent container talks to the API server: standalone (it sets the conditions),
      the kured hand-off after a drain (it reads its node), reclaim (its Events). */}}
 {{- define "cpuzombie.agentUsesAPI" -}}
-{{- if or (eq .Values.mode "standalone") (ne (include "cpuzombie.reclaim" .) "off") (and (eq (toString .Values.config.remediation.mode) "drain") .Values.config.remediation.reboot_sentinel) }}true{{ end -}}
+{{- if or (eq .Values.mode "standalone") (ne (include "cpuzombie.reclaim" .) "off") (and (eq (toString .Values.config.remediation.mode) "drain") .Values.config.remediation.reboot_sentinel) (include "cpuzombie.npdChecksOff" .) }}true{{ end -}}
+{{- end -}}
+
+{{/* npd mode with a condition check turned off: the agent removes that condition type from its
+     node (kube_agent.c), so it needs its token. */}}
+{{- define "cpuzombie.npdChecksOff" -}}
+{{- if eq .Values.mode "npd" }}{{ range $check := list "memcg" "cpu" "ena" }}{{ if not (index $.Values.npd.checks $check) }}true{{ end }}{{ end }}{{ end -}}
 {{- end -}}
 
 {{/* The ServiceAccount token, only in the containers that call the API server (the pod has
