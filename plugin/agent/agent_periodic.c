@@ -34,6 +34,8 @@ struct periodic {
 	int last[MAX_RESULTS];		/* previous status per check, -1 before the first */
 	struct memcg_seen seen_memcg;	/* what this cycle's checks read, for the model */
 	struct ena_seen seen_ena;
+	struct cpu_seen seen_cpu;
+	struct report_recovery seen_recovery; /* the conditions' states, when metrics are on */
 	pthread_t thread;
 	bool started;
 	atomic_bool stop, done;
@@ -71,10 +73,13 @@ int periodic_new(struct cz_ctx *ctx, bool once, struct periodic **ret)
 	return 0;
 }
 
-/* The canary (rate-limited by itself): a slow read is what kubelet pays on every stats pass. */
+/* The canary (rate-limited by itself): a slow read is what kubelet pays on every stats pass. It
+ * times the hierarchy this cycle's check memcg read, when it did. */
 static void canary(struct periodic *p, struct report *r)
 {
-	node_read_canary(p->ctx, r);
+	const struct memcg_seen *s = &p->seen_memcg;
+
+	node_read_canary(p->ctx, r, s->read && s->rc == NPD_OK ? &s->reading : NULL);
 	if (r->canary_rc == 0 && r->canary.fresh && r->canary.err == 0 &&
 	    r->canary.read_us >= 100000)
 		log_fields_full(LOG_PRIO_WARNING,
@@ -94,9 +99,12 @@ static int metrics(struct periodic *p, struct report *r, bool reclaimed)
 	(void)node_take_memcg(p->ctx, r, reclaimed ? NULL : &p->seen_memcg);
 	r->since_ms = r->now_ms > cfg->cpu.lookback_ms ? r->now_ms - cfg->cpu.lookback_ms : 0;
 	e = report_load_run(r, cfg->paths.run, r->now_ms);
+	if (e >= 0)
+		e = node_take_kevents(cfg, r, &p->seen_cpu);
 	if (e < 0)
 		return e;
 	node_take_ena(cfg, r, &p->seen_ena);
+	node_take_recovery(cfg, r, &p->seen_recovery);
 	node_read_reclaim(cfg, r);
 	e = metrics_write(r, cfg->agent.metrics_textfile);
 	if (e < 0)
@@ -175,9 +183,14 @@ int periodic_cycle(struct periodic *p)
 	p->seen_memcg.read = false;
 	p->ctx->memcg_seen = &p->seen_memcg;
 	p->ctx->ena_seen = &p->seen_ena;
+	p->ctx->cpu_seen = &p->seen_cpu;
+	p->seen_recovery.n = 0;
+	p->ctx->recovery_seen = p->ctx->cfg.agent.metrics_textfile[0] ? &p->seen_recovery : NULL;
 	n = kube_agent_run_checks(p->ctx, names, res, MAX_RESULTS);
 	p->ctx->memcg_seen = NULL;
 	p->ctx->ena_seen = NULL;
+	p->ctx->cpu_seen = NULL;
+	p->ctx->recovery_seen = NULL;
 	census_on_leak(p, names, res, n);
 	log_changes(p, names, res, n);
 	if (p->ka) {
@@ -216,6 +229,7 @@ int periodic_cycle(struct periodic *p)
 		m = metrics(p, r, *rsum != '\0');
 	report_free(r);
 	ena_seen_free(&p->seen_ena); /* what the metrics did not take */
+	cpu_seen_free(&p->seen_cpu);
 	return e < 0 ? e : m;
 }
 
@@ -309,6 +323,7 @@ void periodic_free(struct periodic *p)
 	pods_publisher_clear(&p->pods);
 	census_publisher_done(&p->census);
 	ena_seen_free(&p->seen_ena);
+	cpu_seen_free(&p->seen_cpu);
 	pthread_cond_destroy(&p->wake);
 	pthread_mutex_destroy(&p->lock);
 	free(p);

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include "node/checks.h"
+#include "node/report.h"
 #include "agent/kube_agent.h"
 #include "base/fileio.h"
 #include "base/log.h"
@@ -354,10 +355,19 @@ void kube_agent_recover(struct cz_ctx *ctx, const char *check, struct npd_result
 				    conditions_recover_after(&ctx->cfg, check), now_realtime_ms(),
 				    res);
 
+	struct report_recovery *seen = ctx->recovery_seen;
+
 	if (r < 0 && r != -ENOENT)
 		log_warning_errno(r,
 				  "Failed to keep %s's recover_after state in '%s': %m, ignoring",
 				  check, ctx->cfg.paths.state);
+	if (seen && seen->n < REPORT_RECOVER_MAX && conditions_for_check(check)) {
+		/* the state as stepped, for the metrics of this cycle (node_take_recovery) */
+		struct report_recover *c = &seen->c[seen->n++];
+
+		*c = (struct report_recover){ check, conditions_for_check(check)->type, 0, { 0 } };
+		c->rc = recover_store_read(ctx->cfg.paths.state, check, &c->st);
+	}
 }
 
 size_t kube_agent_run_checks(struct cz_ctx *ctx, const char *names[], struct npd_result res[],

@@ -5,8 +5,6 @@
 
 #include "agent/metrics.h"
 #include "klog/kevents.h"
-#include "cluster/conditions.h"
-#include "cluster/recover_store.h"
 #include "base/fileio.h"
 #include "node/report.h"
 #include "base/textsafe.h"
@@ -60,7 +58,7 @@ static void memcg(const struct report *r, FILE *out)
 		help(out, "cpuzombie_memcg_exposed", "gauge",
 		     "1 when every root memory.numa_stat read walks all dying memcgs "
 		     "(cgroup v1 before 5.8).");
-		fprintf(out, "cpuzombie_memcg_exposed %d\n", memcg_exposed(m) ? 1 : 0);
+		fprintf(out, "cpuzombie_memcg_exposed %d\n", m->exposed ? 1 : 0);
 	}
 	if (r->canary_rc == 0 && r->canary.err == 0) {
 		help(out, "cpuzombie_memcg_canary_read_seconds", "gauge",
@@ -117,42 +115,35 @@ static void cpu(const struct report *r, FILE *out)
 	}
 }
 
-static void ena_counters(const struct report *r, const struct ena_state *st, enum ena_class want,
-			 const char *name, const char *lab, FILE *out)
+static void ena_counters(const struct report_ena_counter *c, size_t n, const char *name,
+			 const char *lab, FILE *out)
 {
-	struct ena_lists l = ena_lists_from_config(r->cfg);
-
-	for (size_t i = 0; i < st->n; i++) {
-		const struct ethtool_devdump *d = &st->ifs[i].base;
-
-		for (size_t k = 0; k < d->n; k++) {
-			int q;
-
-			if (ena_classify(&l, d->stats[k].name, &q) != want || q >= 0)
-				continue; /* per-queue counters would explode the series count */
-			fprintf(out, "%s{interface=\"", name);
-			label(out, d->ifname);
-			fprintf(out, "\",%s=\"", lab);
-			label(out, d->stats[k].name);
-			fprintf(out, "\"} %llu\n", (unsigned long long)d->stats[k].value);
-		}
+	for (size_t i = 0; i < n; i++) {
+		fprintf(out, "%s{interface=\"", name);
+		label(out, c[i].ifname);
+		fprintf(out, "\",%s=\"", lab);
+		label(out, c[i].name);
+		fprintf(out, "\"} %llu\n", (unsigned long long)c[i].value);
 	}
 }
 
+/* The ENA counters by class, as the model computed them (node_ena_metrics). */
 static void ena(const struct report *r, FILE *out)
 {
+	const struct report_ena_metrics *m = &r->ena_metrics;
+
 	help(out, "cpuzombie_ena_resets_total", "counter",
 	     "The ENA driver's reset counters by cause (ethtool -S; restart at driver reload).");
-	ena_counters(r, &r->ena, ENA_CLASS_RESET, "cpuzombie_ena_resets_total", "cause", out);
+	ena_counters(m->resets, m->nresets, "cpuzombie_ena_resets_total", "cause", out);
 	help(out, "cpuzombie_ena_resets_window", "gauge",
 	     "ENA device resets seen within ena.window.");
-	for (size_t i = 0; i < r->ena.n; i++)
+	for (size_t i = 0; m->set && i < r->ena.n; i++)
 		series(out, "cpuzombie_ena_resets_window", "interface", r->ena.ifs[i].base.ifname,
-		       ena_history_resets(&r->ena.ifs[i].hist));
+		       m->window[i]);
 	help(out, "cpuzombie_ena_allowance_exceeded_total", "counter",
 	     "Packets queued or dropped because an instance network allowance was exceeded.");
-	ena_counters(r, &r->allowance, ENA_CLASS_ALLOWANCE,
-		     "cpuzombie_ena_allowance_exceeded_total", "counter", out);
+	ena_counters(m->allowance, m->nallowance, "cpuzombie_ena_allowance_exceeded_total",
+		     "counter", out);
 }
 
 /* The units the agent last read from systemd (report.restarts, filled by the agent). */
@@ -269,42 +260,36 @@ int metrics_format(const struct report *r, FILE *out)
 }
 
 /*
- * The conditions' hysteresis (cluster/recover.h), from the state dir the checks share: what
- * recover_after absorbed (flaps), what it let clear, and what it holds True now. Read here, not
- * in metrics_format(), which formats the model it is given and nothing else.
+ * The conditions' hysteresis (cluster/recover.h) the model holds (r->recovery, taken by
+ * node_take_recovery): what recover_after absorbed (flaps), what it let clear, and what it holds
+ * True now. Apart from metrics_format(), whose output does not depend on the state dir.
  */
 static void lifecycle(const struct report *r, FILE *out)
 {
-	static const char *const checks_[] = { "memcg", "cpu", "ena" };
-	struct recover_state st[ARRAY_SIZE(checks_)];
-	bool ok[ARRAY_SIZE(checks_)];
+	const struct report_recovery *rc = &r->recovery;
 
 	if (!r->cfg)
 		return;
-	for (size_t i = 0; i < ARRAY_SIZE(checks_); i++) {
-		st[i] = (struct recover_state){ 0 };
-		ok[i] = recover_store_read(r->cfg->paths.state, checks_[i], &st[i]) >= 0;
-	}
 	help(out, "cpuzombie_condition_flaps_total", "counter",
 	     "Problems seen again while recover_after held the condition True: True/False/True "
 	     "flips the node did not show.");
-	for (size_t i = 0; i < ARRAY_SIZE(checks_); i++)
-		if (ok[i])
+	for (size_t i = 0; i < rc->n; i++)
+		if (rc->c[i].rc >= 0)
 			series(out, "cpuzombie_condition_flaps_total", "condition",
-			       conditions_for_check(checks_[i])->type, st[i].flaps);
+			       rc->c[i].condition, rc->c[i].st.flaps);
 	help(out, "cpuzombie_condition_clears_total", "counter",
 	     "Conditions set back to False after recover_after of OK checks.");
-	for (size_t i = 0; i < ARRAY_SIZE(checks_); i++)
-		if (ok[i])
+	for (size_t i = 0; i < rc->n; i++)
+		if (rc->c[i].rc >= 0)
 			series(out, "cpuzombie_condition_clears_total", "condition",
-			       conditions_for_check(checks_[i])->type, st[i].clears);
+			       rc->c[i].condition, rc->c[i].st.clears);
 	help(out, "cpuzombie_condition_recovering", "gauge",
 	     "1 while the problem is gone but recover_after still holds the condition True.");
-	for (size_t i = 0; i < ARRAY_SIZE(checks_); i++)
-		if (ok[i])
+	for (size_t i = 0; i < rc->n; i++)
+		if (rc->c[i].rc >= 0)
 			series(out, "cpuzombie_condition_recovering", "condition",
-			       conditions_for_check(checks_[i])->type,
-			       st[i].active && st[i].ok_since_ms != 0);
+			       rc->c[i].condition,
+			       rc->c[i].st.active && rc->c[i].st.ok_since_ms != 0);
 }
 
 int metrics_write(const struct report *r, const char *path)

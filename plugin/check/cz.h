@@ -27,6 +27,8 @@ enum cz_exit {
 
 struct memcg_seen;
 struct ena_seen;
+struct report_recovery;
+struct cpu_seen;
 
 /* What a check receives: the effective config and the opened host roots. Nothing of the
  * subcommands' options (cmd/cmd.h) nor of the agent's (agent/agent.h). */
@@ -39,9 +41,13 @@ struct cz_ctx {
 	unsigned state_flags;
 	/* where a check leaves what it read, for the node model of the same agent cycle (node.h),
 	 * so nothing reads again: NULL but during the agent's checks (memcg/check_memcg.h,
-	 * ena/check_ena.h). Data only: nothing here is called. */
+	 * ena/check_ena.h, cpu/check_cpu.h). Data only: nothing here is called. */
 	struct memcg_seen *memcg_seen;
 	struct ena_seen *ena_seen;
+	struct cpu_seen *cpu_seen;
+	/* (the agent's cycle: where kube_agent_recover() leaves each condition's state after
+	 * stepping it, node/report.h; NULL otherwise) */
+	struct report_recovery *recovery_seen;
 };
 
 #endif

@@ -354,15 +354,29 @@ static int sample_inline(struct cz_ctx *ctx, struct burst_event *ev, size_t max,
 	return NPD_OK;
 }
 
-/* Soft lockups the kernel logged (the agent's kernel-event log) as bursts on their CPU. */
-static size_t add_lockups(const struct cz_config *cfg, struct burst_event *ev, size_t n,
-			  char *note, size_t size)
+void cpu_seen_free(struct cpu_seen *s)
 {
+	free(s->kev);
+	*s = (struct cpu_seen){ 0 };
+}
+
+/* Soft lockups the kernel logged (the agent's kernel-event log) as bursts on their CPU; the log
+ * read is left in ctx->cpu_seen for the agent's node model. */
+static size_t add_lockups(struct cz_ctx *ctx, struct burst_event *ev, size_t n, char *note,
+			  size_t size)
+{
+	const struct cz_config *cfg = &ctx->cfg;
 	_cleanup_free_ struct kevents *k = calloc(1, sizeof(*k));
+	struct cpu_seen *seen = ctx->cpu_seen;
 	uint64_t now = now_realtime_ms();
 	size_t added = 0;
+	int rc = k ? kevents_state_read(cfg->paths.run, &kevents_state, k) : -ENOMEM;
 
-	if (!k || kevents_state_read(cfg->paths.run, &kevents_state, k) != STATE_LOADED)
+	if (seen && rc != -ENOMEM) { /* (out of memory: the model tries again) */
+		cpu_seen_free(seen);
+		seen->set = true;
+	}
+	if (rc != STATE_LOADED)
 		return n;
 	n = kevents_soft_lockups(k, now > cfg->cpu.lookback_ms ? now - cfg->cpu.lookback_ms : 0, ev,
 				 n, EVENTS_MAX, &added);
@@ -370,6 +384,10 @@ static size_t add_lockups(const struct cz_config *cfg, struct burst_event *ev, s
 		snprintf(note + strlen(note), size - strlen(note),
 			 "%s%zu soft lockup%s (kernel log)", note[0] ? "; " : "", added,
 			 added == 1 ? "" : "s");
+	if (seen) {
+		seen->kev = k; /* moved */
+		k = NULL;
+	}
 	return n;
 }
 
@@ -495,7 +513,7 @@ int check_cpu(struct cz_ctx *ctx, struct npd_result *res)
 		}
 		if (ongoing) /* the links above are the ones known so far */
 			snprintf(note, sizeof(note), "burst ongoing");
-		n = add_lockups(cfg, ev, n, note, sizeof(note));
+		n = add_lockups(ctx, ev, n, note, sizeof(note));
 		return cpu_verdict(ev, n, cfg, note, res);
 	}
 	if (cfg->cpu.inline_window_ms == 0 || cfg->cpu.inline_window_ms < cfg->cpu.min_burst_ms)
@@ -512,6 +530,6 @@ int check_cpu(struct cz_ctx *ctx, struct npd_result *res)
 		return r;
 	snprintf(note, sizeof(note), "inline %s: %s%s",
 		 format_duration(cfg->cpu.inline_window_ms, d, sizeof(d)), stale, unread);
-	n = add_lockups(cfg, ev, n, note, sizeof(note));
+	n = add_lockups(ctx, ev, n, note, sizeof(note));
 	return cpu_verdict(ev, n, cfg, note, res);
 }

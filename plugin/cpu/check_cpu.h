@@ -63,6 +63,22 @@ unsigned cpu_sampler_ncpu(const struct cpu_sampler *s);
  * until the next step. */
 const uint8_t *cpu_sampler_shares(const struct cpu_sampler *s);
 
+struct kevents; /* klog/kevents.h */
+
+/*
+ * What check cpu leaves for the agent's node model (ctx->cpu_seen), so the metrics do not read
+ * it again: the kernel-event log it read for the soft lockups (@set; @kev NULL when there is no
+ * log, as report_load_kevents() leaves it). @set stays false when it did not read it (or ran
+ * out of memory): the node model reads it then. The model takes @kev (node_take_kevents).
+ */
+struct cpu_seen {
+	bool set;
+	struct kevents *kev;
+};
+
+/* cpu_seen_free - free what @s holds and clear it. */
+void cpu_seen_free(struct cpu_seen *s);
+
 /* check_cpu - `check cpu`, the row of node/checks.c: a core saturated in cpu.lookback. */
 int check_cpu(struct cz_ctx *ctx, struct npd_result *res);
 

@@ -8,6 +8,7 @@
 #include "base/util.h"
 
 #define READ_MAX (1024 * 1024) /* numa_stat of a many-node root stays far below */
+#define CANARY_MNT_MAX 128	/* canary_file()'s mount buffer */
 
 int canary_parse(const char *text, struct canary_result *ret)
 {
@@ -60,11 +61,12 @@ int canary_file(const struct hostfs *hf, char *buf, size_t size)
 	const size_t text_size = 256 * 1024;
 	_cleanup_free_ char *text = malloc(text_size);
 	struct memcg_controller c;
-	char mnt[128] = "";
+	char mnt[CANARY_MNT_MAX] = "";
 	int r;
 
 	if (!text)
 		return -ENOMEM;
+	/* memcg_read() finds the same one (memcg_find_hierarchy): measure() takes its reading's */
 	if (hostfs_read(hf, HOSTFS_PROC, "cgroups", text, text_size) < 0)
 		return -ENOENT;
 	r = memcg_parse_proc_cgroups(text, &c);
@@ -88,7 +90,22 @@ static uint64_t now_us(void)
 	return (uint64_t)ts.tv_sec * 1000000ULL + (uint64_t)ts.tv_nsec / 1000;
 }
 
-static void measure(const struct hostfs *hf, uint64_t now_ms, struct canary_result *c)
+/* The file canary_file() names, from the hierarchy memcg_read() found (@m), when it fits the
+ * buffer canary_file() has (else canary_file() looks, and fails or falls back as it does). */
+static int seen_file(const struct hostfs *hf, const struct memcg_reading *m, char *buf,
+		     size_t size)
+{
+	int r;
+
+	if (!m || !m->hierarchy[0] || strlen(m->hierarchy) >= CANARY_MNT_MAX)
+		return canary_file(hf, buf, size);
+	r = snprintf(buf, size, "%s/%s", m->hierarchy,
+		     m->source == MEMCG_V1 ? "memory.numa_stat" : "memory.stat");
+	return r < 0 || (size_t)r >= size ? -ENAMETOOLONG : 0;
+}
+
+static void measure(const struct hostfs *hf, uint64_t now_ms, const struct memcg_reading *m,
+		    struct canary_result *c)
 {
 	_cleanup_free_ char *buf = malloc(READ_MAX);
 	uint64_t t0;
@@ -97,7 +114,7 @@ static void measure(const struct hostfs *hf, uint64_t now_ms, struct canary_resu
 	memset(c, 0, sizeof(*c));
 	c->t_ms = now_ms;
 	c->fresh = true;
-	c->err = canary_file(hf, c->file, sizeof(c->file));
+	c->err = seen_file(hf, m, c->file, sizeof(c->file));
 	if (c->err < 0)
 		return;
 	if (!buf) {
@@ -114,7 +131,7 @@ static void measure(const struct hostfs *hf, uint64_t now_ms, struct canary_resu
 }
 
 int canary_run(const struct hostfs *hf, const char *state_dir, unsigned state_flags,
-	       uint64_t every_ms, uint64_t now_ms,
+	       uint64_t every_ms, uint64_t now_ms, const struct memcg_reading *seen,
 	       struct canary_result *ret)
 {
 	_cleanup_(state_end) struct state_txn txn = STATE_TXN_INIT_FLAGS(state_flags);
@@ -131,7 +148,7 @@ int canary_run(const struct hostfs *hf, const char *state_dir, unsigned state_fl
 		*ret = c;
 		return 0;
 	}
-	measure(hf, now_ms, &c);
+	measure(hf, now_ms, seen, &c);
 	(void)canary_state_commit(&txn, &c); /* next run just measures again */
 	*ret = c;
 	return 0;

@@ -20,6 +20,8 @@
 #include "host/hostfs.h"
 #include "base/state.h"
 
+struct memcg_reading; /* memcg/memcg.h */
+
 #define CANARY_STATE "canary" /* STATE_CANARY */
 
 struct canary_result {
@@ -48,9 +50,11 @@ int canary_file(const struct hostfs *hf, char *buf, size_t size);
  * store it (locked, atomic; @state_flags as base/state.h's: STATE_READ_ONLY stores nothing).
  * @every_ms 0 = off: returns -ECANCELED. Returns 0 and fills *@ret
  * (a failed read is a result too: ret->err), or -errno when there is nothing to report.
+ * @seen: memcg_read()'s reading of this cycle (its hierarchy is the one timed, as canary_file()
+ * would find it), or NULL: canary_file() finds it.
  */
 int canary_run(const struct hostfs *hf, const char *state_dir, unsigned state_flags,
-	       uint64_t every_ms, uint64_t now_ms,
+	       uint64_t every_ms, uint64_t now_ms, const struct memcg_reading *seen,
 	       struct canary_result *ret);
 
 /* The "canary" state file (STATE_CANARY, base/state.h) holds a struct canary_result. */

@@ -125,6 +125,7 @@ static int read_v1(struct cz_ctx *ctx, const struct memcg_controller *c, struct 
 		return npd_unknown(res, e, "cannot walk memory hierarchy %s",
 				   hostfs_path(&ctx->hf, HOSTFS_SYS, rel, p, sizeof(p)));
 	r->source = MEMCG_V1;
+	snprintf(r->hierarchy, sizeof(r->hierarchy), "%s", rel);
 	r->live = dirs;
 	/* Cgroups created between the two reads can make the difference negative: that is zero
 	 * dying, not a wrap-around to 2^64. */
@@ -146,6 +147,7 @@ static int read_v2(struct cz_ctx *ctx, struct memcg_reading *r, struct npd_resul
 	if (e < 0)
 		return npd_unknown(res, e, "cannot read %s",
 				   hostfs_path(&ctx->hf, HOSTFS_SYS, file, p, sizeof(p)));
+	snprintf(r->hierarchy, sizeof(r->hierarchy), "%s", rel);
 	if (st.has_subsys_memory) {
 		r->source = MEMCG_V2_SUBSYS;
 		r->live = st.nr_subsys_memory;
@@ -204,6 +206,7 @@ static void read_extras(struct cz_ctx *ctx, struct memcg_reading *r)
 		r->has_percpu = memcg_parse_meminfo_percpu(buf, &r->percpu_bytes) == 0;
 	if (hostfs_read(&ctx->hf, HOSTFS_PROC, "sys/kernel/osrelease", buf, sizeof(buf)) >= 0)
 		r->has_kernel = memcg_parse_osrelease(buf, &r->kernel_major, &r->kernel_minor) == 0;
+	r->exposed = memcg_exposed(r);
 }
 
 int memcg_read(struct cz_ctx *ctx, struct memcg_reading *r, struct npd_result *res)

@@ -87,6 +87,8 @@ struct memcg_reading {
 	double growth_per_hour; /* dying memcgs per hour, from stored history */
 	bool has_kernel;
 	unsigned kernel_major, kernel_minor;
+	bool exposed;		/* memcg_exposed(), set with the kernel release by the reader */
+	char hierarchy[256];	/* where the hierarchy read is mounted (sys root), or "" */
 	char hint[128];		/* e.g. "top restarts: ecs.service=4211", or "" */
 	char census[160];	/* the agent's census: "69790 were a/b, 1GiB pinned", or "" */
 	char where[80];		/* cgroup v2: "most under system.slice (12000)", or "" */

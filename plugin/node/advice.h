@@ -25,7 +25,7 @@ const char *advice_canary(int rc);
 /* advice_irq_map - after irq_map_all() failed with @rc. */
 const char *advice_irq_map(int rc);
 
-/* advice_ena_state - after report_ena_load() failed with @rc (other than -ENOENT). */
+/* advice_ena_state - after node_ena_load() (node.h) failed with @rc (other than -ENOENT). */
 const char *advice_ena_state(int rc);
 
 /* advice_history - when the sampler's history could not be read (@rc < 0) or was empty (0). */

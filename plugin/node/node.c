@@ -10,6 +10,7 @@
 #include "base/state.h"
 #include "base/util.h"
 #include "cluster/conditions.h"
+#include "cluster/recover_store.h"
 #include "cpu/cpustat.h"
 #include "ena/ena.h"
 #include "memcg/canary.h"
@@ -61,11 +62,10 @@ int node_take_memcg(struct cz_ctx *ctx, struct report *r, const struct memcg_see
 	return r->memcg_rc;
 }
 
-void node_read_canary(struct cz_ctx *ctx, struct report *r)
+void node_read_canary(struct cz_ctx *ctx, struct report *r, const struct memcg_reading *seen)
 {
 	r->canary_rc = canary_run(&ctx->hf, ctx->cfg.paths.state, ctx->state_flags,
-				  ctx->cfg.memcg.latency_canary_ms,
-				  r->now_ms, &r->canary);
+				  ctx->cfg.memcg.latency_canary_ms, r->now_ms, seen, &r->canary);
 }
 
 void node_read_published(const struct cz_config *cfg, struct report *r)
@@ -85,10 +85,71 @@ void node_read_reclaim(const struct cz_config *cfg, struct report *r)
 	r->reclaim_rc = reclaim_state_read(cfg->paths.state, &reclaim_state_type, &r->reclaim);
 }
 
+int node_ena_load(const char *state_dir, const struct state_type *t, struct ena_state *ret)
+{
+	int r;
+
+	memset(ret, 0, sizeof(*ret));
+	r = ena_state_read(state_dir, t, ret);
+	return r == STATE_NONE ? -ENOENT : r == -EINVAL ? -EBADMSG : r < 0 ? r : 0;
+}
+
+/* The counters of class @want in @st (per-queue ones left out) into *@ret, *@n of them. */
+static int ena_class_counters(const struct ena_lists *l, const struct ena_state *st,
+			      enum ena_class want, struct report_ena_counter **ret, size_t *n)
+{
+	size_t max = 0;
+
+	*n = 0;
+	for (size_t i = 0; i < st->n; i++)
+		max += st->ifs[i].base.n;
+	*ret = calloc(max ? max : 1, sizeof(**ret));
+	if (!*ret)
+		return -ENOMEM;
+	for (size_t i = 0; i < st->n; i++) {
+		const struct ethtool_devdump *d = &st->ifs[i].base;
+
+		for (size_t k = 0; k < d->n; k++) {
+			int q;
+
+			if (ena_classify(l, d->stats[k].name, &q) != want || q >= 0)
+				continue;
+			(*ret)[(*n)++] = (struct report_ena_counter){ d->ifname, d->stats[k].name,
+								      d->stats[k].value };
+		}
+	}
+	return 0;
+}
+
+int node_ena_metrics(struct report *r)
+{
+	struct report_ena_metrics *m = &r->ena_metrics;
+	struct ena_lists l = ena_lists_from_config(r->cfg);
+
+	if (m->set)
+		return 0; /* computed once, when the model is built */
+	*m = (struct report_ena_metrics){ 0 };
+	m->window = calloc(r->ena.n ? r->ena.n : 1, sizeof(*m->window));
+	if (!m->window || ena_class_counters(&l, &r->ena, ENA_CLASS_RESET, &m->resets,
+					     &m->nresets) < 0 ||
+	    ena_class_counters(&l, &r->allowance, ENA_CLASS_ALLOWANCE, &m->allowance,
+			       &m->nallowance) < 0) {
+		free(m->window);
+		free(m->resets);
+		*m = (struct report_ena_metrics){ 0 }; /* (allowance failed: not allocated) */
+		return -ENOMEM;
+	}
+	for (size_t i = 0; i < r->ena.n; i++)
+		m->window[i] = ena_history_resets(&r->ena.ifs[i].hist);
+	m->set = true;
+	return 0;
+}
+
 void node_read_ena(const struct cz_config *cfg, struct report *r)
 {
-	r->ena_rc = report_ena_load(cfg->paths.state, &ena_reset_state, &r->ena);
-	r->allowance_rc = report_ena_load(cfg->paths.state, &ena_allowance_state, &r->allowance);
+	r->ena_rc = node_ena_load(cfg->paths.state, &ena_reset_state, &r->ena);
+	r->allowance_rc = node_ena_load(cfg->paths.state, &ena_allowance_state, &r->allowance);
+	(void)node_ena_metrics(r);
 }
 
 static void take_one(struct ena_seen_one *s, int *ret_rc, struct ena_state *ret)
@@ -103,12 +164,45 @@ void node_take_ena(const struct cz_config *cfg, struct report *r, struct ena_see
 	if (seen && seen->reset.set)
 		take_one(&seen->reset, &r->ena_rc, &r->ena);
 	else
-		r->ena_rc = report_ena_load(cfg->paths.state, &ena_reset_state, &r->ena);
+		r->ena_rc = node_ena_load(cfg->paths.state, &ena_reset_state, &r->ena);
 	if (seen && seen->allowance.set)
 		take_one(&seen->allowance, &r->allowance_rc, &r->allowance);
 	else
-		r->allowance_rc = report_ena_load(cfg->paths.state, &ena_allowance_state,
-						  &r->allowance);
+		r->allowance_rc = node_ena_load(cfg->paths.state, &ena_allowance_state,
+						&r->allowance);
+	(void)node_ena_metrics(r);
+}
+
+int node_take_kevents(const struct cz_config *cfg, struct report *r, struct cpu_seen *seen)
+{
+	if (!seen || !seen->set)
+		return report_load_kevents(r, cfg->paths.run);
+	free(r->kev);
+	r->kev = seen->kev; /* moved: @r frees it */
+	*seen = (struct cpu_seen){ 0 };
+	return 0;
+}
+
+void node_take_recovery(const struct cz_config *cfg, struct report *r,
+			const struct report_recovery *seen)
+{
+	static const char *const checks[] = { "memcg", "cpu", "ena" };
+
+	r->recovery.n = 0;
+	for (size_t i = 0; i < ARRAY_SIZE(checks) && i < REPORT_RECOVER_MAX; i++) {
+		struct report_recover *c = &r->recovery.c[r->recovery.n++];
+		size_t k = 0;
+
+		while (seen && k < seen->n && !streq(seen->c[k].check, checks[i]))
+			k++;
+		if (seen && k < seen->n) {
+			*c = seen->c[k];
+			continue;
+		}
+		*c = (struct report_recover){ checks[i], conditions_for_check(checks[i])->type, 0,
+					      { 0 } };
+		c->rc = recover_store_read(cfg->paths.state, checks[i], &c->st);
+	}
 }
 
 static int read_stat(struct cz_ctx *ctx, char *buf, size_t size, struct cpustat_core *c,
@@ -169,16 +263,17 @@ int node_read(struct cz_ctx *ctx, struct report *r, uint64_t since, uint64_t unt
 	if (until)
 		r->since_ms = since;
 	/* before the checks run: what `check ena` compared with (the report shows the change) */
-	r->ena_rc = report_ena_load(cfg->paths.state, &ena_reset_state, &r->ena_prev);
+	r->ena_rc = node_ena_load(cfg->paths.state, &ena_reset_state, &r->ena_prev);
 	node_run_checks(ctx, r);
 	if (node_read_memcg(ctx, r) == NPD_OK) {
-		node_read_canary(ctx, r);
+		node_read_canary(ctx, r, &r->memcg);
 		node_read_published(cfg, r);
 		node_read_reclaim(cfg, r);
 	}
 	if (report_load_run(r, cfg->paths.run,
 			    r->now_ms > cfg->cpu.history_ms ? r->now_ms - cfg->cpu.history_ms : 0) <
-	    0)
+		    0 ||
+	    report_load_kevents(r, cfg->paths.run) < 0)
 		return -ENOMEM;
 	if (until && report_load_window(r, cfg->paths.run, since, until) < 0)
 		return -ENOMEM;

@@ -49,8 +49,17 @@ void report_free(struct report *r)
 	ena_state_free(&r->ena_prev);
 	ena_state_free(&r->ena);
 	ena_state_free(&r->allowance);
+	report_ena_metrics_free(&r->ena_metrics);
 	free(r->kev);
 	free(r);
+}
+
+void report_ena_metrics_free(struct report_ena_metrics *m)
+{
+	free(m->resets);
+	free(m->allowance);
+	free(m->window);
+	*m = (struct report_ena_metrics){ 0 };
 }
 
 enum npd_status report_worst(const struct report *r)
@@ -118,15 +127,6 @@ int report_ena_cpu(const char *cause)
 
 /* ---- loaders ---- */
 
-int report_ena_load(const char *state_dir, const struct state_type *t, struct ena_state *ret)
-{
-	int r;
-
-	memset(ret, 0, sizeof(*ret));
-	r = ena_state_read(state_dir, t, ret);
-	return r == STATE_NONE ? -ENOENT : r == -EINVAL ? -EBADMSG : r < 0 ? r : 0;
-}
-
 void report_node_name(struct report *r, const struct hostfs *hf)
 {
 	char buf[256];
@@ -184,8 +184,6 @@ int report_load_run(struct report *r, const char *run_dir, uint64_t since_hist_m
 	n = burst_log_read(run_dir, r->since_ms, r->bursts, REPORT_BURSTS_MAX);
 	r->nlogged = r->nbursts = n > 0 ? (size_t)n : 0;
 	add_ongoing(r);
-	if (report_load_kevents(r, run_dir) < 0)
-		return -ENOMEM;
 	for (size_t i = 0; i < r->nbursts; i++)
 		if (r->bursts[i].cpu + 1 > r->ncpu && r->bursts[i].cpu < CPUSTAT_MAX_CPUS)
 			r->ncpu = r->bursts[i].cpu + 1;

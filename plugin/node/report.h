@@ -23,6 +23,7 @@
 #include "memcg/canary.h"
 #include "memcg/census.h"
 #include "cluster/conditions.h"
+#include "cluster/recover.h"
 #include "base/config.h"
 #include "ena/ena.h"
 #include "cpu/history.h"
@@ -41,6 +42,40 @@ struct report_check {
 	const char *check;		/* "memcg" */
 	const struct cond_def *cond;	/* its node condition (NULL for events) */
 	struct npd_result res;
+};
+
+/* One ENA counter the metrics show: @ifname and @name point into r->ena or r->allowance. */
+struct report_ena_counter {
+	const char *ifname, *name;
+	uint64_t value;
+};
+
+/* What the metrics show of the ENA state (node_ena_metrics(), node.h); @set once computed. */
+struct report_ena_metrics {
+	bool set;
+	size_t nresets, nallowance;
+	struct report_ena_counter *resets;	/* reset causes in r->ena (no per-queue ones) */
+	struct report_ena_counter *allowance;	/* allowance counters in r->allowance */
+	uint64_t *window;			/* resets within ena.window, per r->ena.ifs[] */
+};
+
+/* report_ena_metrics_free - free what @m owns and zero it. */
+void report_ena_metrics_free(struct report_ena_metrics *m);
+
+/* One condition's hysteresis state (cluster/recover.h) for the metrics: @rc as
+ * recover_store_read() answered (>= 0: @st holds the state, zero when there is none yet). */
+struct report_recover {
+	const char *check, *condition;
+	int rc;
+	struct recover_state st;
+};
+
+#define REPORT_RECOVER_MAX 3 /* the checks with a condition: memcg, cpu, ena */
+
+/* The states of the checks' conditions, in check order (node_take_recovery(), node.h). */
+struct report_recovery {
+	size_t n;
+	struct report_recover c[REPORT_RECOVER_MAX];
 };
 
 struct report {
@@ -95,6 +130,10 @@ struct report {
 	/* conditions */
 	size_t nchecks;
 	struct report_check checks[REPORT_CHECKS_MAX];
+
+	/* the conditions' hysteresis (the agent's metrics; node_take_recovery) */
+	struct report_recovery recovery;
+	struct report_ena_metrics ena_metrics; /* from r->ena and r->allowance */
 };
 
 /* report_new - a zeroed report for @cfg at @now_ms. Returns NULL when out of memory. */
@@ -161,14 +200,6 @@ int report_print(const struct report *r, FILE *out);
 json_object *report_json(const struct report *r);
 
 /*
- * report_ena_load - read an ENA state file (@t: ena_reset_state or ena_allowance_state) from
- * @state_dir without lock or write, into *@ret (ena_state_free it). Returns 0, -ENOENT (none
- * yet), -EBADMSG (corrupt or malformed; left for the check to move aside) or -errno.
- */
-struct state_type;
-int report_ena_load(const char *state_dir, const struct state_type *t, struct ena_state *ret);
-
-/*
  * report_node_name - when cfg gave no node name, the host's (/proc/sys/kernel/hostname) if it
  * is a valid node name (as --node-name must be); otherwise the node stays unnamed ("-").
  */
@@ -183,7 +214,8 @@ void report_memcg_growth(struct report *r, const char *state_dir);
 /*
  * report_load_run - the sampler's files: history since @since_hist_ms, bursts that ended at or
  * after r->since_ms (plus the heartbeat's ongoing ones), the heartbeat. Sets the *_rc fields;
- * never fails as a whole. Returns 0 or -ENOMEM.
+ * never fails as a whole. Returns 0 or -ENOMEM. (The kernel-event log: report_load_kevents,
+ * or node_take_kevents.)
  */
 int report_load_run(struct report *r, const char *run_dir, uint64_t since_hist_ms);
 

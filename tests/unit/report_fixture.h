@@ -14,6 +14,7 @@
 
 #include "base/config.h"
 #include "ena/ena.h"
+#include "node/node.h"
 #include "node/report.h"
 
 #define FX_NOW 1714564800000ULL /* 2024-05-01 12:00:00 UTC */
@@ -73,7 +74,8 @@ static struct report *fx_report(void)
 	r->memcg = (struct memcg_reading){ .source = MEMCG_V1, .live = 12, .dying = 12840,
 					   .has_percpu = true, .percpu_bytes = 2040528896ULL,
 					   .has_growth = true, .growth_per_hour = 310,
-					   .has_kernel = true, .kernel_major = 5, .kernel_minor = 4 };
+					   .has_kernel = true, .kernel_major = 5, .kernel_minor = 4,
+					   .exposed = true };
 	r->canary_rc = 0;
 	r->canary = (struct canary_result){ FX_NOW - 12000, 712345, 18211, 0,
 					    "fs/cgroup/memory/memory.numa_stat", false };
@@ -128,6 +130,7 @@ static struct report *fx_report(void)
 	fx_ena(&r->ena, FX_NOW - 30000, 1, true);
 	r->allowance_rc = 0;
 	fx_ena(&r->allowance, FX_NOW - 30000, 1, false);
+	(void)node_ena_metrics(r); /* as node_read_ena() computes it */
 
 	r->nchecks = 3;
 	r->checks[0] = (struct report_check){ "memcg", conditions_for_check("memcg"),

@@ -65,6 +65,11 @@ def main():
     if os.environ.get("CALLWALK_EDGES"):
         for a, b in sorted(ret_nf):
             print("  back  %s -> %s" % (a, b))
+    if os.environ.get("CALLWALK_EDGES") == "all":
+        for f in sorted(first, key=first.get):
+            print("  first %3d %s" % (first[f], f))
+        for a, b in sorted(edges):
+            print("  edge  %s -> %s (%d)" % (a, b, edges[(a, b)]))
     back = collections.Counter(b for (a, b) in ret_nf)
     print("re-entered (outside base/ and host/): " + ", ".join(
         "%s %d" % (f, n) for f, n in back.most_common(8)))
