@@ -54,9 +54,9 @@ static const char *courtesies(const struct cz_config *cfg)
 {
 	bool reclaim = cfg->remediation.reclaim != CZ_RECLAIM_OFF;
 
-	return reclaim && sweeps(cfg) ? "Reclaim Events and the removal of conditions turned off" :
-	       reclaim		      ? "Reclaim Events" :
-					"The removal of conditions turned off";
+	if (reclaim && sweeps(cfg))
+		return "Reclaim Events and the removal of disabled checks' conditions";
+	return reclaim ? "Reclaim Events" : "The removal of disabled checks' conditions";
 }
 
 int kube_agent_new(const struct cz_config *cfg, struct kube_agent **ret)

@@ -72,8 +72,10 @@ int cmd_own_state(struct cz_ctx *ctx, const struct cmd_opts *o)
 				(unsigned)uid);
 		return CZ_EXIT_ERROR;
 	}
-	if (fstat(fd, &st) < 0)
-		return log_error_errno(errno, "Failed to stat '%s': %m", dir), CZ_EXIT_ERROR;
+	if (fstat(fd, &st) < 0) {
+		log_error_errno(errno, "Failed to stat '%s': %m", dir);
+		return CZ_EXIT_ERROR;
+	}
 	printf("%s is owned by %u:%u (mode %04o)\n", dir, (unsigned)st.st_uid, (unsigned)st.st_gid,
 	       (unsigned)(st.st_mode & 07777));
 	return CZ_EXIT_OK;
