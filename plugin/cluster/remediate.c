@@ -634,6 +634,20 @@ static long medik8s_write(struct rem *r, json_object *old)
 	return st;
 }
 
+/* @old, medik8s' Lease for this node, held by someone else and still valid: the hand-off is
+ * BLOCKED, their holder named; true. False: free, expired or ours. */
+static bool medik8s_held(struct rem *r, json_object *old)
+{
+	if (streq(kube_get_str(old, "spec.holderIdentity", ""), GUARD_MEDIK8S_HOLDER) ||
+	    !guard_medik8s_valid(old, r->in.now_ms))
+		return false;
+	snprintf(r->handoff_holder, sizeof(r->handoff_holder), "%.100s",
+		 kube_get_str(old, "spec.holderIdentity", "?"));
+	r->in.handoff_holder = r->handoff_holder;
+	r->in.handoff = REM_BLOCKED;
+	return true;
+}
+
 /*
  * Take medik8s' Lease: created (a 404 there means its namespace does not exist: no
  * NodeHealthCheck, nothing to hand off), ours already, or taken over once invalid; a valid
@@ -653,14 +667,8 @@ static void step_handoff(struct rem *r)
 		r->in.err = e;
 		return;
 	}
-	if (e == 1 && !streq(kube_get_str(old, "spec.holderIdentity", ""), GUARD_MEDIK8S_HOLDER) &&
-	    guard_medik8s_valid(old, r->in.now_ms)) {
-		snprintf(r->handoff_holder, sizeof(r->handoff_holder), "%.100s",
-			 kube_get_str(old, "spec.holderIdentity", "?"));
-		r->in.handoff_holder = r->handoff_holder;
-		r->in.handoff = REM_BLOCKED;
+	if (e == 1 && medik8s_held(r, old))
 		return;
-	}
 	st = medik8s_write(r, e == 1 ? old : NULL);
 	if (st == 200 || st == 201 || (e == 0 && st == 404)) {
 		r->in.handoff = REM_DONE;
@@ -689,13 +697,8 @@ static void step_peek_handoff(struct rem *r)
 	r->in.handoff = e < 0 ? REM_FAILED : REM_DONE;
 	if (e < 0)
 		r->in.err = e;
-	if (e == 1 && !streq(kube_get_str(old, "spec.holderIdentity", ""), GUARD_MEDIK8S_HOLDER) &&
-	    guard_medik8s_valid(old, r->in.now_ms)) {
-		snprintf(r->handoff_holder, sizeof(r->handoff_holder), "%.100s",
-			 kube_get_str(old, "spec.holderIdentity", "?"));
-		r->in.handoff_holder = r->handoff_holder;
-		r->in.handoff = REM_BLOCKED;
-	}
+	if (e == 1)
+		(void)medik8s_held(r, old);
 }
 
 /* Give medik8s' Lease back (deleted at its resourceVersion), when we hold it. */
