@@ -35,6 +35,7 @@ struct burst_profiles {
 	unsigned ncpu;
 	size_t bytes;
 	char *buf;		/* cpu.profile_bytes + 1 */
+	char *tbuf;		/* the same for the sample times */
 	char (*why)[64];	/* per CPU: why its last start failed, "" when it did not */
 	char (*live)[64];	/* per CPU: the profile file written mid-burst, "" when none */
 	uint64_t *peeked;	/* per CPU: samples in that file (rewritten only when it grew) */
@@ -61,12 +62,13 @@ int burst_profiles_new(const struct cz_ctx *ctx, unsigned ncpu, struct burst_pro
 	bp->ncpu = ncpu;
 	bp->bytes = (size_t)cfg->cpu.profile_bytes;
 	bp->buf = malloc(bp->bytes + 1);
+	bp->tbuf = malloc(bp->bytes + 1);
 	bp->why = calloc(ncpu, sizeof(*bp->why));
 	bp->live = calloc(ncpu, sizeof(*bp->live));
 	bp->peeked = calloc(ncpu, sizeof(*bp->peeked));
 	bp->hot = calloc(ncpu, sizeof(*bp->hot));
 	bp->cost = calloc(ncpu, sizeof(*bp->cost));
-	r = bp->buf && bp->why && bp->live && bp->peeked && bp->hot && bp->cost
+	r = bp->buf && bp->tbuf && bp->why && bp->live && bp->peeked && bp->hot && bp->cost
 		    ? profiler_new(&ctx->hf, ncpu, &o, &bp->p)
 		    : -ENOMEM;
 	if (r < 0) {
@@ -87,6 +89,7 @@ void burst_profiles_free(struct burst_profiles *bp)
 		return;
 	profiler_free(bp->p);
 	free(bp->buf);
+	free(bp->tbuf);
 	free(bp->why);
 	free(bp->live);
 	free(bp->peeked);
@@ -95,10 +98,32 @@ void burst_profiles_free(struct burst_profiles *bp)
 	free(bp);
 }
 
-/* Keeps the newest HISTORY_PROFILES_MAX profile files: their bursts rolled off the log too. */
+/* "cpu-profile-<cpu>-<start_ms>.folded": its start, or false for any other name. */
+static bool profile_start(const char *name, uint64_t *ret)
+{
+	const char *rest = startswith(name, HISTORY_PROFILE_PREFIX);
+	const char *dash = rest ? strchr(rest, '-') : NULL;
+	const char *dot = dash ? strchr(dash, '.') : NULL;
+
+	return dot && streq(dot, ".folded") &&
+	       parse_u64_n(dash + 1, (size_t)(dot - dash - 1), ret) == 0;
+}
+
+/* Removes @name (a ".folded" file) and the ".times" file beside it. */
+static int unlink_profile(int dfd, const char *name)
+{
+	char times[80];
+
+	if (history_profile_times(name, times, sizeof(times)) == 0)
+		(void)unlinkat(dfd, times, 0);
+	return unlinkat(dfd, name, 0);
+}
+
+/* Keeps the newest HISTORY_PROFILES_MAX profiles (and their times): their bursts rolled off the
+ * log too. */
 static void roll_off(const char *run_dir)
 {
-	uint64_t start[HISTORY_PROFILES_MAX + 8], oldest;
+	uint64_t oldest;
 	DIR *d = opendir(run_dir);
 	struct dirent *e;
 	size_t n = 0;
@@ -111,14 +136,10 @@ static void roll_off(const char *run_dir)
 		oldest = UINT64_MAX;
 		rewinddir(d);
 		while ((e = readdir(d)) != NULL) {
-			const char *rest = startswith(e->d_name, HISTORY_PROFILE_PREFIX);
-			const char *dash = rest ? strchr(rest, '-') : NULL;
 			uint64_t t;
 
-			if (!dash || sscanf(dash + 1, "%" SCNu64 ".folded", &t) != 1)
+			if (!profile_start(e->d_name, &t))
 				continue;
-			if (n < ARRAY_SIZE(start))
-				start[n] = t;
 			n++;
 			if (t < oldest) {
 				oldest = t;
@@ -127,7 +148,7 @@ static void roll_off(const char *run_dir)
 		}
 		if (n <= HISTORY_PROFILES_MAX || oldest == UINT64_MAX)
 			break;
-		if (unlinkat(dirfd(d), name, 0) < 0)
+		if (unlink_profile(dirfd(d), name) < 0)
 			break;
 	}
 	closedir(d);
@@ -138,15 +159,66 @@ static void drop_live(struct burst_profiles *bp, unsigned cpu)
 {
 	char path[FILEIO_PATH_MAX];
 
+	char times[80];
+
 	if (bp->live[cpu][0] &&
 	    snprintf(path, sizeof(path), "%s/%s", bp->run_dir, bp->live[cpu]) < (int)sizeof(path))
+		(void)unlink(path);
+	if (bp->live[cpu][0] &&
+	    history_profile_times(bp->live[cpu], times, sizeof(times)) == 0 &&
+	    snprintf(path, sizeof(path), "%s/%s", bp->run_dir, times) < (int)sizeof(path))
 		(void)unlink(path);
 	bp->live[cpu][0] = '\0';
 	bp->peeked[cpu] = 0;
 }
 
-/* Writes @len bytes of folded stacks as @ev's profile and names its hottest function. */
-static void keep(struct burst_profiles *bp, struct burst_event *ev, size_t len)
+/* The lines of folded text (each ends with '\n'). */
+static size_t count_lines(const char *text, size_t len)
+{
+	size_t n = 0;
+
+	for (const char *p = text; (p = memchr(p, '\n', (size_t)(text + len - p))) != NULL; p++)
+		n++;
+	return n;
+}
+
+/*
+ * The sample times beside the profile @name (bp->buf, @len bytes), from bp->tbuf: written when
+ * there are any, else an older file of that name removed (a strip must match its stacks).
+ */
+static void write_times(struct burst_profiles *bp, const char *name, ssize_t tlen)
+{
+	char times[80];
+	int r;
+
+	if (history_profile_times(name, times, sizeof(times)) < 0)
+		return;
+	if (tlen <= 0) {
+		char path[FILEIO_PATH_MAX];
+
+		if (snprintf(path, sizeof(path), "%s/%s", bp->run_dir, times) < (int)sizeof(path))
+			(void)unlink(path);
+		return;
+	}
+	r = fileio_write_atomic(bp->run_dir, times, &(struct iovec){ bp->tbuf, (size_t)tlen }, 1,
+				0600, 0);
+	if (r < 0)
+		log_warning_errno(r, "Failed to write burst profile times '%s/%s': %m, ignoring",
+				  bp->run_dir, times);
+}
+
+/* @cpu's sample times into bp->tbuf beside the folded text in bp->buf (@len bytes). */
+static ssize_t format_times(struct burst_profiles *bp, unsigned cpu, ssize_t len)
+{
+	if (len <= 0)
+		return 0;
+	return profiler_times(bp->p, cpu, count_lines(bp->buf, (size_t)len), bp->tbuf,
+			      bp->bytes + 1);
+}
+
+/* Writes @len bytes of folded stacks (and @tlen of times) as @ev's profile and names its
+ * hottest function. */
+static void keep(struct burst_profiles *bp, struct burst_event *ev, size_t len, ssize_t tlen)
 {
 	struct iovec iov = { bp->buf, len };
 	struct hot_frame h;
@@ -167,6 +239,7 @@ static void keep(struct burst_profiles *bp, struct burst_event *ev, size_t len)
 		snprintf(ev->why, sizeof(ev->why), "profile not written");
 		return;
 	}
+	write_times(bp, name, tlen);
 	snprintf(ev->profile, sizeof(ev->profile), "%s", name);
 	if (folded_hot_frame(bp->buf, len, &h) == 0 && h.total > 0) {
 		snprintf(ev->hot, sizeof(ev->hot), "%s", h.frame);
@@ -177,7 +250,7 @@ static void keep(struct burst_profiles *bp, struct burst_event *ev, size_t len)
 
 static void finish_burst(struct burst_profiles *bp, struct burst_event *ev)
 {
-	ssize_t len;
+	ssize_t len, tlen;
 
 	if (ev->cpu >= bp->ncpu)
 		return;
@@ -194,9 +267,13 @@ static void finish_burst(struct burst_profiles *bp, struct burst_event *ev)
 			  (double)pc->cpu_ns / 1e6 / pc->peeks, pc->bytes);
 	}
 	bp->cost[ev->cpu] = (struct peek_cost){ 0 };
-	len = profiler_stop(bp->p, ev->cpu, true, bp->buf, bp->bytes + 1);
+	/* everything the ring holds, the stacks and their times, then the profile ends */
+	profiler_drain(bp->p, ev->cpu);
+	len = profiler_peek(bp->p, ev->cpu, bp->buf, bp->bytes + 1);
+	tlen = format_times(bp, ev->cpu, len);
+	(void)profiler_stop(bp->p, ev->cpu, false, NULL, 0);
 	if (len > 0)
-		keep(bp, ev, (size_t)len);
+		keep(bp, ev, (size_t)len, tlen);
 	else
 		snprintf(ev->why, sizeof(ev->why), "%s",
 			 len == 0 ? "no samples" : "profile too big");
@@ -232,6 +309,8 @@ void burst_profiles_peek(struct burst_profiles *bp, struct burst_event *ev)
 		len = profiler_peek(bp->p, ev->cpu, bp->buf, bp->bytes + 1);
 		r = len <= 0 ? -ENODATA : fileio_write_atomic(bp->run_dir, name,
 				&(struct iovec){ bp->buf, (size_t)len }, 1, 0600, 0);
+		if (r >= 0)
+			write_times(bp, name, format_times(bp, ev->cpu, len));
 		if (r >= 0 && (folded_hot_frame(bp->buf, (size_t)len, h) < 0 || h->total == 0))
 			r = -EINVAL;
 		pc->writes += r >= 0;

@@ -117,6 +117,8 @@ int profiler_start(struct profiler *p, unsigned cpu, uint64_t now_ms)
 		r = load_symbols(p);
 	if (r >= 0)
 		r = fold_new(FOLD_STACKS_MAX, &c->fold);
+	if (r >= 0)
+		r = fold_keep_times(c->fold, profiler_times_max(&p->o));
 	if (r < 0) {
 		perf_cpu_close(c->pc);
 		c->pc = NULL;
@@ -153,8 +155,28 @@ static const char *comm_of(struct profiler *p, uint32_t pid, uint32_t tid)
 
 struct drain_ctx {
 	struct profiler *p;
-	struct fold *fold;
+	struct core_profile *c;
 };
+
+size_t profiler_times_max(const struct profiler_opts *o)
+{
+	/* the samples profile_max holds at profile_hz, twice over (the kernel's frequency mode
+	 * overshoots while it tunes the period), and 1 Mi at most (8 MiB) */
+	uint64_t n = (uint64_t)o->hz * (o->max_ms / 1000 + 1) * 2 + 1024;
+
+	return n > (1u << 20) ? (1u << 20) : (size_t)n;
+}
+
+/* A sample's time after the profile's start, in ms; 0 when the clocks do not compare. */
+static uint32_t sample_ms(const struct core_profile *c, const struct perf_sample *s)
+{
+	uint64_t ms = s->time_ns / 1000000;
+
+	if (!perf_cpu_monotonic(c->pc) || ms < c->start_ms)
+		return 0;
+	ms -= c->start_ms;
+	return ms > UINT32_MAX ? UINT32_MAX : (uint32_t)ms;
+}
 
 static void on_sample(const struct perf_sample *s, void *userdata)
 {
@@ -169,14 +191,15 @@ static void on_sample(const struct perf_sample *s, void *userdata)
 	}
 	if (n == 0)
 		frames[n++] = s->user ? "[user]" : "[unknown]";
-	(void)fold_add(d->fold, comm_of(d->p, s->pid, s->tid), frames, n, 1); /* -ENOMEM: dropped */
+	/* -ENOMEM: dropped */
+	(void)fold_add_at(d->c->fold, comm_of(d->p, s->pid, s->tid), frames, n, sample_ms(d->c, s));
 }
 
 void profiler_tick(struct profiler *p, uint64_t now_ms)
 {
 	for (unsigned i = 0; i < p->ncpu; i++) {
 		struct core_profile *c = &p->core[i];
-		struct drain_ctx d = { p, c->fold };
+		struct drain_ctx d = { p, c };
 
 		if (!c->on || !c->pc)
 			continue;
@@ -203,15 +226,29 @@ ssize_t profiler_stop(struct profiler *p, unsigned cpu, bool keep, char *buf, si
 	if (cpu >= p->ncpu || !p->core[cpu].on)
 		return -ENOENT;
 	c = &p->core[cpu];
-	if (keep && c->pc) {
-		struct drain_ctx d = { p, c->fold };
-
-		(void)perf_cpu_drain(c->pc, on_sample, &d);
-	}
+	if (keep)
+		profiler_drain(p, cpu);
 	if (keep && fold_samples(c->fold) > 0)
 		r = fold_format(c->fold, buf, size);
 	core_close(p, c);
 	return r;
+}
+
+void profiler_drain(struct profiler *p, unsigned cpu)
+{
+	struct core_profile *c = cpu < p->ncpu ? &p->core[cpu] : NULL;
+	struct drain_ctx d = { p, c };
+
+	if (c && c->on && c->pc)
+		(void)perf_cpu_drain(c->pc, on_sample, &d);
+}
+
+ssize_t profiler_times(const struct profiler *p, unsigned cpu, size_t lines, char *buf,
+		       size_t size)
+{
+	if (cpu >= p->ncpu || !p->core[cpu].on)
+		return -ENOENT;
+	return fold_format_times(p->core[cpu].fold, lines, buf, size);
 }
 
 uint64_t profiler_samples(const struct profiler *p, unsigned cpu)

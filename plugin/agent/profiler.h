@@ -9,6 +9,9 @@
  * the run never became a burst). A profile also stops sampling at cpu.profile_max, keeping what
  * it has. At most PROFILER_ACTIVE_MAX cores are profiled at once.
  *
+ * Each sample's time is kept too (at most profiler_times_max), for the sub-second view of the
+ * burst (profiler_times).
+ *
  * Each sample's kernel callchain is symbolized with /proc/kallsyms (host/kallsyms.h, loaded on
  * the first start) and counted under the task's name (/proc/PID/task/TID/comm through the host
  * roots; "[user]" when the core was in user mode). Privileges: CAP_PERFMON (CAP_SYS_ADMIN before
@@ -86,6 +89,25 @@ uint64_t profiler_samples(const struct profiler *p, unsigned cpu);
  * has no sample yet, -ENOENT when @cpu has no profile, -ENOBUFS as profiler_stop().
  */
 ssize_t profiler_peek(const struct profiler *p, unsigned cpu, char *buf, size_t size);
+
+/*
+ * profiler_drain - take the samples in @cpu's ring now (as profiler_tick does), so that a
+ * profiler_peek() and profiler_times() before profiler_stop() see all of them.
+ */
+void profiler_drain(struct profiler *p, unsigned cpu);
+
+/*
+ * profiler_times - the time of each sample of @cpu's profile so far, as the ".times" text
+ * (cpu/folded.h: fold_format_times) beside the folded text profiler_peek() just wrote with
+ * @lines lines: the length, 0 when no time was kept, -ENOENT when @cpu has no profile,
+ * -ENOBUFS when it does not fit in @size. Times are ms after profiler_start()'s @now_ms (on the
+ * monotonic clock; all 0 on a kernel whose perf cannot use it).
+ */
+ssize_t profiler_times(const struct profiler *p, unsigned cpu, size_t lines, char *buf,
+		       size_t size);
+
+/* profiler_times_max - the sample times a profile keeps under @o: enough for its cap. */
+size_t profiler_times_max(const struct profiler_opts *o);
 
 /* profiler_lost - samples the kernel dropped across all profiles so far. */
 uint64_t profiler_lost(const struct profiler *p);

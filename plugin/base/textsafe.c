@@ -43,6 +43,25 @@ size_t textsafe_utf8_len(const unsigned char *s, size_t avail)
 	return n;
 }
 
+unsigned textsafe_utf8_cp(const unsigned char *s, size_t n)
+{
+	switch (n) {
+	case 1: return s[0];
+	case 2: return (unsigned)(s[0] & 0x1f) << 6 | (s[1] & 0x3f);
+	case 3: return (unsigned)(s[0] & 0x0f) << 12 | (unsigned)(s[1] & 0x3f) << 6 | (s[2] & 0x3f);
+	case 4:
+		return (unsigned)(s[0] & 0x07) << 18 | (unsigned)(s[1] & 0x3f) << 12 |
+		       (unsigned)(s[2] & 0x3f) << 6 | (s[3] & 0x3f);
+	default: return 0xfffd;
+	}
+}
+
+int textsafe_is_hazard(unsigned cp)
+{
+	return cp == 0xfffe || cp == 0xffff || cp == 0x061c || cp == 0x200e || cp == 0x200f ||
+	       (cp >= 0x202a && cp <= 0x202e) || (cp >= 0x2066 && cp <= 0x2069);
+}
+
 int textsafe_valid_utf8(const char *s, size_t len)
 {
 	const unsigned char *p = (const unsigned char *)s;
@@ -147,15 +166,15 @@ static void run(struct sink *k, enum textsafe_kind kind, const char *s, size_t l
 			i++;
 			continue;
 		}
-		cp = n == 1   ? p[i]
-		     : n == 2 ? (unsigned)(p[i] & 0x1f) << 6 | (p[i + 1] & 0x3f)
-			      : 0x100;
+		cp = textsafe_utf8_cp(p + i, n);
 		if (kind == TEXTSAFE_PROM && cp == '\n') {
 			put(k, "\\n",
 			    2); /* the exposition format's own escape: the value keeps it */
 		} else if (cp < 0x20 || cp == 0x7f || (cp >= 0x80 && cp <= 0x9f)) {
 			if (kind == TEXTSAFE_PROM)
 				put(k, "\\", 1); /* the label value's escape of our backslash */
+			put_control(k, cp);
+		} else if (kind == TEXTSAFE_XML && textsafe_is_hazard(cp)) {
 			put_control(k, cp);
 		} else if (n == 1) {
 			put_ascii(k, kind, (char)cp);

@@ -16,7 +16,8 @@
  *                  TEXTSAFE_TEXT (their backslash escaped): no raw control byte.
  *   TEXTSAFE_XML   SVG/XML text and attribute values: valid UTF-8 kept as it is (a UTF-8 comm
  *                  shows as itself), & < > " ' as entities, control characters (forbidden in
- *                  XML 1.0) shown visibly as in TEXTSAFE_TEXT.
+ *                  XML 1.0) shown visibly as in TEXTSAFE_TEXT, and so are the hazards of
+ *                  textsafe_is_hazard() (\ufffe, \u202e).
  *
  * "Valid UTF-8" means: every byte that does not begin a complete, well-formed sequence (a
  * character cut short, a stray continuation byte, 0xc0/0xc1/0xf5..0xff, overlong forms,
@@ -38,6 +39,20 @@ enum textsafe_kind {
  * bytes, or 0 when the byte at @s starts none (invalid or cut short). Pure.
  */
 size_t textsafe_utf8_len(const unsigned char *s, size_t avail);
+
+/*
+ * textsafe_utf8_cp - the code point of the well-formed @n-byte sequence at @s (@n as
+ * textsafe_utf8_len() returned it; U+FFFD for any other @n). Pure.
+ */
+unsigned textsafe_utf8_cp(const unsigned char *s, size_t n);
+
+/*
+ * textsafe_is_hazard - true for a code point that is valid UTF-8 but unsafe in a document a
+ * person reads: U+FFFE and U+FFFF (not characters: XML 1.0 forbids them, so a strict parser
+ * rejects the whole file) and the bidirectional controls (U+061C, U+200E, U+200F,
+ * U+202A..U+202E, U+2066..U+2069: they reorder the text shown around them).
+ */
+int textsafe_is_hazard(unsigned cp);
 
 /*
  * textsafe_valid_utf8 - true when the @len bytes at @s are well-formed UTF-8 (NUL allowed).

@@ -15,10 +15,18 @@ struct slot {
 	uint64_t count;
 };
 
+struct sample_time {
+	uint32_t t_ms;
+	uint32_t slot; /* index into fold.slots */
+};
+
 struct fold {
 	struct slot *slots;
 	size_t cap, used, max;
 	uint64_t samples;
+	struct sample_time *times; /* kept when fold_keep_times() asked */
+	size_t ntimes, max_times;
+	uint64_t times_lost;
 };
 
 static uint64_t fnv1a(const char *s, size_t n)
@@ -55,6 +63,7 @@ void fold_free(struct fold *f)
 	for (size_t i = 0; i < f->cap; i++)
 		free(f->slots[i].key);
 	free(f->slots);
+	free(f->times);
 	free(f);
 }
 
@@ -88,7 +97,9 @@ static struct slot *find(struct fold *f, const char *key, size_t n, bool *found)
 	}
 }
 
-int fold_add(struct fold *f, const char *comm, const char *const *frames, size_t n, uint64_t count)
+/* Counts @count samples of the stack under its key; the slot, or NULL when out of memory. */
+static struct slot *add(struct fold *f, const char *comm, const char *const *frames, size_t n,
+			uint64_t count)
 {
 	char key[KEY_MAX];
 	size_t len = put_name(key, 0, COMM_KEY_MAX, comm && *comm ? comm : "[unknown]");
@@ -113,12 +124,49 @@ int fold_add(struct fold *f, const char *comm, const char *const *frames, size_t
 	if (!found) {
 		s->key = strndup(key, len);
 		if (!s->key)
-			return -ENOMEM;
+			return NULL;
 		f->used++;
 	}
 	s->count += count;
 	f->samples += count;
+	return s;
+}
+
+int fold_add(struct fold *f, const char *comm, const char *const *frames, size_t n, uint64_t count)
+{
+	return add(f, comm, frames, n, count) ? 0 : -ENOMEM;
+}
+
+int fold_keep_times(struct fold *f, size_t max)
+{
+	struct sample_time *t = reallocarray(f->times, max ? max : 1, sizeof(*t));
+
+	if (!t)
+		return -ENOMEM;
+	f->times = t;
+	f->max_times = max;
+	if (f->ntimes > max)
+		f->ntimes = max;
 	return 0;
+}
+
+int fold_add_at(struct fold *f, const char *comm, const char *const *frames, size_t n,
+		uint32_t t_ms)
+{
+	struct slot *s = add(f, comm, frames, n, 1);
+
+	if (!s)
+		return -ENOMEM;
+	if (f->ntimes < f->max_times)
+		f->times[f->ntimes++] = (struct sample_time){ t_ms, (uint32_t)(s - f->slots) };
+	else
+		f->times_lost++;
+	return 0;
+}
+
+uint64_t fold_times_lost(const struct fold *f)
+{
+	return f->times_lost;
 }
 
 uint64_t fold_samples(const struct fold *f)
@@ -169,6 +217,70 @@ ssize_t fold_format(const struct fold *f, char *buf, size_t size)
 	}
 	buf[at] = '\0';
 	return (ssize_t)at;
+}
+
+ssize_t fold_format_times(const struct fold *f, size_t lines, char *buf, size_t size)
+{
+	_cleanup_free_ const struct slot **v = NULL;
+	_cleanup_free_ uint32_t *rank = NULL;
+	size_t n = 0, at;
+
+	if (f->ntimes == 0)
+		return 0;
+	if (lines == 0)
+		return -EINVAL;
+	v = calloc(f->used ? f->used : 1, sizeof(*v));
+	rank = calloc(f->cap, sizeof(*rank));
+	if (!v || !rank)
+		return -ENOMEM;
+	for (size_t i = 0; i < f->cap; i++)
+		if (f->slots[i].key)
+			v[n++] = &f->slots[i];
+	qsort(v, n, sizeof(*v), by_count); /* fold_format's order: a stack's line is its rank */
+	for (size_t i = 0; i < n; i++)
+		rank[v[i] - f->slots] = (uint32_t)(i < lines - 1 ? i : lines - 1);
+	at = strlen(FOLDED_TIMES_HEADER);
+	if (at >= size)
+		return -ENOBUFS;
+	memcpy(buf, FOLDED_TIMES_HEADER, at);
+	for (size_t i = 0; i < f->ntimes; i++) {
+		int w = snprintf(buf + at, size - at, "%" PRIu32 " %" PRIu32 "\n", f->times[i].t_ms,
+				 rank[f->times[i].slot]);
+
+		if (w < 0 || (size_t)w >= size - at)
+			return -ENOBUFS;
+		at += (size_t)w;
+	}
+	return (ssize_t)at;
+}
+
+int folded_times_parse(const char *text, size_t len, size_t nlines, struct folded_time *ret,
+		       size_t max)
+{
+	size_t hl = strlen(FOLDED_TIMES_HEADER), n = 0;
+	const char *p = text + hl, *end = text + len;
+
+	if (len < hl || memcmp(text, FOLDED_TIMES_HEADER, hl) != 0)
+		return -EINVAL;
+	while (p < end) {
+		const char *nl = memchr(p, '\n', (size_t)(end - p));
+		size_t ll = nl ? (size_t)(nl - p) : (size_t)(end - p);
+		const char *sp = memchr(p, ' ', ll);
+		uint64_t t, line;
+
+		if (ll > 0) {
+			if (!sp || parse_u64_n(p, (size_t)(sp - p), &t) < 0 ||
+			    parse_u64_n(sp + 1, ll - (size_t)(sp + 1 - p), &line) < 0 ||
+			    t > 86400000 || line >= nlines)
+				return -EINVAL;
+			if (n < max)
+				ret[n] = (struct folded_time){ (uint32_t)t, (uint32_t)line };
+			if (n++ == INT32_MAX)
+				return -EINVAL;
+		}
+		p += ll + 1;
+	}
+	return (int)n;
 }
 
 int folded_parse(const char *text, size_t len, struct folded_line *ret, size_t max)

@@ -35,6 +35,50 @@ void fold_free(struct fold *f);
  */
 int fold_add(struct fold *f, const char *comm, const char *const *frames, size_t n, uint64_t count);
 
+/*
+ * fold_keep_times - from now on, also keep the time of each sample fold_add_at() adds, at most
+ * @max of them (later ones are counted, their times dropped: fold_times_lost). 0 or -ENOMEM.
+ */
+int fold_keep_times(struct fold *f, size_t max);
+
+/*
+ * fold_add_at - fold_add() of one sample taken @t_ms after the profile's start, its time kept
+ * when fold_keep_times() asked for it. Returns 0, or -ENOMEM.
+ */
+int fold_add_at(struct fold *f, const char *comm, const char *const *frames, size_t n,
+		uint32_t t_ms);
+
+/* fold_times_lost - samples whose time was not kept (beyond fold_keep_times' @max). */
+uint64_t fold_times_lost(const struct fold *f);
+
+/*
+ * fold_format_times - the kept sample times as the ".times" text that goes beside the folded
+ * file fold_format() wrote with @lines lines (FOLDED_TIMES_HEADER, then one "t_ms line" per
+ * sample in the order they were added: @line the 0-based line of that folded text holding the
+ * sample's stack, its last line when the stack went to "[truncated]"), into @buf
+ * (NUL-terminated). Returns the length, 0 when no time was kept, -ENOBUFS when it does not fit
+ * in @size (whole or not at all: a strip with samples missing would lie), -EINVAL when @lines
+ * is 0 and times were kept.
+ */
+ssize_t fold_format_times(const struct fold *f, size_t lines, char *buf, size_t size);
+
+#define FOLDED_TIMES_HEADER "cpuzombie-times 1\n"
+
+/* One sample's time as read back: @t_ms after the profile's start, its stack on @line. */
+struct folded_time {
+	uint32_t t_ms;
+	uint32_t line;
+};
+
+/*
+ * folded_times_parse - pure: the sample times of a ".times" text (fold_format_times) whose
+ * folded file has @nlines lines, at most @max into @ret. Returns the number of samples (those
+ * beyond @max are counted, not stored), or -EINVAL for a text without the header, a line that
+ * is not "t_ms line", a line number >= @nlines, or a time above 24 h.
+ */
+int folded_times_parse(const char *text, size_t len, size_t nlines, struct folded_time *ret,
+		       size_t max);
+
 /* fold_samples - the samples added so far. */
 uint64_t fold_samples(const struct fold *f);
 

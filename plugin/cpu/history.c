@@ -356,6 +356,16 @@ int burst_log_append(const char *run_dir, const struct burst_event *ev)
 	return burst_log_state_commit(&txn, &l);
 }
 
+int history_profile_times(const char *name, char *buf, size_t size)
+{
+	size_t n = strlen(name);
+
+	if (n < 7 || !streq(name + n - 7, ".folded") ||
+	    snprintf(buf, size, "%.*s.times", (int)(n - 7), name) >= (int)size)
+		return -EINVAL;
+	return 0;
+}
+
 int burst_log_claim(const char *run_dir)
 {
 	_cleanup_(state_end) struct state_txn txn = STATE_TXN_INIT;

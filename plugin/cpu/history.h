@@ -52,6 +52,7 @@
 #define HISTORY_FILE "cpu-history"
 #define HISTORY_BURSTS "cpu-bursts"
 #define HISTORY_PROFILE_PREFIX "cpu-profile-" /* + "<cpu>-<start_ms>.folded" */
+/* + "<cpu>-<start_ms>.times": the time of each sample of that profile (cpu/folded.h) */
 #define HISTORY_PROFILES_MAX 32		       /* profile files kept; older ones roll off */
 #define HISTORY_HEARTBEAT "cpu-heartbeat"
 /* A stamp later than now by more than this is damage, not a sample: readers drop it (a clock
@@ -127,6 +128,13 @@ int burst_log_read(const char *run_dir, uint64_t since_ms, struct burst_event *r
  * yet) instead of an unreadable one until the first burst replaces it. Returns 0 or -errno.
  */
 int burst_log_claim(const char *run_dir);
+
+/*
+ * history_profile_times - the name of the sample-times file beside the profile @name
+ * ("....folded" -> "....times") into @buf. Returns 0, or -EINVAL when @name does not end in
+ * ".folded" or the result does not fit. Pure.
+ */
+int history_profile_times(const char *name, char *buf, size_t size);
 
 /* ---- heartbeat ---- */
 

@@ -4,17 +4,19 @@
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
+#include <time.h>
 
 #include "host/perf.h"
 #include "base/util.h"
 
-#define SAMPLE_TYPE (PERF_SAMPLE_IP | PERF_SAMPLE_TID | PERF_SAMPLE_CALLCHAIN)
+#define SAMPLE_TYPE (PERF_SAMPLE_IP | PERF_SAMPLE_TID | PERF_SAMPLE_TIME | PERF_SAMPLE_CALLCHAIN)
 
 struct perf_cpu {
 	int fd;
 	void *base;
 	size_t map_len, data_off, data_size;
 	uint64_t lost;
+	bool monotonic; /* sample times are CLOCK_MONOTONIC */
 	_Alignas(8) unsigned char wrap
 		[65536]; /* a record that wraps the ring (header.size is u16) */
 };
@@ -38,11 +40,13 @@ int perf_sample_parse(const void *rec, size_t len, struct perf_sample *ret)
 	if (len < sizeof(h))
 		return -EINVAL;
 	memcpy(&h, p, sizeof(h));
-	if (h.type != PERF_RECORD_SAMPLE || h.size > len || h.size < sizeof(h) + 8 + 8 + 8)
+	if (h.type != PERF_RECORD_SAMPLE || h.size > len || h.size < sizeof(h) + 8 + 8 + 8 + 8)
 		return -EINVAL;
 	ret->ip = get_u64(p + off);
 	off += 8;
 	memcpy(pt, p + off, sizeof(pt));
+	off += 8;
+	ret->time_ns = get_u64(p + off);
 	off += 8;
 	nr = get_u64(p + off);
 	off += 8;
@@ -76,6 +80,9 @@ int perf_cpu_open(int cpu, unsigned hz, unsigned pages, struct perf_cpu **ret)
 		.sample_type = SAMPLE_TYPE,
 		/* kernel frames are what we name; user stacks would need the task's own maps */
 		.exclude_callchain_user = 1,
+		/* sample times on the clock the agent's own times are on (since 4.1) */
+		.use_clockid = 1,
+		.clockid = CLOCK_MONOTONIC,
 	};
 	_cleanup_free_ struct perf_cpu *p = NULL;
 	long page = sysconf(_SC_PAGESIZE);
@@ -87,8 +94,14 @@ int perf_cpu_open(int cpu, unsigned hz, unsigned pages, struct perf_cpu **ret)
 	if (!p)
 		return -ENOMEM;
 	fd = (int)syscall(SYS_perf_event_open, &attr, -1, cpu, -1, PERF_FLAG_FD_CLOEXEC);
+	if (fd < 0 && errno == EINVAL) { /* a kernel before use_clockid: perf's own clock */
+		attr.use_clockid = 0;
+		attr.clockid = 0;
+		fd = (int)syscall(SYS_perf_event_open, &attr, -1, cpu, -1, PERF_FLAG_FD_CLOEXEC);
+	}
 	if (fd < 0)
 		return -errno;
+	p->monotonic = attr.use_clockid;
 	p->fd = fd;
 	p->map_len = (size_t)page * (1 + pages);
 	p->base = mmap(NULL, p->map_len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
@@ -158,6 +171,11 @@ int perf_cpu_drain(struct perf_cpu *p, perf_sample_fn fn, void *userdata)
 	}
 	__atomic_store_n(&meta->data_tail, tail, __ATOMIC_RELEASE);
 	return n;
+}
+
+bool perf_cpu_monotonic(const struct perf_cpu *p)
+{
+	return p && p->monotonic;
 }
 
 uint64_t perf_cpu_lost(const struct perf_cpu *p)

@@ -9,8 +9,9 @@
  * before Linux 5.8) or kernel.perf_event_paranoid <= 0 for a CPU-wide event.
  *
  * perf_sample_parse() is the pure part: one PERF_RECORD_SAMPLE of this event's layout
- * (PERF_SAMPLE_IP | PERF_SAMPLE_TID | PERF_SAMPLE_CALLCHAIN, see perf_event_open(2) "MMAP
- * layout") into a struct; it takes any bytes (fuzzed).
+ * (PERF_SAMPLE_IP | PERF_SAMPLE_TID | PERF_SAMPLE_TIME | PERF_SAMPLE_CALLCHAIN, see
+ * perf_event_open(2) "MMAP layout") into a struct; it takes any bytes (fuzzed). Sample times are
+ * CLOCK_MONOTONIC (use_clockid), or perf's own clock on a kernel without it.
  */
 
 #include <stdbool.h>
@@ -23,6 +24,7 @@
 struct perf_sample {
 	uint64_t ip;
 	uint32_t pid, tid;
+	uint64_t time_ns;    /* when it was taken (perf_cpu_monotonic: on which clock) */
 	bool user;	     /* the CPU was in user mode (the callchain has a user context) */
 	size_t nips;	     /* kernel frames, leaf first, context markers removed */
 	uint64_t ips[PERF_STACK_MAX];
@@ -54,6 +56,9 @@ typedef void (*perf_sample_fn)(const struct perf_sample *s, void *userdata);
  * Returns the number of samples, or -EBADMSG when the ring is inconsistent (it is then reset).
  */
 int perf_cpu_drain(struct perf_cpu *p, perf_sample_fn fn, void *userdata);
+
+/* perf_cpu_monotonic - true when @p's sample times are CLOCK_MONOTONIC (false on NULL). */
+bool perf_cpu_monotonic(const struct perf_cpu *p);
 
 /* perf_cpu_lost - samples the kernel reported lost (PERF_RECORD_LOST) so far. */
 uint64_t perf_cpu_lost(const struct perf_cpu *p);

@@ -78,16 +78,17 @@ static void test_kallsyms_bad(void **state)
 	kallsyms_free(&ks);
 }
 
-/* A PERF_RECORD_SAMPLE of our layout into @buf: ip, pid/tid, callchain with @nr entries. */
+/* A PERF_RECORD_SAMPLE of our layout into @buf: ip, pid/tid, time, callchain with @nr entries. */
 static size_t make_sample(unsigned char *buf, uint16_t misc, const uint64_t *chain, uint64_t nr)
 {
 	struct perf_event_header h = { PERF_RECORD_SAMPLE, misc, 0 };
 	uint32_t pt[2] = { 42, 43 };
-	uint64_t ip = chain && nr ? chain[nr - 1] : 0;
+	uint64_t ip = chain && nr ? chain[nr - 1] : 0, t = 123456789012ULL;
 	size_t off = sizeof(h);
 
 	memcpy(buf + off, &ip, 8), off += 8;
 	memcpy(buf + off, pt, 8), off += 8;
+	memcpy(buf + off, &t, 8), off += 8;
 	memcpy(buf + off, &nr, 8), off += 8;
 	memcpy(buf + off, chain, nr * 8), off += nr * 8;
 	h.size = (uint16_t)off;
@@ -107,6 +108,7 @@ static void test_perf_sample_parse(void **state)
 	assert_int_equal(perf_sample_parse(buf, n, &s), 0);
 	assert_int_equal(s.pid, 42);
 	assert_int_equal(s.tid, 43);
+	assert_true(s.time_ns == 123456789012ULL);
 	assert_true(s.user); /* the chain has a user context */
 	assert_int_equal(s.nips, 4);  /* markers removed, frames kept leaf first */
 	assert_true(s.ips[0] == 0xffffffff81689710ULL);
@@ -119,7 +121,7 @@ static void test_perf_sample_parse(void **state)
 	{
 		uint64_t big = 1000;
 
-		memcpy(buf + 8 + 16, &big, 8);
+		memcpy(buf + 8 + 24, &big, 8);
 		assert_int_equal(perf_sample_parse(buf, n, &s), -EINVAL);
 	}
 	/* more frames than PERF_STACK_MAX: the first ones are kept */
@@ -230,6 +232,77 @@ static void test_fold_bounds(void **state)
 		assert_int_equal(folded_hot_frame(wrap, strlen(wrap), &h), -EINVAL);
 	}
 	assert_int_equal(folded_hot_frame("a;b 0\n", 6, &h), -ENODATA);
+	fold_free(f);
+}
+
+static void add_at(struct fold *f, const char *comm, uint32_t t, const char *stack)
+{
+	char buf[1024];
+	const char *frames[64];
+	size_t n = 0;
+
+	snprintf(buf, sizeof(buf), "%s", stack);
+	for (char *save = NULL, *p = strtok_r(buf, ";", &save); p; p = strtok_r(NULL, ";", &save))
+		frames[n++] = p;
+	assert_int_equal(fold_add_at(f, comm, frames, n, t), 0);
+}
+
+/* Each sample's time, on the line of the folded text that holds its stack. */
+static void test_fold_times(void **state)
+{
+	struct fold *f = NULL;
+	char out[4096], times[4096], small[120];
+	struct folded_line l[16];
+	struct folded_time t[32];
+	ssize_t len, tlen;
+	int n, nt;
+
+	assert_int_equal(fold_new(16, &f), 0);
+	assert_int_equal(fold_format_times(f, 1, times, sizeof(times)), 0); /* none kept */
+	assert_int_equal(fold_keep_times(f, 6), 0);
+	add_at(f, "cat", 5, "entry_SYSCALL_64;memcg_numa_stat_show");
+	add_at(f, "cat", 25, "entry_SYSCALL_64;memcg_numa_stat_show");
+	add_at(f, "dd", 30, "entry_SYSCALL_64;read_iter_zero");
+	add_at(f, "cat", 1010, "entry_SYSCALL_64;memcg_numa_stat_show");
+	add_at(f, "kworker", 1020, "worker_thread;process_one_work");
+	add_at(f, "dd", 1500, "entry_SYSCALL_64;read_iter_zero");
+	add_at(f, "dd", 1600, "entry_SYSCALL_64;read_iter_zero"); /* beyond the 6 kept; a tie with
+								     * cat: by name */
+	assert_int_equal(fold_samples(f), 7);
+	assert_int_equal(fold_times_lost(f), 1);
+	len = fold_format(f, out, sizeof(out));
+	n = folded_parse(out, (size_t)len, l, ARRAY_SIZE(l));
+	assert_int_equal(n, 3);
+	tlen = fold_format_times(f, (size_t)n, times, sizeof(times));
+	assert_true(tlen > 0);
+	assert_string_equal(times, FOLDED_TIMES_HEADER "5 0\n25 0\n30 1\n1010 0\n1020 2\n1500 1\n");
+	nt = folded_times_parse(times, (size_t)tlen, (size_t)n, t, ARRAY_SIZE(t));
+	assert_int_equal(nt, 6);
+	assert_int_equal(t[3].t_ms, 1010);
+	assert_true(strncmp(l[t[3].line].stack, "cat;", 4) == 0);
+	/* whole or nothing */
+	assert_int_equal(fold_format_times(f, (size_t)n, small, 30), -ENOBUFS);
+	assert_int_equal(fold_format_times(f, 0, small, sizeof(small)), -EINVAL);
+	/* stacks cut to "[truncated]" map to its line, the last */
+	len = fold_format(f, small, 100);
+	n = folded_parse(small, (size_t)len, l, ARRAY_SIZE(l));
+	assert_true(n >= 2 && strncmp(l[n - 1].stack, "[truncated]", 11) == 0);
+	tlen = fold_format_times(f, (size_t)n, times, sizeof(times));
+	nt = folded_times_parse(times, (size_t)tlen, (size_t)n, t, ARRAY_SIZE(t));
+	assert_int_equal(nt, 6);
+	for (int i = 0; i < nt; i++)
+		assert_true(t[i].line < (uint32_t)n);
+	/* bad texts: no header, a line out of range, not numbers, a day and more */
+	assert_int_equal(folded_times_parse("5 0\n", 4, 3, t, 4), -EINVAL);
+	assert_int_equal(folded_times_parse(FOLDED_TIMES_HEADER "5 3\n", 22, 3, t, 4), -EINVAL);
+	assert_int_equal(folded_times_parse(FOLDED_TIMES_HEADER "5x 0\n", 23, 3, t, 4), -EINVAL);
+	assert_int_equal(folded_times_parse(FOLDED_TIMES_HEADER "5\n", 20, 3, t, 4), -EINVAL);
+	assert_int_equal(folded_times_parse(FOLDED_TIMES_HEADER "86400001 0\n", 29, 3, t, 4),
+			 -EINVAL);
+	/* more than @max: counted, the first stored */
+	assert_int_equal(folded_times_parse(FOLDED_TIMES_HEADER "1 0\n2 0\n3 0\n", 30, 1, t, 2),
+			 3);
+	assert_int_equal(t[1].t_ms, 2);
 	fold_free(f);
 }
 
@@ -375,6 +448,7 @@ static void test_real_profiler(void **state)
 {
 	struct profiler_opts o = { .hz = 499, .max_ms = 30000 };
 	struct profiler *p = NULL;
+	uint64_t t0;
 	struct hostfs hf;
 	struct hot_frame h;
 	pthread_t t;
@@ -413,15 +487,37 @@ static void test_real_profiler(void **state)
 	/* a stopped profile is gone: start again, and this time keep it */
 	assert_false(profiler_running(p, (unsigned)cpu));
 	assert_int_equal(profiler_stop(p, (unsigned)cpu, true, out, 1 << 16), -ENOENT);
-	assert_int_equal(profiler_start(p, (unsigned)cpu, 5000), 1);
+	t0 = now_monotonic_ms(); /* the agent's clock: sample times count from here */
+	assert_int_equal(profiler_start(p, (unsigned)cpu, t0), 1);
 	burner_stop = 0;
 	assert_int_equal(pthread_create(&t, NULL, burner, &cpu), 0);
 	pthread_setname_np(t, "cz-burner");
 	usleep(1000 * 1000);
-	profiler_tick(p, 6000);
+	profiler_tick(p, t0 + 1000);
 	burner_stop = 1;
 	pthread_join(t, NULL);
 	close(lock);
+	/* every sample's time, within the second it ran, on the line of its stack */
+	profiler_drain(p, (unsigned)cpu);
+	len = profiler_peek(p, (unsigned)cpu, out, 1 << 16);
+	assert_true(len > 0);
+	{
+		_cleanup_free_ char *times = malloc(1 << 17);
+		_cleanup_free_ struct folded_time *ft = calloc(1 << 14, sizeof(*ft));
+		struct folded_line l[FOLD_STACKS_MAX + 2];
+		int nl = folded_parse(out, (size_t)len, l, ARRAY_SIZE(l)), nt;
+		ssize_t tlen = profiler_times(p, (unsigned)cpu, (size_t)nl, times, 1 << 17);
+		uint64_t sum = 0;
+
+		assert_true(tlen > 0);
+		nt = folded_times_parse(times, (size_t)tlen, (size_t)nl, ft, 1 << 14);
+		for (int i = 0; i < nl; i++)
+			sum += l[i].count;
+		assert_int_equal((uint64_t)nt, sum);
+		for (int i = 0; i < nt; i++)
+			assert_true(ft[i].t_ms < 3000);
+		assert_true(ft[nt - 1].t_ms >= 500); /* they spread over the second */
+	}
 	len = profiler_stop(p, (unsigned)cpu, true, out, 1 << 16);
 	assert_true(len > 0);
 	assert_int_equal(folded_hot_frame(out, (size_t)len, &h), 0);
@@ -449,6 +545,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_kallsyms_parse_lookup), cmocka_unit_test(test_kallsyms_bad),
 		cmocka_unit_test(test_perf_sample_parse),     cmocka_unit_test(test_fold_and_hot_frame),
+		cmocka_unit_test(test_fold_times),
 		cmocka_unit_test(test_fold_bounds),	      cmocka_unit_test(test_real_profile),
 		cmocka_unit_test(test_real_profiler),
 	};

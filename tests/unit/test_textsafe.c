@@ -29,6 +29,10 @@ static void test_kinds(void **state)
 		  "\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd" },		    /* > U+10FFFF */
 		{ "\xf0\x9f\x98\x80 ok", "\xf0\x9f\x98\x80 ok", "\xf0\x9f\x98\x80 ok",
 		  "\xf0\x9f\x98\x80 ok" },
+		/* U+FFFE (XML 1.0 forbids it) and a bidi override: shown, in XML only */
+		{ "a\xef\xbf\xbe", "a\xef\xbf\xbe", "a\xef\xbf\xbe", "a\\ufffe" },
+		{ "x\xe2\x80\xaey\xe2\x81\xa6", "x\xe2\x80\xaey\xe2\x81\xa6",
+		  "x\xe2\x80\xaey\xe2\x81\xa6", "x\\u202ey\\u2066" },
 		{ "", "", "", "" },
 	};
 	char buf[128];
