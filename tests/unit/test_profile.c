@@ -251,7 +251,7 @@ static void add_at(struct fold *f, const char *comm, uint32_t t, const char *sta
 static void test_fold_times(void **state)
 {
 	struct fold *f = NULL;
-	char out[4096], times[4096], small[120];
+	char out[4096], times[4096], small[160];
 	struct folded_line l[16];
 	struct folded_time t[32];
 	ssize_t len, tlen;
@@ -284,7 +284,7 @@ static void test_fold_times(void **state)
 	assert_int_equal(fold_format_times(f, (size_t)n, small, 30), -ENOBUFS);
 	assert_int_equal(fold_format_times(f, 0, small, sizeof(small)), -EINVAL);
 	/* stacks cut to "[truncated]" map to its line, the last */
-	len = fold_format(f, small, 100);
+	len = fold_format(f, small, 150);
 	n = folded_parse(small, (size_t)len, l, ARRAY_SIZE(l));
 	assert_true(n >= 2 && strncmp(l[n - 1].stack, "[truncated]", 11) == 0);
 	tlen = fold_format_times(f, (size_t)n, times, sizeof(times));
