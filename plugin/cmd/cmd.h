@@ -25,6 +25,8 @@ struct cmd_opts {
 	bool once;		 /* agent/remediator --once */
 	bool json;		 /* report/explain/fleet --json */
 	const char *svg_path;	 /* report --svg FILE */
+	const char *html_path;	 /* report --html FILE */
+	const char *out_path;	 /* flame --out FILE, or NULL: stdout */
 	const char *since, *until; /* report --since/--until TIME (base/timespec.h), or NULL */
 	const char *selector;	 /* fleet -l/--selector: a label selector */
 	const char *group_by[CZ_GROUP_BY_MAX]; /* fleet --group-by LABEL (repeatable) */
@@ -56,6 +58,8 @@ int cmd_report(struct cz_ctx *ctx, const struct cmd_opts *o);
 /* `fleet` (also `kubectl cpuzombie`): where the chain concentrates across the cluster (full
  * binary only). */
 int cmd_fleet(struct cz_ctx *ctx, const struct cmd_opts *o);
+/* `flame BURST-ID [--out FILE]`: one burst's flame graph as an interactive SVG. */
+int cmd_flame(struct cz_ctx *ctx, const struct cmd_opts *o);
 /* `top [--once]`: the node live, every second, from the run dir (or sampling inline). */
 int cmd_top(struct cz_ctx *ctx, const struct cmd_opts *o);
 /* `cleanup`: remove our conditions, cpuzombie.io/ annotations and taints from all nodes, and

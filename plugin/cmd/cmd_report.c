@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * `cpuzombie report [--json|--svg FILE]`: the node model (node/node.h: the checks, so the
- * verdicts are exactly NPD's, and the rest of what the node says), what only this command finds
- * out itself (report_direct.h), handed to the pure renderers (view/).
+ * `cpuzombie report [--json|--svg FILE|--html FILE]`: the node model (node/node.h: the checks,
+ * so the verdicts are exactly NPD's, and the rest of what the node says), what only this command
+ * finds out itself (report_direct.h), handed to the pure renderers (view/).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -20,6 +20,9 @@
 #include "base/timespec.h"
 #include "memcg/units.h"
 #include "base/state.h"
+#include "view/flame.h"
+#include "view/html.h"
+#include "view/report_profile.h"
 #include "view/svg.h"
 #include "base/util.h"
 
@@ -98,6 +101,52 @@ static int write_svg(const struct report *r, const char *path, uint64_t since, u
 	return 0;
 }
 
+/* The page's bursts, newest first, each with its flame graph or why not; *@ret_n of them. */
+static struct html_burst *page_bursts(const struct report *r, size_t *ret_n)
+{
+	size_t n = r->nbursts < HTML_BURSTS_MAX ? r->nbursts : HTML_BURSTS_MAX, k = 0;
+	struct html_burst *b = calloc(n + 1, sizeof(*b));
+
+	if (!b)
+		return NULL;
+	for (size_t i = r->nbursts; i-- > 0 && k < n;) {
+		const struct burst_event *ev = &r->bursts[i];
+		struct flame *fl = NULL;
+		int e = report_profile_flame(r->cfg->paths.run, ev,
+					     (size_t)r->cfg->cpu.profile_bytes + 1, &fl);
+
+		b[k] = (struct html_burst){ .ev = ev, .ongoing = i >= r->nlogged, .fl = fl };
+		if (e < 0)
+			b[k].why = !ev->profile[0] ? (ev->why[0] ? ev->why : "no profile recorded")
+				   : e == -ENOENT  ? "its profile file rolled off"
+						   : "its profile file is unreadable";
+		k++;
+	}
+	*ret_n = k;
+	return b;
+}
+
+static int write_html(const struct report *r, const char *path, uint64_t since, uint64_t until)
+{
+	_cleanup_fclose_ FILE *f = fopen(path, "we");
+	struct html_burst *b;
+	size_t n = 0;
+	int e;
+
+	if (!f)
+		return log_error_errno(errno, "Failed to create '%s': %m", path);
+	b = page_bursts(r, &n);
+	e = b ? html_write(r, since, until, b, n, f) : -ENOMEM;
+	for (size_t i = 0; b && i < n; i++)
+		flame_free((struct flame *)b[i].fl);
+	free(b);
+	if (e == 0 && (fflush(f) != 0 || ferror(f)))
+		e = -EIO;
+	if (e < 0)
+		return log_error_errno(e, "Failed to write '%s': %m", path);
+	return 0;
+}
+
 int cmd_report(struct cz_ctx *ctx, const struct cmd_opts *o)
 {
 	uint64_t since, until;
@@ -106,10 +155,10 @@ int cmd_report(struct cz_ctx *ctx, const struct cmd_opts *o)
 
 	if (window(ctx, o, now_realtime_ms(), &since, &until) < 0)
 		return CZ_EXIT_ERROR;
-	if (o->argc > 0 || (o->json && o->svg_path)) {
+	if (o->argc > 0 || (o->json && (o->svg_path || o->html_path))) {
 		fprintf(stderr,
-			"cpuzombie report: usage: report [--json|--svg FILE] [--since TIME] "
-			"[--until TIME]\n");
+			"cpuzombie report: usage: report [--json|--svg FILE|--html FILE] [--since "
+			"TIME] [--until TIME]\n");
 		return CZ_EXIT_ERROR;
 	}
 	/* a report shows the checks' verdicts but must not move their baselines or create files
@@ -131,10 +180,14 @@ int cmd_report(struct cz_ctx *ctx, const struct cmd_opts *o)
 	} else {
 		if (o->svg_path)
 			e = write_svg(r, o->svg_path, since, until);
+		if (e == 0 && o->html_path)
+			e = write_html(r, o->html_path, since, until);
 		if (e == 0)
 			e = report_print(r, stdout);
 		if (e == 0 && o->svg_path)
 			printf("\nheatmap: %s\n", o->svg_path);
+		if (e == 0 && o->html_path)
+			printf("%spage: %s\n", o->svg_path ? "" : "\n", o->html_path);
 	}
 	if (fflush(stdout) != 0)
 		e = -EIO;

@@ -81,11 +81,19 @@ static const struct cmd cmds[] = {
 	  "    and taints from every node, and its Leases (remediation.lease_namespace, the\n"
 	  "    leader's); nothing of anyone else's. The chart's uninstall hook runs it.\n" },
 	{ "report", cmd_report,
-	  "report [--json|--svg FILE] [--since TIME] [--until TIME]\n"
+	  "report [--json|--svg FILE|--html FILE] [--since TIME] [--until TIME]\n"
 	  "    Everything this node says, in one screen: memcg, cores, NICs, conditions; exit 1\n"
-	  "    when a condition is True. --json: one JSON document; --svg: per-core heatmap.\n"
+	  "    when a condition is True. --json: one JSON document; --svg: per-core heatmap;\n"
+	  "    --html: one self-contained page: the verdict, the heatmap and each burst's flame\n"
+	  "    graph (zoom, search, and the sub-second strip whose drag selects a range).\n"
 	  "    --since/--until: the window of the heatmap and bursts, as '3h' (ago),\n"
 	  "    '2026-12-01T03:10' (UTC) or '@EPOCH'; from the finest history tier covering it.\n" },
+	{ "flame", cmd_flame,
+	  "flame BURST-ID [--out FILE]\n"
+	  "    One burst's recorded profile as a standalone interactive flame graph (SVG: click\n"
+	  "    to zoom, Search or Ctrl-F); BURST-ID is CPU-START_MS, as in the profile's file\n"
+	  "    name cpu-profile-CPU-START_MS.folded and on the --html page; stdout without\n"
+	  "    --out.\n" },
 	{ "top", cmd_top,
 	  "top [--once]\n"
 	  "    The node live, every second: each core's share and heatmap, the bursting core with\n"
@@ -160,7 +168,7 @@ static int _printf_(1, 2) cmdline_error(const char *fmt, ...)
 enum {
 	OPT_CONFIG = 256, OPT_PROC, OPT_SYS, OPT_STATE, OPT_RUN, OPT_NODE, OPT_KUBECONFIG,
 	OPT_MAXOUT, OPT_VERSION, OPT_HELP, OPT_ONCE, OPT_JSON, OPT_SVG, OPT_SINCE, OPT_UNTIL,
-	OPT_SELECTOR, OPT_GROUP_BY, OPT_NODES, OPT_CHUNK, OPT_FROM,
+	OPT_SELECTOR, OPT_GROUP_BY, OPT_NODES, OPT_CHUNK, OPT_FROM, OPT_HTML, OPT_OUT,
 };
 
 struct opts {
@@ -170,6 +178,7 @@ struct opts {
 	bool nodes;
 	uint64_t chunk_size;
 	const char *from;	/* install-plugin */
+	const char *html, *out;	/* report --html, flame --out */
 	uint64_t max_output;
 	int verbose;
 	bool help, version, once, json;
@@ -204,6 +213,8 @@ static int parse_opts(int argc, char **argv, struct opts *o, bool permute)
 		{ "nodes", no_argument, NULL, OPT_NODES },
 		{ "chunk-size", required_argument, NULL, OPT_CHUNK },
 		{ "from", required_argument, NULL, OPT_FROM },
+		{ "html", required_argument, NULL, OPT_HTML },
+		{ "out", required_argument, NULL, OPT_OUT },
 		{ NULL, 0, NULL, 0 },
 	};
 	int c;
@@ -254,6 +265,8 @@ static int parse_opts(int argc, char **argv, struct opts *o, bool permute)
 					"--chunk-size: expected 1..100000, got '%.32s'", optarg);
 			break;
 		case OPT_FROM: o->from = optarg; break;
+		case OPT_HTML: o->html = optarg; break;
+		case OPT_OUT: o->out = optarg; break;
 		default:
 			return cmdline_error("unknown or incomplete option '%.32s'",
 					     argv[optind - 1]);
@@ -423,6 +436,8 @@ static int run(int argc, char **argv)
 	co.once = o.once;
 	co.json = o.json;
 	co.svg_path = o.svg;
+	co.html_path = o.html;
+	co.out_path = o.out;
 	co.since = o.since;
 	co.until = o.until;
 	co.selector = o.selector;

@@ -308,7 +308,7 @@ int folded_parse(const char *text, size_t len, struct folded_line *ret, size_t m
 		}
 		p += ll + 1;
 	}
-	return (int)(n < max ? n : max);
+	return (int)(!ret || n < max ? n : max); /* no @ret: how many there are */
 }
 
 /* Frames that are on every syscall's or interrupt's way, or generic helpers: never the answer. */
@@ -328,7 +328,7 @@ static const char *const plumbing[] = {
 	"[other]", "[truncated]",
 };
 
-static bool is_plumbing(const char *f, size_t n)
+bool folded_is_plumbing(const char *f, size_t n)
 {
 	for (size_t i = 0; i < ARRAY_SIZE(plumbing); i++) {
 		size_t k = strlen(plumbing[i]);
@@ -439,7 +439,7 @@ int folded_hot_frame(const char *text, size_t len, struct hot_frame *ret)
 			struct frame_count *c;
 
 			p = semi;
-			if (flen == 0 || is_plumbing(f, flen) ||
+			if (flen == 0 || folded_is_plumbing(f, flen) ||
 			    !(c = frame_slot(t, FRAMES_MAX, f, flen)))
 				continue;
 			if (!c->name)

@@ -12,6 +12,7 @@
  * (a task may call itself anything) becomes ':', so every line parses back the same way.
  */
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -99,10 +100,18 @@ struct folded_line {
 
 /*
  * folded_parse - pure: the lines of folded text, at most @max into @ret (in file order).
- * Returns the number of lines, or -EINVAL for a line that is not "frames count" or has a byte
- * outside printable ASCII (fold_format never writes one).
+ * Returns the number of lines stored (with @ret NULL: the number of lines there are), or
+ * -EINVAL for a line that is not "frames count" or has a byte outside printable ASCII
+ * (fold_format never writes one).
  */
 int folded_parse(const char *text, size_t len, struct folded_line *ret, size_t max);
+
+/*
+ * folded_is_plumbing - true for a frame (@n bytes at @f) that folded_hot_frame() never names:
+ * syscall and interrupt entry, VFS and seq_file plumbing, idle, generic helpers, the
+ * profiler's own markers. Pure.
+ */
+bool folded_is_plumbing(const char *f, size_t n);
 
 struct hot_frame {
 	char frame[96];	   /* the kernel function that explains most samples */

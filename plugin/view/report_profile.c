@@ -3,6 +3,7 @@
 #include <fcntl.h>
 
 #include "cpu/folded.h"
+#include "view/flame.h"
 #include "view/report_profile.h"
 #include "base/fileio.h"
 #include "base/util.h"
@@ -55,4 +56,28 @@ int report_profile_load(const char *run_dir, const struct burst_event *ev, size_
 	}
 	*ret = p;
 	return 0;
+}
+
+int report_profile_flame(const char *run_dir, const struct burst_event *ev, size_t max_bytes,
+			 struct flame **ret)
+{
+	_cleanup_free_ char *text = NULL, *times = NULL;
+	char path[4200], name[80];
+	size_t len = 0, tlen = 0;
+	int r, tr = -ENOENT;
+
+	if (!ev->profile[0])
+		return -ENOENT;
+	if (snprintf(path, sizeof(path), "%s/%s", run_dir, ev->profile) >= (int)sizeof(path))
+		return -ENAMETOOLONG;
+	r = fileio_read_alloc_at(AT_FDCWD, path, FILEIO_OURS, max_bytes, &text, &len);
+	if (r < 0)
+		return r;
+	if (history_profile_times(ev->profile, name, sizeof(name)) == 0 &&
+	    snprintf(path, sizeof(path), "%s/%s", run_dir, name) < (int)sizeof(path))
+		tr = fileio_read_alloc_at(AT_FDCWD, path, FILEIO_OURS, max_bytes, &times, &tlen);
+	r = flame_build(text, len, tr >= 0 ? times : NULL, tlen, ret);
+	if (r == 0 && tr < 0 && tr != -ENOENT)
+		(*ret)->times_why = "unreadable";
+	return r;
 }

@@ -33,4 +33,16 @@ struct report_profile {
 int report_profile_load(const char *run_dir, const struct burst_event *ev, size_t max_bytes,
 			struct report_profile *ret);
 
+struct flame;
+
+/*
+ * report_profile_flame - @ev's profile file under @run_dir (at most @max_bytes) and the sample
+ * times beside it (history_profile_times; at most @max_bytes, absent: no times) as a flame
+ * graph (view/flame.h) into *@ret (flame_free). Returns 0, or as report_profile_load() and
+ * flame_build(); a times file that is unreadable or does not match leaves the times out and
+ * says why (flame.times_why).
+ */
+int report_profile_flame(const char *run_dir, const struct burst_event *ev, size_t max_bytes,
+			 struct flame **ret);
+
 #endif
