@@ -1,21 +1,14 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The page of `report --html` (html.h): the verdict and headings as escaped text, the heatmap
- * SVG inline, the flame graphs as a data block the page's one script draws. What the data block
- * holds per burst (all arrays by node, in depth-first order, children in name order, so a
- * node's parent comes before it):
- *
- *   {"id","cpu","total","hot" (name index, -1), "node" (name index), "parent" (-1 for the root),
- *    "kind" (enum flame_kind), "self" (samples ending there), "dt" (each sample's time, ms,
- *    as the difference to the one before), "leaf" (each sample's node)}
- *
- * and "names" once for all bursts (kernel function names repeat across bursts).
+ * SVG inline, the flame graphs as a data block (html_data.h) the page's one script draws.
  */
 #include <errno.h>
 
 #include "node/report.h"
 #include "view/flame_js.h"
 #include "view/html.h"
+#include "view/html_data.h"
 #include "view/svg.h"
 #include "base/sha256.h"
 #include "base/textsafe.h"
@@ -90,146 +83,6 @@ char *html_burst_id(const struct burst_event *ev, char *buf, size_t size)
 {
 	snprintf(buf, size, "%u-%llu", ev->cpu, (unsigned long long)ev->start_ms);
 	return buf;
-}
-
-/* ---- the names of all bursts, once ---- */
-
-struct dict {
-	const char **name;
-	uint32_t *tab; /* index + 1, 0 empty */
-	size_t n, cap, tab_cap;
-};
-
-static uint32_t dict_add(struct dict *d, const char *s)
-{
-	uint64_t h = 0xcbf29ce484222325ULL;
-	size_t i;
-
-	for (const char *p = s; *p; p++)
-		h = (h ^ (unsigned char)*p) * 0x100000001b3ULL;
-	for (i = (size_t)h & (d->tab_cap - 1); d->tab[i]; i = (i + 1) & (d->tab_cap - 1))
-		if (streq(d->name[d->tab[i] - 1], s))
-			return d->tab[i] - 1;
-	d->name[d->n] = s;
-	d->tab[i] = (uint32_t)++d->n;
-	return (uint32_t)(d->n - 1);
-}
-
-/* Room for every name of the flames drawn. 0 or -ENOMEM. */
-static int dict_init(struct dict *d, const struct html_burst *b, size_t n)
-{
-	size_t total = 1;
-
-	for (size_t i = 0; i < n; i++)
-		total += b[i].fl ? b[i].fl->nnames : 0;
-	d->cap = total;
-	d->tab_cap = 64;
-	while (d->tab_cap < 2 * total)
-		d->tab_cap *= 2;
-	d->name = calloc(total, sizeof(*d->name));
-	d->tab = calloc(d->tab_cap, sizeof(*d->tab));
-	return d->name && d->tab ? 0 : -ENOMEM;
-}
-
-/* ---- the data block ---- */
-
-static void u32_array(FILE *out, const char *key, const uint32_t *v, size_t n, bool minus_none)
-{
-	fprintf(out, ",\"%s\":[", key);
-	for (size_t i = 0; i < n; i++) {
-		if (minus_none && v[i] == FLAME_NONE)
-			fprintf(out, "%s-1", i ? "," : "");
-		else
-			fprintf(out, "%s%u", i ? "," : "", v[i]);
-	}
-	fputc(']', out);
-}
-
-/* One burst's flame graph as data, its nodes renumbered depth first. 0 or -ENOMEM. */
-static int burst_data(FILE *out, struct dict *d, const struct html_burst *b)
-{
-	const struct flame *fl = b->fl;
-	_cleanup_free_ uint32_t *order = calloc(fl->nnodes, sizeof(*order));
-	_cleanup_free_ uint32_t *newi = calloc(fl->nnodes, sizeof(*newi));
-	_cleanup_free_ uint32_t *v = calloc(fl->nnodes + fl->ntimes + 1, sizeof(*v));
-	_cleanup_free_ uint32_t *stack = calloc(fl->nnodes, sizeof(*stack));
-	size_t n = 0, sp = 0;
-	char id[48];
-	int64_t last = 0;
-
-	if (!order || !newi || !v || !stack)
-		return -ENOMEM;
-	stack[sp++] = 0;
-	while (sp > 0) { /* pre-order; children pushed last first so they pop in name order */
-		uint32_t i = stack[--sp], k = 0;
-
-		newi[i] = (uint32_t)n;
-		order[n++] = i;
-		for (uint32_t c = fl->node[i].child; c != FLAME_NONE; c = fl->node[c].next)
-			k++;
-		sp += k;
-		for (uint32_t c = fl->node[i].child, j = 1; c != FLAME_NONE; c = fl->node[c].next)
-			stack[sp - j++] = c;
-	}
-	fprintf(out, "{\"id\":");
-	html_burst_id(b->ev, id, sizeof(id));
-	html_json_str(out, id, strlen(id));
-	fprintf(out, ",\"cpu\":%u,\"total\":%llu,\"hot\":", b->ev->cpu,
-		(unsigned long long)fl->node[0].total);
-	if (fl->hot != FLAME_NONE)
-		fprintf(out, "%u", dict_add(d, fl->names[fl->hot]));
-	else
-		fputs("-1", out);
-	for (size_t i = 0; i < n; i++)
-		v[i] = dict_add(d, fl->names[fl->node[order[i]].name]);
-	u32_array(out, "node", v, n, false);
-	for (size_t i = 0; i < n; i++)
-		v[i] = i ? newi[fl->node[order[i]].parent] : FLAME_NONE;
-	u32_array(out, "parent", v, n, true);
-	for (size_t i = 0; i < n; i++)
-		v[i] = (uint32_t)fl->node[order[i]].kind;
-	u32_array(out, "kind", v, n, false);
-	fputs(",\"self\":[", out);
-	for (size_t i = 0; i < n; i++)
-		fprintf(out, "%s%llu", i ? "," : "", (unsigned long long)fl->node[order[i]].self);
-	fputs("],\"dt\":[", out);
-	for (size_t i = 0; i < fl->ntimes; i++) {
-		fprintf(out, "%s%lld", i ? "," : "", (long long)fl->times[i].t_ms - last);
-		last = fl->times[i].t_ms;
-	}
-	fputc(']', out);
-	for (size_t i = 0; i < fl->ntimes; i++)
-		v[i] = newi[fl->times[i].node];
-	u32_array(out, "leaf", v, fl->ntimes, false);
-	fputc('}', out);
-	return 0;
-}
-
-static int data_block(FILE *out, const struct html_burst *b, size_t n)
-{
-	struct dict d = { 0 };
-	bool first = true;
-	int r = dict_init(&d, b, n);
-
-	fputs("<script type=\"application/json\" id=\"cz-data\">{\"bursts\":[", out);
-	for (size_t i = 0; r == 0 && i < n; i++) {
-		if (!b[i].fl)
-			continue;
-		if (!first)
-			fputc(',', out);
-		first = false;
-		r = burst_data(out, &d, &b[i]);
-	}
-	fputs("],\"names\":[", out);
-	for (size_t i = 0; r == 0 && i < d.n; i++) {
-		if (i)
-			fputc(',', out);
-		html_json_str(out, d.name[i], strlen(d.name[i]));
-	}
-	fputs("]}</script>\n", out);
-	free(d.name);
-	free(d.tab);
-	return r;
 }
 
 /* ---- the page ---- */
@@ -356,23 +209,31 @@ static void flame_part(FILE *out, const struct html_burst *b, size_t k)
 		     "</p>\n", k);
 }
 
-static void bursts(FILE *out, const struct report *r, const struct html_burst *b, size_t n)
+static void bursts(FILE *out, const struct report *r, const struct html_burst *b, size_t n,
+		   const struct html_data *d)
 {
-	size_t k = 0;
 	char id[48];
 
 	fprintf(out, "<section id=\"bursts\"><h2>Bursts (%zu)</h2>\n", n);
 	if (n > HTML_BURSTS_MAX)
 		fprintf(out, "<p>the %d newest are shown</p>\n", HTML_BURSTS_MAX);
 	for (size_t i = 0; i < n && i < HTML_BURSTS_MAX; i++) {
+		int k = html_data_index(d, i);
+
 		fputs("<div class=\"burst\" id=\"burst-", out);
 		text(out, html_burst_id(b[i].ev, id, sizeof(id)));
-		if (b[i].fl)
-			fprintf(out, "\" data-i=\"%zu", k);
+		if (k >= 0)
+			fprintf(out, "\" data-i=\"%d", k);
 		fputs("\">\n", out);
 		burst_head(out, r, &b[i]);
-		if (b[i].fl) {
-			flame_part(out, &b[i], k++);
+		if (k >= 0) {
+			flame_part(out, &b[i], (size_t)k);
+		} else if (b[i].fl) {
+			fprintf(out, "<p class=\"meta\">flame graph left out: the page holds at most "
+				     "%d KiB of profiles, the newest first; <code>cpuzombie flame ",
+				HTML_DATA_MAX / 1024);
+			text(out, id);
+			fputs("</code> draws it</p>\n", out);
 		} else {
 			fputs("<p class=\"meta\">no flame graph: ", out);
 			text(out, b[i].why ? b[i].why : "no profile");
@@ -390,8 +251,12 @@ int html_write(const struct report *r, uint64_t since_ms, uint64_t until_ms,
 {
 	char hash[SHA256_B64_LEN + 1], t[48];
 	size_t shown = n < HTML_BURSTS_MAX ? n : HTML_BURSTS_MAX;
+	struct html_data *d = NULL;
 	int e;
 
+	e = html_data_build(b, shown, HTML_DATA_MAX, &d);
+	if (e < 0)
+		return e;
 	sha256_b64(flame_page_js, strlen(flame_page_js), hash);
 	fprintf(out, "<!DOCTYPE html>\n<html xmlns=\"http://www.w3.org/1999/xhtml\" lang=\"en\">\n"
 		     "<head>\n<meta charset=\"utf-8\"/>\n<meta http-equiv=\"Content-Security-"
@@ -406,13 +271,14 @@ int html_write(const struct report *r, uint64_t since_ms, uint64_t until_ms,
 	text(out, utc_datetime(r->now_ms, t, sizeof(t)));
 	fputs("</h1>\n", out);
 	e = verdict(out, r);
-	if (e < 0)
+	if (e < 0) {
+		html_data_free(d);
 		return e;
+	}
 	heatmap(out, r, since_ms, until_ms);
-	bursts(out, r, b, n);
-	e = data_block(out, b, shown);
-	if (e < 0)
-		return e;
+	bursts(out, r, b, n, d);
+	html_data_write(d, out);
+	html_data_free(d);
 	fprintf(out, "<script>%s</script>\n</body>\n</html>\n", flame_page_js);
 	return ferror(out) ? -EIO : 0;
 }

@@ -24,6 +24,9 @@
  * script by its SHA-256 hash (no 'unsafe-inline' for scripts: no on* attribute or injected
  * script can run), nothing from the network (default-src 'none'), and inline styles.
  *
+ * The flame graphs' data is bounded (HTML_DATA_MAX): the newest bursts' profiles go in while
+ * they fit, the others say so and name `cpuzombie flame BURST-ID`.
+ *
  * Structure for tools and tests: <section id="verdict"><pre>, <section id="heatmap"> with the
  * SVG, <section id="bursts"> with one <div class="burst" id="burst-ID" data-i="K"> per burst
  * (ID: "CPU-START_MS", what `cpuzombie flame` takes; K: its entry in the data block's "bursts",
@@ -49,6 +52,9 @@ struct html_burst {
 };
 
 #define HTML_BURSTS_MAX 64 /* bursts on the page: the newest; older ones are counted */
+/* Bytes of flame-graph data on the page (html_data.h): the newest bursts' profiles that fit;
+ * with the heatmap and the text the page stays under 2 MiB. */
+#define HTML_DATA_MAX (1536 * 1024)
 
 /*
  * html_write - the page for @r (its heatmap over [@since_ms, @until_ms], both 0: svg_write's

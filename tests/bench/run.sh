@@ -29,13 +29,14 @@ echo "CPU = user + kernel time from the kernel's accounting; every figure a medi
 echo "(range = min-max of the batch means), every ratio measured in this run."
 rc=0
 start=$(date +%s)
-for b in ${BENCH_ONLY:-bench_checks.py bench_agent.py bench_scale.py bench_profile.py bench_census.py bench_fleet.py bench_drain.py bench_latency.py bench_latency_peek.py bench_memory.py bench_zbudget.py}; do
+for b in ${BENCH_ONLY:-bench_checks.py bench_agent.py bench_scale.py bench_profile.py bench_flame.py bench_census.py bench_fleet.py bench_drain.py bench_latency.py bench_latency_peek.py bench_memory.py bench_zbudget.py}; do
 	t0=$(date +%s)
 	case $b in
 	bench_checks.py) echo; echo "## Per invocation: every check vs the exec floor and naive plugins" ;;
 	bench_agent.py) echo; echo "## The agent at 4 Hz vs mpstat and node_exporter, same minutes" ;;
 	bench_scale.py) echo; echo "## Scale curves" ;;
 	bench_profile.py) echo; echo "## Burst profiles and history tiers" ;;
+	bench_flame.py) echo; echo "## Looking into a burst: flame graphs and the --html page" ;;
 	bench_census.py) echo; echo "## The zombie census (BPF) over real dying memcgs" ;;
 	bench_fleet.py) echo; echo "## The fleet view: cpuzombie fleet over 10,000 nodes" ;;
 	bench_drain.py) echo; echo "## Drain: cpuzombie vs kubectl drain on the real control plane" ;;

@@ -10,6 +10,7 @@
 #include "view/flame_js.h"
 #include "view/flame_svg.h"
 #include "view/html.h"
+#include "view/html_data.h"
 #include "view/svg.h"
 
 #define E "entry_SYSCALL_64;do_syscall_64;ksys_read;vfs_read;seq_read_iter"
@@ -250,7 +251,11 @@ static void test_page(void **state)
 		assert_true(*p >= 0x20 && *p < 0x7f);
 	assert_non_null(strstr(data, "\"evil\\u003c/script\\u003e\\u003cb\\u003e\\u0026\\\"'\""));
 	assert_non_null(strstr(data, "\"id\":\"0-1714564680000\""));
-	assert_non_null(strstr(data, "\"dt\":[5],\"leaf\":["));
+	/* depth first: all, evil, [user], kubelet, its 7 frames, seq_printf (up 2: a sibling),
+	 * swapper (up 12: the root's), do_idle, default_idle; the one timed sample 5 ms in,
+	 * ending in the first stack's leaf (node 10) */
+	assert_non_null(strstr(data, "\"up\":[0,1,1,3,1,1,1,1,1,1,1,2,12,1,1],"));
+	assert_non_null(strstr(data, "\"dt\":[5],\"leaves\":[10],\"leaf\":[0]}"));
 	/* the markup: the names are text, hazards shown; one div per burst, data-i where drawn */
 	assert_null(strstr(t, "<i>"));
 	assert_null(strstr(t, "\xef\xbf\xbe"));
@@ -292,6 +297,52 @@ static void test_page(void **state)
 	report_free(r);
 }
 
+/* The data block's bound: bursts go in newest first while they fit, whole or not at all. */
+static void test_data_budget(void **state)
+{
+	struct flame *fl = NULL;
+	struct burst_event ev[3] = { { .cpu = 1, .start_ms = 30 }, { .cpu = 1, .start_ms = 20 },
+				     { .cpu = 0, .start_ms = 10 } };
+	struct html_burst b[3];
+	struct html_data *d = NULL;
+	char *buf = NULL;
+	size_t size = 0, one;
+	FILE *f;
+
+	assert_int_equal(flame_build(folded, strlen(folded), NULL, 0, &fl), 0);
+	for (int i = 0; i < 3; i++)
+		b[i] = (struct html_burst){ .ev = &ev[i], .fl = i == 1 ? NULL : fl };
+	assert_int_equal(html_data_build(b, 3, 1 << 20, &d), 0);
+	assert_int_equal(html_data_index(d, 0), 0);
+	assert_int_equal(html_data_index(d, 1), -1); /* no flame graph */
+	assert_int_equal(html_data_index(d, 2), 1);
+	f = open_memstream(&buf, &size);
+	html_data_write(d, f);
+	fclose(f);
+	one = size;
+	html_data_free(d);
+	/* room for the newest only: the other is left out, and so are the names only it had */
+	assert_int_equal(html_data_build(b, 3, one - 1, &d), 0);
+	assert_int_equal(html_data_index(d, 0), 0);
+	assert_int_equal(html_data_index(d, 2), -1);
+	free(buf);
+	buf = NULL;
+	f = open_memstream(&buf, &size);
+	html_data_write(d, f);
+	fclose(f);
+	assert_true(size < one);
+	assert_int_equal(count(buf, "\"id\":"), 1);
+	assert_int_equal(count(buf, "memcg_numa_stat_show"), 1);
+	free(buf);
+	html_data_free(d);
+	/* no room at all: an empty block */
+	assert_int_equal(html_data_build(b, 3, 10, &d), 0);
+	assert_int_equal(html_data_index(d, 0), -1);
+	html_data_free(d);
+	html_data_free(NULL);
+	flame_free(fl);
+}
+
 static int page_without_bursts(const struct report *r, FILE *out)
 {
 	return html_write(r, 0, 0, NULL, 0, out);
@@ -320,6 +371,7 @@ int main(void)
 		cmocka_unit_test(test_escapes),
 		cmocka_unit_test(test_page),
 		cmocka_unit_test(test_page_without_bursts),
+		cmocka_unit_test(test_data_budget),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
