@@ -229,9 +229,9 @@ static void bursts(FILE *out, const struct report *r, const struct html_burst *b
 		if (k >= 0) {
 			flame_part(out, &b[i], (size_t)k);
 		} else if (b[i].fl) {
-			fprintf(out, "<p class=\"meta\">flame graph left out: the page holds at most "
-				     "%d KiB of profiles, the newest first; <code>cpuzombie flame ",
-				HTML_DATA_MAX / 1024);
+			fprintf(out, "<p class=\"meta\">flame graph left out: the page holds at "
+				"most %d KiB of profiles, the newest first; <code>cpuzombie "
+				"flame ", HTML_DATA_MAX / 1024);
 			text(out, id);
 			fputs("</code> draws it</p>\n", out);
 		} else {
