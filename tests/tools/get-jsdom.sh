@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs jsdom (pinned: JSDOM_VERSION) with npm into a cache outside the clone, idempotently,
 # and prints the node_modules directory to put in NODE_PATH. The page test
-# (tests/e2e/test_flame_page.py) runs it on a machine that has none yet; needs npm.
+# (tests/e2e/test_flame_page.py) runs it on a machine that has none yet; needs npm (installed
+# here when missing, as root).
 # Usage: get-jsdom.sh [CACHE_DIR]   (default $CZ_NPM_CACHE or /var/cache/cpuzombie/npm)
 set -euo pipefail
 
@@ -13,6 +14,9 @@ if [ -f "$dir/node_modules/jsdom/package.json" ]; then
 	echo "$dir/node_modules"
 	exit 0
 fi
+# npm comes with nodejs on some machines (NodeSource's package) and apart on Debian's: only when
+# there is none, Debian's npm (install-deps.sh, as root)
+command -v npm >/dev/null || "$(dirname "$0")/install-deps.sh" npm >&2 || true
 command -v npm >/dev/null || { echo "get-jsdom: 'npm' is required (Debian's npm)" >&2; exit 1; }
 mkdir -p "$dir"
 tmp=$(mktemp -d "$cache/tmp-jsdom-XXXXXX")

@@ -27,8 +27,7 @@ test=(
 	prometheus							# promtool (its server is not started)
 	systemd dbus							# a real systemd --user manager in tests
 	valgrind							# test_valgrind
-	chromium							# renders the report's SVG heatmap and --html page
-	npm								# jsdom for the --html page's script (get-jsdom.sh)
+	chromium							# renders the report's SVG heatmap
 	tmux								# drives `cpuzombie top` in a real terminal (test_top)
 )
 # The image tests (make image, test_image.py): podman with runc, bases from debootstrap.
