@@ -176,6 +176,19 @@ def test_report(tmp_path):
     vg(tmp_path, "report", "--bogus", rcs=(2,))
 
 
+def test_report_html_and_flame(tmp_path):
+    """The page and the flame graph of a burst with a profile and its times (hostile names),
+    and their error paths."""
+    from test_flame_page import hostile_run
+    _, _, cfg, burst_id, _ = hostile_run(tmp_path)
+    vg(tmp_path, "--config", cfg, "report", "--html", str(tmp_path / "p.html"), rcs=(0, 1))
+    vg(tmp_path, "--config", cfg, "flame", burst_id, "--out", str(tmp_path / "f.svg"))
+    vg(tmp_path, "--config", cfg, "flame", burst_id, rcs=(0,))
+    vg(tmp_path, "--config", cfg, "flame", "1-99", rcs=(2,))
+    vg(tmp_path, "--config", cfg, "flame", burst_id, "--out", "/nonexistent/f.svg", rcs=(2,))
+    vg(tmp_path, "--config", cfg, "report", "--html", "/nonexistent/p.html", rcs=(2,))
+
+
 def test_fleet_on_the_real_control_plane(kube, tmp_path):
     """`fleet` over 120 real nodes in pages of the real server, cut messages, a real 410 (etcd
     compacted between two pages) and the restart, Leases denied by real RBAC, a bad
