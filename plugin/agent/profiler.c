@@ -117,7 +117,7 @@ int profiler_start(struct profiler *p, unsigned cpu, uint64_t now_ms)
 		r = load_symbols(p);
 	if (r >= 0)
 		r = fold_new(FOLD_STACKS_MAX, &c->fold);
-	if (r >= 0)
+	if (r >= 0 && perf_cpu_monotonic(c->pc)) /* times on another clock would not line up */
 		r = fold_keep_times(c->fold, profiler_times_max(&p->o));
 	if (r < 0) {
 		perf_cpu_close(c->pc);
@@ -167,12 +167,12 @@ size_t profiler_times_max(const struct profiler_opts *o)
 	return n > (1u << 20) ? (1u << 20) : (size_t)n;
 }
 
-/* A sample's time after the profile's start, in ms; 0 when the clocks do not compare. */
+/* A sample's time after the profile's start, in ms (kept only on the monotonic clock). */
 static uint32_t sample_ms(const struct core_profile *c, const struct perf_sample *s)
 {
 	uint64_t ms = s->time_ns / 1000000;
 
-	if (!perf_cpu_monotonic(c->pc) || ms < c->start_ms)
+	if (ms < c->start_ms)
 		return 0;
 	ms -= c->start_ms;
 	return ms > UINT32_MAX ? UINT32_MAX : (uint32_t)ms;

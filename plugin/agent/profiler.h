@@ -100,8 +100,8 @@ void profiler_drain(struct profiler *p, unsigned cpu);
  * profiler_times - the time of each sample of @cpu's profile so far, as the ".times" text
  * (cpu/folded.h: fold_format_times) beside the folded text profiler_peek() just wrote with
  * @lines lines: the length, 0 when no time was kept, -ENOENT when @cpu has no profile,
- * -ENOBUFS when it does not fit in @size. Times are ms after profiler_start()'s @now_ms (on the
- * monotonic clock; all 0 on a kernel whose perf cannot use it).
+ * -ENOBUFS when it does not fit in @size. Times are ms after profiler_start()'s @now_ms on the
+ * monotonic clock; a kernel whose perf cannot use that clock (before 4.1) keeps none.
  */
 ssize_t profiler_times(const struct profiler *p, unsigned cpu, size_t lines, char *buf,
 		       size_t size);

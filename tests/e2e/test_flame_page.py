@@ -17,6 +17,9 @@ memory.numa_stat in a loop (cpu_helpers: one burn at a time on the machine), und
 
 Hostile names (a task and frames named with </script>, quotes, <, &, U+FFFE, bidi controls)
 stay text in both parsers and in the browser's DOM.
+
+CZ_SCREENSHOT_DIR=DIR: the Chromium test also saves the replayed incident's page there
+(report-html-incident.png: heatmap, the burst, its strip and flame graph), the docs' picture.
 """
 import json
 import os
@@ -109,6 +112,8 @@ def incident(cz_bin, tmp_path_factory):
     reader = base / "reader.py"
     reader.write_text(READER)
     prog = "%s %s %s 5" % (sys.executable, reader, os.path.join(v1, "memory.numa_stat"))
+    page, svg = base / "incident.html", base / "flame.svg"
+    args = ["--config", str(cfg), "--node-name", "replayed-node"]
     with DyingMemcgs(500, base / "memcgs"):
         with burn_lock():
             agent = subprocess.Popen([cz_bin, "--config", str(cfg), "--run-dir", str(run),
@@ -128,20 +133,19 @@ def incident(cz_bin, tmp_path_factory):
             finally:
                 agent.terminate()
                 agent.wait(timeout=10)
-    bursts = [l.split() for l in (run / "cpu-bursts").read_text().splitlines()
-              if l.startswith("burst %d " % hot)]
-    assert bursts, (run / "cpu-bursts").read_text()
-    ev = bursts[-1]
-    prof = next(f.split("=", 1)[1] for f in ev if f.startswith("profile="))
-    assert prof != "-", ev
-    burst_id = "%s-%s" % (ev[1], ev[2])
-    page, svg = base / "incident.html", base / "flame.svg"
-    args = ["--config", str(cfg), "--node-name", "replayed-node"]
-    r = cz(cz_bin, run, *args, "report", "--html", str(page))
-    assert r.returncode in (0, 1) and page.exists(), r.stderr
-    assert "page: %s" % page in r.stdout
-    f = cz(cz_bin, run, *args, "flame", burst_id, "--out", str(svg))
-    assert f.returncode == 0, f.stderr
+        bursts = [l.split() for l in (run / "cpu-bursts").read_text().splitlines()
+                  if l.startswith("burst %d " % hot)]
+        assert bursts, (run / "cpu-bursts").read_text()
+        ev = bursts[-1]
+        prof = next(f.split("=", 1)[1] for f in ev if f.startswith("profile="))
+        assert prof != "-", ev
+        burst_id = "%s-%s" % (ev[1], ev[2])
+        # the page while the zombies are there, as an SRE would make it during the incident
+        r = cz(cz_bin, run, *args, "report", "--html", str(page))
+        assert r.returncode in (0, 1) and page.exists(), r.stderr
+        assert "page: %s" % page in r.stdout
+        f = cz(cz_bin, run, *args, "flame", burst_id, "--out", str(svg))
+        assert f.returncode == 0, f.stderr
     return {"run": run, "page": page, "svg": svg, "id": burst_id, "hot": hot,
             "folded": parse_folded((run / prof).read_text()),
             "times": parse_times((run / prof.replace(".folded", ".times")).read_text()),
@@ -185,6 +189,12 @@ def test_chromium_draws_the_flame_graph(incident, tmp_path):
                      "+g.getAttribute('width')]; })()" % sel)
         png = tmp_path / "flame.png"
         b.screenshot(str(png), *box)
+        shots = os.environ.get("CZ_SCREENSHOT_DIR")
+        if shots:  # the page of the replayed incident, for the docs: heatmap, burst, graph
+            top = b.eval("document.getElementById('heatmap').getBoundingClientRect().y"
+                         " + scrollY")
+            b.screenshot(os.path.join(shots, "report-html-incident.png"), 0, top, 1300,
+                         box[1] + box[3] + 40 - top)
         # an inline handler added now is refused by the page's policy
         pwned = b.eval("document.body.setAttribute('onclick', 'window.pwned = 1'); "
                        "document.body.click(); String(window.pwned)")
