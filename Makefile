@@ -61,7 +61,7 @@ HARDEN := -fPIE -fstack-protector-strong -fstack-clash-protection -fcf-protectio
 	-U_FORTIFY_SOURCE -D_FORTIFY_SOURCE=2
 CFLAGS ?= -O2 -g -ffunction-sections -fdata-sections
 CZ_CFLAGS := -std=gnu11 -D_GNU_SOURCE $(WARN) $(HARDEN) $(SANFLAGS) -DCZ_VERSION='"$(VERSION)"' -Iplugin
-# Two binaries from one set of objects. cpuzombie links libcurl (cluster/) and libsystemd
+# Two binaries from one set of objects. cpuzombie links libcurl (kube/) and libsystemd
 # (host/systemd.c, the agent's journal and sd_notify) directly. cpuzombie-check is what NPD
 # execs every interval on every node: the offline subcommands only, linked -static-pie (no
 # loader, no shared objects: the cheapest start-up, and one file to copy into NPD's
@@ -84,17 +84,22 @@ SRCS := $(sort $(wildcard plugin/*/*.c))
 OBJS := $(SRCS:plugin/%.c=$(B)/obj/%.o)
 LIB_OBJS := $(filter-out $(B)/obj/cmd/main.o,$(OBJS))
 HDRS := $(wildcard plugin/*/*.h)
-# What the check binary leaves out: the agent, the subcommands that need it, the cluster side
-# but its pure condition model, and the libsystemd half of host/. Everything else is offline.
-CHECK_CLUSTER_SRCS := $(wildcard plugin/cluster/conditions.c plugin/cluster/kjson.c \
-	plugin/cluster/recover.c plugin/cluster/recover_store.c)
-ONLINE_SRCS := $(wildcard plugin/agent/*.c plugin/cmd/cmd_agent.c plugin/cmd/cmd_remediator.c \
-	plugin/cmd/cmd_kube.c plugin/cmd/cmd_cleanup.c plugin/cmd/cmd_install.c plugin/cmd/cmd_own_state.c \
-	plugin/cmd/cmd_fleet.c plugin/fleet/*.c \
-	plugin/host/systemd.c) $(filter-out $(CHECK_CLUSTER_SRCS),$(wildcard plugin/cluster/*.c))
+# The two binaries' object sets follow the rooms of plugin/ (tests/tools/check-layers.sh proves
+# the check binary links no object of an online room and no libcurl, libsystemd or libbpf).
+# The offline rooms: everything the static check binary links. The online rooms: the agent, the
+# remediator, the Kubernetes transport (the only libcurl user) and the fleet view. In cmd/ (one
+# file per subcommand) the check binary takes only the offline subcommands; host/systemd.c is
+# host/'s one libsystemd file (its pure half, systemd_restarts.c, stays offline).
+CHECK_ROOMS := base host check condition klog cpu memcg ena node view
+ONLINE_ROOMS := kube remediator agent fleet
+CMD_OFFLINE := check config ena_diff explain report top
+CMD_ONLINE := $(filter-out $(CMD_OFFLINE:%=plugin/cmd/cmd_%.c),$(wildcard plugin/cmd/cmd_*.c))
+ONLINE_SRCS := $(foreach r,$(ONLINE_ROOMS),$(wildcard plugin/$(r)/*.c)) $(CMD_ONLINE) \
+	plugin/host/systemd.c
 ONLINE_OBJS := $(ONLINE_SRCS:plugin/%.c=$(B)/obj/%.o)
-CHECK_OBJS := $(patsubst plugin/%.c,$(B)/obj/%.o,$(filter-out $(ONLINE_SRCS) plugin/cmd/main.c \
-	plugin/cmd/report_direct.c,$(SRCS))) $(B)/obj/cmd/main-check.o $(B)/obj/cmd/report_direct-check.o
+CHECK_OBJS := $(patsubst plugin/%.c,$(B)/obj/%.o,$(filter-out $(ONLINE_SRCS) plugin/host/systemd.c, \
+	$(foreach r,$(CHECK_ROOMS),$(wildcard plugin/$(r)/*.c)) $(CMD_OFFLINE:%=plugin/cmd/cmd_%.c))) \
+	$(B)/obj/cmd/main-check.o $(B)/obj/cmd/report_direct-check.o
 
 UNIT_SRCS := $(sort $(wildcard tests/unit/test_*.c))
 UNIT_BINS := $(UNIT_SRCS:tests/unit/%.c=$(B)/tests/%)
@@ -186,7 +191,8 @@ format-check:
 	@tests/tools/format-check.sh
 
 check-layers: $(B)/cpuzombie-check $(ONLINE_OBJS)
-	@tests/tools/check-layers.sh plugin $(B)/cpuzombie-check $(CHECK_OBJS) -- $(ONLINE_OBJS)
+	@CZ_ONLINE_ROOMS="$(ONLINE_ROOMS)" tests/tools/check-layers.sh plugin $(B)/cpuzombie-check \
+		$(CHECK_OBJS) -- $(ONLINE_OBJS)
 
 # make run needs only the build's packages; make test adds its own (and the image tests');
 # make bench installs its list in tests/bench/run.sh. No install starts or enables a service.
