@@ -5,6 +5,8 @@
 #   make test       install what the tests need (as root), build the real control plane the
 #                   Kubernetes tests run on (tests/tools/kube: once per machine and version,
 #                   cached in /var/cache/cpuzombie/kube), then unit + e2e, plain and ASan+UBSan
+#                   on input, and fuzz smoke, in stages (tests/tools/stages.py)
+#   make check      the inner loop: build checks, unit, one fast e2e test per room
 #   make test-kube  KUBE_VERSION=v1.34.4: only the Kubernetes e2e tests, on that Kubernetes
 #   make bench      tests/bench: measured tables (ratios against naive alternatives)
 #   make soak       SOAK_MINUTES=60: the agent under scripted incidents and API faults (tests/bench/soak.py)
@@ -113,7 +115,7 @@ Q := @
 say = printf '  %-4s %s\n'
 endif
 
-.PHONY: all run test test-unit test-e2e test-asan test-kube deps deps-build image tools \
+.PHONY: all run test check unit-bins kube-tools test-unit test-e2e test-asan test-kube deps deps-build image tools \
 	control-plane hdr-check check-layers format-check bench soak soak-vm fuzz fuzz-smoke install \
 	clean
 
@@ -238,14 +240,25 @@ test-e2e: $(B)/cpuzombie $(B)/cpuzombie-check
 test-asan:
 	@$(MAKE) --no-print-directory SANITIZE=1 test-unit test-e2e
 
-# The one test command: deps, warnings-as-errors build, header check, unit and end-to-end tests,
-# then the same suites again under ASan+UBSan, then a few seconds of every fuzz target.
+# The one test command (CI runs it): deps, then tests/tools/stages.py, which runs every stage
+# even when an earlier one failed and closes with one summary line per stage: the control
+# plane's build (in the background from the start), the warnings-as-errors build with the
+# header, layer and format checks, unit, e2e on the node and on the real control plane, the
+# ASan+UBSan build's unit tests and its e2e on input, and a few seconds of every fuzz target.
+# CZ_TEST_NOISE=2 runs it all beside two CPU spinners at 40%.
 test: deps
-	@$(MAKE) --no-print-directory tools
-	@$(MAKE) --no-print-directory all hdr-check check-layers format-check
-	@$(MAKE) --no-print-directory test-unit test-e2e
-	@$(MAKE) --no-print-directory test-asan
-	@$(MAKE) --no-print-directory fuzz-smoke
+	@$(PYTHON) tests/tools/stages.py test
+
+# The inner loop before a commit: the build checks, unit, and one fast e2e test per room
+# (tests marked `check` in tests/e2e/conftest.py), a few minutes once the control plane is
+# cached (the first make test or make tools builds it).
+check: deps
+	@$(PYTHON) tests/tools/stages.py check
+
+unit-bins: $(UNIT_BINS)
+
+kube-tools:
+	@tests/tools/get-kube-tools.sh
 
 fuzz-smoke:
 	@tests/fuzz/run.sh $(FUZZ_TEST_TIME)
