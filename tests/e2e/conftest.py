@@ -143,6 +143,8 @@ CHECK = {
     "test_remediator.py::test_whole_cycle_as_the_chart_runs_it_gets_no_403":
         "remediator/: a whole cycle as the chart's ServiceAccount",
     "test_fleet.py::test_names_the_zone_and_image_first": "fleet/: the fleet view",
+    "test_flame_page.py::test_hostile_names_stay_text":
+        "view/: the --html page and flame SVG, hostile names, in the browser and jsdom",
 }
 
 # The ASan+UBSan e2e pass runs the tests that drive C through input (parsers, run-dir and state
@@ -197,6 +199,7 @@ HOST = {
     "test_reclaim.py", "test_reclaim_v2.py", "test_report.py", "test_svg_chromium.py",
     "test_systemd_hints.py", "test_top.py", "test_valgrind.py", "test_hardening.py",
     "test_bad_inputs_r3.py", "test_state_crash.py", "test_agent_crash.py", "test_fresh_run.py",
+    "test_flame_page.py",
 }
 HOST_LOCK = ("/run/lock" if os.path.isdir("/run/lock") else "/tmp") + "/cpuzombie-e2e-host.lock"
 
