@@ -262,7 +262,7 @@ def snapshot(tmp):
 
 def test_report_writes_no_state(cz_bin, tmp_path):
     """`report` runs the checks to show their verdicts but creates no state dir, no lock, no
-    state file (README: it writes only the --svg file)."""
+    state file (docs/privileges.md: it writes only the --svg file)."""
     tmp = str(tmp_path)
     p = run(cz_bin, tmp, *TREE, "report", "--json",
             config="cpu:\n  inline_window: 0s\nmemcg:\n  latency_canary: 1s\n")

@@ -263,7 +263,7 @@ def test_the_init_container_has_nothing_but_its_copy(rendered):
 
 def test_a_cluster_may_run_without_syslog():
     """agent.profileSymbols false: burst profiles with CAP_PERFMON alone (what is lost: kernel
-    symbols unless the host has kptr_restrict=0; README's privilege table)."""
+    symbols unless the host has kptr_restrict=0; docs/privileges.md's table)."""
     spec = pod_spec(render("default", ["--set", "agent.profileSymbols=false"])[1])
     assert container(spec, "agent")["securityContext"]["capabilities"]["add"] == ["PERFMON"]
     spec = pod_spec(render("default")[1])
@@ -329,7 +329,7 @@ def test_checks_read_the_same_through_the_narrowed_sys(cz_bin, tmp_path):
 
 
 NOBODY = 65534
-# each value that needs uid 0 in the node containers (README's privilege table says why)
+# each value that needs uid 0 in the node containers (docs/privileges.md's table says why)
 ROOT_FEATURES = [
     [],                                                   # agent.profileBursts (PERFMON, SYSLOG)
     ["--set", "agent.profileBursts=false", "--set", "agent.zombieCensus=true"],   # BPF, PERFMON
