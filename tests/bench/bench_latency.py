@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Condition latency (issue 27): the time from a real burst's start to CPUCoreSaturation True
+"""Condition latency: the time from a real burst's start to CPUCoreSaturation True
 on the real API server (tests/tools/kube/cluster.py: kube-apiserver, etcd, kwok nodes), for the
 two paths that can set it, at the shipped intervals:
 

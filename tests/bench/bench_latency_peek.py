@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The cost of the mid-burst links (issue 27): while a burst lasts, the agent rewrites its
+"""The cost of the mid-burst links: while a burst lasts, the agent rewrites its
 heartbeat every 2 s with the burst's profile so far (fold_format of the samples drained, one
 atomic file write, one scan for the hot kernel function) and the core's NIC IRQs. Measured on a
 real one-core system-time burst (tests/e2e/cpu_helpers.py) of BENCH_PEEK_SECONDS (default 20;

@@ -1,4 +1,4 @@
-"""make bench, burst profiles and history tiers (issue 14):
+"""make bench, burst profiles and history tiers:
 
 1. Run-dir bytes of the shipped defaults (fine ring 15 min at 250 ms, per-second maxima for 6 h,
    per-minute maxima for 7 d) at 2, 64 and 192 CPUs, measured on the files a real agent creates

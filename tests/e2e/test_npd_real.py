@@ -316,7 +316,7 @@ def test_the_charts_npd_command_line_runs_in_cluster(cz_bin, cluster, npd, helm,
     c = chart_npd_container(helm)
     cmd = c["command"] + c.get("args", [])
     assert cmd[0] == "/node-problem-detector", cmd
-    # NODE_NAME, and POD_NAMESPACE (issue 29: the Leases' namespace is the pod's own), both
+    # NODE_NAME, and POD_NAMESPACE (the Leases' namespace is the pod's own), both
     # from the downward API
     assert [(e["name"], e["valueFrom"]["fieldRef"]["fieldPath"]) for e in c["env"]] == \
         [("NODE_NAME", "spec.nodeName"), ("POD_NAMESPACE", "metadata.namespace")], c["env"]
