@@ -5,6 +5,8 @@
 #   make test       install what the tests need (as root), build the real control plane the
 #                   Kubernetes tests run on (tests/tools/kube: once per machine and version,
 #                   cached in /var/cache/cpuzombie/kube), then unit + e2e, plain and ASan+UBSan
+#                   on input, and fuzz smoke, in stages (tests/tools/stages.py)
+#   make check      the inner loop: build checks, unit, one fast e2e test per room
 #   make test-kube  KUBE_VERSION=v1.34.4: only the Kubernetes e2e tests, on that Kubernetes
 #   make bench      tests/bench: measured tables (ratios against naive alternatives)
 #   make soak       SOAK_MINUTES=60: the agent under scripted incidents and API faults (tests/bench/soak.py)
@@ -61,7 +63,7 @@ HARDEN := -fPIE -fstack-protector-strong -fstack-clash-protection -fcf-protectio
 	-U_FORTIFY_SOURCE -D_FORTIFY_SOURCE=2
 CFLAGS ?= -O2 -g -ffunction-sections -fdata-sections
 CZ_CFLAGS := -std=gnu11 -D_GNU_SOURCE $(WARN) $(HARDEN) $(SANFLAGS) -DCZ_VERSION='"$(VERSION)"' -Iplugin
-# Two binaries from one set of objects. cpuzombie links libcurl (cluster/) and libsystemd
+# Two binaries from one set of objects. cpuzombie links libcurl (kube/) and libsystemd
 # (host/systemd.c, the agent's journal and sd_notify) directly. cpuzombie-check is what NPD
 # execs every interval on every node: the offline subcommands only, linked -static-pie (no
 # loader, no shared objects: the cheapest start-up, and one file to copy into NPD's
@@ -84,17 +86,22 @@ SRCS := $(sort $(wildcard plugin/*/*.c))
 OBJS := $(SRCS:plugin/%.c=$(B)/obj/%.o)
 LIB_OBJS := $(filter-out $(B)/obj/cmd/main.o,$(OBJS))
 HDRS := $(wildcard plugin/*/*.h)
-# What the check binary leaves out: the agent, the subcommands that need it, the cluster side
-# but its pure condition model, and the libsystemd half of host/. Everything else is offline.
-CHECK_CLUSTER_SRCS := $(wildcard plugin/cluster/conditions.c plugin/cluster/kjson.c \
-	plugin/cluster/recover.c plugin/cluster/recover_store.c)
-ONLINE_SRCS := $(wildcard plugin/agent/*.c plugin/cmd/cmd_agent.c plugin/cmd/cmd_remediator.c \
-	plugin/cmd/cmd_kube.c plugin/cmd/cmd_cleanup.c plugin/cmd/cmd_install.c plugin/cmd/cmd_own_state.c \
-	plugin/cmd/cmd_fleet.c plugin/fleet/*.c \
-	plugin/host/systemd.c) $(filter-out $(CHECK_CLUSTER_SRCS),$(wildcard plugin/cluster/*.c))
+# The two binaries' object sets follow the rooms of plugin/ (tests/tools/check-layers.sh proves
+# the check binary links no object of an online room and no libcurl, libsystemd or libbpf).
+# The offline rooms: everything the static check binary links. The online rooms: the agent, the
+# remediator, the Kubernetes transport (the only libcurl user) and the fleet view. In cmd/ (one
+# file per subcommand) the check binary takes only the offline subcommands; host/systemd.c is
+# host/'s one libsystemd file (its pure half, systemd_restarts.c, stays offline).
+CHECK_ROOMS := base host check condition klog cpu memcg ena node view
+ONLINE_ROOMS := kube remediator agent fleet
+CMD_OFFLINE := check config ena_diff explain report top
+CMD_ONLINE := $(filter-out $(CMD_OFFLINE:%=plugin/cmd/cmd_%.c),$(wildcard plugin/cmd/cmd_*.c))
+ONLINE_SRCS := $(foreach r,$(ONLINE_ROOMS),$(wildcard plugin/$(r)/*.c)) $(CMD_ONLINE) \
+	plugin/host/systemd.c
 ONLINE_OBJS := $(ONLINE_SRCS:plugin/%.c=$(B)/obj/%.o)
-CHECK_OBJS := $(patsubst plugin/%.c,$(B)/obj/%.o,$(filter-out $(ONLINE_SRCS) plugin/cmd/main.c \
-	plugin/cmd/report_direct.c,$(SRCS))) $(B)/obj/cmd/main-check.o $(B)/obj/cmd/report_direct-check.o
+CHECK_OBJS := $(patsubst plugin/%.c,$(B)/obj/%.o,$(filter-out $(ONLINE_SRCS) plugin/host/systemd.c, \
+	$(foreach r,$(CHECK_ROOMS),$(wildcard plugin/$(r)/*.c)) $(CMD_OFFLINE:%=plugin/cmd/cmd_%.c))) \
+	$(B)/obj/cmd/main-check.o $(B)/obj/cmd/report_direct-check.o
 
 UNIT_SRCS := $(sort $(wildcard tests/unit/test_*.c))
 UNIT_BINS := $(UNIT_SRCS:tests/unit/%.c=$(B)/tests/%)
@@ -108,7 +115,7 @@ Q := @
 say = printf '  %-4s %s\n'
 endif
 
-.PHONY: all run test test-unit test-e2e test-asan test-kube deps deps-build image tools \
+.PHONY: all run test check unit-bins kube-tools test-unit test-e2e test-asan test-kube deps deps-build image tools \
 	control-plane hdr-check check-layers format-check bench soak soak-vm fuzz fuzz-smoke install \
 	clean
 
@@ -186,7 +193,8 @@ format-check:
 	@tests/tools/format-check.sh
 
 check-layers: $(B)/cpuzombie-check $(ONLINE_OBJS)
-	@tests/tools/check-layers.sh plugin $(B)/cpuzombie-check $(CHECK_OBJS) -- $(ONLINE_OBJS)
+	@CZ_ONLINE_ROOMS="$(ONLINE_ROOMS)" tests/tools/check-layers.sh plugin $(B)/cpuzombie-check \
+		$(CHECK_OBJS) -- $(ONLINE_OBJS)
 
 # make run needs only the build's packages; make test adds its own (and the image tests');
 # make bench installs its list in tests/bench/run.sh. No install starts or enables a service.
@@ -232,14 +240,25 @@ test-e2e: $(B)/cpuzombie $(B)/cpuzombie-check
 test-asan:
 	@$(MAKE) --no-print-directory SANITIZE=1 test-unit test-e2e
 
-# The one test command: deps, warnings-as-errors build, header check, unit and end-to-end tests,
-# then the same suites again under ASan+UBSan, then a few seconds of every fuzz target.
+# The one test command (CI runs it): deps, then tests/tools/stages.py, which runs every stage
+# even when an earlier one failed and closes with one summary line per stage: the control
+# plane's build (in the background from the start), the warnings-as-errors build with the
+# header, layer and format checks, unit, e2e on the node and on the real control plane, the
+# ASan+UBSan build's unit tests and its e2e on input, and a few seconds of every fuzz target.
+# CZ_TEST_NOISE=2 runs it all beside two CPU spinners at 40%.
 test: deps
-	@$(MAKE) --no-print-directory tools
-	@$(MAKE) --no-print-directory all hdr-check check-layers format-check
-	@$(MAKE) --no-print-directory test-unit test-e2e
-	@$(MAKE) --no-print-directory test-asan
-	@$(MAKE) --no-print-directory fuzz-smoke
+	@$(PYTHON) tests/tools/stages.py test
+
+# The inner loop before a commit: the build checks, unit, and one fast e2e test per room
+# (tests marked `check` in tests/e2e/conftest.py), a few minutes once the control plane is
+# cached (the first make test or make tools builds it).
+check: deps
+	@$(PYTHON) tests/tools/stages.py check
+
+unit-bins: $(UNIT_BINS)
+
+kube-tools:
+	@tests/tools/get-kube-tools.sh
 
 fuzz-smoke:
 	@tests/fuzz/run.sh $(FUZZ_TEST_TIME)

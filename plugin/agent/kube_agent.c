@@ -11,11 +11,11 @@
 #include "base/fileio.h"
 #include "base/log.h"
 #include "base/util.h"
-#include "cluster/conditions.h"
-#include "cluster/event.h"
-#include "cluster/kube.h"
-#include "cluster/recover_store.h"
-#include "cluster/remediate.h"
+#include "condition/conditions.h"
+#include "kube/event.h"
+#include "kube/kube.h"
+#include "condition/recover_store.h"
+#include "remediator/remediate.h"
 
 struct kube_agent {
 	struct kube_client *kc;

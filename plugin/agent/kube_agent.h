@@ -19,7 +19,7 @@
 
 #include "base/npd.h"
 #include "check/cz.h"
-#include "cluster/remediate_plan.h"
+#include "remediator/remediate_plan.h"
 
 struct kube_agent;
 
@@ -75,7 +75,7 @@ size_t kube_agent_run_checks(struct cz_ctx *ctx, const char *names[], struct npd
 
 /*
  * kube_agent_recover - check @check's result @res through its recover_after hysteresis
- * (cluster/recover.h; the state dir's recover-<check>, shared with NPD's `check` runs): a
+ * (condition/recover.h; the state dir's recover-<check>, shared with NPD's `check` runs): a
  * condition that was True stays True until the check has said OK for recover_after. A state
  * that cannot be used is logged and @res left as the check said.
  */

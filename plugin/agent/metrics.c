@@ -260,7 +260,7 @@ int metrics_format(const struct report *r, FILE *out)
 }
 
 /*
- * The conditions' hysteresis (cluster/recover.h) the model holds (r->recovery, taken by
+ * The conditions' hysteresis (condition/recover.h) the model holds (r->recovery, taken by
  * node_take_recovery): what recover_after absorbed (flaps), what it let clear, and what it holds
  * True now. Apart from metrics_format(), whose output does not depend on the state dir.
  */

@@ -14,7 +14,7 @@
 #include "memcg/check_memcg.h"
 #include "memcg/memcg_where.h"
 #include "memcg/reclaim.h"
-#include "cluster/event.h"
+#include "kube/event.h"
 
 #define SETTLE_STEP_MS 250
 #define SETTLE_STABLE 3		/* the same count this many times in a row: the kernel is done */

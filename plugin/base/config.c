@@ -153,7 +153,7 @@ static const struct key_bound {
 	/* each statistics read holds RTNL (ena.h) */
 	{ "ena", "min_read_interval", 1000, 3600 * 1000, "each statistics read holds RTNL" },
 	{ "kubernetes", "timeout", 100, 10 * 60 * 1000, NULL },
-	/* a condition held True this long after its problem went away (cluster/recover.h) */
+	/* a condition held True this long after its problem went away (condition/recover.h) */
 	{ "memcg", "recover_after", 1000, 7 * 24 * 3600 * 1000ull, NULL },
 	{ "cpu", "recover_after", 1000, 7 * 24 * 3600 * 1000ull, NULL },
 	{ "ena", "recover_after", 1000, 7 * 24 * 3600 * 1000ull, NULL },

@@ -129,7 +129,7 @@ struct cz_config {
 		char leader_namespace[CZ_NAME_MAX]; /* remediator's leader Lease; "" = its pod's */
 		enum cz_reclaim_mode reclaim;	/* off */
 		uint64_t reclaim_interval_ms;	/* 1h: at most one reclaim per this */
-		/* fleet guards (cluster/guard.h) */
+		/* fleet guards (remediator/guard.h) */
 		char max_unhealthy[16];		/* "20%": storm guard, a count or a percentage */
 		uint64_t
 			/* 6: the storm guard holds in selections this big */

@@ -10,8 +10,8 @@
 #include "base/log.h"
 #include "base/npd.h"
 #include "base/util.h"
-#include "cluster/conditions.h"
-#include "cluster/recover_store.h"
+#include "condition/conditions.h"
+#include "condition/recover_store.h"
 
 int cmd_check(struct cz_ctx *ctx, const struct cmd_opts *o)
 {
@@ -28,7 +28,7 @@ int cmd_check(struct cz_ctx *ctx, const struct cmd_opts *o)
 		return npd_emit(&res, o->max_output, stdout);
 	}
 	c->run(ctx, &res);
-	/* a condition clears only after recover_after of OK checks (cluster/recover.h) */
+	/* a condition clears only after recover_after of OK checks (condition/recover.h) */
 	if (conditions_for_check(c->name)) {
 		int r = recover_store_apply(ctx->cfg.paths.state, c->name,
 					    conditions_recover_after(&ctx->cfg, c->name),

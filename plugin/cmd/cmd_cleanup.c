@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * `cpuzombie cleanup`: remove every condition type, cpuzombie.io/ annotation and taint of ours
- * from all nodes, and our Leases (cluster/cleanup.h). The chart's uninstall hook runs it as its
+ * from all nodes, and our Leases (remediator/cleanup.h). The chart's uninstall hook runs it as its
  * own ServiceAccount; a person can run it with --kubeconfig. Exit 0 when all is gone, 2 with a
  * one-line error otherwise (running it again finishes the job).
  */
@@ -11,9 +11,9 @@
 #include "base/fileio.h"
 #include "base/log.h"
 #include "base/util.h"
-#include "cluster/cleanup.h"
-#include "cluster/fleet_fetch.h"
-#include "cluster/remediator.h"
+#include "remediator/cleanup.h"
+#include "kube/fleet_fetch.h"
+#include "remediator/remediator.h"
 #include "cmd/cmd.h"
 
 #define SA_NAMESPACE "/var/run/secrets/kubernetes.io/serviceaccount/namespace"

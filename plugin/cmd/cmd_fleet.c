@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * `cpuzombie fleet` (also `kubectl cpuzombie`): where the chain concentrates across the cluster.
- * Lists the nodes through the API server in pages (cluster/fleet_fetch.h), records each into the
+ * Lists the nodes through the API server in pages (kube/fleet_fetch.h), records each into the
  * pure fleet view (fleet/fleet.h), reads the remediation Leases, and prints the ranked summary
  * (text or --json). Exit 0: no node has one of our conditions True; 1: some do; 2: the nodes
  * could not be listed.
@@ -11,11 +11,11 @@
 
 #include "base/jsonw.h"
 #include "cmd/cmd.h"
-#include "cluster/fleet_fetch.h"
-#include "cluster/guard.h"
-#include "cluster/kjson.h"
-#include "cluster/kube.h"
-#include "cluster/remediate_plan.h"
+#include "kube/fleet_fetch.h"
+#include "remediator/guard.h"
+#include "base/kjson.h"
+#include "kube/kube.h"
+#include "remediator/remediate_plan.h"
 #include "fleet/fleet.h"
 #include "base/log.h"
 #include "base/util.h"
@@ -55,7 +55,7 @@ static int get_maybe(struct kube_client *kc, const char *path, json_object **ret
 	return e;
 }
 
-/* The remediation guards' lines (cluster/guard.h), judged with the local config. */
+/* The remediation guards' lines (remediator/guard.h), judged with the local config. */
 static void print_guards(struct cz_ctx *ctx, struct kube_client *kc, const struct listing *l)
 {
 	const struct cz_config *cfg = &ctx->cfg;

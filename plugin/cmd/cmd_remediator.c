@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * `cpuzombie remediator [--once]`: the cluster's one remediator (cluster/remediator.h), a
+ * `cpuzombie remediator [--once]`: the cluster's one remediator (remediator/remediator.h), a
  * Deployment of its own in the chart, so that node agents hold no remediation rights. Every
  * agent.check_interval one cycle; --once: one cycle, its summary line on stdout, then exit.
  * The leader identity is $POD_NAME, else the host name. SIGTERM/SIGINT: stop and hand the
@@ -12,7 +12,7 @@
 #include "agent/signals.h"
 #include "base/log.h"
 #include "base/util.h"
-#include "cluster/remediator.h"
+#include "remediator/remediator.h"
 #include "cmd/cmd.h"
 
 static int identity(char *buf, size_t size)

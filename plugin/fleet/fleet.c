@@ -5,9 +5,9 @@
 #include <string.h>
 
 #include "check/condmsg.h"
-#include "cluster/conditions.h"
-#include "cluster/kjson.h"
-#include "cluster/remediate_plan.h"
+#include "condition/conditions.h"
+#include "base/kjson.h"
+#include "remediator/remediate_plan.h"
 #include "fleet/fleet_model.h"
 #include "base/util.h"
 

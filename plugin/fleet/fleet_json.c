@@ -2,7 +2,7 @@
 /* The fleet summary as one JSON object, the same content as the text: see fleet.h. */
 #include <errno.h>
 
-#include "cluster/kjson.h"
+#include "base/kjson.h"
 #include "fleet/fleet_model.h"
 #include "base/jsonw.h"
 #include "base/textsafe.h"

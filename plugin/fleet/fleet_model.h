@@ -29,7 +29,7 @@ struct fleet_node {
 
 struct fleet {
 	size_t max_output;
-	const char *cond_type[FLEET_NCOND];	/* from cluster/conditions.h's table */
+	const char *cond_type[FLEET_NCOND];	/* from condition/conditions.h's table */
 	const char *dim_name[FLEET_DIMS_MAX];
 	size_t n_dims;
 	char *group_by[FLEET_GROUP_BY_MAX];

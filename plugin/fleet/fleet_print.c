@@ -2,7 +2,7 @@
 /* The fleet summary as text, most telling first: see fleet.h. */
 #include <string.h>
 
-#include "cluster/kjson.h"
+#include "base/kjson.h"
 #include "fleet/fleet_model.h"
 #include "base/util.h"
 

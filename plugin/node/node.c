@@ -9,8 +9,8 @@
 
 #include "base/state.h"
 #include "base/util.h"
-#include "cluster/conditions.h"
-#include "cluster/recover_store.h"
+#include "condition/conditions.h"
+#include "condition/recover_store.h"
 #include "cpu/cpustat.h"
 #include "ena/ena.h"
 #include "memcg/canary.h"

@@ -22,8 +22,8 @@
 
 #include "memcg/canary.h"
 #include "memcg/census.h"
-#include "cluster/conditions.h"
-#include "cluster/recover.h"
+#include "condition/conditions.h"
+#include "condition/recover.h"
 #include "base/config.h"
 #include "ena/ena.h"
 #include "cpu/history.h"
@@ -62,7 +62,7 @@ struct report_ena_metrics {
 /* report_ena_metrics_free - free what @m owns and zero it. */
 void report_ena_metrics_free(struct report_ena_metrics *m);
 
-/* One condition's hysteresis state (cluster/recover.h) for the metrics: @rc as
+/* One condition's hysteresis state (condition/recover.h) for the metrics: @rc as
  * recover_store_read() answered (>= 0: @st holds the state, zero when there is none yet). */
 struct report_recover {
 	const char *check, *condition;

@@ -120,3 +120,116 @@ def reachable_tmp(prefix):
     finally:
         subprocess.run(["umount", "-R", "-q", d], stderr=subprocess.DEVNULL, check=False)
         shutil.rmtree(d, ignore_errors=True)
+
+
+# -- stages of make test (tests/tools/stages.py) ------------------------------------------------
+
+# `make check`: the inner loop, one fast test per room of plugin/ (and the Kubernetes rooms on
+# the real control plane), marked `check`. make test runs them with everything else.
+CHECK = {
+    "test_cli.py::test_check_line_protocol": "cmd/, check/: the NPD line and exit codes",
+    "test_cli.py::test_every_bad_config_exits_2_naming_the_key": "base/: config errors",
+    "test_census.py::test_census_lists_real_zombies_by_name_with_pinned_bytes":
+        "memcg/, agent/: real dying memcgs, the BPF census",
+    "test_cpu.py::test_inline_window_catches_burst_without_agent": "cpu/, host/: a real burst",
+    "test_ena.py::test_live_counters_equal_ethtool": "ena/, host/: a veth through the ioctl",
+    "test_explain.py::test_incident_signature_dmesg": "klog/: pasted kernel text",
+    "test_kmsg.py::test_fifo_reset_to_check_ena": "klog/, ena/: the kernel-event log",
+    "test_report.py::test_json_report_is_the_same_document": "node/, view/: the report",
+    "test_metrics.py::test_textfile_passes_promtool_and_is_atomic": "agent/: metrics",
+    "test_bad_inputs.py::test_bad_input[run-heartbeat-garbage]": "hostile run files",
+    "test_kube_api.py::test_conditions_set_flip_keep_transition_time":
+        "kube/, condition/, agent/: conditions on the real server",
+    "test_remediator.py::test_whole_cycle_as_the_chart_runs_it_gets_no_403":
+        "remediator/: a whole cycle as the chart's ServiceAccount",
+    "test_fleet.py::test_names_the_zone_and_image_first": "fleet/: the fleet view",
+}
+
+# The ASan+UBSan e2e pass runs the tests that drive C through input (parsers, run-dir and state
+# files, API answers, config, the kernel log, the CLI). These modules are left to the plain pass
+# (marked `no_asan`): each says why it reaches no C input handling that an ASan test does not
+# already reach. The unit tests and the fuzzers run every parser under the sanitizers as well.
+NO_ASAN = {
+    "test_valgrind.py": "runs the plain build under valgrind's memcheck: a memory checker of its own",
+    "test_image.py": "builds the image from the sources and runs it; skips itself under ASan",
+    "test_fresh_run.py": "builds a fresh clone with make run; skips itself under ASan",
+    "test_install_deps.py": "tests the installer script (shell), no C",
+    "test_control_plane.py": "tests the harness (the control plane, the fault proxy), no C",
+    "test_privilege_kube.py": "the chart's RBAC and admission policy, requests made by the test "
+                              "itself with each ServiceAccount's token; no C",
+    "test_guards_examples.py": "validates the documented YAML examples against the real server",
+    "test_svg_chromium.py": "a browser draws the SVG; the same `report --svg` over real and "
+                            "hostile run dirs runs under ASan in test_report, test_bad_inputs "
+                            "and unit/test_svg",
+    "test_agent_crash.py": "SIGKILL during writes: atomicity is rename(2)'s, not memory's; the "
+                           "readers of torn and hostile files run under ASan in "
+                           "test_bad_inputs_state",
+    "test_state_crash.py": "SIGKILL during state writes: as test_agent_crash.py; the state "
+                           "readers run under ASan in test_bad_inputs_state and test_memcg",
+    "test_lease_race.py": "twenty agents race for Leases: the same Lease answers the ASan "
+                          "remediation tests parse (test_kube_api's race, test_remediator)",
+    "test_drain_real.py": "our drain beside kubectl drain: the drain's API answers run under "
+                          "ASan in test_kube_api (drain, PDB) and test_guards",
+    "test_census_v2.py": "a pure cgroup v2 VM guest: the v2 parsers run under ASan in the unit "
+                         "tests on v2 fixture trees and in the fuzzers",
+    "test_reclaim_v2.py": "as test_census_v2.py: the v2 reclaim plan is pure and unit-tested "
+                          "under ASan",
+    "test_npd_kernel_monitor.py": "NPD's own log monitor on our JSON config; no C of ours",
+    "test_npd_messages.py": "NPD's cut of our messages: the same check lines test_cli checks "
+                            "under ASan",
+    "test_npd_real.py": "NPD execs the check binary on the host's files, the input `check` gets "
+                        "under ASan in test_cli, test_memcg, test_cpu, test_ena; what is new "
+                        "here is NPD's side",
+}
+
+
+# Modules that change or measure the whole host (real bursts, real dying memcgs, a netns, the
+# kernel log, systemd units, the real /proc without a fixture tree) take the host lock for their
+# whole run: make test runs two pytest sessions at once (the Kubernetes e2e and the ASan e2e,
+# tests/tools/stages.py), and their host tests must not overlap. The rest of both runs against
+# fixture trees and a control plane of each session's own, and overlaps freely.
+HOST = {
+    "test_remediation_chain.py", "test_bad_inputs.py", "test_bad_inputs_state.py", "test_census.py",
+    "test_census_v2.py", "test_cpu.py", "test_ena.py", "test_explain.py", "test_history_tiers.py",
+    "test_image.py", "test_kmsg.py", "test_leaker_named.py", "test_memcg.py",
+    "test_memcg_where.py", "test_metrics.py", "test_midburst.py", "test_npd_kernel_monitor.py",
+    "test_npd_real.py", "test_privilege_chart.py", "test_privileges.py", "test_profile.py",
+    "test_reclaim.py", "test_reclaim_v2.py", "test_report.py", "test_svg_chromium.py",
+    "test_systemd_hints.py", "test_top.py", "test_valgrind.py", "test_hardening.py",
+    "test_bad_inputs_bounds.py", "test_state_crash.py", "test_agent_crash.py", "test_fresh_run.py",
+}
+HOST_LOCK = ("/run/lock" if os.path.isdir("/run/lock") else "/tmp") + "/cpuzombie-e2e-host.lock"
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _host_lock(request):
+    """Holds the host lock (flock, exclusive) while a HOST module runs; released by the kernel
+    if this process dies."""
+    import fcntl
+    if os.path.basename(str(request.node.fspath)) not in HOST:
+        yield
+        return
+    fd = os.open(HOST_LOCK, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)
+
+
+def pytest_configure(config):
+    config.addinivalue_line("markers", "kube: needs the real control plane (set on every test "
+                            "that uses the control_plane fixture, directly or through kube/certs)")
+    config.addinivalue_line("markers", "check: in make check's fast subset (CHECK above)")
+    config.addinivalue_line("markers", "no_asan: left to the plain pass (NO_ASAN above)")
+
+
+def pytest_collection_modifyitems(config, items):
+    for it in items:
+        mod = os.path.basename(str(it.fspath))
+        if "control_plane" in getattr(it, "fixturenames", ()):
+            it.add_marker(pytest.mark.kube)
+        if mod + "::" + it.name in CHECK:
+            it.add_marker(pytest.mark.check)
+        if mod in NO_ASAN:
+            it.add_marker(pytest.mark.no_asan)

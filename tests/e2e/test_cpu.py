@@ -115,19 +115,53 @@ def agent(tmp_path):
     stop(p, 10, strict=True)
 
 
+MPSTAT_TRIES = 3      # measurements at most, when a busy machine gives too few steady seconds
+
+
+def mpstat_beside_burn(hot, secs=4.0):
+    """Starts mpstat -P ALL 1 8, burns @hot for @secs within it: (start epoch, the mpstat
+    process, whose output the caller collects)."""
+    env = dict(os.environ, LC_ALL="C", S_TIME_FORMAT="")
+    t0 = time.time()
+    mp = subprocess.Popen(["mpstat", "-P", "ALL", "1", "8"], stdout=subprocess.PIPE, text=True,
+                          env=env)
+    time.sleep(1.5)
+    burn(hot, secs)
+    time.sleep(1.0)
+    return t0, mp
+
+
+def compare_with_mpstat(t0, mp_out, ring, hot):
+    """Per-core %sys of cpuzombie's ring against mpstat's over the seconds both measured
+    steadily: (seconds compared, of them on the hot core at > 90%). A second next to a change
+    of more than 5 points is a transition (1 s vs 250 ms boundaries differ) and is left out."""
+    lt = time.localtime(t0)
+    day = time.mktime((lt.tm_year, lt.tm_mon, lt.tm_mday, 0, 0, 0, 0, 0, -1))
+    frac = t0 - int(t0)
+    by = {(t, c): v for t, c, v in parse_mpstat(mp_out, day)}
+    compared = hot_compared = 0
+    for (t, c), v in by.items():
+        prev, nxt = by.get((t - 1, c)), by.get((t + 1, c))
+        if prev is None or nxt is None or max(abs(prev - v), abs(nxt - v)) > 5:
+            continue
+        end = (t + frac) * 1000
+        ours = [pc[c] for ts, pc in ring if end - 1000 < ts <= end and pc[c] != 255]
+        if len(ours) < 3:
+            continue
+        mean = sum(ours) / len(ours)
+        assert abs(mean - v) <= 3.0, f"cpu{c} at {t}: cpuzombie {mean:.1f} vs mpstat {v}"
+        compared += 1
+        hot_compared += c == hot and v > 90
+    return compared, hot_compared
+
+
 @needs_root
 @needs_2cpu
 @pytest.mark.skipif(not shutil.which("mpstat"), reason="needs mpstat (Debian sysstat)")
 def test_real_burst_caught_attributed_and_matches_mpstat(agent):
     p, run_dir = agent
     hot = os.cpu_count() - 1
-    env = dict(os.environ, LC_ALL="C", S_TIME_FORMAT="")
-    t0 = time.time()
-    mp = subprocess.Popen(["mpstat", "-P", "ALL", "1", "8"], stdout=subprocess.PIPE, text=True,
-                          env=env)
-    time.sleep(1.5)
-    burn(hot, 4.0)
-    time.sleep(1.0)
+    t0, mp = mpstat_beside_burn(hot)
     rc, line, err = run_check(run_dir)
     assert rc == 1, (line, err)
     assert line.startswith(f"cpu{hot} "), line
@@ -146,27 +180,24 @@ def test_real_burst_caught_attributed_and_matches_mpstat(agent):
     assert irqs == nic_irqs_for_cpu(hot), (irqs, text)
     assert ev[0][8].startswith("tasks=") and "/dd/" in ev[0][8], text
 
-    # per-core %sys agrees with mpstat over the same seconds (steady intervals only)
-    lt = time.localtime(t0)
-    day = time.mktime((lt.tm_year, lt.tm_mon, lt.tm_mday, 0, 0, 0, 0, 0, -1))
-    frac = t0 - int(t0)
-    ring = read_ring(run_dir / "cpu-history")
-    rows = parse_mpstat(mp_out, day)
-    by = {(t, c): v for t, c, v in rows}
+    # per-core %sys agrees with mpstat over the same seconds (steady intervals only). On a busy
+    # machine one measurement may give too few steady seconds: measure again, at most
+    # MPSTAT_TRIES times in all, adding up what each compared; never pass on nothing.
     compared = hot_compared = 0
-    for (t, c), v in by.items():
-        prev, nxt = by.get((t - 1, c)), by.get((t + 1, c))
-        if prev is None or nxt is None or max(abs(prev - v), abs(nxt - v)) > 5:
-            continue  # a transition second: boundaries of 1 s vs 250 ms samples differ
-        end = (t + frac) * 1000
-        ours = [pc[c] for ts, pc in ring if end - 1000 < ts <= end and pc[c] != 255]
-        if len(ours) < 3:
-            continue
-        mean = sum(ours) / len(ours)
-        assert abs(mean - v) <= 3.0, f"cpu{c} at {t}: cpuzombie {mean:.1f} vs mpstat {v}"
-        compared += 1
-        hot_compared += c == hot and v > 90
-    assert hot_compared >= 1 and compared >= 3, (compared, hot_compared, mp_out)
+    tries = []
+    for attempt in range(MPSTAT_TRIES):
+        if attempt:
+            t0, mp = mpstat_beside_burn(hot)
+            mp_out, _ = mp.communicate(timeout=30)
+        c, h = compare_with_mpstat(t0, mp_out, read_ring(run_dir / "cpu-history"), hot)
+        compared += c
+        hot_compared += h
+        tries.append((c, h))
+        if hot_compared >= 1 and compared >= 3:
+            break
+    assert hot_compared >= 1 and compared >= 3, (
+        "too few steady seconds to compare with mpstat after %d measurements "
+        "(compared, on the hot core) per try: %s; last mpstat:\n%s" % (len(tries), tries, mp_out))
 
 
 @needs_root

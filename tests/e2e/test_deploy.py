@@ -527,9 +527,9 @@ def test_npd_rules_run_in_the_pod_layout(cz_bin, rendered, tmp_path):
 
 # --- RBAC --------------------------------------------------------------------------------------
 
-# Every API call the pods make, as read in plugin/cluster/event.c, agent/kube_agent.c (the node
-# agent; agent/pods_publish.c makes none), cluster/remediate.c (the executor of the remediation
-# plan), cluster/remediator.c (its leader Lease) and cluster/fleet_fetch.c (the remediator's
+# Every API call the pods make, as read in plugin/kube/event.c, agent/kube_agent.c (the node
+# agent; agent/pods_publish.c makes none), remediator/remediate.c (the executor of the remediation
+# plan), remediator/remediator.c (its leader Lease) and kube/fleet_fetch.c (the remediator's
 # node and Lease lists; also `cpuzombie fleet`, with the user's own credentials); kube.c is only
 # the transport:
 # (file, method, path shape, the RBAC (group, resource, verb) it needs, role). Roles: the node

@@ -279,7 +279,7 @@ def test_bad_credentials_and_no_server(kube, cz_bin, tmp_path):
                               server="https://127.0.0.1:%d" % kh.cluster.free_port())
     r = fleet(cz_bin, none)
     assert r.returncode == 2 and r.stdout == "" and "Failed to list the nodes" in r.stderr
-    # (the transport logs each retry of the connection first: cluster/kube.c's)
+    # (the transport logs each retry of the connection first: kube/kube.c's)
     assert r.stderr.strip().splitlines()[-1].startswith("cpuzombie: Failed to list the nodes")
 
 

@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: MIT
-"""The remediation guards (plugin/cluster/guard.h, decided by the pure plan) on the real control
+"""The remediation guards (plugin/remediator/guard.h, decided by the pure plan) on the real control
 plane (tests/tools/kube): `cpuzombie remediator --once` as the chart's remediator
 ServiceAccount, with the chart's RBAC and admission policy; what a person does (pause, reset
 the breaker) with real kubectl as the admin. Each guard: it holds, it says why where a person

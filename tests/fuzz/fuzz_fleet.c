@@ -4,7 +4,7 @@
  * page (or one Node) as JSON, any bytes in its strings (json-c takes them as they are), and after
  * the first NUL byte a list of continue tokens, one a line. Every node is recorded, the summary
  * printed as text and as JSON: never a crash, the JSON always valid UTF-8 (textsafe.h), the text
- * free of control bytes. The tokens go through the pager (cluster/fleet_pager.h): it stops with
+ * free of control bytes. The tokens go through the pager (kube/fleet_pager.h): it stops with
  * -ELOOP exactly at the first token seen before, and never asks past its caps.
  */
 #include <errno.h>
@@ -13,8 +13,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cluster/fleet_pager.h"
-#include "cluster/kjson.h"
+#include "kube/fleet_pager.h"
+#include "base/kjson.h"
 #include "fleet/fleet.h"
 #include "base/textsafe.h"
 

@@ -8,11 +8,11 @@
 #include <stdint.h>
 
 #include "base/log.h"
-#include "cluster/conditions.h"
-#include "cluster/drain.h"
-#include "cluster/kjson.h"
-#include "cluster/lease.h"
-#include "cluster/remediate_plan.h"
+#include "condition/conditions.h"
+#include "remediator/drain.h"
+#include "base/kjson.h"
+#include "remediator/lease.h"
+#include "remediator/remediate_plan.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -4,7 +4,7 @@
 #include <stdint.h>
 
 #include "base/log.h"
-#include "cluster/kubeconfig.h"
+#include "kube/kubeconfig.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -11,9 +11,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cluster/kube.h"
-#include "cluster/kubeconfig.h"
-#include "cluster/remediate.h"
+#include "kube/kube.h"
+#include "kube/kubeconfig.h"
+#include "remediator/remediate.h"
 #include "base/util.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);

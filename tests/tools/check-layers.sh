@@ -5,7 +5,9 @@
 #  1. Includes go down the layers only. Each folder is a room and may include only the rooms
 #     listed for it in allowed() below (and itself; system headers are not looked at):
 #        cmd > agent > view, fleet > node > ena > cpu > klog;  memcg;  > check > host > base
-#        cluster > host > base (cluster and the domain rooms never include each other)
+#        agent > remediator > kube > host > base;  condition > base (the pure condition model)
+#        (the Kubernetes rooms and the domain rooms never include each other; the agent calls
+#        the remediator's per-node cycle when it remediates its own node)
 #     The domain rooms (klog, cpu, memcg, ena) may read a lower domain's files but never its
 #     check edge (check_*.h): ena links a reset to cpu's bursts and klog's incidents, cpu reads
 #     klog's soft lockups; memcg stands alone. The table is a DAG, so there are no circles.
@@ -13,8 +15,9 @@
 #     (curl_*), no libsystemd (sd_*), no libbpf (bpf_*, libbpf_*) and no dlopen/dlsym: an
 #     undefined symbol of that kind in one of them is a check path that reaches the network or
 #     systemd.
-#  3. The check binary holds no code of the online objects (agent/, the cluster transport,
-#     host/systemd.c): none of the functions they define is in its symbol table. (--gc-sections
+#  3. The check binary links no object of an online room ($CZ_ONLINE_ROOMS: the Makefile's
+#     ONLINE_ROOMS) and holds no code of the online objects (those rooms, the online
+#     subcommands, host/systemd.c): none of the functions they define is in its symbol table. (--gc-sections
 #     drops what nothing reaches, so this is about what the checks actually call.)
 # Prints one line per violation, then a summary; exit 1 on any violation.
 set -u
@@ -28,16 +31,18 @@ allowed() {
 	base) echo "" ;;
 	host) echo "base" ;;
 	check) echo "base host" ;;
-	cluster) echo "base host" ;;
+	condition) echo "base" ;;
+	kube) echo "base host" ;;
 	klog) echo "base host check" ;;
 	cpu) echo "base host check klog" ;;
 	memcg) echo "base host check" ;;
 	ena) echo "base host check klog cpu" ;;
-	node) echo "base host check cluster klog cpu memcg ena" ;;
-	view) echo "base host check cluster klog cpu memcg ena node" ;;
-	fleet) echo "base host check cluster" ;;
-	agent) echo "base host check cluster klog cpu memcg ena node view fleet" ;;
-	cmd) echo "base host check cluster klog cpu memcg ena node view fleet agent" ;;
+	node) echo "base host check condition klog cpu memcg ena" ;;
+	view) echo "base host check condition klog cpu memcg ena node" ;;
+	remediator) echo "base host condition kube" ;;
+	fleet) echo "base host check condition kube remediator" ;;
+	agent) echo "base host check condition kube remediator klog cpu memcg ena node view fleet" ;;
+	cmd) echo "base host check condition kube remediator klog cpu memcg ena node view fleet agent" ;;
 	*) echo "-" ;;
 	esac
 }
@@ -89,6 +94,14 @@ if [ $# -gt 0 ]; then
 	online=("$@")
 	for o in "${check[@]}"; do
 		nobjs=$((nobjs + 1))
+		for r in ${CZ_ONLINE_ROOMS:-}; do
+			case $o in
+			*/obj/"$r"/*)
+				echo "check-layers: $o (check binary) is an object of the online room $r/"
+				bad=$((bad + 1))
+				;;
+			esac
+		done
 		refs=$(nm -u "$o" | awk '{print $NF}' | grep -E '^(curl_|sd_|bpf_|libbpf_|dlopen|dlsym|dlmopen|dlvsym)' |
 			sort -u | tr '\n' ' ')
 		if [ -n "$refs" ]; then

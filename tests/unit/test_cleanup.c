@@ -2,9 +2,9 @@
 #include "testutil.h"
 
 #include "base/config.h"
-#include "cluster/cleanup.h"
-#include "cluster/conditions.h"
-#include "cluster/kjson.h"
+#include "remediator/cleanup.h"
+#include "condition/conditions.h"
+#include "base/kjson.h"
 
 /* A node with ours and theirs: the EKS node monitoring agent's types, Ready, a foreign taint
  * and annotation, and ours of each kind. */

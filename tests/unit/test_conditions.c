@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 #include "testutil.h"
 
-#include "cluster/conditions.h"
-#include "cluster/kjson.h"
-#include "cluster/remediate_plan.h"
+#include "condition/conditions.h"
+#include "base/kjson.h"
+#include "remediator/remediate_plan.h"
 
 static const char node_json[] =
 	"{\"metadata\":{\"labels\":{\"node-role.kubernetes.io/control-plane\":\"\"}},"

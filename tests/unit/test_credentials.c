@@ -13,7 +13,7 @@
 
 #include "base/log.h"
 #include "base/util.h"
-#include "cluster/credentials.h"
+#include "kube/credentials.h"
 
 static char dir[64];
 

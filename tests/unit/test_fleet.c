@@ -5,7 +5,7 @@
 #include <math.h>
 #include <stdlib.h>
 
-#include "cluster/fleet_pager.h"
+#include "kube/fleet_pager.h"
 #include "fleet/fleet.h"
 #include "base/textsafe.h"
 #include "base/util.h"

@@ -13,7 +13,7 @@
 
 #include "base/config.h"
 #include "host/hostfs.h"
-#include "cluster/kubeconfig.h"
+#include "kube/kubeconfig.h"
 
 static char dir[64];
 

@@ -4,7 +4,7 @@
 #include <stdlib.h>
 
 #include "base/log.h"
-#include "cluster/kubeconfig.h"
+#include "kube/kubeconfig.h"
 
 /* The last line logged (kubeconfig errors go to the one logging channel). */
 static char logged[512];

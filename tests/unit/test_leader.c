@@ -8,9 +8,9 @@
 #include "testutil.h"
 
 #include "base/config.h"
-#include "cluster/kjson.h"
-#include "cluster/leader.h"
-#include "cluster/remediator.h"
+#include "base/kjson.h"
+#include "remediator/leader.h"
+#include "remediator/remediator.h"
 
 /* rows name their leading fields by position and leave the rest zero */
 #pragma GCC diagnostic ignored "-Wmissing-field-initializers"

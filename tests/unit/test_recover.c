@@ -3,7 +3,7 @@
 
 #include "testutil.h"
 
-#include "cluster/recover.h"
+#include "condition/recover.h"
 
 #define M 60000ull	/* a minute */
 #define T0 1704067200000ull

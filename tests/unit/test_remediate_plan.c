@@ -11,10 +11,10 @@
 
 #include "base/config.h"
 #include "base/util.h"
-#include "cluster/drain.h"
-#include "cluster/kjson.h"
-#include "cluster/lease.h"
-#include "cluster/remediate_plan.h"
+#include "remediator/drain.h"
+#include "base/kjson.h"
+#include "remediator/lease.h"
+#include "remediator/remediate_plan.h"
 
 /* rows name their leading fields by position and the rest by designator */
 #pragma GCC diagnostic ignored "-Wmissing-field-initializers"

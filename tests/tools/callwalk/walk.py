@@ -11,9 +11,9 @@ Rooms are ranked by the tree's own layering (old layout: base host checks|cluste
 cmd; new: check-layers.sh's allowed() order)."""
 import collections, os, subprocess, sys
 
-RANK = {"base": 0, "host": 1, "check": 2, "cluster": 2, "checks": 2, "klog": 3, "cpu": 4,
-        "memcg": 4, "ena": 5, "node": 6, "report": 6, "view": 7, "fleet": 7, "agent": 8,
-        "cmd": 9}
+RANK = {"base": 0, "host": 1, "condition": 1, "kube": 2, "check": 2, "cluster": 2, "checks": 2,
+        "klog": 3, "cpu": 4, "memcg": 4, "ena": 5, "node": 6, "report": 6, "view": 7, "fleet": 7,
+        "remediator": 7, "agent": 8, "cmd": 9}
 
 def main():
     binary, trace, root = sys.argv[1:4]

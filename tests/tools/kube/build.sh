@@ -45,9 +45,16 @@ build_one() {	# NAME VERSION MODULE PIN_VERSION LDFLAGS PKG:OUT...
 	local out=$CZ_KUBE_CACHE/$name-$ver want
 	want="$ver $*"
 	if stamp_ok "$out" "$want"; then echo "$name=$out/bin"; return; fi
+	# One build per component and version at a time: make test starts this build in the
+	# background while test sessions that need it may ask for it too; the later ones wait here
+	# and find it built.
+	local lk
+	mkdir -p "$CZ_KUBE_CACHE"
+	exec {lk}>"$CZ_KUBE_CACHE/.lock-$name-$ver"
+	flock "$lk"
+	if stamp_ok "$out" "$want"; then exec {lk}>&-; echo "$name=$out/bin"; return; fi
 	local t0=$SECONDS work
 	echo "kube/build.sh: building $name $ver from $mod (first use on this machine)" >&2
-	mkdir -p "$CZ_KUBE_CACHE"
 	work=$(mktemp -d "$CZ_KUBE_CACHE/.build-$name.XXXXXX")
 	# shellcheck disable=SC2064
 	trap "rm -rf '$work'" RETURN
@@ -70,6 +77,7 @@ build_one() {	# NAME VERSION MODULE PIN_VERSION LDFLAGS PKG:OUT...
 	mv "$work/bin" "$out/bin"
 	echo "$want" >"$out/.built"
 	echo "kube/build.sh: built $name $ver in $((SECONDS - t0)) s" >&2
+	exec {lk}>&-
 	echo "$name=$out/bin"
 }
 

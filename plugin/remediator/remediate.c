@@ -5,12 +5,12 @@
 
 #include "base/log.h"
 #include "base/util.h"
-#include "cluster/drain.h"
-#include "cluster/event.h"
-#include "cluster/fleet_fetch.h"
-#include "cluster/guard.h"
-#include "cluster/lease.h"
-#include "cluster/remediate.h"
+#include "remediator/drain.h"
+#include "kube/event.h"
+#include "kube/fleet_fetch.h"
+#include "remediator/guard.h"
+#include "remediator/lease.h"
+#include "remediator/remediate.h"
 
 #define SMP "application/strategic-merge-patch+json"
 #define MAX_ROUNDS 256		/* plans per cycle: each round learns one fact or takes a step */

@@ -3,7 +3,7 @@
 #include <errno.h>
 #include <time.h>
 
-#include "cluster/kjson.h"
+#include "base/kjson.h"
 #include "base/util.h"
 
 json_object *kube_get(json_object *o, const char *dotted)

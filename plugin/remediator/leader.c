@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* The remediator's leader Lease, pure: see leader.h. Field names: coordination.k8s.io/v1. */
 #include "base/util.h"
-#include "cluster/kjson.h"
-#include "cluster/leader.h"
+#include "base/kjson.h"
+#include "remediator/leader.h"
 
 const char *leader_verdict_name(enum leader_verdict v)
 {

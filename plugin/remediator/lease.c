@@ -1,9 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* The remediation budget's Leases, pure: see lease.h. Field names: coordination.k8s.io/v1. */
 #include "base/util.h"
-#include "cluster/kjson.h"
-#include "cluster/lease.h"
-#include "cluster/remediate_plan.h"
+#include "base/kjson.h"
+#include "remediator/lease.h"
 
 json_object *lease_named(json_object *items, const char *name)
 {

@@ -10,8 +10,8 @@
 #include "base/fileio.h"
 #include "base/log.h"
 #include "base/util.h"
-#include "cluster/credentials.h"
-#include "cluster/kjson.h"
+#include "kube/credentials.h"
+#include "base/kjson.h"
 
 extern char **environ;
 

@@ -6,8 +6,8 @@
 #include "base/textsafe.h"
 #include "base/util.h"
 #include "base/jsonw.h"
-#include "cluster/event.h"
-#include "cluster/kube.h"
+#include "kube/event.h"
+#include "kube/kube.h"
 
 json_object *event_body(const struct event_desc *d)
 {

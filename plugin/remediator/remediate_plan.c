@@ -4,9 +4,9 @@
 #include <stdarg.h>
 
 #include "base/util.h"
-#include "cluster/kjson.h"
-#include "cluster/lease.h"
-#include "cluster/remediate_plan.h"
+#include "base/kjson.h"
+#include "remediator/lease.h"
+#include "remediator/remediate_plan.h"
 
 const char *remediate_action_name(enum remediate_action a)
 {

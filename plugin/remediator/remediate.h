@@ -15,8 +15,8 @@
 #include <stdint.h>
 
 #include "base/config.h"
-#include "cluster/kube.h"
-#include "cluster/remediate_plan.h"
+#include "kube/kube.h"
+#include "remediator/remediate_plan.h"
 
 /*
  * remediate_cycle - one remediation decision for node @node_name, acting through @kc per

@@ -8,11 +8,11 @@
 #include <fcntl.h>
 #include <yaml.h>
 
-#include "cluster/kubeconfig.h"
+#include "kube/kubeconfig.h"
 #include "base/fileio.h"
 #include "base/log.h"
 #include "base/util.h"
-#include "cluster/kjson.h"
+#include "base/kjson.h"
 
 #define SA_DIR "/var/run/secrets/kubernetes.io/serviceaccount"
 

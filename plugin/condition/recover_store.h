@@ -10,7 +10,7 @@
 #include <stdint.h>
 
 #include "base/npd.h"
-#include "cluster/recover.h"
+#include "condition/recover.h"
 
 /*
  * recover_store_apply - one check's result @res of check @check ("memcg", "cpu", "ena") through

@@ -10,8 +10,8 @@
 
 #include "base/textsafe.h"
 #include "base/util.h"
-#include "cluster/guard.h"
-#include "cluster/kjson.h"
+#include "remediator/guard.h"
+#include "base/kjson.h"
 
 /* ---- storm guard --------------------------------------------------------------------------- */
 

@@ -6,8 +6,8 @@
 
 #include "base/log.h"
 #include "base/util.h"
-#include "cluster/credentials.h"
-#include "cluster/kube.h"
+#include "kube/credentials.h"
+#include "kube/kube.h"
 
 struct kube_client {
 	CURL *h;

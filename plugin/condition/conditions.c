@@ -2,8 +2,8 @@
 /* Node conditions: see conditions.h. Field names: k8s.io/api/core/v1 NodeCondition. */
 #include <errno.h>
 
-#include "cluster/conditions.h"
-#include "cluster/kjson.h"
+#include "condition/conditions.h"
+#include "base/kjson.h"
 #include "base/config.h"
 #include "base/textsafe.h"
 #include "base/util.h"

@@ -3,7 +3,7 @@
 #include <errno.h>
 #include <stdio.h>
 
-#include "cluster/recover_store.h"
+#include "condition/recover_store.h"
 #include "base/state.h"
 #include "base/util.h"
 

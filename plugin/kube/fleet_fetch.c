@@ -4,9 +4,9 @@
 #include <stdarg.h>
 #include <sys/stat.h>
 
-#include "cluster/fleet_fetch.h"
-#include "cluster/fleet_pager.h"
-#include "cluster/kube.h"
+#include "kube/fleet_fetch.h"
+#include "kube/fleet_pager.h"
+#include "kube/kube.h"
 #include "base/util.h"
 
 #define FLEET_TIMEOUT_MS 30000	/* one page of 500 nodes is a few MB: allow a slow server */

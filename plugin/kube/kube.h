@@ -15,8 +15,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "cluster/kjson.h"
-#include "cluster/kubeconfig.h"
+#include "base/kjson.h"
+#include "kube/kubeconfig.h"
 
 #define KUBE_MAX_BODY (16u << 20)	/* a response body above 16 MiB is an error */
 

@@ -18,6 +18,16 @@
 
 #define LEASE_PREFIX "cpuzombie-slot-"
 #define LEASE_SECONDS 600
+
+/* What the executor learned about slot i this cycle (rem_input.slots of remediate_plan.h). */
+enum rem_slot_fact {
+	REM_SLOT_UNKNOWN = 0,
+	/* its expired holder is still cordoned by cpuzombie (or unreadable) */
+	REM_SLOT_HOLDER_HELD,
+	REM_SLOT_HOLDER_GONE,	/* its expired holder is not held any more: the slot may be taken */
+	REM_SLOT_LOST,		/* our write answered 409 (another node was first) or failed */
+};
+
 #define LEASE_LABEL_SELECTOR "app.kubernetes.io%2Fmanaged-by%3Dcpuzombie"
 
 enum lease_pick_kind {
@@ -37,7 +47,7 @@ struct lease_pick {
 /*
  * lease_pick - pure: the slot node @me should take among @budget slots, given the listed Leases
  * @items (an array; entries of any shape are tolerated), @now_ms, and what was learned this
- * cycle: @facts[i] (enum rem_slot_fact of remediate_plan.h, @nfacts of them; missing = unknown).
+ * cycle: @facts[i] (enum rem_slot_fact above, @nfacts of them; missing = unknown).
  */
 struct lease_pick lease_pick(json_object *items, int budget, const char *me, uint64_t now_ms,
 			     const uint8_t *facts, size_t nfacts);

@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cluster/fleet_pager.h"
+#include "kube/fleet_pager.h"
 
 void fleet_pager_init(struct fleet_pager *p, unsigned limit)
 {

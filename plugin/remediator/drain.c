@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* Drain, the pure part: see drain.h. What kubectl drain skips: k8s.io/kubectl/pkg/drain. */
 #include "base/util.h"
-#include "cluster/drain.h"
-#include "cluster/kjson.h"
+#include "remediator/drain.h"
+#include "base/kjson.h"
 
 static bool has_emptydir(json_object *pod)
 {

@@ -8,12 +8,12 @@
 #include "base/fileio.h"
 #include "base/log.h"
 #include "base/util.h"
-#include "cluster/fleet_fetch.h"
-#include "cluster/guard.h"
-#include "cluster/kube.h"
-#include "cluster/leader.h"
-#include "cluster/remediate.h"
-#include "cluster/remediator.h"
+#include "kube/fleet_fetch.h"
+#include "remediator/guard.h"
+#include "kube/kube.h"
+#include "remediator/leader.h"
+#include "remediator/remediate.h"
+#include "remediator/remediator.h"
 
 #define SA_DIR "/var/run/secrets/kubernetes.io/serviceaccount"
 #define NODES_PAGE 500

@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cluster/recover.h"
+#include "condition/recover.h"
 #include "base/util.h"
 
 enum recover_verdict recover_step(struct recover_state *s, enum npd_status status, uint64_t now_ms,

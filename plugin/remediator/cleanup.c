@@ -5,13 +5,13 @@
 #include <string.h>
 
 #include "base/util.h"
-#include "cluster/cleanup.h"
-#include "cluster/conditions.h"
-#include "cluster/fleet_fetch.h"
-#include "cluster/guard.h"
-#include "cluster/kjson.h"
-#include "cluster/kube.h"
-#include "cluster/leader.h"
+#include "remediator/cleanup.h"
+#include "condition/conditions.h"
+#include "kube/fleet_fetch.h"
+#include "remediator/guard.h"
+#include "base/kjson.h"
+#include "kube/kube.h"
+#include "remediator/leader.h"
 
 #define NODE_RETRIES 5		/* re-reads of a node changed under us (409) */
 

@@ -36,7 +36,8 @@
 #include <stdint.h>
 
 #include "base/config.h"
-#include "cluster/guard.h"
+#include "remediator/guard.h"
+#include "remediator/lease.h"
 
 #define REMEDIATE_ANN_CORDONED "cpuzombie.io/cordoned"	/* present = cpuzombie cordoned it */
 #define REMEDIATE_ANN_DRAINED "cpuzombie.io/drained"
@@ -91,15 +92,6 @@ struct rem_step {
 	const char *reason;		/* EVENT */
 	uint64_t when_ms;		/* EVENT */
 	const char *cond_type;		/* CORDON: the condition that was True (borrowed) */
-};
-
-/* What the executor learned about slot i this cycle (rem_input.slots). */
-enum rem_slot_fact {
-	REM_SLOT_UNKNOWN = 0,
-	/* its expired holder is still cordoned by cpuzombie (or unreadable) */
-	REM_SLOT_HOLDER_HELD,
-	REM_SLOT_HOLDER_GONE,	/* its expired holder is not held any more: the slot may be taken */
-	REM_SLOT_LOST,		/* our write answered 409 (another node was first) or failed */
 };
 
 /* Outcome of a step whose result the plan needs. */

@@ -20,7 +20,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "cluster/kubeconfig.h"
+#include "kube/kubeconfig.h"
 
 #define CREDS_TOKEN_MAX 16384		/* bytes of a token file */
 #define CREDS_EXEC_MAX_OUTPUT (64u << 10) /* bytes a plugin may print */

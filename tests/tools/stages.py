@@ -1,0 +1,177 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: MIT
+"""The stages of `make test` and `make check`, run so that a failing stage hides no other.
+
+    stages.py test    what CI runs: build checks, unit, e2e on the node and on the real control
+                      plane, the ASan+UBSan build's unit tests and e2e on input, fuzz smoke
+    stages.py check   the inner loop (a few minutes): build checks, unit, a fast e2e subset
+                      that touches every room once (tests marked `check`)
+
+Every stage runs even when an earlier one failed (a stage that needs a failed one, e.g. the
+Kubernetes e2e after a failed control-plane build, is reported as not run and counts as a
+failure); the run closes with one summary line per stage (its counts and time) and a total
+line, and exits 1 if any stage failed.
+
+What runs at the same time, and why: the control plane's cold build (Go, tests/tools/kube) is
+started first, in the background, because it is the longest single step on a fresh machine
+(about 8 minutes) and needs nothing of ours; the C build, the unit tests, the node e2e and the
+ASan build run beside it. The Kubernetes e2e and the ASan e2e start when it is built and run
+beside the node e2e and each other: most of their time is spent waiting on timers and servers,
+and every test holds with other work on the machine (CZ_TEST_NOISE). The pytest sessions keep
+apart: each has a control plane of its own on ports of its own, and the modules that change or
+measure the whole host (real bursts, dying memcgs, a netns, the kernel log) hold the host lock
+for their run (HOST in tests/e2e/conftest.py), so no two of them overlap. The fuzzers start
+when the node e2e is done.
+
+CZ_TEST_NOISE=N starts N CPU spinners at 40% of a core each beside the whole run
+(tests/tools/noise.py): the suite must pass with them.
+"""
+
+import os
+import re
+import subprocess
+import sys
+import threading
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+PY = os.environ.get("PYTHON", "/usr/bin/python3")
+MAKE = ["make", "--no-print-directory"]
+LOGDIR = os.path.join(ROOT, "build", "stages")
+
+
+class Stage:
+    def __init__(self, name, cmd, env=None, needs=(), log=True):
+        self.name, self.cmd, self.env, self.needs = name, cmd, env or {}, needs
+        self.rc = None
+        self.secs = 0.0
+        self.counts = ""
+        self.note = ""
+        self.log = os.path.join(LOGDIR, name + ".log") if log else None
+        self.done = threading.Event()
+
+    def run(self, stages):
+        for n in self.needs:
+            dep = stages[n]
+            dep.done.wait()
+            if dep.rc != 0:
+                self.rc, self.note = 1, "not run: %s failed" % n
+                self.done.set()
+                return
+        t0 = time.monotonic()
+        env = dict(os.environ, **self.env)
+        print("stages: %s started: %s" % (self.name, " ".join(self.cmd)), flush=True)
+        with open(self.log, "w") as out:
+            p = subprocess.Popen(self.cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE,
+                                 stderr=subprocess.STDOUT, text=True, errors="replace")
+            for line in p.stdout:
+                out.write(line)
+                out.flush()
+                sys.stdout.write("[%s] %s" % (self.name, line))
+                sys.stdout.flush()
+            self.rc = p.wait()
+        self.secs = time.monotonic() - t0
+        self.counts = counts_of(open(self.log, errors="replace").read())
+        print("stages: %s %s in %s" % (self.name, "passed" if self.rc == 0 else
+                                       "FAILED (exit %d)" % self.rc, mmss(self.secs)),
+              flush=True)
+        self.done.set()
+
+
+def mmss(s):
+    return "%dm%02ds" % (int(s) // 60, int(s) % 60)
+
+
+def counts_of(text):
+    """The stage's own closing line: pytest's, or a plain 'NAME: N passed, N failed'."""
+    found = None
+    for m in re.finditer(r"^.*\b(\d+) (passed|failed)\b.*$", text, re.M):
+        found = m.group(0)
+    if not found:
+        return ""
+    p = re.search(r"(\d+) passed", found)
+    f = re.search(r"(\d+) failed", found)
+    s = re.search(r"(\d+) skipped", found)
+    e = re.search(r"(\d+) errors?\b", found)
+    return "%s passed, %s failed%s%s" % (p.group(1) if p else 0, f.group(1) if f else 0,
+                                          ", %s skipped" % s.group(1) if s else "",
+                                          ", %s errors" % e.group(1) if e else "")
+
+
+def pytest(marker, build, extra=()):
+    b = os.path.join(ROOT, build)
+    return ([PY, "-m", "pytest", "-q", "-rfEs", "-p", "no:cacheprovider", "-m", marker,
+             *extra, "tests/e2e"],
+            {"CZ_BIN": os.path.join(b, "cpuzombie"), "CZ_BUILD": b})
+
+
+def plan(which):
+    """The stages and what each waits for. Without its needs a stage starts at once."""
+    s = []
+    add = lambda *a, **k: s.append(Stage(*a, **k))  # noqa: E731
+    add("control-plane", ["tests/tools/kube/build.sh", "all"])
+    add("build", MAKE + ["-j2", "all", "hdr-check", "check-layers", "format-check", "kube-tools"])
+    add("unit", MAKE + ["-j2", "test-unit"], needs=("build",))
+    if which == "check":
+        cmd, env = pytest("check", "build")
+        add("e2e-check", cmd, env=env, needs=("build", "control-plane"))
+        return s
+    cmd, env = pytest("not kube", "build")
+    add("e2e-node", cmd, env=env, needs=("build",))
+    cmd, env = pytest("kube", "build")
+    add("e2e-kube", cmd, env=env, needs=("build", "control-plane"))
+    add("asan-build", MAKE + ["-j2", "SANITIZE=1", "all", "unit-bins"], needs=("unit",))
+    add("asan-unit", MAKE + ["SANITIZE=1", "test-unit"], needs=("asan-build",))
+    cmd, env = pytest("not no_asan", "build-asan")
+    add("asan-e2e", cmd, env=env, needs=("asan-build", "control-plane"))
+    add("fuzz", MAKE + ["fuzz-smoke"], needs=("e2e-node",))
+    return s
+
+
+def main():
+    which = sys.argv[1] if len(sys.argv) > 1 else "test"
+    if which not in ("test", "check"):
+        sys.exit("usage: stages.py test|check")
+    os.makedirs(LOGDIR, exist_ok=True)
+    noise = None
+    n = int(os.environ.get("CZ_TEST_NOISE", "0") or 0)
+    if n > 0:
+        noise = subprocess.Popen([PY, os.path.join(ROOT, "tests/tools/noise.py"), str(n)])
+        print("stages: CZ_TEST_NOISE=%d: %d spinners at 40%% beside the run (pid %d)"
+              % (n, n, noise.pid), flush=True)
+    t0 = time.monotonic()
+    stages = {st.name: st for st in plan(which)}
+    threads = [threading.Thread(target=st.run, args=(stages,)) for st in stages.values()]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    if noise:
+        noise.terminate()
+        noise.wait()
+    total = time.monotonic() - t0
+    print("\n== make %s: one line per stage (logs in build/stages/) ==" % which)
+    bad = 0
+    npass = nfail = nskip = 0
+    for st in stages.values():
+        ok = st.rc == 0
+        bad += not ok
+        print("stage %-14s %-6s %8s  %s%s" % (st.name, "ok" if ok else "FAILED", mmss(st.secs),
+                                              st.counts or "-", "  (%s)" % st.note if st.note
+                                              else ""))
+        for k, v in re.findall(r"(\d+) (passed|failed|skipped)", st.counts):
+            if v == "passed":
+                npass += int(k)
+            elif v == "failed":
+                nfail += int(k)
+            else:
+                nskip += int(k)
+        if not ok and not st.counts:
+            nfail += 1
+    print("stages: %d of %d failed; wall time %s" % (bad, len(stages), mmss(total)))
+    print("total: %d passed, %d failed, %d skipped" % (npass, nfail, nskip))
+    sys.exit(1 if bad else 0)
+
+
+if __name__ == "__main__":
+    main()
