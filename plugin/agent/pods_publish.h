@@ -7,7 +7,7 @@
  * directories (paths.pod_logs, /var/log/pods/NAMESPACE_NAME_UID; the chart mounts the host's
  * read-only, chart value agent.podNames) and publishes UID -> namespace/name in the run dir, so
  * `check memcg` in NPD's container names the pod whose cgroup holds the dying memcgs. What the
- * node itself has: no API call, no RBAC grant (issue 29 item 7: it was `list pods` cluster-wide).
+ * node itself has: no API call, no RBAC grant (no `list pods`, on the node or cluster-wide).
  * The directory names only are read, never a log.
  */
 

@@ -3,7 +3,7 @@
 #define CZ_TRIGGER_H
 
 /*
- * Condition latency (issue 27): with agent.set_conditions the agent patches a condition when
+ * Condition latency: with agent.set_conditions the agent patches a condition when
  * its evidence appears, not at the next agent.check_interval. The sampler's loop (agent.c)
  * notes what happened (trigger_note): a run on some core became a burst (it crossed
  * cpu.min_burst: CPUCoreSaturation), the kernel log recorded an event (an ENA reset, a soft

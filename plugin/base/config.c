@@ -134,9 +134,9 @@ static const struct key_def keys[] = {
 };
 
 /*
- * Bounds of the durations that make sense (issue 24 item 11: an unbounded value was taken as it
- * was: cpu.inline_window 25h under NPD's 10 s timeout, agent.check_interval 1ms). For a T_DUR
- * key 0 keeps its meaning (off, or no limit) and the bounds hold for every other value.
+ * Bounds of the durations that make sense (an unbounded value would be taken as it is:
+ * cpu.inline_window 25h under NPD's 10 s timeout, agent.check_interval 1ms). For a T_DUR key 0
+ * keeps its meaning (off, or no limit) and the bounds hold for every other value.
  */
 static const struct key_bound {
 	const char *section, *key;

@@ -47,7 +47,7 @@ static bool take_namespace(char *dst, size_t size, const char *text)
  * in-cluster one). Unknown: where Leases are written (cordon, drain), a one-line error (the
  * caller exits 2); off or dry-run (`cpuzombie fleet` or `cleanup` run by a person, an agent whose
  * reclaim runs in dry-run: neither takes a slot), "cpuzombie", the chart's release namespace in
- * README's install, as remediation.leader_namespace falls back.
+ * docs/install.md, as remediation.leader_namespace falls back.
  */
 static int lease_namespace_of_pod(struct cz_config *cfg, char *errs, size_t errs_size)
 {

@@ -9,7 +9,7 @@
  * the config, kubeconfig and token files, `ethtool -S` dumps) is read whole into a bounded
  * buffer with one spare byte, so a file larger than expected is -EFBIG instead of silently
  * parsed in half. Opens are always O_NONBLOCK: opening a FIFO without a writer, or a device,
- * never blocks (issue 16: `mkfifo RUN/cpu-bursts` must not stop the sampler). Files that belong
+ * never blocks (`mkfifo RUN/cpu-bursts` must not stop the sampler). Files that belong
  * to us (state and run files) are opened with FILEIO_OURS: not followed when a symlink, and
  * refused unless fstat() says regular file, so the caller can move the intruder aside.
  *

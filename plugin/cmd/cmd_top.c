@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * `cpuzombie top`: the incident as it happens, for the person on the node (issue 27). Every
+ * `cpuzombie top`: the incident as it happens, for the person on the node. Every
  * second it reads what the agent wrote to the run dir (the history ring, the heartbeat with the
  * bursts going on and their links, the kernel-event log) and draws it (view/top_render.h).
  * Without a live agent it samples /proc/stat itself (the sampler `check cpu` uses inline) and

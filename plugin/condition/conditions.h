@@ -3,10 +3,10 @@
 #define CZ_CONDITIONS_H
 
 /*
- * Node conditions from check results (DESIGN.md's table): one condition type per check, status
- * True = problem, False = OK, Unknown = we could not tell (reason as NPD does: the False reason).
- * conditions_build_patch() is pure: node JSON + results in, strategic-merge patch of nodes/status
- * out.
+ * Node conditions from check results (docs/design.md, "Node conditions"): one condition type
+ * per check, status True = problem, False = OK, Unknown = we could not tell (reason as NPD does:
+ * the False reason). conditions_build_patch() is pure: node JSON + results in, strategic-merge
+ * patch of nodes/status out.
  */
 
 #include <json-c/json.h>

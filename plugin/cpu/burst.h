@@ -3,7 +3,7 @@
 #define CZ_BURST_H
 
 /*
- * Pure burst detection over one core's sample series (DESIGN.md "cpu").
+ * Pure burst detection over one core's sample series (docs/design.md "Bursts").
  *
  * A sample is the share of the metric over the interval that ended at its time stamp. A burst
  * is a run of consecutive samples at or above threshold_pct whose intervals together last at

@@ -34,7 +34,7 @@
  *               [profile=<file>] [hot=<frame>/<pct>]" per burst still going on, with the tasks
  *               seen on that core so far, the NIC IRQs it serves and its profile so far (the
  *               file its end will write, and its hottest kernel function), escaped as in
- *               cpu-bursts: a reader mid-burst names the same links as after it (issue 27).
+ *               cpu-bursts: a reader mid-burst names the same links as after it.
  */
 
 #include <stdbool.h>

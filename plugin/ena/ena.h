@@ -7,7 +7,7 @@
  * the configured counter lists in, a verdict out. No I/O, no clock (times are arguments).
  *
  * Counter classes (config ena.reset_counters / risk_counters / allowance_counters, defaults in
- * base/ena_defaults.c from the driver's own semantics, see DESIGN.md):
+ * base/ena_defaults.c from the driver's own semantics; docs/design.md "ENA counter classes"):
  *  - reset: the driver reset the device. Amazon's out-of-tree driver 2.10+ has `total_resets`
  *    plus one counter per reset reason (`suspected_poll_starvation` = NAPI scheduled but never
  *    ran: CPU starvation); the upstream driver has only `tx_timeout`, `wd_expired`,

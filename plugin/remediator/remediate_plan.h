@@ -6,7 +6,8 @@
  * Remediation as a pure plan: (this node, its conditions, our slot Leases, the config, now, and
  * what earlier steps of this cycle found) -> the next steps. No I/O: remediate.c carries the
  * steps out, feeds what they found back into the input, and plans again until the plan is final.
- * Every guard of DESIGN.md lives here, so each is table-tested (tests/unit/test_remediate_plan.c):
+ * Every guard of docs/design.md ("Remediation guards") lives here, so each is table-tested
+ * (tests/unit/test_remediate_plan.c):
  *   - a listed condition (remediation.conditions, whoever set it) True for remediation.for;
  *   - the node is not already unschedulable by someone else (then it is never touched, and
  *     never uncordoned: we uncordon only what we cordoned, after uncordon_after of recovery);

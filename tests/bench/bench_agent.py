@@ -28,7 +28,9 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.join(HERE, "..", "e2e"))
 import benchlib as bl  # noqa: E402
+from proc_helpers import stop_all  # noqa: E402
 
 CZ = os.path.abspath(sys.argv[1])
 SECS = int(os.environ.get("BENCH_AGENT_SECONDS", "120"))
@@ -108,10 +110,7 @@ def main():
         if scraper:
             scraper.stop = True
             scraper.join()
-        for p in procs.values():
-            p.terminate()
-        for p in procs.values():
-            p.wait()
+        stop_all(procs.values(), None)
         rings = {k: os.path.getsize(d + "/run/cpu-history")
                  for k, d in (("agent", shm), ("agent-disk", tmp))
                  if os.path.exists(d + "/run/cpu-history")}

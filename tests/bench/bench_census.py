@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The zombie census (issue 18) over 1,000 .. 50,000 REAL dying memcgs (root; the memory
+"""The zombie census over 1,000 .. 50,000 REAL dying memcgs (root; the memory
 hierarchy of this host): the agent's own log line splits each census into loading the BPF
 program (the verifier: constant) and the walk + drain + grouping (linear is the goal); the
 agent's CPU per `agent --once` with the census on vs off gives its cost, and its cost per hour

@@ -28,6 +28,7 @@ sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(HERE, "..", "e2e"))
 import benchlib as bl  # noqa: E402
 from memcg_helpers import memory_v1_root, v1_counts  # noqa: E402
+from proc_helpers import stop  # noqa: E402
 
 CZ = os.path.abspath(sys.argv[1])
 CHECK = os.path.abspath(sys.argv[2]) if len(sys.argv) > 2 else \
@@ -133,8 +134,7 @@ def main():
             wall(res, rows)
     finally:
         if agent:
-            agent.terminate()
-            agent.wait()
+            stop(agent, None)
         shutil.rmtree(tmp, ignore_errors=True)
         shutil.rmtree(shm, ignore_errors=True)
 

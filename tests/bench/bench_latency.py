@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Condition latency (issue 27): the time from a real burst's start to CPUCoreSaturation True
+"""Condition latency: the time from a real burst's start to CPUCoreSaturation True
 on the real API server (tests/tools/kube/cluster.py: kube-apiserver, etcd, kwok nodes), for the
 two paths that can set it, at the shipped intervals:
 
@@ -20,7 +20,6 @@ admin GETs of the node that shows it (so each figure is late by up to 50 ms plus
 Run alone: /usr/bin/python3 tests/bench/bench_latency.py build/cpuzombie
 """
 import os
-import signal
 import statistics
 import subprocess
 import sys
@@ -38,6 +37,7 @@ import benchlib as bl  # noqa: E402
 import cpu_helpers as ch  # noqa: E402
 import kube_helpers as kh  # noqa: E402
 import npd_helpers as nh  # noqa: E402
+from proc_helpers import stop  # noqa: E402
 
 AGENT_REPS = int(os.environ.get("BENCH_LATENCY_REPS", "3"))
 NPD_REPS = int(os.environ.get("BENCH_LATENCY_NPD_REPS", "1"))
@@ -70,16 +70,6 @@ def start_agent(args, run_dir):
             raise RuntimeError("agent did not start: " + (p.communicate()[1] or ""))
         time.sleep(0.05)
     return p
-
-
-def stop(p):
-    if p and p.poll() is None:
-        p.send_signal(signal.SIGTERM)
-        try:
-            p.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            p.kill()
-            p.wait()
 
 
 def burst_and_wait(kube, node, timeout):

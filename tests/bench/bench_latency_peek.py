@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The cost of the mid-burst links (issue 27): while a burst lasts, the agent rewrites its
+"""The cost of the mid-burst links: while a burst lasts, the agent rewrites its
 heartbeat every 2 s with the burst's profile so far (fold_format of the samples drained, one
 atomic file write, one scan for the hot kernel function) and the core's NIC IRQs. Measured on a
 real one-core system-time burst (tests/e2e/cpu_helpers.py) of BENCH_PEEK_SECONDS (default 20;
@@ -13,7 +13,6 @@ Run alone: /usr/bin/python3 tests/bench/bench_latency_peek.py build/cpuzombie
 import os
 import re
 import shutil
-import signal
 import subprocess
 import sys
 import tempfile
@@ -26,6 +25,7 @@ sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(HERE, "..", "e2e"))
 import benchlib as bl  # noqa: E402
 import cpu_helpers as ch  # noqa: E402
+from proc_helpers import stop  # noqa: E402
 
 SECONDS = float(os.environ.get("BENCH_PEEK_SECONDS", "20"))
 LINE = re.compile(r"burst cpu(\d+): (\d+) mid-burst profile peeks, (\d+) written, ([\d.]+) ms "
@@ -64,9 +64,7 @@ def measure(tmp):
             time.sleep(1.0)
             c1 = bl.task_cpu_ns(p.pid)
     finally:
-        if p.poll() is None:
-            p.send_signal(signal.SIGTERM)
-            p.wait(timeout=10)
+        stop(p, 10, strict=True)
     m = [x for x in LINE.finditer(open(err).read()) if int(x.group(1)) == hot]
     if not m:
         print("(no peek line logged: no profile? %s)" % open(err).read()[-800:])

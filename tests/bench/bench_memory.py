@@ -18,7 +18,6 @@ import os
 import random
 import re
 import shutil
-import signal
 import subprocess
 import sys
 import tempfile
@@ -26,7 +25,9 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.join(HERE, "..", "e2e"))
 import benchlib as bl  # noqa: E402
+from proc_helpers import stop  # noqa: E402
 
 CZ = os.path.abspath(sys.argv[1])
 SECONDS = float(os.environ.get("BENCH_MEMORY_SECONDS", "5"))
@@ -117,13 +118,7 @@ def run_agent(binary, tmp, extra_cfg="", roots=None):
         st["RunDir"], st["RunDirNow"] = run_dir_kib(d + "/run")
         return st, smaps(p.pid, binary)
     finally:
-        if p.poll() is None:
-            p.send_signal(signal.SIGTERM)
-        try:
-            p.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            p.kill()
-            p.wait()
+        stop(p, 15)
         shutil.rmtree(d, ignore_errors=True)
 
 

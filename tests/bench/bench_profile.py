@@ -1,4 +1,4 @@
-"""make bench, burst profiles and history tiers (issue 14):
+"""make bench, burst profiles and history tiers:
 
 1. Run-dir bytes of the shipped defaults (fine ring 15 min at 250 ms, per-second maxima for 6 h,
    per-minute maxima for 7 d) at 2, 64 and 192 CPUs, measured on the files a real agent creates
@@ -10,7 +10,6 @@
 """
 import os
 import shutil
-import signal
 import subprocess
 import sys
 import tempfile
@@ -21,6 +20,7 @@ from benchlib import table, task_cpu_ns
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "e2e"))
 from cpu_helpers import burning  # noqa: E402
+from proc_helpers import stop  # noqa: E402
 
 SECS = float(os.environ.get("BENCH_PROFILE_SECONDS", "10"))
 
@@ -49,8 +49,7 @@ def run_dir_bytes(binary, ncpu):
                               "--state-dir", os.path.join(base, "state"), "agent"],
                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         time.sleep(2.5)
-        p.send_signal(signal.SIGTERM)
-        p.wait(timeout=10)
+        stop(p, 10, strict=True)
         sizes = {f: os.path.getsize(os.path.join(run, f)) for f in os.listdir(run)
                  if f.startswith("cpu-history")}
         return sizes
@@ -85,8 +84,7 @@ def agent_cpu(binary, seconds, profile, burn_cpu=None):
         prof = [f for f in os.listdir(os.path.join(base, "run")) if f.startswith("cpu-profile-")]
         return (c1 - c0) / 1e6, prof
     finally:
-        p.send_signal(signal.SIGTERM)
-        p.wait(timeout=10)
+        stop(p, 10, strict=True)
         shutil.rmtree(base, ignore_errors=True)
 
 

@@ -28,6 +28,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(HERE, "..", "e2e"))
 import benchlib as bl  # noqa: E402
+from proc_helpers import stop  # noqa: E402
 from memcg_helpers import DyingMemcgs, memory_v1_root, cgroup2_root, v1_counts  # noqa: E402
 
 CZ = os.path.abspath(sys.argv[1])
@@ -334,8 +335,7 @@ def day(tmp):
                                tmp + "/day-state", "agent"], stdout=subprocess.DEVNULL,
                               stderr=subprocess.DEVNULL)
         time.sleep(2.5)
-        ag.terminate()
-        ag.wait()
+        stop(ag, None)
         real = os.path.getsize(run + "/cpu-history")
         want = ring_formula(os.cpu_count(), 24 * 3600 * 4)
         rows.append([f"agent with cpu.history 24h, {os.cpu_count()} CPUs, after 2.5 s", "-",

@@ -32,7 +32,6 @@ and start time), 2 if the soak itself could not run. Cleans up by PID and by nam
 import json
 import os
 import shutil
-import signal
 import subprocess
 import sys
 import tempfile
@@ -44,6 +43,7 @@ sys.path.insert(0, os.path.join(ROOT, "tests", "e2e"))
 import cpu_helpers as ch     # noqa: E402
 import kube_helpers as kh    # noqa: E402
 import memcg_helpers as mh   # noqa: E402
+from proc_helpers import stop  # noqa: E402
 
 CZ = os.path.abspath(sys.argv[1]) if len(sys.argv) > 1 else os.path.join(ROOT, "build",
                                                                          "cpuzombie")
@@ -479,13 +479,8 @@ class Soak:
 
     def stop(self):
         for p in (self.agent, self.rem):
-            if p and p.poll() is None:
-                p.send_signal(signal.SIGTERM)
-                try:
-                    p.wait(timeout=30)
-                except subprocess.TimeoutExpired:
-                    p.kill()
-                    p.wait()
+            if p:
+                stop(p, 30)
         if self.memcgs is not None:
             self.memcgs.release()
         if self.kfd >= 0:

@@ -1,4 +1,4 @@
-"""Named dying memcgs for the zombie census tests and bench (issue 18).
+"""Named dying memcgs for the zombie census tests and bench.
 
 NamedZombies makes real dying memcgs under a private parent of the memory hierarchy (v1 memory,
 or v2's root with +memory), each charged a known amount of page cache, with distinctive names:

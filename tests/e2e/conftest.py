@@ -138,7 +138,7 @@ CHECK = {
     "test_report.py::test_json_report_is_the_same_document": "node/, view/: the report",
     "test_metrics.py::test_textfile_passes_promtool_and_is_atomic": "agent/: metrics",
     "test_bad_inputs.py::test_bad_input[run-heartbeat-garbage]": "hostile run files",
-    "test_kube_agent.py::test_conditions_set_flip_keep_transition_time":
+    "test_kube_api.py::test_conditions_set_flip_keep_transition_time":
         "kube/, condition/, agent/: conditions on the real server",
     "test_remediator.py::test_whole_cycle_as_the_chart_runs_it_gets_no_403":
         "remediator/: a whole cycle as the chart's ServiceAccount",
@@ -169,9 +169,9 @@ NO_ASAN = {
     "test_state_crash.py": "SIGKILL during state writes: as test_agent_crash.py; the state "
                            "readers run under ASan in test_bad_inputs_state and test_memcg",
     "test_lease_race.py": "twenty agents race for Leases: the same Lease answers the ASan "
-                          "remediation tests parse (test_kube_agent's race, test_remediator)",
+                          "remediation tests parse (test_kube_api's race, test_remediator)",
     "test_drain_real.py": "our drain beside kubectl drain: the drain's API answers run under "
-                          "ASan in test_kube_agent (drain, PDB) and test_guards",
+                          "ASan in test_kube_api (drain, PDB) and test_guards",
     "test_census_v2.py": "a pure cgroup v2 VM guest: the v2 parsers run under ASan in the unit "
                          "tests on v2 fixture trees and in the fuzzers",
     "test_reclaim_v2.py": "as test_census_v2.py: the v2 reclaim plan is pure and unit-tested "
@@ -191,14 +191,14 @@ NO_ASAN = {
 # tests/tools/stages.py), and their host tests must not overlap. The rest of both runs against
 # fixture trees and a control plane of each session's own, and overlaps freely.
 HOST = {
-    "test_agent_kube.py", "test_bad_inputs.py", "test_bad_inputs_state.py", "test_census.py",
+    "test_remediation_chain.py", "test_bad_inputs.py", "test_bad_inputs_state.py", "test_census.py",
     "test_census_v2.py", "test_cpu.py", "test_ena.py", "test_explain.py", "test_history_tiers.py",
     "test_image.py", "test_kmsg.py", "test_leaker_named.py", "test_memcg.py",
     "test_memcg_where.py", "test_metrics.py", "test_midburst.py", "test_npd_kernel_monitor.py",
     "test_npd_real.py", "test_privilege_chart.py", "test_privileges.py", "test_profile.py",
     "test_reclaim.py", "test_reclaim_v2.py", "test_report.py", "test_svg_chromium.py",
     "test_systemd_hints.py", "test_top.py", "test_valgrind.py", "test_hardening.py",
-    "test_bad_inputs_r3.py", "test_state_crash.py", "test_agent_crash.py", "test_fresh_run.py",
+    "test_bad_inputs_bounds.py", "test_state_crash.py", "test_agent_crash.py", "test_fresh_run.py",
     "test_flame_page.py",
 }
 HOST_LOCK = ("/run/lock" if os.path.isdir("/run/lock") else "/tmp") + "/cpuzombie-e2e-host.lock"

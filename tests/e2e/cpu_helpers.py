@@ -11,10 +11,11 @@ core stays free for everything else (the tests that burn need 2 CPUs); the sysct
 afterwards.
 """
 import contextlib
-import signal
 import socket
 import subprocess
 import time
+
+from proc_helpers import stop
 
 RT_RUNTIME = "/proc/sys/kernel/sched_rt_runtime_us"
 
@@ -83,12 +84,7 @@ def _burning(cpu, prog=DD):
     try:
         yield p
     finally:
-        p.send_signal(signal.SIGTERM)
-        try:
-            p.wait(timeout=5)
-        except subprocess.TimeoutExpired:
-            p.kill()
-            p.wait()
+        stop(p, 5)
         if saved is not None:
             with open(RT_RUNTIME, "w") as f:
                 f.write(saved)

@@ -15,7 +15,7 @@ GUARD_PATH = "/apis/coordination.k8s.io/v1/namespaces/%s/leases/%s" % (kh.LEASE_
 PAUSE_CM = "cpuzombie-pause"
 PAUSE_PATH = "/api/v1/namespaces/%s/configmaps/%s" % (kh.LEASE_NS, PAUSE_CM)
 TRIPPED = "cpuzombie.io/breaker-tripped"
-# README's reset command, word for word (kubectl -n <lease_namespace> ...)
+# docs/remediation.md's reset command, word for word (kubectl -n <lease_namespace> ...)
 RESET = ["-n", kh.LEASE_NS, "annotate", "lease", GUARD, TRIPPED + "-"]
 GUARD_VALUES = kh.CHART_VALUES + ("--set", "config.remediation.breaker_max=1")
 

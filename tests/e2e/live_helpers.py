@@ -1,4 +1,4 @@
-"""Helpers for the tests of the incident as it happens (issue 27): an agent on a private run
+"""Helpers for the tests of the incident as it happens: an agent on a private run
 dir and the commands a person runs in the middle of a real burst."""
 import os
 import re
@@ -8,7 +8,7 @@ import sys
 import time
 
 from test_cpu import nic_irqs_for_cpu  # noqa: F401  (the machine's own NIC IRQs of a core)
-from test_profile import ZERO_PATH, cz, start_agent, stop  # noqa: F401
+from test_profile import ZERO_PATH, cz, start_agent  # noqa: F401
 
 
 def run_dirs(run_dir, state):

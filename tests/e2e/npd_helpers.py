@@ -19,6 +19,8 @@ import urllib.request
 
 import pytest
 
+from proc_helpers import stop
+
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 NPD_CONFIGS = ("cpuzombie-memcg", "cpuzombie-cpu", "cpuzombie-ena", "cpuzombie-ena-allowance")
 # The NPD versions the tests run: the old one first, then the current one (the chart's).
@@ -236,13 +238,8 @@ class Npd:
             os.kill(self.proc.pid, signal.SIGCONT)
 
     def stop(self):
-        if self.proc and self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
+        if self.proc:
+            stop(self.proc, 15)
 
 
 def wait_condition(kube, node, ctype, pred, timeout=90):

@@ -14,6 +14,8 @@ import time
 
 import yaml
 
+from proc_helpers import stop
+
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 CONF = os.path.join(ROOT, "tests", "tools", "podman", "containers.conf")
 
@@ -268,9 +270,8 @@ def bus_manager(workdir):
 
         def __exit__(self, *exc):
             super().__exit__(*exc)
-            if getattr(self, "dbus", None) and self.dbus.poll() is None:
-                self.dbus.terminate()
-                self.dbus.wait(timeout=10)
+            if getattr(self, "dbus", None):
+                stop(self.dbus, 10, strict=True)
             if getattr(self, "dbus_log", None):
                 self.dbus_log.close()
             return False

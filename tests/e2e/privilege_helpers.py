@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: MIT
-"""Helpers for the least-privilege tests (issue 29): the real server's refusal with its audit
+"""Helpers for the least-privilege tests: the real server's refusal with its audit
 record (test_remediator.refused, one copy), a node's state as far as a refused write could have
 changed it, and the rendered chart's host access per container (test_privilege_chart.py)."""
 

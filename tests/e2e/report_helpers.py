@@ -1,4 +1,4 @@
-"""Helpers of the report/systemd/metrics end-to-end tests (issue 7).
+"""Helpers of the report/systemd/metrics end-to-end tests.
 
 UserManager: a real `systemd --user` manager started in a private mount namespace (`unshare -m`)
 with a tmpfs over /run/systemd holding an empty `system` directory (the manager refuses to start
@@ -9,9 +9,10 @@ systemd.bus is pointed at. Stopped by PID (SIGTERM, then SIGKILL), directories r
 """
 import os
 import shutil
-import signal
 import subprocess
 import time
+
+from proc_helpers import stop
 
 SYSTEMD = next((p for p in ("/lib/systemd/systemd", "/usr/lib/systemd/systemd")
                 if os.access(p, os.X_OK)), None)
@@ -71,14 +72,9 @@ class UserManager:
             time.sleep(0.1)
 
     def __exit__(self, *exc):
-        if self.proc and self.proc.poll() is None:
+        if self.proc:
             # unshare exec'd sh exec'd the manager: this PID is systemd --user itself
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(timeout=10)
+            stop(self.proc, 10)
         if getattr(self, "log", None):
             self.log.close()
         shutil.rmtree(self.dir, ignore_errors=True)

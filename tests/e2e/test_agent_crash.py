@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: MIT
-"""Crash-safe state of the agent and of check ena (issue 9, item 4).
+"""Crash-safe state of the agent and of check ena.
 
 The agent is SIGKILLed at random moments while a pinned on/off load makes it record a burst every
 ~0.6 s (burst log), rewrite its heartbeat and flush its history ring. After every kill:

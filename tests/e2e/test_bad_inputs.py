@@ -1,8 +1,8 @@
 # SPDX-License-Identifier: MIT
-"""The bad-input catalogue (issue 9): one table of bad inputs across configuration, host files,
+"""The bad-input catalogue: one table of bad inputs across configuration, host files,
 `ethtool -S` texts, Kubernetes API answers and command lines, each with its documented outcome.
 
-Outcomes (DESIGN.md, "The NPD plugin protocol"):
+Outcomes (docs/design.md, "The NPD plugin protocol"):
   * a check or a one-shot command: exit 2 (Unknown), one line on stdout naming what was wrong
     (the file, key or option) - or, where the input is optional, the normal verdict without it;
   * never exit 1 (a false problem can trigger remediation), never a signal, never a sanitizer
@@ -28,6 +28,7 @@ import pytest
 
 import hardening_helpers as hh
 import kube_helpers as kh
+from proc_helpers import stop, stop_all
 
 MEMCG = os.path.join(hh.FIXTURES, "memcg", "this-vm-hybrid")
 ENA = os.path.join(hh.FIXTURES, "ena")
@@ -381,10 +382,10 @@ def fifo_writer(p, data):
     return p
 
 
-# -- issue 16: hostile input, second round ------------------------------------------------------
-# Each of these failed on main before issue 16 (the config shapes took 5 s to past 60 s there,
-# or were refused without naming a limit; the names below were skipped or refused; bytes reached
-# outputs raw; signals killed the agent; failed writes exited 0).
+# -- hostile input: config shapes, odd names, raw bytes, signals, failed writes ------------------
+# Config shapes are refused at once naming the limit they pass; odd names are read, never skipped
+# or refused; outside bytes reach no output raw; signals without a meaning leave the agent
+# running; a failed write is exit 2.
 
 MIB = 1 << 20
 
@@ -668,12 +669,6 @@ def heartbeat_time(run):
     return 0
 
 
-def stop_agent(p):
-    p.send_signal(15)
-    out, err = p.communicate(timeout=20)
-    return p.returncode, err
-
-
 def test_agent_survives_bad_host_and_run_files(tmp_path):
     """Corrupt run-dir files at start, then /proc/stat turning to garbage, binary, empty and
     truncated under a running agent: it logs, skips those samples, and samples again once the
@@ -701,7 +696,7 @@ def test_agent_survives_bad_host_and_run_files(tmp_path):
         time.sleep(2.5)     # HISTORY_HEARTBEAT_MS = 2 s
         assert heartbeat_time(run) > t1, "sampling did not resume"
     finally:
-        rc, err = stop_agent(p)
+        rc, _, err = stop(p, 20, strict=True, communicate=True)
     err = err.decode(errors="replace")
     hh.assert_no_sanitizer(err)
     assert rc == 0, err
@@ -732,7 +727,7 @@ def test_agent_survives_bad_api_answers(certs, tmp_path):
             assert p.poll() is None, p.communicate()
             assert heartbeat_time(run) > 0
         finally:
-            rc, err = stop_agent(p)
+            rc, _, err = stop(p, 20, strict=True, communicate=True)
     finally:
         srv.stop()
     err = err.decode(errors="replace")
@@ -744,7 +739,7 @@ def test_agent_survives_bad_api_answers(certs, tmp_path):
         assert b'"unschedulable":true' not in body.replace(b" ", b""), srv.requests
 
 
-# -- issue 16: outputs, signals and write errors (bytes, not text: strict UTF-8 is the point) ----
+# -- outputs, signals and write errors (bytes, not text: strict UTF-8 is the point) ------------
 
 def runb(args, timeout=60, env=None, prefix=(), **kw):
     """Like hh.run, but stdout and stderr stay bytes."""
@@ -851,13 +846,7 @@ class Agent:
         wait_for(lambda: heartbeat_field(self.run, "time_ms") != t, what="a newer heartbeat")
 
     def stop(self):
-        if self.p.poll() is None:
-            self.p.send_signal(15)
-        try:
-            rc = self.p.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            self.p.kill()
-            rc = self.p.wait()
+        rc = stop(self.p, 20, log=self.errpath)
         self.err.close()
         hh.assert_no_sanitizer(self.log().decode(errors="replace"))
         return rc
@@ -1093,10 +1082,7 @@ def hostile_burst(tmp_path_factory):
                 try:
                     time.sleep(5)
                 finally:
-                    for p in ps:
-                        p.terminate()
-                    for p in ps:
-                        p.wait(timeout=10)
+                    stop_all(ps, 10, strict=True)
                     if saved is not None:
                         open(ch.RT_RUNTIME, "w").write(saved)
             time.sleep(1.5)   # the burst ends at the next sample and is logged

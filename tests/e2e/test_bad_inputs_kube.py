@@ -1,6 +1,5 @@
 # SPDX-License-Identifier: MIT
-"""Bad-input catalogue, the credential side (issue 16, findings 7 and 8), against the API server
-real control plane
+"""Bad-input catalogue, the credential side, against the real control plane
 (tests/tools/kube, through the test's fault proxy), as the chart's agent ServiceAccount with a
 token bound to its pod on the node:
 
@@ -13,7 +12,6 @@ token bound to its pod on the node:
   status.token, the in-cluster service-account token; no request carries it.
 """
 import os
-import signal
 import socket
 import subprocess
 import time
@@ -21,6 +19,7 @@ import time
 import pytest
 
 import kube_helpers as kh
+from proc_helpers import stop
 
 BIN = os.environ.get("CZ_BIN", os.path.join(kh.ROOT, "build", "cpuzombie"))
 READY = {"type": "Ready", "status": "True", "reason": "KubeletReady", "message": "ok",
@@ -127,8 +126,7 @@ def test_exec_plugin_starts_clean_from_the_running_agent(kube, tmp_path):
             assert time.monotonic() < deadline, "the agent never ran the plugin"
             time.sleep(0.1)
     finally:
-        p.send_signal(signal.SIGTERM)
-        out, err = p.communicate(timeout=30)
+        _, out, err = stop(p, 30, strict=True, communicate=True)
         leak.close()
         os.close(r)
         os.close(w)

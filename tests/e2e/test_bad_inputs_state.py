@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: MIT
-"""Bad-input catalogue, the state store's part (issue 16, items 2 and 6).
+"""Bad-input catalogue, the state store's part.
 
 A FIFO, socket or symlink at the name of a state, run or lock file never blocks a reader or a
 writer and never stops the sampler: a writer moves it aside ("<name>.corrupt"), says so on
@@ -18,6 +18,7 @@ import pytest
 
 from conftest import FIXTURES
 from cpu_helpers import burn
+from proc_helpers import stop
 
 MEMCG_TREE = os.path.join(FIXTURES, "memcg", "v1-zombies")
 TREE = ["--proc-root", MEMCG_TREE + "/proc", "--sys-root", MEMCG_TREE + "/sys"]
@@ -159,15 +160,7 @@ def burst_recorded(base, attempts=3):
     return c
 
 
-def stop_agent(agent):
-    agent.terminate()
-    try:
-        _, err = agent.communicate(timeout=15)
-    except subprocess.TimeoutExpired:
-        agent.kill()
-        _, err = agent.communicate()
-        pytest.fail("agent did not stop on SIGTERM (blocked?)")
-    return err
+BLOCKED = "agent did not stop on SIGTERM (blocked?)"
 
 
 @needs_root
@@ -187,7 +180,7 @@ def test_fifo_run_files_do_not_block_the_sampler_nor_lose_a_burst(cz_bin, tmp_pa
         assert c.returncode == 1, c      # the burst was recorded, not lost
         assert "inline" not in c.stdout, c.stdout
     finally:
-        err = stop_agent(agent)
+        _, _, err = stop(agent, 15, communicate=True, fail=BLOCKED)
     for name in ("cpu-bursts", "cpu-heartbeat", "cpu-history"):
         assert is_regular(os.path.join(run_dir, name)), name
     assert kind(os.path.join(run_dir, "cpu-bursts.corrupt")) == "fifo"
@@ -269,7 +262,7 @@ def snapshot(tmp):
 
 def test_report_writes_no_state(cz_bin, tmp_path):
     """`report` runs the checks to show their verdicts but creates no state dir, no lock, no
-    state file (README: it writes only the --svg file)."""
+    state file (docs/privileges.md: it writes only the --svg file)."""
     tmp = str(tmp_path)
     p = run(cz_bin, tmp, *TREE, "report", "--json",
             config="cpu:\n  inline_window: 0s\nmemcg:\n  latency_canary: 1s\n")
@@ -331,4 +324,4 @@ def test_read_only_run_dir_with_a_real_burst(cz_bin, tmp_path):
         # its files aside: they change mtimes, never add names)
         assert set(after) == set(before), set(after) ^ set(before)
     finally:
-        stop_agent(agent)
+        stop(agent, 15, communicate=True, fail=BLOCKED)

@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: MIT
-"""The zombie census on the real kernel (issue 18): real dying memcgs with distinctive names
+"""The zombie census on the real kernel: real dying memcgs with distinctive names
 (NamedZombies: one level and two levels down a private parent, each charged a known amount of
 page cache) are listed by the agent's BPF census under their former names, grouped by pattern
 and by parent, with the bytes they still pin; `check memcg` then names the group they came from
@@ -18,6 +18,7 @@ import pytest
 from census_helpers import NamedZombies, parse_census
 from conftest import reachable_tmp, needs_root
 from memcg_helpers import memory_v1_root, v1_counts
+from proc_helpers import stop
 
 pytestmark = [needs_root]
 
@@ -123,7 +124,7 @@ def test_census_lists_real_zombies_by_name_with_pinned_bytes(czb, tmp_path):
 
 
 def test_check_memcg_names_the_group_from_the_census(czb, tmp_path):
-    """The issue's "Done when": v1 memory hierarchy only, memcg.systemd_hints off. The check
+    """The census's own case: v1 memory hierarchy only, memcg.systemd_hints off. The check
     names the census's biggest group; other checkouts' tests on this shared box make dying
     memcgs of their own (2000 at a time), so the test makes more than the node holds."""
     if memory_v1_root() is None:
@@ -240,8 +241,7 @@ def start_quiet_agent(cz, tmp_path):
             time.sleep(0.2)
         if memcg_status(prom) == 0:
             return agent
-        agent.terminate()
-        agent.wait(timeout=30)
+        stop(agent, 30, strict=True)
     pytest.skip("the node's dying memcgs kept crossing the threshold as the agent started "
                 "(other tests making thousands): no False -> True transition to observe")
 
@@ -270,8 +270,7 @@ def test_census_runs_at_once_when_the_leak_turns_true(czb, tmp_path):
             assert ("g", z.name + "/ga-*") in g or t1 < made_ms, (text, made_ms)
             assert g.get(("g", z.name + "/ga-*"), (z.flat,))[0] == z.flat, text
     finally:
-        agent.terminate()
-        agent.wait(timeout=30)
+        stop(agent, 30, strict=True)
 
 
 def test_report_by_hand_counts_the_census_itself(czb, tmp_path):

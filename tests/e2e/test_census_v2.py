@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: MIT
-"""The zombie census on pure cgroup v2, with a real kernel (issue 18: "works on cgroup v1, hybrid
-and v2"). This host is hybrid (memory on v1), so the test boots Debian's own kernel package
+"""The zombie census on pure cgroup v2, with a real kernel (it works on cgroup v1, hybrid and
+v2). This host is hybrid (memory on v1), so the test boots Debian's own kernel package
 (linux-image-amd64's dependency, fetched with apt-get download, never installed) in qemu --
 KVM, else TCG -- with cgroup_no_v1=all and an initramfs of busybox, the binary under test and
 its libraries (tests/tools/vm/census-v2-vm.sh). The guest's /init (census-v2-init.sh) mounts

@@ -288,7 +288,7 @@ def hook_objects(ns):
         assert ann["helm.sh/hook"] == "pre-delete,post-delete", o["kind"]
         assert ann["helm.sh/hook-delete-policy"] == "before-hook-creation,hook-succeeded"
     kinds = sorted(o["kind"] for o in hook)
-    # lease_namespace "" is the release namespace (issue 29): one Role, one RoleBinding there
+    # lease_namespace "" is the release namespace: one Role, one RoleBinding there
     assert kinds == ["ClusterRole", "ClusterRoleBinding", "ConfigMap", "Job", "Role",
                      "RoleBinding", "ServiceAccount"], kinds
     for o in hook:

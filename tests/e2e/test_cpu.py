@@ -5,7 +5,6 @@ import glob
 import os
 import re
 import shutil
-import signal
 import struct
 import subprocess
 import time
@@ -13,6 +12,7 @@ import time
 import pytest
 
 from cpu_helpers import burn, burning
+from proc_helpers import stop
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="needs root: reads other users' "
@@ -112,9 +112,7 @@ def agent(tmp_path):
         assert time.time() < deadline, "agent wrote no heartbeat"
         time.sleep(0.05)
     yield p, run_dir
-    if p.poll() is None:
-        p.send_signal(signal.SIGTERM)
-        p.wait(timeout=10)
+    stop(p, 10, strict=True)
 
 
 MPSTAT_TRIES = 3      # measurements at most, when a busy machine gives too few steady seconds
@@ -209,8 +207,7 @@ def test_no_load_is_ok_and_agent_exits_cleanly(agent):
     rc, line, err = run_check(run_dir)
     assert rc == 0, (line, err)
     assert line.startswith("no core >= 90% sys for >= 2.0s in 10m"), line
-    p.send_signal(signal.SIGTERM)
-    assert p.wait(timeout=10) == 0
+    assert stop(p, 10, strict=True) == 0
     hb = open(run_dir / "cpu-heartbeat").read()
     assert "\nstopped 1\n" in hb, hb
     # a stopped agent is not trusted: the check samples inline and says so

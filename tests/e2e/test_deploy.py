@@ -181,9 +181,9 @@ def test_pod_host_access_and_privileges(rendered):
         assert spec["priorityClassName"] == "system-node-critical"
         assert {"operator": "Exists"} in spec["tolerations"]
         hostpaths = {x["name"]: x["hostPath"]["path"] for x in spec["volumes"] if "hostPath" in x}
-        # no D-Bus socket by default (issue 29 item 1: root on the system bus runs any command
-        # on the host); the kubelet's pod log directories, read-only, for pod names (item 7)
-        # /sys in the subtrees read only (issue 29: test_privilege_chart.py per feature)
+        # no D-Bus socket by default (root on the system bus runs any command on the host);
+        # the kubelet's pod log directories, read-only, for pod names
+        # /sys in the subtrees read only (test_privilege_chart.py per feature)
         assert hostpaths == {"host-proc": "/proc", "host-sys-fs-cgroup": "/sys/fs/cgroup",
                              "host-sys-class-net": "/sys/class/net",
                              "host-sys-devices": "/sys/devices", "state": "/var/lib/cpuzombie",
@@ -195,8 +195,8 @@ def test_pod_host_access_and_privileges(rendered):
             assert sc["privileged"] is False and sc["allowPrivilegeEscalation"] is False
             assert sc["readOnlyRootFilesystem"] is True
             assert sc["capabilities"]["drop"] == ["ALL"]
-            # no capability by default, but the two the agent's burst profiles need (issue 14:
-            # agent.profileBursts, default true): exactly those, to the agent only
+            # no capability by default, but the two the agent's burst profiles need
+            # (agent.profileBursts, default true): exactly those, to the agent only
             want = ["PERFMON", "SYSLOG"] if c["name"] == "agent" else None
             assert sc["capabilities"].get("add") == want, (v, c["name"])
             mounts = {m["mountPath"]: m for m in c["volumeMounts"]}
@@ -229,7 +229,7 @@ def test_pod_host_access_and_privileges(rendered):
     spec = pod_spec(objs)
     assert "add" not in container(spec, "agent")["securityContext"]["capabilities"]
     assert yaml.safe_load(rendered_config(objs))["cpu"]["profile"] is False
-    # the zombie census (issue 18): off by default (no census in the config), on it adds
+    # the zombie census: off by default (no census in the config), on it adds
     # exactly CAP_BPF and CAP_PERFMON (measured), to the agent only, once each
     assert yaml.safe_load(rendered_config(objs))["memcg"]["census_interval"] == "0"
     _, objs = render("default", ["--set", "agent.zombieCensus=true",
@@ -246,8 +246,8 @@ def test_pod_host_access_and_privileges(rendered):
 
 @pytest.mark.parametrize("how", ["drop_caches", "memory.reclaim"])
 def test_reclaim_mounts_exactly_what_it_writes(how, cz, tmp_path):
-    """config.remediation.reclaim (issue 18): the agent container, and only it, gets the host's
-    /proc/sys/vm/drop_caches writable, that one file (issue 29 item 3; memory.reclaim: also
+    """config.remediation.reclaim: the agent container, and only it, gets the host's
+    /proc/sys/vm/drop_caches writable, that one file (memory.reclaim: also
     /sys/fs/cgroup), and no capability (uid 0 is what the kernel asks for: test_reclaim.py
     measures it); the rendered config is accepted."""
     _, objs = render("default", ["--set", "config.remediation.reclaim=" + how])
@@ -373,8 +373,8 @@ def test_npd_rules_point_where_the_init_container_puts_the_binary(rendered):
     spec = pod_spec(rendered["default"])
     init = container(spec, "install-plugin")
     npd = container(spec, "node-problem-detector")
-    # init copies the image's /opt/cpuzombie/bin/cpuzombie into the "plugin" volume (issue 29:
-    # the agent's install-plugin, as the image ships no cp) ...
+    # init copies the image's /opt/cpuzombie/bin/cpuzombie into the "plugin" volume (the
+    # agent's install-plugin, as the image ships no cp) ...
     assert init["command"] == ["/usr/local/bin/cpuzombie", "install-plugin", "/plugin"]
     assert {m["name"]: m["mountPath"] for m in init["volumeMounts"]} == {"plugin": "/plugin"}
     # ... which NPD's container mounts back at /opt/cpuzombie
@@ -528,7 +528,7 @@ def test_npd_rules_run_in_the_pod_layout(cz_bin, rendered, tmp_path):
 # --- RBAC --------------------------------------------------------------------------------------
 
 # Every API call the pods make, as read in plugin/kube/event.c, agent/kube_agent.c (the node
-# agent; agent/pods_publish.c makes none since issue 29 item 7), remediator/remediate.c (the executor of the remediation
+# agent; agent/pods_publish.c makes none), remediator/remediate.c (the executor of the remediation
 # plan), remediator/remediator.c (its leader Lease) and kube/fleet_fetch.c (the remediator's
 # node and Lease lists; also `cpuzombie fleet`, with the user's own credentials); kube.c is only
 # the transport:
@@ -661,7 +661,7 @@ def test_rbac_is_exactly_what_the_code_and_npd_call(rendered):
         assert _grants(objs, "cpuzombie-events") == NPD_EVENTS | need("events")
     assert _grants(s, "cpuzombie-events") == need("events") == {("", "events", "create")}
     # the node agent's ServiceAccount holds the conditions and events roles and nothing else:
-    # no nodes list/patch, no eviction, no pod at all (not even list: issue 29 item 7), no
+    # no nodes list/patch, no eviction, no pod at all (not even list), no
     # Lease, no events update, no Events outside "default"
     for objs in (d, r, s):
         assert _bound(objs, "cpuzombie") == {"cpuzombie-conditions", "cpuzombie-events"}
@@ -684,7 +684,7 @@ def test_rbac_is_exactly_what_the_code_and_npd_call(rendered):
     assert one(r, "Role", "cpuzombie-remediator-events")["metadata"]["namespace"] == "default"
     assert _grants(r, "cpuzombie-budget") == need("budget")
     assert _grants(r, "cpuzombie-remediator-leader") == need("leader")
-    # lease_namespace "": the release namespace (#29: no grant in kube-system)
+    # lease_namespace "": the release namespace (no grant in kube-system)
     assert one(r, "Role", "cpuzombie-budget")["metadata"]["namespace"] == "cpuzombie"
     assert not [o for o in r if o["kind"] in ("Role", "RoleBinding")
                 and o["metadata"]["namespace"] == "kube-system"]
@@ -853,7 +853,7 @@ SAMPLES = [
           old=OLD), True),                                           # not us: not matched
     (_req("UPDATE", "nodes", "n1", "n1", obj=_node(("Ready", "MemcgZombieLeak")), old=OLD, extra={
         "authentication.kubernetes.io/node-name": ["n1", "n2"]}), False),
-    # on its own node, anything but cpuzombie's conditions (issue 29 item 6)
+    # on its own node, anything but cpuzombie's conditions
     (_req("UPDATE", "nodes", "n1", "n1", obj=_node(spec={"unschedulable": True}), old=OLD),
      False),                                                         # cordon itself
     (_req("UPDATE", "nodes", "n1", "n1", obj=_node((("Ready", "False"),)), old=OLD), False),
@@ -972,7 +972,7 @@ LEASE_SAMPLES = [
     (_lreq("CREATE", "cpuzombie", "cpuzombie-slot-"), False),
     (_lreq("CREATE", "cpuzombie", "cpuzombie-slot-0x"), False),
     (_lreq("CREATE", "kube-system", "cpuzombie-remediator"), False),   # wrong namespace
-    (_lreq("CREATE", "kube-system", "cpuzombie-slot-0"), False),       # wrong namespace (#29)
+    (_lreq("CREATE", "kube-system", "cpuzombie-slot-0"), False),       # wrong namespace
     (_lreq("CREATE", "kube-node-lease", "n1"), False),
     (_lreq("CREATE", "kube-system", "kube-scheduler", user=SA), True),  # not matched here
 ]
@@ -1120,8 +1120,8 @@ def test_image_recipe_uses_what_exists():
     stages = re.findall(r"^FROM (\S+)", df, re.M)
     # the compiler's stage, the staging stage on the runtime base, the image FROM scratch
     assert stages == ["${BUILD_BASE}", "${RUNTIME_BASE}", "scratch"]
-    # the bases, by tag unless a digest is passed (issue 29: the local debootstrap bases have
-    # none), recorded in the OCI labels
+    # the bases, by tag unless a digest is passed (the local debootstrap bases have none),
+    # recorded in the OCI labels
     assert re.findall(r"^ARG (BUILD_BASE|RUNTIME_BASE)=(\S+)$", df, re.M) == [
         ("BUILD_BASE", "debian:bookworm"), ("RUNTIME_BASE", "debian:bookworm-slim")]
     for label in ("title", "version", "licenses", "base.name", "description"):
@@ -1139,6 +1139,6 @@ def test_image_recipe_uses_what_exists():
         assert glob.glob(os.path.join(ROOT, src.rstrip("*").rstrip("/")) + "*"), src
     assert "make -j" in df and "libcurl4 libsystemd0" in df
     assert "COPY --from=build /src/build/cpuzombie /usr/local/bin/cpuzombie" in df
-    # the init container's copy is that agent's install-plugin (issue 29): no cp, nor its
+    # the init container's copy is that agent's install-plugin: no cp, nor its
     # libraries, in the image, and rootfs.sh runs the copy as the chart does before it ships
     assert "/usr/bin/cp" not in rootfs and "install-plugin" in rootfs

@@ -115,7 +115,7 @@ def test_garbage_and_huge_input_bounded(cz, tmp_path):
     junk = tmp_path / "junk.bin"
     raw = bytes(rnd.getrandbits(8) for _ in range(1 << 20))
     junk.write_bytes(raw)
-    # random bytes hold NULs: not text at all, unreadable input (issue 24: exit 2 naming the line)
+    # random bytes hold NULs: not text at all, unreadable input (exit 2 naming the line)
     r = cz("explain", str(junk), check=2)
     assert r.out == "" and re.search(re.escape(str(junk)) + r":\d+: NUL byte", r.err), r.err
     # the same garbage without NULs reads as text that holds no kernel event

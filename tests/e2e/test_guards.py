@@ -136,7 +136,7 @@ def test_breaker_trips_survives_a_restart_and_resets(kube, rem, tmp_path, guard_
            "cpuzombie.io/breaker-tripped-" in r.stdout, r.stdout
     assert any("circuit breaker TRIPPED" in l
                for l in fleet_lines(kube, tmp_path, cfg, "guards=brk"))
-    # the documented reset (README, cpuzombie.yaml.5), by a person
+    # the documented reset (docs/remediation.md, cpuzombie.yaml.5), by a person
     gh.admin_kubectl(kube, tmp_path, *gh.RESET)
     assert gh.TRIPPED not in kube.get(gh.GUARD_PATH)["metadata"].get("annotations", {})
     r = rh.run_once(cfg)

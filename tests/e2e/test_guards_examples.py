@@ -36,7 +36,7 @@ def test_examples_off_by_default_and_select_our_conditions():
     kinds = {d["kind"] for d in render()}
     assert not kinds & set(MODULES)
     objs = {d["kind"]: d for d in render(*ON) if d["kind"] in MODULES}
-    # the conditions remediation acts on: by default the node-intrinsic ones (#29: any tenant's
+    # the conditions remediation acts on: by default the node-intrinsic ones (any tenant's
     # busy loop can make CPUCoreSaturation True, so it drains nothing unless a values file says)
     ours = ["MemcgZombieLeak", "ENADeviceReset"]
     values = yaml.safe_load(open(os.path.join(dh.CHART, "values.yaml")))

@@ -91,7 +91,7 @@ def test_cet_on_our_objects(cz_bin):
     """Every object we compile carries the x86 IBT+SHSTK property (-fcf-protection). The linked
     binary loses the marking because Debian's static libjson-c.a and libyaml.a are built without
     it (the linker keeps a property only when every input has it); linking them dynamically
-    would restore it at the start-up cost measured in README."""
+    would restore it at the start-up cost measured in docs/cost.md."""
     objs = glob.glob(os.path.join(os.path.dirname(cz_bin), "obj", "*", "*.o"))
     assert objs
     for o in objs:

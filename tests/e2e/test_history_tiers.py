@@ -1,13 +1,13 @@
-"""History that reaches back (issue 14): the agent's per-second and per-minute tiers, and
+"""History that reaches back: the agent's per-second and per-minute tiers, and
 `report --since/--until` drawing a window from the finest tier that covers it."""
 import os
 import re
-import signal
 import subprocess
 import time
 
 import pytest
 
+from proc_helpers import stop
 from report_helpers import write_ring, state_file
 from test_cpu import read_ring
 
@@ -25,8 +25,7 @@ def test_agent_writes_the_tiers(tmp_path):
     try:
         time.sleep(3.6)
     finally:
-        p.send_signal(signal.SIGTERM)
-        p.wait(timeout=10)
+        stop(p, 10, strict=True)
     fine = read_ring(run / "cpu-history")
     sec = read_ring(run / "cpu-history-1s")
     # the fine ring has a sample every 250 ms; the second tier one row per whole second, each

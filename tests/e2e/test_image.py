@@ -99,8 +99,8 @@ def chart(helm, *sets, bus=False, json_sets=()):
     for s in json_sets:	# numbers that are not integers (--set would make them strings)
         args += ["--set-json", s]
     if bus:
-        # the bus socket is opt-in (agent.systemdBus, off by default since issue 29: root on the
-        # system bus can run any command on the host); a test with a manager of its own asks
+        # the bus socket is opt-in (agent.systemdBus, off by default: root on the system bus
+        # can run any command on the host); a test with a manager of its own asks
         args += ["--set", "agent.systemdBus=true"]
     for s in sets:
         args += ["--set", s]
@@ -419,13 +419,13 @@ def run_pod(helm, npd_image, kube, kc, tmp_path, mgr):
         pod.stop()
 
 
-# -- what the image holds (issue 29: a final stage with only what the binaries need) -----------
+# -- what the image holds: a final stage with only what the binaries need ----------------------
 
 # Every path of the image outside the library directories, as manifests/image/rootfs.sh makes
 # them: "f" a regular file, "l" a symlink (its target), "d" a directory.
 TOP_LEVEL = {"etc", "lib", "lib64", "opt", "usr"}
 LIBDIRS = ("usr/lib/x86_64-linux-gnu/", "usr/lib64/")
-PROGRAMS = ("usr/local/bin/cpuzombie",)	# the dynamic one: its closure ships (no cp: issue 29)
+PROGRAMS = ("usr/local/bin/cpuzombie",)	# the dynamic one: its closure ships (no cp)
 SBOM = "usr/share/cpuzombie/sbom.spdx.json"
 OURS = {"usr/local/bin/cpuzombie", "opt/cpuzombie/bin/cpuzombie",
         "usr/share/cpuzombie/cpuzombie.yaml", "etc/passwd", "etc/group", "etc/nsswitch.conf"} | \
@@ -563,7 +563,7 @@ def test_image_holds_only_what_the_binaries_need(image_tree):
 def test_image_runs_as_nobody_without_a_shell(image, image_tree, tmp_path):
     """USER 65534:65534 by default: the file the image's own install-plugin writes into a
     directory of the test's (everyone's, as the chart's emptyDir) is owned by the process's
-    uid and gid, 65534:65534 (the image has no cp or cat to print /proc/self/status, issue 29);
+    uid and gid, 65534:65534 (the image has no cp or cat to print /proc/self/status);
     named in the image's passwd/group; no /bin/sh and no sh on PATH to run."""
     cfg = ph.podman("image", "inspect", "--format", "{{.Config.User}}", image).stdout.strip()
     assert cfg == "65534:65534"
@@ -653,7 +653,7 @@ def test_sbom_lists_exactly_the_images_files_and_their_packages(image, image_tre
         assert p["versionInfo"] == ver and p["supplier"] == "Organization: Debian", p
         assert p["externalRefs"][0]["referenceLocator"] == "pkg:deb/debian/%s@%s?arch=%s" % (
             p["name"], ver.replace("+", "%2B"), arch), p
-    # how many packages the final stage had before issue 29 (debian:bookworm-slim + four)
+    # how many packages the staging stage has (debian:bookworm-slim + four), for the summary
     base = ph.podman("run", "--rm", "--pull=never", "--entrypoint", "dpkg-query", staging,
                      "-W", "-f", "${Package}\\n").stdout.split()
     print("SBOM: %d files from %d Debian packages + cpuzombie (the staging stage has %d "

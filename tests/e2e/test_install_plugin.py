@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: MIT
 """`cpuzombie install-plugin DEST_DIR [--from FILE]`: the chart's init container's copy of the
-static check binary into the volume NPD's container mounts (issue 29: the image has no cp).
+static check binary into the volume NPD's container mounts (the image has no cp).
 Copies byte-identical at mode 0755 whatever the umask, atomically (no temporary file left, on
 success or failure), never through a symlink, refuses what is not a directory, exits 2 with one
 line on any failure, and is idempotent. The uid-65534 cases run the binary as the chart's init

@@ -5,13 +5,13 @@ number, into the run dir's kernel-event log that `check ena` reads. A FIFO stand
 records nothing."""
 import json
 import os
-import signal
 import subprocess
 import time
 
 import pytest
 
 from conftest import is_root
+from proc_helpers import stop
 
 
 def mono_us():
@@ -43,11 +43,6 @@ def start_agent(cz_bin, tmp_path, kmsg):
            str(tmp_path / "state"), "agent"]
     err = open(tmp_path / "agent.err", "w")
     return subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=err), str(run), str(cfg)
-
-
-def stop(p):
-    p.send_signal(signal.SIGTERM)
-    assert p.wait(timeout=20) == 0
 
 
 @pytest.fixture
@@ -109,7 +104,7 @@ def test_fifo_reset_to_check_ena(cz_bin, cz, tmp_path, fifo):
         assert wait_for(lambda: "lost 1\n" in events_file(run))
         os.close(w)
     finally:
-        stop(p)
+        assert stop(p, 20, strict=True) == 0
     # resume: a new agent on the same run dir skips what was read (same seqs fed again)
     p, run, cfg = start_agent(cz_bin, tmp_path, fifo)
     try:
@@ -121,7 +116,7 @@ def test_fifo_reset_to_check_ena(cz_bin, cz, tmp_path, fifo):
         assert "count ena_tx_lost 1\n" in text and "count ena_reset_trigger 2\n" in text
         os.close(w)
     finally:
-        stop(p)
+        assert stop(p, 20, strict=True) == 0
     r = cz("--config", cfg, "--run-dir", run, "check", "ena", check=1)
     assert r.line.startswith("eth0 2 resets/1h: keep-alive watchdog timeout"), r
     assert r.line.endswith("; kernel log"), r
@@ -133,7 +128,7 @@ def test_missing_kmsg_path_is_not_fatal(cz_bin, tmp_path):
         assert wait_for(lambda: os.path.exists(os.path.join(run, "cpu-heartbeat")))
         assert p.poll() is None
     finally:
-        stop(p)
+        assert stop(p, 20, strict=True) == 0
     assert "Failed to follow the kernel log" in open(tmp_path / "agent.err").read()
 
 
@@ -183,7 +178,7 @@ def test_real_kmsg_user_line_ignored(cz_bin, cz, tmp_path):
             return False
         assert wait_for(read_past, timeout=30), events_file(run)
     finally:
-        stop(p)
+        assert stop(p, 20, strict=True) == 0
     # ... and kept nothing of them
     assert marker not in events_file(run)
     r = cz("--config", cfg, "--run-dir", run, "check", "ena", check=None)

@@ -55,7 +55,7 @@ def test_ok_verdict_names_no_subtree(cz, tmp_path):
 def test_pod_named_from_what_the_agent_published(cz, tmp_path):
     """The agent names this node's pods from the kubelet's pod log directories
     (paths.pod_logs: /var/log/pods/NAMESPACE_NAME_UID, a fixture tree here) and publishes them
-    by UID, with no API server at all (issue 29 item 7: it was a cluster-wide list pods);
+    by UID, with no API server at all (no list pods, on the node or cluster-wide);
     check memcg then names the pod holding the zombies by namespace/name."""
     import shutil
     import uuid

@@ -1,4 +1,4 @@
-"""Mid-burst links (issue 27): while a real burst still runs, `check cpu`, `report`, `report
+"""Mid-burst links: while a real burst still runs, `check cpu`, `report`, `report
 --json` and `report --svg` name the NIC queue the core serves and the kernel function of its
 profile so far, as they do after it, marked as going on.
 
@@ -17,7 +17,8 @@ import pytest
 
 from cpu_helpers import burn_lock, burning_locked
 from live_helpers import (ZERO_PATH, cz_run, heartbeat_active, heartbeat_field, hot_core,
-                          nic_irqs_for_cpu, start_agent, stop)
+                          nic_irqs_for_cpu, start_agent)
+from proc_helpers import stop
 
 needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="needs root: a CPU-wide perf event, "
                                 "kallsyms addresses, IRQ affinities and an RT burner")

@@ -25,6 +25,7 @@ import pytest
 
 import npd_helpers as nh
 from conftest import FIXTURES, ROOT, is_root
+from proc_helpers import stop
 
 CONFIG = os.path.join(ROOT, "config", "npd-log", "cpuzombie-kernel-monitor.json")
 KLOG = os.path.join(FIXTURES, "klog")
@@ -172,9 +173,4 @@ def test_real_npd_loads_it_and_reacts_to_a_line(tmp_path, version):
         assert "cpuzombie-kernel-monitor" in text  # NPD started the monitor with our source
         assert marker in text  # and logged the event it made of our line
     finally:
-        p.terminate()
-        try:
-            p.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            p.kill()
-            p.wait()
+        stop(p, 15)

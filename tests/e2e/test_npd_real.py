@@ -3,7 +3,8 @@
 chart's; built by tests/tools/kube/build.sh), each test once per version, running our shipped
 config/npd/*.json, with only the plugin path and the host roots rewritten, on this host: what
 NPD makes of our OK, problem, Unknown and an over-long message (problem_gauge, problem_counter,
-node conditions, events), checked against ../shared/NPD.md. Its Kubernetes exporter talks to
+node conditions, events), checked against docs/design.md ("The NPD plugin protocol"). Its
+Kubernetes exporter talks to
 the real control plane (kube-apiserver through the test's fault proxy) as the chart's
 ServiceAccount with a token bound to the agent's pod on a kwok node, never as the admin; the
 chart's admission policy holds it to that node; a real `kubectl describe node` (the admin's
@@ -88,7 +89,8 @@ def check_npd_requests(kube, version):
 
 def test_ok_problem_unknown_as_npd_sees_them(cz_bin, cluster, npd, tmp_path):
     """memcg on a fixture leak (problem), cpu on a missing root (Unknown), ena on this host
-    (OK): conditions, gauges, counters and events as NPD.md says, and kubectl shows them."""
+    (OK): conditions, gauges, counters and events as docs/design.md says, and kubectl shows
+    them."""
     kube, node, kc = cluster
     version = npd[0]
     cfgs = {
@@ -215,7 +217,7 @@ def test_real_dying_memcgs_turn_the_condition_true_then_false(cz_bin, cluster, n
         nh.wait_condition(kube, node, "MemcgZombieLeak", lambda c: c["status"] == "False")
         # made while NPD is paused: a check that ran while they were being made (seen with
         # 1244 of them, over the 1000 threshold already) would set True with that count, and
-        # True -> True with only a new message is no update (NPD.md)
+        # True -> True with only a new message is no update (docs/design.md)
         with contextlib.ExitStack() as made:
             with npd.paused():
                 d = made.enter_context(DyingMemcgs(2000, tmp_path))
@@ -314,7 +316,7 @@ def test_the_charts_npd_command_line_runs_in_cluster(cz_bin, cluster, npd, helm,
     c = chart_npd_container(helm)
     cmd = c["command"] + c.get("args", [])
     assert cmd[0] == "/node-problem-detector", cmd
-    # NODE_NAME, and POD_NAMESPACE (issue 29: the Leases' namespace is the pod's own), both
+    # NODE_NAME, and POD_NAMESPACE (the Leases' namespace is the pod's own), both
     # from the downward API
     assert [(e["name"], e["valueFrom"]["fieldRef"]["fieldPath"]) for e in c["env"]] == \
         [("NODE_NAME", "spec.nodeName"), ("POD_NAMESPACE", "metadata.namespace")], c["env"]

@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: MIT
-"""`cpuzombie own-state UID DIR`: the chart's state-owner init container (issue 29: node
+"""`cpuzombie own-state UID DIR`: the chart's state-owner init container (node
 containers as 65534 when nothing rendered needs root; the image has no chown). It gives DIR
 itself to UID:UID and nothing else: not what is inside, never through a symlink (a symlink at
 DIR's place is refused and its target left as it was), never to root, and refuses what is not

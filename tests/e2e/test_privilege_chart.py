@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: MIT
-"""Least privilege in the chart as rendered (issue 29), read from real `helm template` output:
+"""Least privilege in the chart as rendered, read from real `helm template` output:
 the default rendering mounts no socket that leads to host root and no writable host directory
 outside cpuzombie's own; /proc and /sys are read-only recursively; each container has a token
 only when it calls the API server; hostNetwork only for the ENA checks; NPD's metrics local;
@@ -34,7 +34,7 @@ def rendered():
     return {v: render(v)[1] for v in VARIANTS}
 
 
-# /sys in the subtrees read (issue 29 item 3), each at its place under /host/sys
+# /sys in the subtrees read, each at its place under /host/sys
 SYS_DEFAULT = {"host-sys-fs-cgroup": ("/sys/fs/cgroup", "Directory"),
                "host-sys-class-net": ("/sys/class/net", "Directory"),
                "host-sys-devices": ("/sys/devices", "Directory")}
@@ -161,7 +161,7 @@ def test_tokens_only_where_the_api_is_called(rendered):
 
 
 def test_a_check_npd_does_not_run_owns_no_condition():
-    """npd mode, npd.checks.<x> false (issue 26): NPD no longer sets that condition, so the
+    """npd mode, npd.checks.<x> false: NPD does not set that condition, so the
     agent's config says <x>.condition false and the agent gets its token to remove the type an
     earlier release left on the node (kube_agent.c); the checks NPD runs keep theirs, and with
     every check on the agent has no token."""
@@ -263,7 +263,7 @@ def test_the_init_container_has_nothing_but_its_copy(rendered):
 
 def test_a_cluster_may_run_without_syslog():
     """agent.profileSymbols false: burst profiles with CAP_PERFMON alone (what is lost: kernel
-    symbols unless the host has kptr_restrict=0; README's privilege table)."""
+    symbols unless the host has kptr_restrict=0; docs/privileges.md's table)."""
     spec = pod_spec(render("default", ["--set", "agent.profileSymbols=false"])[1])
     assert container(spec, "agent")["securityContext"]["capabilities"]["add"] == ["PERFMON"]
     spec = pod_spec(render("default")[1])
@@ -329,7 +329,7 @@ def test_checks_read_the_same_through_the_narrowed_sys(cz_bin, tmp_path):
 
 
 NOBODY = 65534
-# each value that needs uid 0 in the node containers (README's privilege table says why)
+# each value that needs uid 0 in the node containers (docs/privileges.md's table says why)
 ROOT_FEATURES = [
     [],                                                   # agent.profileBursts (PERFMON, SYSLOG)
     ["--set", "agent.profileBursts=false", "--set", "agent.zombieCensus=true"],   # BPF, PERFMON

@@ -1,15 +1,12 @@
 # SPDX-License-Identifier: MIT
-"""Least privilege on the real control plane (issue 29, "Done when"), as the chart's
+"""Least privilege on the real control plane, as the chart's
 ServiceAccounts with the chart's RBAC and admission policies as rendered (kube_helpers.
 CHART_VALUES, applied by the session fixture): the node agent's token (bound to its pod on its
 node, as the DaemonSet's projected token is) sets its own node's cpuzombie conditions and
 nothing else: not another condition of its node (Ready), not a status field (capacity,
 addresses), not a label, annotation or taint of it; no pod is listed or read; Events only in
 "default" and never updated. The remediator's token cordons and evicts. Each refusal is the
-real server's (403, its audit record saying RBAC or admission), and the object is unchanged.
-
-Each refusal here was taken (200/201) by the chart before issue 29's remaining items, the
-remediator's cordon and eviction excepted (measured on the chart of main before: see the commit)."""
+real server's (403, its audit record saying RBAC or admission), and the object is unchanged."""
 
 import pytest
 

@@ -1,10 +1,9 @@
 # SPDX-License-Identifier: MIT
-"""Least privilege, measured (issue 9, item 5): each subcommand run as an unprivileged uid
+"""Least privilege, measured: each subcommand run as an unprivileged uid
 (nobody, 65534) with every capability dropped (setpriv: bounding, inheritable and ambient sets),
 adding back only what a feature is shown to need. Each test asserts that the documented minimum
 works and that less fails cleanly - exit 2 with a message naming the file, or a documented
-degradation - never exit 1 and never a crash. The README table (sent to the lead) is these
-results:
+degradation - never exit 1 and never a crash. docs/privileges.md's list is these results:
 
   check memcg      no capability, any uid; reads host /proc and /sys; state dir optional
   check cpu        no capability, any uid (task attribution reads world-readable task stat files);

@@ -1,4 +1,4 @@
-"""Burst profiles, dips and tiered history on the real kernel (issue 14).
+"""Burst profiles, dips and tiered history on the real kernel.
 
 A real one-core system-time burst (dd reading /dev/zero, SCHED_FIFO, serialised machine-wide by
 cpu_helpers' lock) under a real `cpuzombie agent`: the burst's perf profile must name the kernel
@@ -9,7 +9,6 @@ short slices of the burning core makes single samples dip; the burst must stay o
 import json
 import os
 import re
-import signal
 import subprocess
 import sys
 import time
@@ -17,6 +16,7 @@ import time
 import pytest
 
 from cpu_helpers import _cpu_v1_root, burn_lock, burning_locked
+from proc_helpers import stop
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="needs root: a CPU-wide perf event "
@@ -42,16 +42,6 @@ def start_agent(run_dir, config=None, wrap=()):
         assert time.time() < deadline, "agent wrote no heartbeat"
         time.sleep(0.05)
     return p
-
-
-def stop(p):
-    if p.poll() is None:
-        p.send_signal(signal.SIGTERM)
-        try:
-            p.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            p.kill()
-            p.wait()
 
 
 def bursts(run_dir):

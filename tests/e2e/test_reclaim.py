@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: MIT
-"""remediation.reclaim (issue 18): the agent frees the dying memcgs once MemcgZombieLeak has been
+"""remediation.reclaim: the agent frees the dying memcgs once MemcgZombieLeak has been
 True for remediation.for, at most once per reclaim_interval, and says how many went.
 
 On the real kernel: named dying memcgs (NamedZombies, their page cache written back first, as a

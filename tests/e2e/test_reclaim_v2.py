@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: MIT
-"""remediation.reclaim on pure cgroup v2 with a real kernel (issue 18): memory.reclaim of the
+"""remediation.reclaim on pure cgroup v2 with a real kernel: memory.reclaim of the
 subtree holding the zombies, and drop_caches, in Debian's 6.1 kernel under qemu (KVM, else TCG),
 since this host's memory controller is on cgroup v1 (tests/tools/vm/census-v2-vm.sh with the
 guest script reclaim-v2-init.sh).

@@ -58,7 +58,7 @@ def refused(kube, token, user, method, path, body=None, ctype="application/json"
 
 def test_agent_may_report_on_its_own_node(two):
     """What the agent keeps: its own node's status, Events about it, reading nodes. Not pods
-    (issue 29 item 7: their names come from the node's pod log directories): refused."""
+    (their names come from the node's pod log directories): refused."""
     tok = two.agent_token("na")
     st, obj = two.call("PATCH", "/api/v1/nodes/na/status", {"status": {"conditions": [
         {"type": "MemcgZombieLeak", "status": "False", "reason": "ZombieMemcgsNormal",
@@ -204,7 +204,7 @@ def test_whole_cycle_as_the_chart_runs_it_gets_no_403(kube, tmp_path):
     """The agent of n1 reports the condition (its own node: conditions, Event); the remediator
     takes a slot, cordons, drains and, after recovery, uncordons and releases; the agent then
     reports recovery. Nothing either does is refused, by the server's own audit record."""
-    import test_kube_agent as ka
+    import test_kube_api as ka
     kube.add(kh.node_obj("n1"), kh.node_obj("n2"), kh.rs_obj("web"),
              kh.pod_obj("web-1", "n1", owner=("ReplicaSet", "web"), labels={"app": "web"}))
     mark = kube.cp.audit_mark()

@@ -6,7 +6,6 @@ on the right core with its top task and the NIC IRQs that core serves, and a pro
 import json
 import os
 import re
-import signal
 import subprocess
 import time
 
@@ -15,6 +14,7 @@ import pytest
 from cpu_helpers import burn
 
 from memcg_helpers import DyingMemcgs
+from proc_helpers import stop
 from report_helpers import UserManager, can_run_manager
 
 pytestmark = [
@@ -60,8 +60,7 @@ def node(tmp_path_factory, cz_bin):
                 out[name] = subprocess.run(base + ["report"] + args, capture_output=True,
                                            text=True, timeout=60)
         finally:
-            agent.send_signal(signal.SIGTERM)
-            agent.wait(timeout=10)
+            stop(agent, 10, strict=True)
         yield dict(out=out, hot=hot, unit=mgr.unit, svg=(tmp / "heat.svg"))
 
 

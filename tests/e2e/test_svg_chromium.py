@@ -4,7 +4,7 @@ sampler's real file formats), dumps the DOM (count core rows and markers as the 
 them) and takes a screenshot (look at the pixels: the burst outline's blue, the reset line's
 green and the saturated cells' dark red are really drawn).
 
-And the first thing a new user does (issue 17): start a real `cpuzombie agent`, burn one core
+And the first thing a new user does: start a real `cpuzombie agent`, burn one core
 for a few seconds (cpu_helpers: a SCHED_FIFO dd, one burn at a time on the machine), report
 --svg well within the first minute, and look at the screenshot: the overview spans the sampled
 time, so the burst's dark cells take a share of the width in proportion to its length (not a
@@ -13,7 +13,6 @@ sampler's resolution."""
 import os
 import re
 import shutil
-import signal
 import subprocess
 import tempfile
 import time
@@ -21,6 +20,7 @@ import time
 import pytest
 
 import cpu_helpers
+from proc_helpers import stop
 from report_helpers import png_pixels, write_node
 
 CHROMIUM = shutil.which("chromium")
@@ -155,8 +155,7 @@ def test_fresh_agent_burst_is_big_and_zoomed(cz_bin, tmp_path):
                                text=True, timeout=60)
             sampled = time.time() - started
         finally:
-            agent.send_signal(signal.SIGTERM)
-            agent.wait(timeout=10)
+            stop(agent, 10, strict=True)
     assert p.returncode in (0, 1) and svg.exists(), p
     assert sampled < 60, sampled  # the case is a minute-old agent, not a full ring
     text, w, h, rows = screenshot(svg, tmp_path)

@@ -1,4 +1,4 @@
-"""`cpuzombie top` in a real terminal (issue 27): tmux runs it (a server of the test's own,
+"""`cpuzombie top` in a real terminal: tmux runs it (a server of the test's own,
 send-keys, capture-pane) beside a real `cpuzombie agent` and a real one-core system-time burst.
 
 A run becomes a burst when it has lasted cpu.min_burst (2 s): that is when the agent lists it in
@@ -21,8 +21,8 @@ import pytest
 
 from cpu_helpers import burn_lock, burning_locked
 from live_helpers import (HOSTILE_COMM, ZERO_PATH, Tmux, burning_hostile, cz, heartbeat_active,
-                          heartbeat_field, hot_core, nic_irqs_for_cpu, run_dirs, start_agent,
-                          stop)
+                          heartbeat_field, hot_core, nic_irqs_for_cpu, run_dirs, start_agent)
+from proc_helpers import stop
 
 needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="needs root: a CPU-wide perf event, "
                                 "kallsyms addresses, IRQ affinities and an RT burner")
@@ -139,8 +139,7 @@ def test_hostile_task_name_never_reaches_the_terminal_raw(tmp_path):
                 try:
                     lines = [pipe.stdout.readline() for _ in range(2)]
                 finally:
-                    pipe.terminate()
-                    pipe.wait(timeout=5)
+                    stop(pipe, 5, strict=True)
             title = tm.fmt("#{pane_title}")
         finally:
             tm.close()
@@ -165,8 +164,7 @@ def test_top_without_agent_samples_inline_and_says_so(tmp_path):
     try:
         lines = [p.stdout.readline() for _ in range(3)]
     finally:
-        p.terminate()
-        p.wait(timeout=5)
+        stop(p, 5, strict=True)
     assert p.returncode == 0, p.returncode
     for l in lines:
         assert re.match(r"\d\d:\d\d:\d\d cpu0 ", l), lines

@@ -229,7 +229,7 @@ static void test_heartbeat_active_tasks(void **state)
 					 "stopped 0\nactive 0 1 2 3.0 3.0 stack=x\n", &out), -EINVAL);
 }
 
-/* Mid-burst links (issue 27): an active burst carries its NIC IRQs, profile and hot frame. */
+/* Mid-burst links: an active burst carries its NIC IRQs, profile and hot frame. */
 static void test_heartbeat_active_links(void **state)
 {
 	static struct heartbeat hb, out;
@@ -267,7 +267,7 @@ static void test_heartbeat_active_links(void **state)
 }
 
 /* The heartbeat says who wrote it (host pid, boot id) for the check's liveness test; the burst
- * log and the ring drop stamps from the future (issue 24 item 8). */
+ * log and the ring drop stamps from the future. */
 static void test_heartbeat_host_pid_and_future_stamps(void **state)
 {
 	static struct heartbeat hb, out;

@@ -207,7 +207,7 @@ static void test_cpu_roundtrip(void **state)
 	cpu_case(NULL, 2000, 0, "eth0-Tx-Rx-12", "", 0);
 	cpu_case("kworker/39:1H", 123400, 120000,
 		 "enp39s0-very-long-queue-name-Tx-Rx-63,other", "", 0);
-	/* with the burst profile's hot function (issue 14); a comm that looks like one */
+	/* with the burst profile's hot function; a comm that looks like one */
 	cpu_case("kubelet", 6200, 5900, "eth0-Tx-Rx-5", "memcg_numa_stat_show", 74);
 	cpu_case("a in b 5%", 3000, 2900, "", "read_iter_zero", 100);
 	cpu_case("a in b 5%", 3000, 2900, "", "", 0);

@@ -210,7 +210,7 @@ static char *repeat(const char *head, const char *unit, size_t n, const char *ta
 #pragma GCC diagnostic pop
 
 /*
- * The shapes that were superlinear (issue 16): each is refused at the line that crosses a limit,
+ * Shapes that would cost superlinear time: each is refused at the line that crosses a limit,
  * and the message names the limit. (Their cost is measured by the fuzz target's time limit and
  * the e2e catalogue, not asserted here.)
  */

@@ -184,8 +184,8 @@ static int capture(enum log_prio prio, const struct log_fields *f, const char *m
 }
 
 /*
- * The plugin's stderr went straight to our stderr (the terminal, the journal): an escape
- * sequence in it reached the terminal raw (issue 24 item 13). Now it is read through a pipe and
+ * The plugin's stderr never goes straight to our stderr (the terminal, the journal), where an
+ * escape sequence in it would reach the terminal raw: it is read through a pipe and
  * logged one entry a line through log.h, whose text safety shows control characters visibly;
  * bounded in lines and bytes; a warning when the plugin failed.
  */

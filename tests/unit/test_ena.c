@@ -2,7 +2,6 @@
 /* ena.c semantics and check_ena.c through the scripted SIOCETHTOOL seam. */
 #include "testutil.h"
 
-#include <ftw.h>
 #include <stdlib.h>
 
 #include "base/config.h"
@@ -273,15 +272,9 @@ static struct fake F;
 static char dir[64];
 static struct cz_config cfg;
 
-static int rm_cb(const char *p, const struct stat *st, int flag, struct FTW *ftw)
-{
-	return remove(p);
-}
-
 static int setup(void **s)
 {
-	snprintf(dir, sizeof(dir), "/tmp/cz-test-ena-XXXXXX");
-	assert_non_null(mkdtemp(dir));
+	tmptree_make(dir, sizeof(dir), "ena");
 	config_defaults(&cfg);
 	cfg.ena.min_read_interval_ms = 0;
 	memset(&F, 0, sizeof(F));
@@ -290,7 +283,7 @@ static int setup(void **s)
 
 static int teardown(void **s)
 {
-	nftw(dir, rm_cb, 8, FTW_DEPTH | FTW_PHYS);
+	tmptree_remove(dir);
 	return 0;
 }
 

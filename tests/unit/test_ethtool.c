@@ -223,7 +223,7 @@ static void test_bad_text(void **s)
 		{ "     tx timeout: 1\n", -EINVAL, 1, "not an ethtool -S line" },
 		{ "$ ethtool -S eth0\n  a: 1\n$ ethtool -S eth0\n  a: 2\n", -EINVAL, 3, "second" },
 		{ "     a: 1\n\xff\xfe: 2\n", -EINVAL, 2, "not an ethtool -S line" },
-		/* issue 24: a counter twice in one dump (the verdict would depend on line order) */
+		/* a counter twice in one dump (the verdict would depend on line order) */
 		{ "NIC statistics:\n  tx_timeout: 5\n  b: 1\n  tx_timeout: 0\n", -EINVAL, 4,
 		  "'tx_timeout' appears twice" },
 	};

@@ -103,8 +103,8 @@ static void test_read_alloc(void **state)
 }
 
 /* A regular file that says it is larger than the bound (a 10 GB sparse cpu-history) is refused
- * from its size, before a byte is read: the read position stays at 0 (issue 24 item 13: it was
- * read to the bound, 256 MiB of zeros, before -EFBIG). */
+ * from its size, before a byte is read: the read position stays at 0 (not read to the bound,
+ * 256 MiB of zeros, before -EFBIG). */
 static void test_read_alloc_refuses_by_size(void **state)
 {
 	char *p = (char *)"untouched";

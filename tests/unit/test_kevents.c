@@ -4,7 +4,6 @@
  * (ena/ena_kernel.c, check_ena.c's merge): resets logged by the kernel turn ENADeviceReset
  * True on a driver without reason counters, and never count twice with the counters.
  */
-#include <ftw.h>
 
 #include "testutil.h"
 
@@ -254,15 +253,9 @@ static char dir[64];
 static struct fake F;
 static struct cz_config cfg;
 
-static int rm_cb(const char *p, const struct stat *st, int flag, struct FTW *ftw)
-{
-	return remove(p);
-}
-
 static int setup(void **s)
 {
-	snprintf(dir, sizeof(dir), "/tmp/cz-test-kevents-XXXXXX");
-	assert_non_null(mkdtemp(dir));
+	tmptree_make(dir, sizeof(dir), "kevents");
 	config_defaults(&cfg);
 	cfg.ena.min_read_interval_ms = 0;
 	memset(&F, 0, sizeof(F));
@@ -271,7 +264,7 @@ static int setup(void **s)
 
 static int teardown(void **s)
 {
-	nftw(dir, rm_cb, 8, FTW_DEPTH | FTW_PHYS);
+	tmptree_remove(dir);
 	return 0;
 }
 

@@ -192,7 +192,7 @@ static void test_not_events(void **state)
 		"INFO: task kubelet:2212 blocked for more than many seconds.",
 		"NETDEV WATCHDOG: eth0 (ena): transmit queue x timed out",
 		"\x01\x02\xff\xfe binary",
-		/* issue 24: text the kernel quotes is not its own word. arch/x86/mm/fault.c
+		/* text the kernel quotes is not its own word. arch/x86/mm/fault.c
 		 * show_signal_msg() prints the crashing file's name (any user chooses it) and the
 		 * task's comm; a module, a device or a task may carry any of these words */
 		"evil[4242]: segfault at 0 ip 0000000000401000 sp 00007ffc2c3d1e40 error 4 in "

@@ -25,7 +25,7 @@ static void test_proc_cgroups(void **state)
 		{ HDR "cpu\t2\t5\t1\n", -ENODATA, 0, 0 },
 		{ HDR "memory\t4\t128", -EINVAL, 0, 0 },			/* truncated row */
 		{ HDR "memory\t4\t99999999999999999999999\t1\n", -ERANGE, 0, 0 },
-		/* issue 24: the kernel counts cgroups in an int; near 2^64 is damage, not a count */
+		/* the kernel counts cgroups in an int; near 2^64 is damage, not a count */
 		{ HDR "memory\t4\t18446744073709551000\t1\n", -ERANGE, 0, 0 },
 		{ HDR "memory\t4\t2147483648\t1\n", -ERANGE, 0, 0 },
 		{ HDR "memory\t4\t2147483647\t1\n", 0, 4, 2147483647 },
@@ -64,7 +64,7 @@ static void test_cgroup_stat(void **state)
 						 "nr_subsys_memory 241\n", &s), 0);
 	assert_false(s.has_subsys_memory);
 	assert_int_equal(memcg_parse_cgroup_stat("nr_descendants 3\n", &s), -EINVAL);
-	/* issue 24: the kernel's counts are ints */
+	/* the kernel's counts are ints */
 	assert_int_equal(memcg_parse_cgroup_stat("nr_descendants 3\nnr_dying_descendants "
 						 "18446744073709551000\n", &s), -ERANGE);
 	assert_int_equal(memcg_parse_cgroup_stat("nr_descendants 3\nnr_dying_descendants 1\n"

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The remediation plan (remediate_plan.h), table-tested: every guard of DESIGN.md as a row of
+ * The remediation plan (remediate_plan.h), table-tested: every guard of docs/design.md as a row of
  * (node, its conditions, our slot Leases, config, now, what earlier steps found) -> (the steps,
  * whether the plan is final, what the cycle amounts to, why). Plus the pure drain decisions
  * (drain.h: PDB 429s, the drain timeout) and the slot choice (lease.h).

@@ -35,7 +35,7 @@ static void test_text_golden(void **state)
 	fx_golden("node1.txt", t);
 	/* what the screen must say, whatever the golden file holds */
 	assert_non_null(strstr(t, "MemcgZombieLeak    True    ZombieMemcgsHigh"));
-	/* the ratio as the check line spells it (issue 17: one spelling; it was "x1070.0") */
+	/* the ratio as the check line spells it (one spelling everywhere, never "x1070.0") */
 	assert_non_null(strstr(t, "ratio x1070   ("));
 	{
 		struct npd_result res = { 0 };
@@ -100,7 +100,7 @@ static void test_unknown_memcg_and_no_sampler(void **state)
 	report_free(r);
 }
 
-/* Every "unavailable" line ends with what to do (issue 17), in the text and the JSON. */
+/* Every "unavailable" line ends with what to do, in the text and the JSON. */
 static void test_unavailable_says_what_to_do(void **state)
 {
 	static const int rcs[] = { -ENOSYS, -ENOENT, -ECONNREFUSED, -EACCES, -ETIMEDOUT, -EINVAL,

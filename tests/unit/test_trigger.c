@@ -3,7 +3,7 @@
 
 #include "agent/trigger.h"
 
-/* Event-driven condition patches: one per condition per TRIGGER_GAP_MS, none lost (issue 27). */
+/* Event-driven condition patches: one per condition per TRIGGER_GAP_MS, none lost. */
 static void test_take_rate_limits_per_condition(void **state)
 {
 	struct trigger t = { 0 };

@@ -11,7 +11,8 @@
 #   returns    of those, calls into a file the cycle had already left (came back to)
 #   climbs     of those, calls into a room above the caller's (a callback: up the layers)
 #   top re-entered files, with their counts
-# Used for #25's before/after (README "The shape of plugin/"); not part of make test.
+# Its figures for one agent cycle: docs/design.md ("One agent cycle, call by call"); not part
+# of make test.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "${1:-$here/../../..}" && pwd)

@@ -18,15 +18,19 @@ import base64
 import json
 import os
 import shutil
-import signal
 import socket
 import ssl
 import subprocess
+import sys
 import time
 import urllib.error
 import urllib.request
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+# the tests' one process helper: start with a log of its own, stop by PID, the log's tail
+sys.path.insert(0, os.path.join(HERE, "..", "..", "e2e"))
+from proc_helpers import Proc, tail  # noqa: E402,F401  (Proc and tail are this module's too)
+
 KWOK_ANNOTATION = "kwok.x-k8s.io/node"
 
 
@@ -45,14 +49,6 @@ def free_port():
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
-
-
-def tail(path, n=25):
-    try:
-        with open(path, errors="replace") as f:
-            return "".join(f.readlines()[-n:])
-    except OSError as e:
-        return "(no log: %s)" % e
 
 
 def openssl(cwd, *args):
@@ -103,30 +99,6 @@ def call(url, ctx, method, body=None, ctype="application/json", headers=None, ti
         return status, json.loads(raw) if raw else None
     except ValueError:
         return status, raw
-
-
-class Proc:
-    def __init__(self, name, args, logdir, env=None):
-        self.name = name
-        self.log = os.path.join(logdir, name + ".log")
-        self.logf = open(self.log, "w")
-        self.p = subprocess.Popen(args, stdout=self.logf, stderr=subprocess.STDOUT,
-                                  stdin=subprocess.DEVNULL, env=env, start_new_session=True)
-
-    def check(self):
-        if self.p.poll() is not None:
-            raise RuntimeError("%s exited with %s; last lines of %s:\n%s" %
-                               (self.name, self.p.returncode, self.log, tail(self.log)))
-
-    def stop(self):
-        if self.p.poll() is None:
-            self.p.send_signal(signal.SIGTERM)
-            try:
-                self.p.wait(10)
-            except subprocess.TimeoutExpired:
-                self.p.kill()
-                self.p.wait()
-        self.logf.close()
 
 
 class ControlPlane:

@@ -475,7 +475,7 @@ def test_checks_never_load_libcurl(tmp_path):
     assert "libcurl.so.4" in r.stderr        # the agent's Kubernetes side does load it
     check_bin = os.path.join(os.environ.get("CZ_BUILD", os.path.dirname(BIN)), "cpuzombie-check")
     if not os.path.exists(check_bin):
-        pytest.skip("no %s: the static check binary is built by `make all` (issue 12)"
+        pytest.skip("no %s: the static check binary is built by `make all`"
                     % check_bin)
     r = subprocess.run([check_bin, "check", "memcg"], env=dict(os.environ, LD_DEBUG="files"),
                        capture_output=True, text=True, timeout=30)

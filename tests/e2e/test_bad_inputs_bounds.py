@@ -1,9 +1,10 @@
 # SPDX-License-Identifier: MIT
-"""The bad-input catalogue, third round (issue 24): each case here was a defect on main before
-issue 24 (a heap overflow, a tail of a line read as a line of its own, a quoted file name read
-as the kernel's word, run-dir files that trusted the clock, a second agent on one run dir, ...).
-Outcomes as in test_bad_inputs.py: our own failure is exit 2 with one line naming what was
-wrong, never 1, never a signal, never a sanitizer report."""
+"""The bad-input catalogue, its bounds: inputs just past what a reader may take on trust - a line
+longer than a read, its tail inside the next chunk, text that is not text, a kernel message
+quoted in a file name, counts past the kernel's int, a file bigger than its bound, values past
+a key's range, run-dir files stamped by a clock ahead of ours or by another boot, a second agent
+on one run dir. Outcomes as in test_bad_inputs.py: our own failure is exit 2 with one line naming
+what was wrong, never 1, never a signal, never a sanitizer report."""
 import os
 import subprocess
 import re
@@ -11,6 +12,7 @@ import re
 import pytest
 
 import hardening_helpers as hh
+from proc_helpers import stop
 
 KLOG = os.path.join(hh.FIXTURES, "klog")
 KEEPALIVE = "ena 0000:00:05.0 eth0: Keep alive watchdog timeout."
@@ -31,11 +33,11 @@ def run(*args, timeout=60, **kw):
     return p
 
 
-# -- explain: long lines, their tails, text that is not text (items 1, 2, 9) -------------------
+# -- explain: long lines, their tails, text that is not text -------------------------------------
 
 def test_explain_long_line_not_at_chunk_start(tmp_path):
-    """A read that ends inside an over-long line that began after the chunk start: the next
-    read wrote up to 64 KiB past the buffer (free(): invalid next size, exit 134)."""
+    """A read that ends inside an over-long line that began after the chunk start: the next read
+    stays inside its buffer (no heap overflow, no abort), and the message after it is found."""
     p = write(str(tmp_path / "a.log"), "short\n" + "Jul 14 14:17:34 host kubelet: " +
               "y" * 200000 + "\n" + "[ 5.000000] " + KEEPALIVE + "\n")
     r = run("explain", p)
@@ -60,9 +62,8 @@ def test_explain_syslog_of_long_kubelet_lines(tmp_path):
 
 
 def test_explain_tail_of_long_line_is_not_a_line(tmp_path):
-    """One user-space syslog line padded so that a later chunk starts with an ENA driver
-    message: that tail is part of the user's line, not a kernel message (was "ENA reset ...
-    keep-alive watchdog timeout", exit 1)."""
+    """One user-space syslog line padded so that a later chunk starts with an ENA driver message:
+    that tail is part of the user's line, not a kernel message: no reset, exit 0."""
     head = "Jul 14 14:17:34 host myapp: "
     p = write(str(tmp_path / "b.log"), head + "x" * (CHUNK - len(head)) + KEEPALIVE + "\n")
     r = run("explain", p)
@@ -89,8 +90,8 @@ def test_explain_dev_zero_is_not_text():
 
 @pytest.mark.parametrize("enc", ["utf-16", "utf-16-le", "utf-16-be"])
 def test_explain_utf16_is_not_text(enc, tmp_path):
-    """A kernel log saved as UTF-16 (Windows editors, PowerShell redirection) said "0 ENA
-    resets", exit 0: it is unreadable input, exit 2 (as ena-diff does with NULs)."""
+    """A kernel log saved as UTF-16 (Windows editors, PowerShell redirection) is unreadable input,
+    not "0 ENA resets": exit 2 (as ena-diff does with NULs)."""
     text = open(os.path.join(KLOG, "keepalive.kmsg")).read()
     p = write(str(tmp_path / "u.log"), text.encode(enc))
     r = run("explain", p)
@@ -106,7 +107,7 @@ def test_explain_nul_on_a_later_line_names_it(tmp_path):
     assert r.returncode == 2 and re.search(re.escape(p) + r":4: .*NUL", r.stderr), r.stderr
 
 
-# -- the kernel's own word, not text it quotes (item 3) -----------------------------------------
+# -- the kernel's own word, not text it quotes ---------------------------------------------------
 
 QUOTED = [
     # arch/x86/mm/fault.c show_signal_msg(): the crashing file's name follows " in "
@@ -124,9 +125,9 @@ QUOTED = [
 
 
 def test_explain_quoted_lockup_is_not_a_lockup(tmp_path):
-    """Kernel records (facility 0, /dev/kmsg format) that quote a lockup, hung-task, RCU-stall
-    or NETDEV WATCHDOG message inside a file name: no event, exit 0 (was exit 1: the patterns
-    matched anywhere in the record)."""
+    """Kernel records (facility 0, /dev/kmsg format) that quote a lockup, hung-task, RCU-stall or
+    NETDEV WATCHDOG message inside a file name: no event, exit 0 (a pattern matches where the
+    kernel prints it, not anywhere in the record)."""
     recs = "".join("6,%d,%d,-;%s\n" % (100 + i, 5000000 + i, m) for i, m in enumerate(QUOTED))
     r = run("explain", write(str(tmp_path / "q.kmsg"), recs))
     assert r.returncode == 0, (r.returncode, r.stdout, r.stderr)
@@ -138,15 +139,15 @@ def test_explain_quoted_lockup_is_not_a_lockup(tmp_path):
         r.stdout
 
 
-# -- memcg counts no kernel keeps (item 12) -----------------------------------------------------
+# -- memcg counts no kernel keeps ----------------------------------------------------------------
 
 MEMCG = os.path.join(hh.FIXTURES, "memcg", "this-vm-hybrid")
 
 
 @pytest.mark.parametrize("num", [2 ** 64 - 1000, 2 ** 31])
 def test_memcg_num_cgroups_past_int_is_damage(num, tmp_path):
-    """/proc/cgroups num_cgroups near 2^64 gave an astronomical ratio and exit 1; the kernel
-    counts cgroups in an int, so such a count is damage: exit 2 naming the file."""
+    """/proc/cgroups num_cgroups near 2^64 is no ratio to judge: the kernel counts cgroups in an
+    int, so such a count is damage: exit 2 naming the file."""
     import shutil
     t = str(tmp_path / "tree")
     shutil.copytree(MEMCG, t, symlinks=True)
@@ -160,14 +161,14 @@ def test_memcg_num_cgroups_past_int_is_damage(num, tmp_path):
     assert re.match(r"^cannot read .*cgroups", r.stdout), r.stdout
 
 
-# -- ena-diff: texts that are no pair of dumps of one device (item 10) -------------------------
+# -- ena-diff: texts that are no pair of dumps of one device -------------------------------------
 
 FX01 = os.path.join(hh.FIXTURES, "ena", "01-ethq15-ena-1.2.0k-ethtool-i-and-S.txt")
 
 
 def test_ena_diff_counter_twice_in_one_dump(tmp_path):
-    """A counter twice in one dump: which value is the device's? (the answer depended on the
-    order of the lines) exit 2 naming FILE:LINE."""
+    """A counter twice in one dump: which value is the device's? Not the order of the lines:
+    exit 2 naming FILE:LINE."""
     text = open(FX01).read()
     assert "tx_timeout: 0" in text
     after = write(str(tmp_path / "after.txt"), text.replace("tx_timeout: 0",
@@ -179,7 +180,8 @@ def test_ena_diff_counter_twice_in_one_dump(tmp_path):
 
 
 def test_ena_diff_no_counter_in_common(tmp_path):
-    """Two dumps with no counter in common said "no reset": there is nothing to compare."""
+    """Two dumps with no counter in common are not "no reset": there is nothing to compare,
+    exit 2."""
     b = write(str(tmp_path / "b.txt"), "NIC statistics:\n     alpha: 1\n     beta: 2\n")
     a = write(str(tmp_path / "a.txt"), "NIC statistics:\n     gamma: 1\n     delta: 2\n")
     r = run("ena-diff", b, a)
@@ -187,7 +189,7 @@ def test_ena_diff_no_counter_in_common(tmp_path):
     assert "no counter in common" in r.stderr and "no reset" not in r.stdout
 
 
-# -- check cpu: a stopped sampler's bursts (item 4) --------------------------------------------
+# -- check cpu: a stopped sampler's bursts -------------------------------------------------------
 
 def envelope(name, payload):
     import zlib
@@ -195,8 +197,8 @@ def envelope(name, payload):
 
 
 def test_check_cpu_stopped_sampler_keeps_its_bursts(tmp_path):
-    """After the agent exits (heartbeat 'stopped 1'), check cpu sampled inline, ignored the
-    burst log and said OK while report listed a 4.8 s burst from seconds before."""
+    """After the agent exits (heartbeat 'stopped 1'), check cpu still counts the burst it logged
+    seconds before (exit 1, "sampler stopped"), as report lists it, beside its inline sample."""
     import time
     run_dir = str(tmp_path / "run")
     now = int(time.time() * 1000)
@@ -215,7 +217,7 @@ def test_check_cpu_stopped_sampler_keeps_its_bursts(tmp_path):
     assert r.stdout.startswith("cpu0 ") and "sampler stopped" in r.stdout, r.stdout
 
 
-# -- bounded reads: judged by the size a file says it has (item 13) ----------------------------
+# -- bounded reads: judged by the size a file says it has ----------------------------------------
 
 # A fresh, small python forks and execs the binary and writes the child's own peak RSS. Linux
 # keeps the peak of the memory image a process exec'd from (exec_mmap: setmax_mm_hiwater_rss),
@@ -248,8 +250,8 @@ def run_rusage(args, tmp_path):
 
 
 def test_sparse_history_refused_by_its_size(tmp_path):
-    """A 10 GB sparse cpu-history was read 256 MiB deep (the ring's bound) before -EFBIG: the
-    report's peak RSS passed 256 MiB. fstat() says the size: refused before a byte is read."""
+    """A 10 GB sparse cpu-history is refused by the size fstat() says, before a byte is read (not
+    read 256 MiB deep, the ring's bound, before -EFBIG): the report's peak RSS stays small."""
     run_dir = tmp_path / "run"
     run_dir.mkdir()
     with open(run_dir / "cpu-history", "wb") as f:
@@ -261,9 +263,8 @@ def test_sparse_history_refused_by_its_size(tmp_path):
 
 
 def test_huge_kubeconfig_and_token_file_say_their_bound(tmp_path):
-    """A 100 MB kubeconfig failed with "Argument list too long" (-E2BIG printed with %m); a
-    20 MB token file the same: one line naming the file and the bound, exit 2, nothing read
-    past it."""
+    """A 100 MB kubeconfig, and a 20 MB token file: one line naming the file and the bound (not
+    "Argument list too long", -E2BIG through %m), exit 2, nothing read past it."""
     big = tmp_path / "big.kubeconfig"
     with open(big, "wb") as f:
         f.truncate(100 << 20)
@@ -285,7 +286,7 @@ def test_huge_kubeconfig_and_token_file_say_their_bound(tmp_path):
     assert "Failed to read token file '%s': larger than 16384 bytes" % tok in r.stderr, r.stderr
 
 
-# -- config: values that are cut or make no sense (item 11) ------------------------------------
+# -- config: values that are cut or make no sense ------------------------------------------------
 
 @pytest.mark.parametrize("text,line,want", [
     ('systemd:\n  bus: "system\\0garbage"\n', 2, r"key 'systemd\.bus': the value contains a NUL"),
@@ -300,10 +301,9 @@ def test_huge_kubeconfig_and_token_file_say_their_bound(tmp_path):
      r"key 'ena\.min_read_interval': out of range, expected 0 or 1s\.\.1h"),
 ], ids=["nul-str", "nul-enum", "nul-list", "inline-25h", "check-1ms", "ena-read-1ms"])
 def test_config_cut_or_senseless_values_refused(text, line, want, tmp_path):
-    """An embedded NUL silently cut a value ("system\\0garbage" read as "system"), and values
-    with no upper or lower bound were taken (a 25 h inline window under NPD's 10 s timeout):
-    refused at FILE:LINE naming the key and the range, exit 2, by `config check` and by a
-    check that loads the file."""
+    """An embedded NUL ("system\0garbage" is not "system") and values past a key's lower or upper
+    bound (a 25 h inline window under NPD's 10 s timeout): refused at FILE:LINE naming the key
+    and the range, exit 2, by `config check` and by a check that loads the file."""
     cfg = write(str(tmp_path / "cz.yaml"), text)
     r = run("config", "check", "--config", cfg)
     assert r.returncode == 2, (r.returncode, r.stdout, r.stderr)
@@ -324,12 +324,12 @@ def test_config_zero_and_bounds_still_accepted(tmp_path):
     assert r.returncode == 0, (r.returncode, r.stdout, r.stderr)
 
 
-# -- one agent per run dir (item 7) -------------------------------------------------------------
+# -- one agent per run dir -----------------------------------------------------------------------
 
 def test_second_agent_on_one_run_dir_refused(tmp_path):
-    """Two agents on one run dir both ran: the heartbeat's pid flipped, the ring interleaved,
-    every burst was logged twice. The second one (long-running or --once) exits 2 naming the
-    first one's pid; after the first ends, the run dir is free again."""
+    """One run dir, one agent (two would flip the heartbeat's pid, interleave the ring and log every
+    burst twice): the second one (long-running or --once) exits 2 naming the first one's pid;
+    after the first ends, the run dir is free again."""
     import subprocess
     import time
     run_dir, st = str(tmp_path / "run"), str(tmp_path / "st")
@@ -351,14 +351,13 @@ def test_second_agent_on_one_run_dir_refused(tmp_path):
                              % (re.escape(run_dir), first.pid), r.stderr, re.M), r.stderr
         assert first.poll() is None
     finally:
-        first.terminate()
-        _, err = first.communicate(timeout=30)
+        _, _, err = stop(first, 30, strict=True, communicate=True)
     hh.assert_no_sanitizer(err.decode(errors="replace"))
     r = run(*common, "agent", "--once", timeout=60)
     assert r.returncode == 0, (r.returncode, r.stdout, r.stderr)
 
 
-# -- run-dir files that trusted the clock (item 8) ----------------------------------------------
+# -- run-dir files from another clock, another boot, a gone agent --------------------------------
 
 def dead_pid():
     import subprocess
@@ -390,8 +389,8 @@ def now_ms():
 
 
 def test_check_cpu_future_heartbeat_is_no_sampler(tmp_path):
-    """A heartbeat stamped an hour ahead with a dead pid was "fresh" for an hour and more: the
-    check trusted the agent's empty log and never sampled. Now it samples inline."""
+    """A heartbeat stamped an hour ahead with a dead pid is not "fresh": the check does not trust
+    the agent's empty log, it samples inline."""
     run_dir = str(tmp_path / "run")
     heartbeat(run_dir, now_ms() + 3600 * 1000, b"host_pid %d\n" % dead_pid())
     r = check_cpu(tmp_path, run_dir)
@@ -442,8 +441,8 @@ def test_agent_records_host_pid_and_boot_id(tmp_path):
 
 
 def test_check_cpu_future_burst_is_not_recent(tmp_path):
-    """A burst stamped in the future stayed "recent" until the clock caught up (exit 1 for
-    hours). It is damage: dropped, exit 0."""
+    """A burst stamped in the future is not "recent" until the clock catches up (exit 1 for hours):
+    it is damage: dropped, exit 0."""
     run_dir = str(tmp_path / "run")
     now = now_ms()
     heartbeat(run_dir, now)
@@ -457,8 +456,8 @@ def test_check_cpu_future_burst_is_not_recent(tmp_path):
 
 
 def test_history_slot_from_the_future_does_not_stretch_the_heatmap(tmp_path):
-    """One slot stamped near 2^63 ms stretched the heatmap to 106751970378 days; it is dropped
-    and the heatmap spans the minute that was sampled."""
+    """One slot stamped near 2^63 ms does not stretch the heatmap over 106751970378 days: it is
+    dropped and the heatmap spans the minute that was sampled."""
     from report_helpers import write_ring
     run_dir = str(tmp_path / "run")
     os.makedirs(run_dir)
