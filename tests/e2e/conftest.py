@@ -228,6 +228,11 @@ def pytest_configure(config):
 
 
 def pytest_collection_modifyitems(config, items):
+    here = os.path.dirname(os.path.abspath(__file__))
+    for name in sorted(HOST | set(NO_ASAN) | {c.split("::")[0] for c in CHECK}):
+        if not os.path.exists(os.path.join(here, name)):
+            raise pytest.UsageError("tests/e2e/conftest.py names %s, which is not a test file "
+                                    "(renamed? update HOST, NO_ASAN or CHECK)" % name)
     for it in items:
         mod = os.path.basename(str(it.fspath))
         if "control_plane" in getattr(it, "fixturenames", ()):
