@@ -29,6 +29,7 @@ CZ_TEST_NOISE=N starts N CPU spinners at 40% of a core each beside the whole run
 
 import os
 import re
+import signal
 import subprocess
 import sys
 import threading
@@ -38,6 +39,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 PY = os.environ.get("PYTHON", "/usr/bin/python3")
 MAKE = ["make", "--no-print-directory"]
 LOGDIR = os.path.join(ROOT, "build", "stages")
+RUNNING = set()      # the stages' process groups, ended with this process (SIGTERM, SIGINT)
 
 
 class Stage:
@@ -63,13 +65,16 @@ class Stage:
         print("stages: %s started: %s" % (self.name, " ".join(self.cmd)), flush=True)
         with open(self.log, "w") as out:
             p = subprocess.Popen(self.cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE,
-                                 stderr=subprocess.STDOUT, text=True, errors="replace")
+                                 stderr=subprocess.STDOUT, text=True, errors="replace",
+                                 start_new_session=True)
+            RUNNING.add(p.pid)
             for line in p.stdout:
                 out.write(line)
                 out.flush()
                 sys.stdout.write("[%s] %s" % (self.name, line))
                 sys.stdout.flush()
             self.rc = p.wait()
+            RUNNING.discard(p.pid)
         self.secs = time.monotonic() - t0
         self.counts = counts_of(open(self.log, errors="replace").read())
         print("stages: %s %s in %s" % (self.name, "passed" if self.rc == 0 else
@@ -136,9 +141,20 @@ def main():
     noise = None
     n = int(os.environ.get("CZ_TEST_NOISE", "0") or 0)
     if n > 0:
-        noise = subprocess.Popen([PY, os.path.join(ROOT, "tests/tools/noise.py"), str(n)])
+        noise = subprocess.Popen([PY, os.path.join(ROOT, "tests/tools/noise.py"), str(n)],
+                                 start_new_session=True)
         print("stages: CZ_TEST_NOISE=%d: %d spinners at 40%% beside the run (pid %d)"
               % (n, n, noise.pid), flush=True)
+    def end(signum, _frame):
+        for pgid in list(RUNNING) + ([noise.pid] if noise else []):
+            try:
+                os.killpg(pgid, signal.SIGTERM)
+            except (ProcessLookupError, PermissionError):
+                pass
+        os._exit(128 + signum)
+
+    signal.signal(signal.SIGTERM, end)
+    signal.signal(signal.SIGINT, end)
     t0 = time.monotonic()
     stages = {st.name: st for st in plan(which)}
     threads = [threading.Thread(target=st.run, args=(stages,)) for st in stages.values()]
