@@ -11,11 +11,12 @@ The agent is SIGKILLed at random moments while a pinned on/off load makes it rec
     says "corrupt", never moves anything aside.
 check ena's state is exercised the same way through a veth pair in a network namespace of the
 test's own (the ioctl path is the same one ENA devices take; the driver filter is widened to
-veth), then with six checks at once (NPD runs plugins concurrently), one of them killed. The lead's test_state_crash.py does this for check memcg.
+veth), then with six checks at once (NPD runs plugins concurrently), one of them killed. tests/e2e/test_state_crash.py does this for check memcg.
 """
 import os
 import random
 import re
+import shlex
 import signal
 import struct
 import subprocess
@@ -24,6 +25,7 @@ import zlib
 
 import pytest
 
+import cpu_helpers as ch
 import hardening_helpers as hh
 
 RUNS = int(os.environ.get("CZ_AGENT_CRASH_RUNS", "60"))
@@ -57,22 +59,29 @@ def ring_bad_slots(path):
     return bad, used
 
 
+# The on/off load: 0.3 s of system time (reads of /dev/zero), then 0.3 s asleep. System time at
+# SCHED_FIFO (cpu_helpers.burner), so that other work on the machine neither fills the idle
+# half (the noise is user time: the core's system share falls and the burst ends) nor takes
+# the busy half (a FIFO task is not preempted by it): a burst starts and ends every ~0.6 s on a
+# busy machine as on a quiet one.
+ONOFF = ("import os,time\nf=os.open('/dev/zero',os.O_RDONLY)\nwhile True:\n"
+         " t=time.monotonic()+0.3\n while time.monotonic()<t: os.read(f,1<<20)\n"
+         " time.sleep(0.3)\n")
+
+
 @pytest.fixture
 def load():
-    """CPU 0 (or the last CPU) busy 0.3 s, idle 0.3 s, until the test ends; killed by PID."""
+    """The last CPU: 0.3 s of system time, 0.3 s idle, until the test ends; stopped by PID."""
     cpu = os.cpu_count() - 1
-    code = ("import time\nwhile True:\n t = time.monotonic() + 0.3\n"
-            " while time.monotonic() < t: pass\n time.sleep(0.3)\n")
-    p = subprocess.Popen(["taskset", "-c", str(cpu), "/usr/bin/python3", "-c", code])
-    yield cpu
-    p.kill()
-    p.wait()
+    with ch.burn_lock():
+        with ch.burning_locked(cpu, "/usr/bin/python3 -c %s" % shlex.quote(ONOFF)):
+            yield cpu
 
 
 def test_agent_kill9_never_tears_run_files(load, tmp_path):
     run = tmp_path / "run"
     cfg = tmp_path / "cz.yaml"
-    cfg.write_text("cpu:\n  interval: 50ms\n  metric: busy\n  threshold_pct: 80\n"
+    cfg.write_text("cpu:\n  interval: 50ms\n  metric: system\n  threshold_pct: 80\n"
                    "  min_burst: 150ms\n  history: 1m\n  inline_window: 0s\n")
     base = [hh.bin_path(), "--config", str(cfg), "--run-dir", str(run),
             "--state-dir", str(tmp_path / "st")]
