@@ -105,8 +105,9 @@ def counts_of(text):
 
 def pytest(marker, build, extra=()):
     b = os.path.join(ROOT, build)
-    return ([PY, "-m", "pytest", "-q", "-rfEs", "-p", "no:cacheprovider", "-m", marker,
-             *extra, "tests/e2e"],
+    # --durations: the slowest tests close each log, where a stage's time goes
+    return ([PY, "-m", "pytest", "-q", "-rfEs", "-p", "no:cacheprovider", "--durations=25",
+             "-m", marker, *extra, "tests/e2e"],
             {"CZ_BIN": os.path.join(b, "cpuzombie"), "CZ_BUILD": b})
 
 
