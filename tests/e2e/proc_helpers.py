@@ -11,10 +11,25 @@ leaves a process behind and a failure shows the last lines the process wrote.
     rc, out, err = stop(popen, 30, strict=True, communicate=True)   # its pipes, read to the end
     stop(popen, 15, fail="agent did not stop on SIGTERM (blocked?)")  # strict, saying so
 
-Only the process started is signalled, by its PID; nothing is found or killed by name."""
+Only the process started is signalled, by its PID; nothing is found or killed by name.
+Long-lived servers that a session fixture owns (the control plane) are started with
+die_with_parent: if the pytest process itself is killed (a SIGTERM to `make test`, CI's time
+limit) and no teardown runs, the kernel SIGKILLs them (kube-apiserver can take a minute over a
+SIGTERM with etcd gone) instead of leaving them behind."""
+import ctypes
 import os
 import signal
 import subprocess
+
+PR_SET_PDEATHSIG = 1
+
+
+def die_with_parent():
+    """preexec_fn: SIGKILL this child when the thread that started it exits (prctl(2)
+    PR_SET_PDEATHSIG). Only for a process started from the main thread of a process that
+    outlives it in every normal run (a session fixture's servers)."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
 
 
 def tail(path, n=25):

@@ -7,6 +7,9 @@ import os
 import signal
 import socket
 import ssl
+import subprocess
+import sys
+import time
 import urllib.request
 
 import pytest
@@ -51,6 +54,28 @@ def test_a_process_that_dies_is_reported_with_its_log(tmp_path, control_plane):
     finally:
         cp.stop()
     assert not os.path.exists(os.path.join(cp.dir, "etcd-data"))
+
+
+def test_a_killed_session_leaves_no_server(tmp_path, control_plane):
+    """A pytest killed outright (no teardown: `make test` stopped, CI's time limit) takes its
+    control plane with it: etcd and kube-apiserver are started with die_with_parent."""
+    script = tmp_path / "owner.py"
+    script.write_text(
+        "import os, sys\nsys.path.insert(0, %r)\nimport kube_helpers as kh\n"
+        "cp = kh.cluster.ControlPlane(%r, %r)\ncp._certs()\ncp._etcd()\n"
+        "print(cp.etcd.pid, flush=True)\nos._exit(0)\n"
+        % (os.path.dirname(os.path.abspath(__file__)), str(tmp_path / "cp"), control_plane.bins))
+    out = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
+                         timeout=120)
+    assert out.returncode == 0, out.stderr[-2000:]
+    pid = int(out.stdout.split()[-1])
+    deadline = time.time() + 10
+    while os.path.exists("/proc/%d" % pid) and time.time() < deadline:
+        time.sleep(0.1)
+    alive = os.path.exists("/proc/%d" % pid)
+    if alive:  # the test's own clean-up, by PID
+        os.kill(pid, signal.SIGKILL)
+    assert not alive, "etcd (pid %d) outlived the session that started it" % pid
 
 
 def test_an_expired_continue_token_is_a_real_410(kube):

@@ -29,7 +29,7 @@ import urllib.request
 HERE = os.path.dirname(os.path.abspath(__file__))
 # the tests' one process helper: start with a log of its own, stop by PID, the log's tail
 sys.path.insert(0, os.path.join(HERE, "..", "..", "e2e"))
-from proc_helpers import Proc, tail  # noqa: E402,F401  (Proc and tail are this module's too)
+from proc_helpers import Proc, die_with_parent, tail  # noqa: E402,F401  (Proc, tail: ours too)
 
 KWOK_ANNOTATION = "kwok.x-k8s.io/node"
 
@@ -152,7 +152,7 @@ class ControlPlane:
             with socket.socket() as s:
                 if s.connect_ex(("127.0.0.1", port)) == 0:
                     raise RuntimeError("%s: port 127.0.0.1:%d is in use" % (name, port))
-        p = Proc(name, args, self.dir, env)
+        p = Proc(name, args, self.dir, env, preexec_fn=die_with_parent)
         self.procs.append(p)
         return p
 
