@@ -83,6 +83,15 @@ class Stage:
         self.done.set()
 
 
+def alive(pgid):
+    """Whether any process of the group @pgid is left."""
+    try:
+        os.killpg(pgid, 0)
+        return True
+    except (ProcessLookupError, PermissionError):
+        return False
+
+
 def mmss(s):
     return "%dm%02ds" % (int(s) // 60, int(s) % 60)
 
@@ -147,11 +156,18 @@ def main():
         print("stages: CZ_TEST_NOISE=%d: %d spinners at 40%% beside the run (pid %d)"
               % (n, n, noise.pid), flush=True)
     def end(signum, _frame):
-        for pgid in list(RUNNING) + ([noise.pid] if noise else []):
-            try:
-                os.killpg(pgid, signal.SIGTERM)
-            except (ProcessLookupError, PermissionError):
-                pass
+        # SIGINT first: pytest takes it as Ctrl-C and still runs its teardowns (what a test
+        # made is removed, its servers stopped); what is left after a grace gets SIGKILL.
+        groups = list(RUNNING) + ([noise.pid] if noise else [])
+        for sig, grace in ((signal.SIGINT, 30), (signal.SIGKILL, 0)):
+            for pgid in groups:
+                try:
+                    os.killpg(pgid, sig)
+                except (ProcessLookupError, PermissionError):
+                    pass
+            deadline = time.monotonic() + grace
+            while grace and time.monotonic() < deadline and any(alive(g) for g in groups):
+                time.sleep(0.2)
         os._exit(128 + signum)
 
     signal.signal(signal.SIGTERM, end)
