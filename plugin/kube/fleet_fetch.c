@@ -148,7 +148,7 @@ static int one_page(struct kube_client *kc, const char *path, const char *what, 
 	    json_object_object_get_ex(md, "continue", &c) &&
 	    json_object_is_type(c, json_type_string))
 		snprintf(cont, cont_size, "%s", json_object_get_string(c));
-	/* every page of a list is the one snapshot: the first page's resourceVersion is the list's */
+	/* every page of a list is one snapshot: the first page's resourceVersion is the list's */
 	if (stats && !stats->pages)
 		snprintf(stats->rv, sizeof(stats->rv), "%s",
 			 kube_get_str(resp.body, "metadata.resourceVersion", ""));

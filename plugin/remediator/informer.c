@@ -16,7 +16,8 @@
 
 #define BACKOFF_BASE_MS 500
 #define BACKOFF_CAP_MS 30000
-#define STALL_GRACE_S 15	/* past timeoutSeconds, the server has had its chance to end it */
+/* Past timeoutSeconds, the server has had its chance to end a watch: a tenth more, 5 s at least */
+#define STALL_GRACE_S(t) ((t) / 10 > 5 ? (t) / 10 : 5)
 
 #define log_kube(prio, ...) \
 	log_fields_full((prio), &(struct log_fields){ LOG_MID_KUBE, NULL, -1, NULL }, __VA_ARGS__)
@@ -163,9 +164,9 @@ static int watch_once(struct informer *inf, struct watch_stats *ws, char *err, s
 		snprintf(err, size, "the label selector is too long");
 		return -E2BIG;
 	}
-	return watch_stream(inf->kc, path, (uint64_t)(t + STALL_GRACE_S) * 1000,
-			    (uint64_t)(t + STALL_GRACE_S) * 1000, WATCH_EVENT_MAX, on_event, inf, ws,
-			    err, size);
+	return watch_stream(inf->kc, path, (uint64_t)(t + STALL_GRACE_S(t)) * 1000,
+			    (uint64_t)(t + STALL_GRACE_S(t)) * 1000, WATCH_EVENT_MAX, on_event, inf,
+			    ws, err, size);
 }
 
 /* Sleep @ms unless stopped (in short steps). */
@@ -185,6 +186,7 @@ static void *run(void *arg)
 
 	while (!atomic_load(&inf->stop)) {
 		struct watch_stats ws = { 0 };
+		bool healthy = false;
 		char err[512] = "";
 		uint64_t cap;
 		int r;
@@ -198,7 +200,11 @@ static void *run(void *arg)
 				pthread_mutex_unlock(&inf->lock);
 			}
 		} else {
+			uint64_t t0 = now_monotonic_ms();
+
 			r = watch_once(inf, &ws, err, sizeof(err));
+			/* it lasted or carried events: not a server that ends watches at once */
+			healthy = ws.bytes || now_monotonic_ms() >= t0 + 1000;
 			pthread_mutex_lock(&inf->lock);
 			inf->st.bytes += ws.bytes;
 			if (r == -ESTALE)
@@ -219,7 +225,7 @@ static void *run(void *arg)
 			break;
 		/* what only a new LIST can mend: a resourceVersion too old, an event lost */
 		need_list = need_list ? r < 0 : r == -ESTALE || r == -EMSGSIZE || r == -EBADMSG;
-		if (r == 0 || r == -ESTALE || (r == -ETIMEDOUT && ws.bytes)) {
+		if ((r == 0 && healthy) || r == -ESTALE || (r == -ETIMEDOUT && ws.bytes)) {
 			fails = 0;	/* an orderly end or a plain relist: at once */
 			continue;
 		}
