@@ -8,6 +8,7 @@ answers one with a 410 Gone, holds one open with no byte, and the API server its
 restarted: each time the node that turned True in the meantime is cordoned, and the relists
 happen only where a resourceVersion cannot be resumed (410)."""
 
+import json
 import os
 import re
 
@@ -96,11 +97,28 @@ def fleet(kube):
     rh.drop_leader(kube)
 
 
+def _audited(kube, mark, until=None):
+    """The remediator's finished requests on nodes and Leases in the server's audit log from
+    byte offset @mark (to offset @until, when given)."""
+    with open(kube.cp.audit_log, "rb") as f:
+        f.seek(mark)
+        data = f.read() if until is None else f.read(until - mark)
+    data = data[:data.rfind(b"\n") + 1]
+    evs = [json.loads(line) for line in data.splitlines() if line.strip()]
+    return [e for e in evs if e.get("user", {}).get("username") == rh.REM_USER
+            and e.get("objectRef", {}).get("resource") in ("nodes", "leases")
+            and e.get("stage") == "ResponseComplete"]
+
+
+def _of(evs, verb, resource):
+    return [e for e in evs if e["verb"] == verb and e["objectRef"]["resource"] == resource]
+
+
 def test_steady_state_is_one_list_then_watches(fleet, tmp_path):
     """The server's audit record: in a steady state of several watch timeouts the remediator
     lists the nodes once and the budget Leases once, then only watches them (each reconnect a
-    new WATCH from where the last ended); a node turning True is cordoned from the watch, with
-    no new LIST."""
+    new WATCH resuming at a resourceVersion); a node turning True is then cordoned from the
+    watch, with no new LIST of the nodes."""
     kube = fleet
     names = _fleet(kube, "steady")
     mark = kube.cp.audit_mark()
@@ -108,35 +126,35 @@ def test_steady_state_is_one_list_then_watches(fleet, tmp_path):
     try:
         _wait(lambda: len(_reqs(kube, NODES, True)) >= 3, p, 60,
               "three watches of the nodes (reconnects after timeoutSeconds)")
+        steady = kube.cp.audit_mark()
         _turn_true(kube, names[1])
         _wait(lambda: _cordoned(kube, names[1]), p, 60, "the cordon of %s" % names[1])
     finally:
         text = _stop(p)
-    evs = [e for e in kube.cp.audit(mark)[0]
-           if e.get("user", {}).get("username") == rh.REM_USER
-           and e.get("objectRef", {}).get("resource") in ("nodes", "leases")
-           and e.get("stage") == "ResponseComplete"]
-    node_lists = [e for e in evs if e["verb"] == "list" and e["objectRef"]["resource"] == "nodes"]
-    node_watches = [e for e in evs if e["verb"] == "watch"
-                    and e["objectRef"]["resource"] == "nodes"]
-    lease_lists = [e for e in evs if e["verb"] == "list" and e["objectRef"]["resource"] == "leases"
-                   and "labelSelector" in e["requestURI"]]
+    quiet = _audited(kube, mark, steady)        # before the node turned True
+    evs = _audited(kube, mark)
+    node_lists = _of(quiet, "list", "nodes")
+    lease_lists = [e for e in _of(quiet, "list", "leases") if "labelSelector" in e["requestURI"]]
     assert len(node_lists) == 1, [e["requestURI"] for e in node_lists]
     assert len(lease_lists) == 1, [e["requestURI"] for e in lease_lists]
+    assert _of(quiet, "get", "nodes") == [], "nodes read one by one in a steady state"
+    node_watches = _of(evs, "watch", "nodes")
     assert len(node_watches) >= 2, [e["requestURI"] for e in evs]
+    assert _of(evs, "watch", "leases"), "the budget Leases are not watched"
     for w in node_watches:
         assert "allowWatchBookmarks=true" in w["requestURI"]
         assert re.search(r"resourceVersion=\d+", w["requestURI"]), w["requestURI"]
         assert "timeoutSeconds=%d" % WATCH_S in w["requestURI"]
-    # the first watch starts at the list's resourceVersion, after the list
-    assert node_lists[0]["stageTimestamp"] <= node_watches[0]["requestReceivedTimestamp"]
-    # nodes were neither read one by one: only the node turned True (its remediation)
-    gets = [e["requestURI"] for e in evs if e["verb"] == "get"
-            and e["objectRef"]["resource"] == "nodes"]
-    assert set(gets) <= {"/api/v1/nodes/" + names[1]}, gets
+    # the first watch starts after the list, at its resourceVersion
+    assert node_lists[0]["stageTimestamp"] <= min(w["requestReceivedTimestamp"]
+                                                   for w in node_watches)
+    # after the node turned True: still one LIST of the nodes; one node read (its remediation)
+    assert len(_of(evs, "list", "nodes")) == 1
+    assert {e["requestURI"] for e in _of(evs, "get", "nodes")} <= {"/api/v1/nodes/" + names[1]}
     assert [n for n in names if _cordoned(kube, n)] == [names[1]]
     st = _stats(text)
     assert st["lists"] == 2 and st["gone"] == 0 and st["broken"] == 0, st
+    assert st["watches"] >= 3, st
 
 
 @pytest.mark.parametrize("fault", ["cut", "gone", "stall"])
