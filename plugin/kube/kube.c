@@ -284,7 +284,8 @@ static size_t on_stream(char *ptr, size_t size, size_t nmemb, void *userdata)
 			return n;	/* the rest of an error body is not needed */
 		return on_data(ptr, 1, n, &s->other);
 	}
-	s->fn_err = s->fn(ptr, n, s->userdata);
+	if (s->fn_err == 0)
+		s->fn_err = s->fn(ptr, n, s->userdata);
 	return s->fn_err < 0 ? 0 : n;
 }
 
@@ -293,7 +294,8 @@ static int on_progress(void *userdata, curl_off_t dt, curl_off_t dn, curl_off_t 
 	struct stream *s = userdata;
 
 	(void)dt, (void)dn, (void)ut, (void)un;
-	s->fn_err = s->fn(NULL, 0, s->userdata);
+	if (s->fn_err == 0)	/* the first error stays: the write callback's, say */
+		s->fn_err = s->fn(NULL, 0, s->userdata);
 	return s->fn_err < 0;
 }
 

@@ -240,6 +240,18 @@ static void *run(void *arg)
 
 /* ---- life cycle ---------------------------------------------------------------------------- */
 
+/* timeoutSeconds of a watch: as client-go's reflector, 5 to 10 minutes at random (so that many
+ * watchers do not reconnect together); $CZ_WATCH_TIMEOUT (seconds) sets it for tests. */
+static unsigned watch_seconds(struct informer *inf)
+{
+	const char *env = getenv("CZ_WATCH_TIMEOUT");
+	uint64_t v;
+
+	if (env && parse_u64(env, &v) == 0 && v >= 1 && v <= 3600)
+		return (unsigned)v;
+	return 300 + (unsigned)rand_r(&inf->seed) % 301;
+}
+
 static struct informer *informer_alloc(struct kube_client *kc, const struct informer_opts *o)
 {
 	struct informer *inf = calloc(1, sizeof(*inf));
@@ -255,8 +267,8 @@ static struct informer *informer_alloc(struct kube_client *kc, const struct info
 	inf->o.path = inf->path;
 	inf->o.what = inf->what;
 	inf->o.selector = inf->selector;
-	inf->o.watch_s = o->watch_s ? o->watch_s : 300;
 	inf->seed = (unsigned)(now_monotonic_ms() ^ (uintptr_t)inf);
+	inf->o.watch_s = o->watch_s ? o->watch_s : watch_seconds(inf);
 	inf->cache = json_object_new_object();
 	pthread_mutex_init(&inf->lock, NULL);
 	pthread_condattr_init(&ca);

@@ -35,7 +35,8 @@ struct informer_opts {
 	const char *what;		/* for logs: "nodes" */
 	const char *selector;		/* label selector, "" or NULL: all */
 	unsigned page;			/* LIST page size */
-	unsigned watch_s;		/* timeoutSeconds of each WATCH */
+	unsigned watch_s;		/* timeoutSeconds of each WATCH (0: 300-600 at random, or
+					 * $CZ_WATCH_TIMEOUT seconds) */
 	informer_trim_fn trim;		/* NULL: cache objects whole */
 	informer_change_fn change;	/* may be NULL */
 	void *userdata;

@@ -570,29 +570,17 @@ static void lease_changed(const char *name, json_object *old, json_object *now, 
 		wake(rm);
 }
 
-/* timeoutSeconds of a watch: as client-go's reflector, 5 to 10 minutes at random (so that many
- * watchers do not reconnect together); $CZ_WATCH_TIMEOUT (seconds) sets it for tests. */
-static unsigned watch_seconds(void)
-{
-	const char *env = getenv("CZ_WATCH_TIMEOUT");
-	uint64_t v;
-
-	if (env && parse_u64(env, &v) == 0 && v >= 1 && v <= 3600)
-		return (unsigned)v;
-	return 300 + (unsigned)(now_realtime_ms() % 301);
-}
-
 static int caches_open(struct remediator *rm)
 {
 	struct informer_opts on = {
 		.path = "/api/v1/nodes", .what = "nodes",
 		.selector = rm->cfg.remediation.node_selector, .page = NODES_PAGE,
-		.watch_s = watch_seconds(), .trim = remediator_node_trim, .change = node_changed,
+		.trim = remediator_node_trim, .change = node_changed,
 		.userdata = rm,
 	};
 	struct informer_opts ol = {
 		.path = rm->lease_path, .what = "budget Leases", .selector = LEASE_SELECTOR,
-		.page = 0, .watch_s = on.watch_s, .trim = remediator_lease_trim,
+		.page = 0, .trim = remediator_lease_trim,
 		.change = lease_changed, .userdata = rm,
 	};
 	struct kube_client *kc = NULL;

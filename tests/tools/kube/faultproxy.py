@@ -342,9 +342,8 @@ class Forwarder(http.server.BaseHTTPRequestHandler):
             wlock = threading.Lock()
             timer = None
             if rule and rule.get("cut_after_ms"):
-                entry["fault"] = "watch cut after %d ms" % rule["cut_after_ms"]
-
                 def cut():
+                    entry["fault"] = "watch cut after %d ms" % rule["cut_after_ms"]
                     half = b'{"type":"MODIFIED","object":{"metadata":{"na'
                     with wlock:
                         try:
