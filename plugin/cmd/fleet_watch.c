@@ -4,8 +4,6 @@
 #include <poll.h>
 #include <signal.h>
 #include <stdatomic.h>
-#include <sys/ioctl.h>
-#include <termios.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -15,6 +13,7 @@
 #include "cmd/fleet_watch.h"
 #include "kube/fleet_fetch.h"
 #include "remediator/informer.h"
+#include "view/term.h"
 
 #define DEFAULT_CHUNK 500
 #define REDRAW_GAP_MS 1000	/* a busy cluster redraws once a second, not on every event */
@@ -51,64 +50,6 @@ static json_object *trim_node(json_object *node)
 	if (json_object_object_get_ex(t, "status", &st))
 		json_object_object_del(st, "images");
 	return t;
-}
-
-static void write_all(const char *s, size_t n)
-{
-	while (n > 0) {
-		ssize_t w = write(STDOUT_FILENO, s, n);
-
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w <= 0)
-			return;
-		s += w;
-		n -= (size_t)w;
-	}
-}
-
-static struct termios saved_tio;
-static bool tio_saved;
-
-static void term_restore(void)
-{
-	static const char leave[] = "\033[0m\033[?25h\033[?1049l";
-
-	if (!tio_saved)
-		return;
-	write_all(leave, sizeof(leave) - 1);
-	(void)tcsetattr(STDIN_FILENO, TCSAFLUSH, &saved_tio);
-	tio_saved = false;
-}
-
-static int term_enter(void)
-{
-	static const char enter[] = "\033[?1049h\033[?25l\033[H\033[2J";
-	struct termios raw;
-
-	if (tcgetattr(STDIN_FILENO, &saved_tio) < 0)
-		return -errno;
-	raw = saved_tio;
-	raw.c_lflag &= ~(tcflag_t)(ICANON | ECHO);
-	raw.c_cc[VMIN] = 0;
-	raw.c_cc[VTIME] = 0;
-	if (tcsetattr(STDIN_FILENO, TCSAFLUSH, &raw) < 0)
-		return -errno;
-	tio_saved = true;
-	write_all(enter, sizeof(enter) - 1);
-	return 0;
-}
-
-static void term_size(unsigned *cols, unsigned *rows)
-{
-	struct winsize ws;
-
-	*cols = 80;
-	*rows = 24;
-	if (ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_col && ws.ws_row) {
-		*cols = ws.ws_col;
-		*rows = ws.ws_row;
-	}
 }
 
 struct caches {
@@ -215,7 +156,7 @@ static void draw(const struct cmd_opts *o, struct fleet *f, struct caches *c, bo
 	}
 	fputs("\033[J", m);
 	if (fclose(m) == 0)
-		write_all(screen, slen);
+		term_write(screen, slen);
 }
 
 static int open_caches(struct cz_ctx *ctx, const struct cmd_opts *o, struct caches *c)

@@ -1,22 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /* A Kubernetes watch stream: see watch.h. */
 #include <errno.h>
-#include <stdarg.h>
 
 #include "base/kjson.h"
 #include "base/util.h"
 #include "kube/kube.h"
 #include "kube/watch.h"
-
-_printf_(3, 4) static int say(char *err, size_t size, const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(err, size, fmt, ap);
-	va_end(ap);
-	return 0;
-}
 
 static const char *const TYPES[] = {
 	[WATCH_ADDED] = "ADDED", [WATCH_MODIFIED] = "MODIFIED", [WATCH_DELETED] = "DELETED",
@@ -61,13 +50,13 @@ int watch_event_parse(const char *line, size_t n, struct watch_event *ev, char *
 	doc = kube_parse_body(line, n);
 	if (!doc || !json_object_is_type(doc, json_type_object)) {
 		json_object_put(doc);
-		say(err, size, "watch event: not a JSON object");
+		snprintf(err, size, "watch event: not a JSON object");
 		return -EBADMSG;
 	}
 	if (!json_object_object_get_ex(doc, "type", &type) ||
 	    !json_object_is_type(type, json_type_string)) {
 		json_object_put(doc);
-		say(err, size, "watch event: no type");
+		snprintf(err, size, "watch event: no type");
 		return -EBADMSG;
 	}
 	t = json_object_get_string(type);
@@ -75,13 +64,13 @@ int watch_event_parse(const char *line, size_t n, struct watch_event *ev, char *
 		;
 	if (i == ARRAY_SIZE(TYPES)) {
 		json_object_put(doc);
-		say(err, size, "watch event: unknown type");
+		snprintf(err, size, "watch event: unknown type");
 		return -EBADMSG;
 	}
 	if (!json_object_object_get_ex(doc, "object", &obj) ||
 	    !json_object_is_type(obj, json_type_object)) {
 		json_object_put(doc);
-		say(err, size, "watch event %s: no object", TYPES[i]);
+		snprintf(err, size, "watch event %s: no object", TYPES[i]);
 		return -EBADMSG;
 	}
 	ev->type = (enum watch_type)i;
@@ -99,12 +88,12 @@ int watch_event_parse(const char *line, size_t n, struct watch_event *ev, char *
 	rv = kube_get_str(ev->object, "metadata.resourceVersion", NULL);
 	name = kube_get_str(ev->object, "metadata.name", NULL);
 	if (!rv_ok(rv)) {
-		say(err, size, "watch event %s: no valid metadata.resourceVersion", TYPES[i]);
+		snprintf(err, size, "watch event %s: no valid metadata.resourceVersion", TYPES[i]);
 		watch_event_clear(ev);
 		return -EBADMSG;
 	}
 	if (ev->type != WATCH_BOOKMARK && !valid_name(name ? name : "", 253)) {
-		say(err, size, "watch event %s: no valid metadata.name", TYPES[i]);
+		snprintf(err, size, "watch event %s: no valid metadata.name", TYPES[i]);
 		watch_event_clear(ev);
 		return -EBADMSG;
 	}
@@ -142,7 +131,7 @@ static int emit(const char *line, size_t n, watch_line_fn fn, void *userdata)
 
 static int too_long(const struct watch_lines *w, char *err, size_t size)
 {
-	say(err, size, "a watch event is longer than the %zu-byte cap", w->max);
+	snprintf(err, size, "a watch event is longer than the %zu-byte cap", w->max);
 	return -EMSGSIZE;
 }
 
@@ -251,17 +240,17 @@ int watch_stream(struct kube_client *kc, const char *path, uint64_t timeout_ms, 
 	watch_lines_init(&c.lines, max_line);
 	r = kube_stream(kc, path, timeout_ms, stall_ms, on_bytes, &c, &resp);
 	if (r == -ETIMEDOUT)
-		say(err, size, "the watch stalled or outlived its time: %s", resp.message);
+		snprintf(err, size, "the watch stalled or outlived its time: %s", resp.message);
 	else if (r < 0 && !err[0])
-		say(err, size, "the watch stream broke: %s",
+		snprintf(err, size, "the watch stream broke: %s",
 		    resp.message[0] ? resp.message : strerror(-r));
 	else if (r == 0 && resp.status != 200) {
-		say(err, size, "watch: HTTP %ld%s%s", resp.status, resp.message[0] ? ": " : "",
+		snprintf(err, size, "watch: HTTP %ld%s%s", resp.status, resp.message[0] ? ": " : "",
 		    resp.message);
 		r = resp.status == 410 ? -ESTALE :
 		    resp.status == 401 || resp.status == 403 ? -EACCES : -EREMOTEIO;
 	} else if (r == 0 && watch_lines_pending(&c.lines)) {
-		say(err, size, "the watch stream ended inside an event (%zu bytes)",
+		snprintf(err, size, "the watch stream ended inside an event (%zu bytes)",
 		    watch_lines_pending(&c.lines));
 		r = -EBADMSG;
 	}
