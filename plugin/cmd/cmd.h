@@ -32,6 +32,7 @@ struct cmd_opts {
 	const char *group_by[CZ_GROUP_BY_MAX]; /* fleet --group-by LABEL (repeatable) */
 	size_t n_group_by;
 	bool nodes;		 /* fleet --nodes: the nodes behind each line */
+	bool watch;		 /* fleet --watch: live, from a LIST and a WATCH */
 	uint64_t chunk_size;	 /* fleet --chunk-size: nodes per page (0 = 500) */
 	const char *from;	 /* install-plugin --from FILE, or NULL: CZ_PLUGIN_BINARY */
 	int argc;		 /* positional arguments after the subcommand words */

@@ -4,13 +4,14 @@
  * Lists the nodes through the API server in pages (kube/fleet_fetch.h), records each into the
  * pure fleet view (fleet/fleet.h), reads the remediation Leases, and prints the ranked summary
  * (text or --json). Exit 0: no node has one of our conditions True; 1: some do; 2: the nodes
- * could not be listed.
+ * could not be listed. --watch: live (cmd/fleet_watch.h).
  */
 #include <errno.h>
 #include <time.h>
 
 #include "base/jsonw.h"
 #include "cmd/cmd.h"
+#include "cmd/fleet_watch.h"
 #include "kube/fleet_fetch.h"
 #include "remediator/guard.h"
 #include "base/kjson.h"
@@ -191,10 +192,19 @@ int cmd_fleet(struct cz_ctx *ctx, const struct cmd_opts *o)
 		log_error("fleet: unexpected argument '%.64s'", o->argv[0]);
 		return CZ_EXIT_ERROR;
 	}
+	if (o->watch && o->json) {
+		log_error("fleet: --watch draws the text view; --json is one summary");
+		return CZ_EXIT_ERROR;
+	}
 	r = fleet_new(o->group_by, o->n_group_by, o->max_output, &f);
 	if (r < 0) {
 		log_error_errno(r, "Failed to set up the fleet view: %m");
 		return CZ_EXIT_ERROR;
+	}
+	if (o->watch) {
+		ret = fleet_watch(ctx, o, f);
+		fleet_free(f);
+		return ret;
 	}
 	r = fleet_fetch_open(ctx->cfg.kubernetes.kubeconfig, &kc, err, sizeof(err));
 	if (r < 0) {

@@ -49,6 +49,10 @@ int cmd_remediator(struct cz_ctx *ctx, const struct cmd_opts *o)
 		return CZ_EXIT_ERROR;
 	log_info("remediator %s: mode %s, leader Lease %s/cpuzombie-remediator", me,
 		 config_mode_name(ctx->cfg.remediation.mode), remediator_namespace(rm));
+	/* CZ_REMEDIATOR_POLL=1: a LIST of every node each cycle, kept to measure against */
+	remediator_set_source(rm, o->once ? REMEDIATOR_LIST :
+			      streq(getenv("CZ_REMEDIATOR_POLL") ?: "", "1") ? REMEDIATOR_POLL :
+			      REMEDIATOR_WATCH);
 	if (o->once) {
 		r = remediator_cycle(rm, summary, sizeof(summary));
 		printf("%s\n", summary);
@@ -68,7 +72,8 @@ int cmd_remediator(struct cz_ctx *ctx, const struct cmd_opts *o)
 			if (agent_signals_take_reload())
 				log_notice("remediator: SIGHUP: restart the remediator to apply a "
 					   "changed configuration");
-			usleep(200 * 1000);
+			if (remediator_wait(rm, 200))
+				break;	/* a node changed: decide now */
 		}
 	}
 	remediator_free(rm, true);

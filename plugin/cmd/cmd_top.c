@@ -18,8 +18,6 @@
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
-#include <sys/ioctl.h>
-#include <termios.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -33,6 +31,7 @@
 #include "cpu/history.h"
 #include "klog/kevents.h"
 #include "cmd/cmd.h"
+#include "view/term.h"
 #include "host/ethtool.h"
 #include "view/top_render.h"
 
@@ -317,33 +316,6 @@ static int collect(struct top *t)
 	return 0;
 }
 
-static void term_size(unsigned *cols, unsigned *rows)
-{
-	struct winsize ws;
-
-	if (ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_col && ws.ws_row) {
-		*cols = ws.ws_col;
-		*rows = ws.ws_row;
-	} else {
-		*cols = 80;
-		*rows = 24;
-	}
-}
-
-static void write_all(const char *s, size_t n)
-{
-	while (n > 0) {
-		ssize_t w = write(STDOUT_FILENO, s, n);
-
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w <= 0)
-			return;
-		s += w;
-		n -= (size_t)w;
-	}
-}
-
 static void draw(struct top *t, bool tty, char *screen)
 {
 	ssize_t n;
@@ -359,39 +331,7 @@ static void draw(struct top *t, bool tty, char *screen)
 			screen[n++] = '\n';
 	}
 	if (n > 0)
-		write_all(screen, (size_t)n);
-}
-
-static struct termios saved_tio;
-static bool tio_saved;
-
-static void term_restore(void)
-{
-	static const char leave[] = "\033[0m\033[?25h\033[?1049l";
-
-	if (!tio_saved)
-		return;
-	write_all(leave, sizeof(leave) - 1);
-	(void)tcsetattr(STDIN_FILENO, TCSAFLUSH, &saved_tio);
-	tio_saved = false;
-}
-
-static int term_enter(void)
-{
-	static const char enter[] = "\033[?1049h\033[?25l\033[H\033[2J";
-	struct termios raw;
-
-	if (tcgetattr(STDIN_FILENO, &saved_tio) < 0)
-		return -errno;
-	raw = saved_tio;
-	raw.c_lflag &= ~(tcflag_t)(ICANON | ECHO);
-	raw.c_cc[VMIN] = 0;
-	raw.c_cc[VTIME] = 0;
-	if (tcsetattr(STDIN_FILENO, TCSAFLUSH, &raw) < 0)
-		return -errno;
-	tio_saved = true;
-	write_all(enter, sizeof(enter) - 1);
-	return 0;
+		term_write(screen, (size_t)n);
 }
 
 static void install_signals(void)

@@ -103,12 +103,14 @@ static const struct cmd cmds[] = {
 	  "    terminal: one line a second.\n" },
 	{ "fleet", ONLINE(cmd_fleet),
 	  "fleet [-l SELECTOR] [--group-by LABEL]... [--nodes] [--json] [--chunk-size N]\n"
+	  "      [--watch]\n"
 	  "    Where the chain concentrates across the cluster, read from the API server\n"
 	  "    (--kubeconfig, $KUBECONFIG, ~/.kube/config or in-cluster): per condition, the\n"
 	  "    zone, instance type, OS image, kernel, runtime or label that best separates True\n"
 	  "    from False nodes; leakers, tasks and reset causes; remediation and its Leases.\n"
 	  "    Also `kubectl cpuzombie` (installed as kubectl-cpuzombie). Exit 1: some node "
-	  "True.\n" },
+	  "True.\n"
+	  "    --watch: live, from one LIST and a WATCH, redrawn on change (q quits).\n" },
 	{ "install-plugin", ONLINE(cmd_install_plugin),
 	  "install-plugin DEST_DIR [--from FILE]\n"
 	  "    Copy the static check binary (--from, default " CZ_PLUGIN_BINARY ") to\n"
@@ -168,14 +170,14 @@ static int _printf_(1, 2) cmdline_error(const char *fmt, ...)
 enum {
 	OPT_CONFIG = 256, OPT_PROC, OPT_SYS, OPT_STATE, OPT_RUN, OPT_NODE, OPT_KUBECONFIG,
 	OPT_MAXOUT, OPT_VERSION, OPT_HELP, OPT_ONCE, OPT_JSON, OPT_SVG, OPT_SINCE, OPT_UNTIL,
-	OPT_SELECTOR, OPT_GROUP_BY, OPT_NODES, OPT_CHUNK, OPT_FROM, OPT_HTML, OPT_OUT,
+	OPT_SELECTOR, OPT_GROUP_BY, OPT_NODES, OPT_WATCH, OPT_CHUNK, OPT_FROM, OPT_HTML, OPT_OUT,
 };
 
 struct opts {
 	const char *config, *proc, *sys, *state, *run, *node, *kubeconfig, *svg, *since, *until;
 	const char *selector, *group_by[CZ_GROUP_BY_MAX];	/* fleet */
 	size_t n_group_by;
-	bool nodes;
+	bool nodes, watch;
 	uint64_t chunk_size;
 	const char *from;	/* install-plugin */
 	const char *html, *out;	/* report --html, flame --out */
@@ -211,6 +213,7 @@ static int parse_opts(int argc, char **argv, struct opts *o, bool permute)
 		{ "selector", required_argument, NULL, OPT_SELECTOR },
 		{ "group-by", required_argument, NULL, OPT_GROUP_BY },
 		{ "nodes", no_argument, NULL, OPT_NODES },
+		{ "watch", no_argument, NULL, OPT_WATCH },
 		{ "chunk-size", required_argument, NULL, OPT_CHUNK },
 		{ "from", required_argument, NULL, OPT_FROM },
 		{ "html", required_argument, NULL, OPT_HTML },
@@ -258,6 +261,7 @@ static int parse_opts(int argc, char **argv, struct opts *o, bool permute)
 			o->group_by[o->n_group_by++] = optarg;
 			break;
 		case OPT_NODES: o->nodes = true; break;
+		case OPT_WATCH: o->watch = true; break;
 		case OPT_CHUNK:
 			if (parse_u64(optarg, &o->chunk_size) < 0 || o->chunk_size == 0 ||
 			    o->chunk_size > 100000)
@@ -444,6 +448,7 @@ static int run(int argc, char **argv)
 	memcpy(co.group_by, o.group_by, sizeof(co.group_by));
 	co.n_group_by = o.n_group_by;
 	co.nodes = o.nodes;
+	co.watch = o.watch;
 	co.chunk_size = o.chunk_size;
 	co.from = o.from;
 	co.argc = argc - first - r;

@@ -85,6 +85,25 @@ static int add_param(char *buf, size_t size, size_t *off, const char *name, cons
 	return encode(value, buf, size, off);
 }
 
+int fleet_fetch_watch_path(const char *base, const char *selector, const char *rv,
+			   unsigned timeout_s, char *buf, size_t size)
+{
+	size_t off;
+	char t[16];
+	int k = snprintf(buf, size, "%s?watch=1&allowWatchBookmarks=true", base);
+
+	if (k < 0 || (size_t)k >= size)
+		return -E2BIG;
+	off = (size_t)k;
+	snprintf(t, sizeof(t), "%u", timeout_s);
+	k = add_param(buf, size, &off, "timeoutSeconds", t);
+	if (k == 0)
+		k = add_param(buf, size, &off, "resourceVersion", rv);
+	if (k == 0 && selector && *selector)
+		k = add_param(buf, size, &off, "labelSelector", selector);
+	return k;
+}
+
 /* What an HTTP status means here; the server's words go into @err. */
 static int http_error(const struct kube_response *resp, const char *what, char *err, size_t size)
 {
@@ -129,6 +148,10 @@ static int one_page(struct kube_client *kc, const char *path, const char *what, 
 	    json_object_object_get_ex(md, "continue", &c) &&
 	    json_object_is_type(c, json_type_string))
 		snprintf(cont, cont_size, "%s", json_object_get_string(c));
+	/* every page of a list is one snapshot: the first page's resourceVersion is the list's */
+	if (stats && !stats->pages)
+		snprintf(stats->rv, sizeof(stats->rv), "%s",
+			 kube_get_str(resp.body, "metadata.resourceVersion", ""));
 	if (strlen(cont) + 1 >= cont_size) {
 		say(err, err_size, "cannot list %s: the continue token is too long", what);
 		r = -EBADMSG;
@@ -151,6 +174,14 @@ int fleet_fetch_nodes(struct kube_client *kc, const char *selector, unsigned lim
 		      fleet_item_fn fn, void *userdata, struct fleet_fetch_stats *stats, char *err,
 		      size_t err_size)
 {
+	return fleet_fetch_list(kc, "/api/v1/nodes", "nodes", selector, limit, fn, userdata, stats,
+				err, err_size);
+}
+
+int fleet_fetch_list(struct kube_client *kc, const char *base, const char *what,
+		     const char *selector, unsigned limit, fleet_item_fn fn, void *userdata,
+		     struct fleet_fetch_stats *stats, char *err, size_t err_size)
+{
 	char cont[CONTINUE_MAX] = "", path[CONTINUE_MAX * 3 + 2048], why[160];
 	struct fleet_pager pager;
 	int r;
@@ -160,7 +191,7 @@ int fleet_fetch_nodes(struct kube_client *kc, const char *selector, unsigned lim
 		size_t off = 0, n = 0;
 		char lim[24];
 
-		off = (size_t)snprintf(path, sizeof(path), "/api/v1/nodes");
+		off = (size_t)snprintf(path, sizeof(path), "%s", base);
 		snprintf(lim, sizeof(lim), "%u", limit);
 		r = limit ? add_param(path, sizeof(path), &off, "limit", lim) : 0;
 		if (r == 0 && selector && *selector)
@@ -168,17 +199,17 @@ int fleet_fetch_nodes(struct kube_client *kc, const char *selector, unsigned lim
 		if (r == 0 && cont[0])
 			r = add_param(path, sizeof(path), &off, "continue", cont);
 		if (r < 0) {
-			say(err, err_size, "cannot list nodes: the label selector is too long");
+			say(err, err_size, "cannot list %s: the label selector is too long", what);
 			break;
 		}
-		r = one_page(kc, path, "nodes", fn, userdata, cont, sizeof(cont), stats, &n, err,
+		r = one_page(kc, path, what, fn, userdata, cont, sizeof(cont), stats, &n, err,
 			     err_size);
 		if (r < 0)
 			break;
 		/* a repeated token or endless pages: stop (fleet_pager.h) */
 		r = fleet_pager_next(&pager, cont, n, why, sizeof(why));
 		if (r < 0)
-			say(err, err_size, "cannot list nodes: %s", why);
+			say(err, err_size, "cannot list %s: %s", what, why);
 	} while (r > 0);
 	fleet_pager_done(&pager);
 	return r < 0 ? r : 0;

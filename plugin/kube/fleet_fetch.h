@@ -32,6 +32,7 @@ typedef int (*fleet_item_fn)(json_object *item, void *userdata);
 struct fleet_fetch_stats {
 	unsigned pages;
 	size_t items;
+	char rv[64];		/* the list's metadata.resourceVersion ("" when none) */
 };
 
 /*
@@ -45,6 +46,21 @@ struct fleet_fetch_stats {
 int fleet_fetch_nodes(struct kube_client *kc, const char *selector, unsigned limit,
 		      fleet_item_fn fn, void *userdata, struct fleet_fetch_stats *stats, char *err,
 		      size_t err_size);
+
+/*
+ * fleet_fetch_list - fleet_fetch_nodes() for any list path @base ("/api/v1/nodes",
+ * "/apis/coordination.k8s.io/v1/namespaces/x/leases"), named @what in @err.
+ */
+int fleet_fetch_list(struct kube_client *kc, const char *base, const char *what,
+		     const char *selector, unsigned limit, fleet_item_fn fn, void *userdata,
+		     struct fleet_fetch_stats *stats, char *err, size_t err_size);
+
+/*
+ * fleet_fetch_watch_path - the WATCH of list path @base from resourceVersion @rv, with bookmarks,
+ * @timeout_s (timeoutSeconds) and @selector (may be NULL), into @buf. Returns 0 or -E2BIG.
+ */
+int fleet_fetch_watch_path(const char *base, const char *selector, const char *rv,
+			   unsigned timeout_s, char *buf, size_t size);
 
 /*
  * fleet_fetch_leases - the Leases labelled app.kubernetes.io/managed-by=cpuzombie in namespace

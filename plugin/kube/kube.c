@@ -188,14 +188,13 @@ static struct curl_slist *headers(const char *authz, const char *ctype)
 	return h;
 }
 
-static int attempt(struct kube_client *kc, const char *method, const char *url,
-		   const char *ctype, const char *body, struct kube_response *resp)
+/* Set up @kc's handle for one request of @method to @url; the header list in *@ret_hdr (the
+ * caller frees it after the transfer). Returns 0 or -errno (resp->message says why). */
+static int prepare(struct kube_client *kc, const char *method, const char *url,
+		   const char *ctype, uint64_t timeout_ms, char *errbuf,
+		   struct curl_slist **ret_hdr, struct kube_response *resp)
 {
 	_cleanup_free_ char *tok = NULL, *authz = NULL;
-	struct curl_slist *hdr;
-	struct buf b = { 0 };
-	char errbuf[CURL_ERROR_SIZE] = "";
-	CURLcode cc;
 	int r;
 
 	r = creds_bearer(kc->creds, &tok);
@@ -209,26 +208,41 @@ static int attempt(struct kube_client *kc, const char *method, const char *url,
 	curl_easy_setopt(kc->h, CURLOPT_URL, url);
 	curl_easy_setopt(kc->h, CURLOPT_PROTOCOLS_STR, "https");
 	curl_easy_setopt(kc->h, CURLOPT_NOSIGNAL, 1L);
-	curl_easy_setopt(kc->h, CURLOPT_TIMEOUT_MS, (long)kc->timeout_ms);
+	curl_easy_setopt(kc->h, CURLOPT_TIMEOUT_MS, (long)timeout_ms);
 	curl_easy_setopt(kc->h, CURLOPT_CONNECTTIMEOUT_MS, (long)kc->timeout_ms);
 	curl_easy_setopt(kc->h, CURLOPT_CUSTOMREQUEST, method);
 	curl_easy_setopt(kc->h, CURLOPT_ERRORBUFFER, errbuf);
-	curl_easy_setopt(kc->h, CURLOPT_WRITEFUNCTION, on_data);
-	curl_easy_setopt(kc->h, CURLOPT_WRITEDATA, &b);
 	curl_easy_setopt(kc->h, CURLOPT_USERAGENT, "cpuzombie/" CZ_VERSION);
 	/* gzip, as kubectl asks: the API server compresses answers over 128 KiB (a page of 500
 	 * nodes is ~2.9 MB, ~145 KB gzipped). The body bound in on_data counts what libcurl has
 	 * decompressed, so a small compressed answer cannot grow past it. */
 	curl_easy_setopt(kc->h, CURLOPT_ACCEPT_ENCODING, "gzip");
+	setup_tls(kc);
+	*ret_hdr = headers(authz, ctype);
+	if (!*ret_hdr)
+		return -ENOMEM;
+	curl_easy_setopt(kc->h, CURLOPT_HTTPHEADER, *ret_hdr);
+	return 0;
+}
+
+static int attempt(struct kube_client *kc, const char *method, const char *url,
+		   const char *ctype, const char *body, struct kube_response *resp)
+{
+	struct curl_slist *hdr = NULL;
+	struct buf b = { 0 };
+	char errbuf[CURL_ERROR_SIZE] = "";
+	CURLcode cc;
+	int r;
+
+	r = prepare(kc, method, url, ctype, kc->timeout_ms, errbuf, &hdr, resp);
+	if (r < 0)
+		return r;
+	curl_easy_setopt(kc->h, CURLOPT_WRITEFUNCTION, on_data);
+	curl_easy_setopt(kc->h, CURLOPT_WRITEDATA, &b);
 	if (body) {
 		curl_easy_setopt(kc->h, CURLOPT_POSTFIELDS, body);
 		curl_easy_setopt(kc->h, CURLOPT_POSTFIELDSIZE, (long)strlen(body));
 	}
-	setup_tls(kc);
-	hdr = headers(authz, ctype);
-	if (!hdr)
-		return -ENOMEM;
-	curl_easy_setopt(kc->h, CURLOPT_HTTPHEADER, hdr);
 	cc = curl_easy_perform(kc->h);
 	curl_slist_free_all(hdr);
 	if (cc != CURLE_OK) {
@@ -243,6 +257,88 @@ static int attempt(struct kube_client *kc, const char *method, const char *url,
 	kube_status_message(resp->body, resp->message, sizeof(resp->message));
 	free(b.p);
 	return 0;
+}
+
+/* ---- a streamed answer --------------------------------------------------------------------- */
+
+#define STREAM_ERROR_BODY (64u << 10)	/* a non-200 answer to a stream is a short Status */
+
+struct stream {
+	struct kube_client *kc;
+	kube_stream_fn fn;
+	void *userdata;
+	long status;
+	int fn_err;
+	struct buf other;	/* a non-200 body, at most STREAM_ERROR_BODY */
+};
+
+static size_t on_stream(char *ptr, size_t size, size_t nmemb, void *userdata)
+{
+	struct stream *s = userdata;
+	size_t n = size * nmemb;
+
+	if (!s->status)
+		curl_easy_getinfo(s->kc->h, CURLINFO_RESPONSE_CODE, &s->status);
+	if (s->status != 200 || n == 0) {
+		if (s->other.n + n > STREAM_ERROR_BODY)
+			return n;	/* the rest of an error body is not needed */
+		return on_data(ptr, 1, n, &s->other);
+	}
+	if (s->fn_err == 0)
+		s->fn_err = s->fn(ptr, n, s->userdata);
+	return s->fn_err < 0 ? 0 : n;
+}
+
+static int on_progress(void *userdata, curl_off_t dt, curl_off_t dn, curl_off_t ut, curl_off_t un)
+{
+	struct stream *s = userdata;
+
+	(void)dt, (void)dn, (void)ut, (void)un;
+	if (s->fn_err == 0)	/* the first error stays: the write callback's, say */
+		s->fn_err = s->fn(NULL, 0, s->userdata);
+	return s->fn_err < 0;
+}
+
+int kube_stream(struct kube_client *kc, const char *path, uint64_t timeout_ms, uint64_t stall_ms,
+		kube_stream_fn fn, void *userdata, struct kube_response *resp)
+{
+	_cleanup_free_ char *url = NULL;
+	struct stream s = { .kc = kc, .fn = fn, .userdata = userdata };
+	struct curl_slist *hdr = NULL;
+	char errbuf[CURL_ERROR_SIZE] = "";
+	CURLcode cc;
+	int r;
+
+	kube_response_clear(resp);
+	resp->attempts = 1;
+	if (asprintf(&url, "%s%s", creds_auth(kc->creds)->server, path) < 0)
+		return -ENOMEM;
+	r = prepare(kc, "GET", url, NULL, timeout_ms, errbuf, &hdr, resp);
+	if (r < 0)
+		return r;
+	curl_easy_setopt(kc->h, CURLOPT_WRITEFUNCTION, on_stream);
+	curl_easy_setopt(kc->h, CURLOPT_WRITEDATA, &s);
+	curl_easy_setopt(kc->h, CURLOPT_XFERINFOFUNCTION, on_progress);
+	curl_easy_setopt(kc->h, CURLOPT_XFERINFODATA, &s);
+	curl_easy_setopt(kc->h, CURLOPT_NOPROGRESS, 0L);
+	/* a stall: less than 1 byte a second for @stall_ms */
+	curl_easy_setopt(kc->h, CURLOPT_LOW_SPEED_LIMIT, 1L);
+	curl_easy_setopt(kc->h, CURLOPT_LOW_SPEED_TIME, (long)((stall_ms + 999) / 1000));
+	cc = curl_easy_perform(kc->h);
+	curl_slist_free_all(hdr);
+	curl_easy_getinfo(kc->h, CURLINFO_RESPONSE_CODE, &resp->status);
+	if (s.fn_err < 0)
+		r = s.fn_err;
+	else if (cc != CURLE_OK) {
+		snprintf(resp->message, sizeof(resp->message), "%s",
+			 *errbuf ? errbuf : curl_easy_strerror(cc));
+		r = curl_errno(cc);
+	} else if (resp->status != 200) {
+		resp->body = kube_parse_body(s.other.p, s.other.n);
+		kube_status_message(resp->body, resp->message, sizeof(resp->message));
+	}
+	free(s.other.p);
+	return r;
 }
 
 static bool retryable(int r, long status, unsigned flags)

@@ -13,6 +13,7 @@
 
 #include <json-c/json.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "base/kjson.h"
@@ -82,5 +83,19 @@ int kube_json(struct kube_client *kc, const char *method, const char *path,
  * object: never decide on what could not be read), logged as "Failed to read @what: ...".
  */
 int kube_get_object(struct kube_client *kc, const char *path, const char *what, json_object **ret);
+
+/* Called with each piece of a streamed 200 body as it arrives, and with @n 0 (@data NULL) about
+ * once a second meanwhile, so that a quiet stream can be ended. A negative return stops. */
+typedef int (*kube_stream_fn)(const char *data, size_t n, void *userdata);
+
+/*
+ * kube_stream - one GET of @path (no retry: the caller knows where to resume) whose 200 body goes
+ * to @fn piece by piece as it arrives, for at most @timeout_ms and never @stall_ms without a byte.
+ * Returns 0 when the server ended the answer (@resp->status; a non-200 answer's Status in
+ * @resp->body and @resp->message), -ETIMEDOUT (the time is up or the stream stalled), the
+ * transport's -errno (a stream cut short: -EIO), or @fn's negative return.
+ */
+int kube_stream(struct kube_client *kc, const char *path, uint64_t timeout_ms, uint64_t stall_ms,
+		kube_stream_fn fn, void *userdata, struct kube_response *resp);
 
 #endif

@@ -11,6 +11,7 @@
 #include "kube/fleet_fetch.h"
 #include "remediator/guard.h"
 #include "kube/kube.h"
+#include "remediator/informer.h"
 #include "remediator/leader.h"
 #include "remediator/remediate.h"
 #include "remediator/remediator.h"
@@ -18,6 +19,9 @@
 #define SA_DIR "/var/run/secrets/kubernetes.io/serviceaccount"
 #define NODES_PAGE 500
 #define DUE_MAX 100000		/* nodes remediated in one cycle, at most */
+#define EVENT_GAP_MS 1000	/* a cycle for a node's change at most this often */
+#define LEASE_SELECTOR "app.kubernetes.io/managed-by=cpuzombie"	/* the budget Leases */
+#define SYNC_WAIT_MS 120000	/* the first LIST of 10,000 nodes at 500 a page takes seconds */
 
 #define log_kube(prio, ...) \
 	log_fields_full((prio), &(struct log_fields){ LOG_MID_KUBE, NULL, -1, NULL }, __VA_ARGS__)
@@ -27,6 +31,7 @@ struct leader_state {
 	int err;		/* -errno of the last try, 0 */
 	char holder[254];	/* who leads when not us ("" unknown) */
 	uint64_t until_ms;
+	uint64_t at_ms;		/* when this look was taken (monotonic) */
 };
 
 struct remediator {
@@ -42,6 +47,11 @@ struct remediator {
 	unsigned gen;
 	struct leader_state st;
 	char storm[320];	/* the storm guard's last word, logged once */
+	enum remediator_source source;
+	struct informer *nodes, *leases;	/* the caches (REMEDIATOR_WATCH) */
+	bool dirty;		/* a node or Lease changed in a way a decision reads */
+	uint64_t cycle_ms;	/* when the last cycle started (monotonic) */
+	char lease_path[320];
 };
 
 const char *remediator_identity(const struct remediator *rm)
@@ -71,6 +81,77 @@ bool remediator_node_due(json_object *node, const struct cz_config *cfg,
 			return true;
 	(void)remediate_problem(node, &cfg->remediation.conditions, 0, 0, NULL, &any);
 	return any;
+}
+
+/* Add @from's member @key to @to when present (shared, not copied). */
+static int keep(json_object *to, json_object *from, const char *key)
+{
+	json_object *v;
+
+	if (!from || !json_object_object_get_ex(from, key, &v))
+		return 0;
+	return json_object_object_add(to, key, json_object_get(v));
+}
+
+json_object *remediator_node_trim(json_object *node)
+{
+	json_object *t = json_object_new_object(), *md = json_object_new_object();
+	json_object *st = json_object_new_object(), *conds = json_object_new_array();
+	json_object *src_md = kube_get(node, "metadata"), *spec = kube_get(node, "spec");
+	json_object *src = kube_get_array(node, "status.conditions");
+	int r = t && md && st && conds ? 0 : -ENOMEM;
+
+	if (r == 0)
+		r = keep(md, src_md, "name") | keep(md, src_md, "resourceVersion") |
+		    keep(md, src_md, "uid") | keep(md, src_md, "labels") |
+		    keep(md, src_md, "annotations");
+	for (size_t i = 0; r == 0 && src && i < json_object_array_length(src); i++) {
+		json_object *c = json_object_array_get_idx(src, i), *k = json_object_new_object();
+
+		/* not lastHeartbeatTime: a heartbeat alone changes no decision */
+		r = k ? keep(k, c, "type") | keep(k, c, "status") | keep(k, c, "reason") |
+			keep(k, c, "message") | keep(k, c, "lastTransitionTime") : -ENOMEM;
+		if (r == 0)
+			r = json_object_array_add(conds, k);
+		else
+			json_object_put(k);
+	}
+	if (r == 0 && spec)
+		r = json_object_object_add(t, "spec", json_object_get(spec));
+	if (r == 0)
+		r = json_object_object_add(st, "conditions", TAKE_PTR(conds)) |
+		    json_object_object_add(t, "status", TAKE_PTR(st)) |
+		    json_object_object_add(t, "metadata", TAKE_PTR(md));
+	json_object_put(conds);
+	json_object_put(st);
+	json_object_put(md);
+	if (r != 0) {
+		json_object_put(t);
+		return NULL;
+	}
+	return t;
+}
+
+json_object *remediator_lease_trim(json_object *lease)
+{
+	json_object *t = json_object_new_object(), *md = json_object_new_object();
+	json_object *spec = json_object_new_object();
+	json_object *src_md = kube_get(lease, "metadata"), *src_spec = kube_get(lease, "spec");
+	int r = t && md && spec ? 0 : -ENOMEM;
+
+	if (r == 0)
+		r = keep(md, src_md, "name") | keep(md, src_md, "resourceVersion") |
+		    keep(spec, src_spec, "holderIdentity");
+	if (r == 0)
+		r = json_object_object_add(t, "metadata", TAKE_PTR(md)) |
+		    json_object_object_add(t, "spec", TAKE_PTR(spec));
+	json_object_put(md);
+	json_object_put(spec);
+	if (r != 0) {
+		json_object_put(t);
+		return NULL;
+	}
+	return t;
 }
 
 const char *remediator_default_namespace(const char *text, char *buf, size_t size)
@@ -197,6 +278,8 @@ static void *leader_thread(void *arg)
 		rm->want = false;
 		pthread_mutex_unlock(&rm->lock);
 		struct leader_state s = leader_try(rm, false);
+
+		s.at_ms = now_monotonic_ms();
 		pthread_mutex_lock(&rm->lock);
 		if (rm->st.leading && !s.leading)
 			log_kube(LOG_PRIO_WARNING, "remediator %s: no longer the leader", rm->me);
@@ -310,6 +393,7 @@ int remediator_new(const struct cz_config *cfg, const char *identity, struct rem
 		rm->cfg.remediation.reboot_sentinel[0] = '\0';
 	}
 	snprintf(rm->me, sizeof(rm->me), "%s", identity);
+	rm->source = REMEDIATOR_WATCH;
 	pick_namespace(rm);
 	if (remediator_window_check(&rm->cfg) < 0) {
 		free(rm);
@@ -346,6 +430,8 @@ void remediator_free(struct remediator *rm, bool release)
 {
 	if (!rm)
 		return;
+	informer_free(rm->nodes);
+	informer_free(rm->leases);
 	if (rm->started) {
 		pthread_mutex_lock(&rm->lock);
 		rm->stop = true;
@@ -448,6 +534,135 @@ static int list_due(struct remediator *rm, struct due *d)
 	return r;
 }
 
+/* ---- the caches ---------------------------------------------------------------------------- */
+
+void remediator_set_source(struct remediator *rm, enum remediator_source source)
+{
+	rm->source = source;
+}
+
+static void wake(struct remediator *rm)
+{
+	pthread_mutex_lock(&rm->lock);
+	rm->dirty = true;
+	pthread_cond_broadcast(&rm->cond);
+	pthread_mutex_unlock(&rm->lock);
+}
+
+/* A node's change calls for a cycle when the node is or was one a decision acts on. The cache
+ * is trimmed (no heartbeat times), so an equal object is a change of nothing we read. */
+static void node_changed(const char *name, json_object *old, json_object *now, void *userdata)
+{
+	struct remediator *rm = userdata;
+
+	if (!name || (!json_object_equal(old, now) &&
+		      ((old && remediator_node_due(old, &rm->cfg, NULL, 0)) ||
+		       (now && remediator_node_due(now, &rm->cfg, NULL, 0)))))
+		wake(rm);
+}
+
+static void lease_changed(const char *name, json_object *old, json_object *now, void *userdata)
+{
+	struct remediator *rm = userdata;
+
+	if (!name || !streq(kube_get_str(old, "spec.holderIdentity", ""),
+			    kube_get_str(now, "spec.holderIdentity", "")))
+		wake(rm);
+}
+
+static int caches_open(struct remediator *rm)
+{
+	struct informer_opts on = {
+		.path = "/api/v1/nodes", .what = "nodes",
+		.selector = rm->cfg.remediation.node_selector, .page = NODES_PAGE,
+		.trim = remediator_node_trim, .change = node_changed,
+		.userdata = rm,
+	};
+	struct informer_opts ol = {
+		.path = rm->lease_path, .what = "budget Leases", .selector = LEASE_SELECTOR,
+		.page = 0, .trim = remediator_lease_trim,
+		.change = lease_changed, .userdata = rm,
+	};
+	struct kube_client *kc = NULL;
+	int r;
+
+	snprintf(rm->lease_path, sizeof(rm->lease_path),
+		 "/apis/coordination.k8s.io/v1/namespaces/%s/leases",
+		 rm->cfg.remediation.lease_namespace);
+	if (rm->source == REMEDIATOR_LIST) {
+		r = informer_list_once(rm->kc, &ol, &rm->leases);
+		return r < 0 ? r : informer_list_once(rm->kc, &on, &rm->nodes);
+	}
+	if (!rm->leases) {
+		r = kube_client_from_config(rm->cfg.kubernetes.kubeconfig,
+					    rm->cfg.kubernetes.timeout_ms, &kc);
+		if (r < 0 || (r = informer_start(kc, &ol, &rm->leases)) < 0)
+			return r;
+	}
+	if (!rm->nodes) {
+		r = kube_client_from_config(rm->cfg.kubernetes.kubeconfig,
+					    rm->cfg.kubernetes.timeout_ms, &kc);
+		if (r < 0 || (r = informer_start(kc, &on, &rm->nodes)) < 0)
+			return r;
+	}
+	r = informer_wait_synced(rm->leases, SYNC_WAIT_MS);
+	return r < 0 ? r : informer_wait_synced(rm->nodes, SYNC_WAIT_MS);
+}
+
+/* The budget Leases' holders and the nodes due, into @d, from the caches. */
+static int cached_due(struct remediator *rm, struct due *d)
+{
+	int r = caches_open(rm);
+
+	if (r < 0)
+		return log_error_errno(r, "remediator: the caches of nodes and Leases are not "
+				       "filled: nothing decided");
+	r = informer_each(rm->leases, collect_holder, d);
+	if (r >= 0)
+		r = informer_each(rm->nodes, collect_node, d);
+	if (rm->source == REMEDIATOR_LIST) {
+		informer_free(TAKE_PTR(rm->nodes));
+		informer_free(TAKE_PTR(rm->leases));
+	}
+	return r < 0 ? log_error_errno(r, "remediator: cannot read the caches") : 0;
+}
+
+bool remediator_wait(struct remediator *rm, uint64_t ms)
+{
+	struct timespec at;
+	bool due;
+
+	clock_gettime(CLOCK_MONOTONIC, &at);
+	at.tv_sec += (time_t)(ms / 1000);
+	at.tv_nsec += (long)(ms % 1000) * 1000000;
+	if (at.tv_nsec >= 1000000000) {
+		at.tv_sec++;
+		at.tv_nsec -= 1000000000;
+	}
+	pthread_mutex_lock(&rm->lock);
+	while (!rm->dirty && pthread_cond_timedwait(&rm->cond, &rm->lock, &at) != ETIMEDOUT)
+		;
+	due = rm->dirty && now_monotonic_ms() >= rm->cycle_ms + EVENT_GAP_MS;
+	pthread_mutex_unlock(&rm->lock);
+	return due;
+}
+
+bool remediator_watch_stats(struct remediator *rm, struct remediator_watch_stats *ret)
+{
+	struct informer_stats n, l;
+
+	if (!rm->nodes || !rm->leases)
+		return false;
+	n = informer_stats(rm->nodes);
+	l = informer_stats(rm->leases);
+	*ret = (struct remediator_watch_stats){
+		.lists = n.lists + l.lists, .watches = n.watches + l.watches,
+		.gone = n.gone + l.gone, .stalls = n.stalls + l.stalls,
+		.broken = n.broken + l.broken, .events = n.events + l.events, .nodes = n.items,
+	};
+	return true;
+}
+
 /* Append "; @a: @b" (or "; @a") to @buf, cut at its size. */
 static void append(char *buf, size_t size, const char *a, const char *b)
 {
@@ -456,10 +671,37 @@ static void append(char *buf, size_t size, const char *a, const char *b)
 	buf_appendf_cut(buf, size, &off, "; %s%s%s", a, b ? ": " : "", b ? b : "");
 }
 
+static const char *watch_line(const struct remediator_watch_stats *ws, char *buf, size_t size)
+{
+	snprintf(buf, size, "%u lists, %u watches (%u ended by 410 Gone, %u stalled, %u broken), "
+		 "%zu events", ws->lists, ws->watches, ws->gone, ws->stalls, ws->broken,
+		 ws->events);
+	return buf;
+}
+
+/* The leader's state for a cycle: a fresh look, or (a cycle from the caches, which may run on
+ * every change) the leader thread's last one while it is younger than a renewal. */
+static struct leader_state leader_for_cycle(struct remediator *rm)
+{
+	struct leader_state s;
+
+	pthread_mutex_lock(&rm->lock);
+	s = rm->st;
+	rm->dirty = false;
+	rm->cycle_ms = now_monotonic_ms();
+	pthread_mutex_unlock(&rm->lock);
+	if (rm->source == REMEDIATOR_WATCH && s.at_ms && s.err == 0 &&
+	    now_monotonic_ms() < s.at_ms + LEADER_RENEW_MS)
+		return s;
+	return leader_now(rm);
+}
+
 int remediator_cycle(struct remediator *rm, char *summary, size_t summary_size)
 {
-	struct leader_state s = leader_now(rm);
+	struct leader_state s = leader_for_cycle(rm);
 	struct due d = { .cfg = &rm->cfg };
+	struct remediator_watch_stats ws;
+	char wl[160];
 	char until[40] = "?";
 	int r, first = 0;
 
@@ -479,7 +721,7 @@ int remediator_cycle(struct remediator *rm, char *summary, size_t summary_size)
 			 rm->me, *s.holder ? s.holder : "?", rm->ns, LEADER_LEASE, until);
 		return 0;
 	}
-	r = list_due(rm, &d);
+	r = rm->source == REMEDIATOR_POLL ? list_due(rm, &d) : cached_due(rm, &d);
 	if (r < 0) {
 		snprintf(summary, summary_size, "remediator %s (leader): cannot list the nodes: "
 			 "nothing done", rm->me);
@@ -488,6 +730,8 @@ int remediator_cycle(struct remediator *rm, char *summary, size_t summary_size)
 	}
 	snprintf(summary, summary_size, "remediator %s (leader): %zu nodes, %zu due", rm->me,
 		 d.listed, d.n);
+	if (rm->source == REMEDIATOR_WATCH && remediator_watch_stats(rm, &ws))
+		append(summary, summary_size, "watch", watch_line(&ws, wl, sizeof(wl)));
 	storm_log(rm, &d.fleet);
 	for (size_t i = 0; i < d.n; i++) {
 		enum remediate_action act;

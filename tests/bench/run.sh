@@ -6,7 +6,8 @@
 #                          BENCH_N (execs per batch, 40), BENCH_AGENT_SECONDS (120),
 #                          BENCH_MEMCG_SIZES, BENCH_LIVE_SIZES, BENCH_CPU_SIZES (comma lists),
 #                          BENCH_DRAIN_PODS (10,50), BENCH_DRAIN_REPS (3),
-#                          BENCH_LATENCY_REPS (3), BENCH_LATENCY_NPD_REPS (1),
+#                          BENCH_LATENCY_REPS (3), BENCH_WATCH_SIZES (1000,5000,10000),
+#                          BENCH_WATCH_SECONDS (45), BENCH_LATENCY_NPD_REPS (1),
 #                          BENCH_MEMORY_BASELINE (a binary to compare with), BENCH_MEMORY_SECONDS,
 #                          BENCH_ONLY (e.g. "bench_checks.py": only these parts)
 set -u
@@ -29,7 +30,7 @@ echo "CPU = user + kernel time from the kernel's accounting; every figure a medi
 echo "(range = min-max of the batch means), every ratio measured in this run."
 rc=0
 start=$(date +%s)
-for b in ${BENCH_ONLY:-bench_checks.py bench_agent.py bench_scale.py bench_profile.py bench_flame.py bench_census.py bench_fleet.py bench_drain.py bench_latency.py bench_latency_peek.py bench_memory.py bench_zbudget.py}; do
+for b in ${BENCH_ONLY:-bench_checks.py bench_agent.py bench_scale.py bench_profile.py bench_flame.py bench_census.py bench_fleet.py bench_watch.py bench_drain.py bench_latency.py bench_latency_peek.py bench_memory.py bench_zbudget.py}; do
 	t0=$(date +%s)
 	case $b in
 	bench_checks.py) echo; echo "## Per invocation: every check vs the exec floor and naive plugins" ;;
@@ -39,6 +40,7 @@ for b in ${BENCH_ONLY:-bench_checks.py bench_agent.py bench_scale.py bench_profi
 	bench_flame.py) echo; echo "## Looking into a burst: flame graphs and the --html page" ;;
 	bench_census.py) echo; echo "## The zombie census (BPF) over real dying memcgs" ;;
 	bench_fleet.py) echo; echo "## The fleet view: cpuzombie fleet over 10,000 nodes" ;;
+	bench_watch.py) echo; echo "## The remediator's steady state: polling vs watching vs client-go's informer" ;;
 	bench_drain.py) echo; echo "## Drain: cpuzombie vs kubectl drain on the real control plane" ;;
 	bench_latency.py) echo; echo "## Condition latency: burst start to CPUCoreSaturation True (agent vs NPD)" ;;
 	bench_latency_peek.py) echo; echo "## The cost of the mid-burst links (profile so far, NIC IRQs)" ;;

@@ -183,8 +183,15 @@ class ControlPlane:
         self._etcd_call("/v3/kv/compaction", {"revision": rev, "physical": True})
         return rev
 
-    def _apiserver(self):
-        self.port = free_port()
+    def restart_apiserver(self):
+        """Stops kube-apiserver and starts it again on the same port (etcd keeps the data):
+        every watch ends, every client reconnects."""
+        self.apiserver.stop()
+        self.procs.remove(self.apiserver)
+        self._apiserver(self.port)
+
+    def _apiserver(self, port=None):
+        self.port = port or free_port()
         self.url = "https://127.0.0.1:%d" % self.port
         self.apiserver = self._start("kube-apiserver", [
             os.path.join(self.bins["kube"], "kube-apiserver"),

@@ -19,13 +19,20 @@ in order, each firing `count` times (default 1):
    "delay_ms": 1500,        wait first (then forward, unless another action is set)
    "reset_mid_body": true,  forward, send the headers and half the body, then reset (RST)
    "drip_ms": 50,           forward, then send the body a few bytes at a time, this far apart
-   "retry_after": "1"}      a Retry-After header on the status answer
+   "retry_after": "1",      a Retry-After header on the status answer
+   "watch_error": 410,      (a watch) answer 200 with one ERROR event of that Status code, as
+                            the server does when the asked resourceVersion is too old, then end
+   "hold_ms": 5000,         (a watch) answer 200 and send nothing for that long, then end: a
+                            stalled stream (the upstream is never asked)
+   "cut_after_ms": 500}     (a watch) forward, then after that long send half an event and
+                            reset (RST): a stream dropped mid-body
 Hooks (Proxy.page_hooks): a callable run after the N-th page of a paged list went out, so a test
 can change the cluster between two pages (or compact etcd: a real 410 on the next page).
 
 The log (Proxy.log()): one dict per request: seq, t, method, path, query, user (the service
 account a bearer token names, read from its JWT claims unverified: for assertions only), agent,
-ctype, status, fault, body (the request body, parsed JSON where it is JSON), and for writes to a
+ctype, status, fault, body (the request body, parsed JSON where it is JSON), bytes (of the answer's
+body as sent: a watch's grow while it streams), and for writes to a
 node that the server answered: the node's resulting spec.unschedulable, annotations and
 resourceVersion (rv, the order the server applied them in).
 
@@ -215,6 +222,9 @@ class Forwarder(http.server.BaseHTTPRequestHandler):
         if rule and rule.get("delay_ms"):
             time.sleep(rule["delay_ms"] / 1000.0)
         when = rule.get("when", "before") if rule else None
+        if rule and (rule.get("watch_error") or rule.get("hold_ms")):
+            self.fake_watch(entry, rule)
+            return
         if rule and when == "before" and (rule.get("status") or rule.get("drop")):
             entry["fault"] = "drop" if rule.get("drop") else "status %d" % rule["status"]
             p.record(entry)
@@ -244,6 +254,33 @@ class Forwarder(http.server.BaseHTTPRequestHandler):
                 self.status_answer(rule["status"], "injected by faultproxy after the write")
             return
         self.relay(resp, conn, entry, rule, path, query)
+
+    def fake_watch(self, entry, rule):
+        """A watch answered here: one ERROR event (watch_error), or a silent stream (hold_ms)."""
+        code = rule.get("watch_error")
+        entry["status"] = 200
+        entry["fault"] = "watch ERROR %d" % code if code else "hold %d ms" % rule["hold_ms"]
+        self.proxy.record(entry)
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Transfer-Encoding", "chunked")
+        self.end_headers()
+        try:
+            if code:
+                ev = json.dumps({"type": "ERROR", "object": {
+                    "kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
+                    "message": "too old resource version (injected by faultproxy)",
+                    "reason": "Expired" if code == 410 else "InternalError",
+                    "code": code}}).encode() + b"\n"
+                self.wfile.write(b"%x\r\n%s\r\n" % (len(ev), ev))
+            else:
+                self.wfile.flush()
+                time.sleep(rule["hold_ms"] / 1000.0)
+            self.wfile.write(b"0\r\n\r\n")
+            self.wfile.flush()
+        except OSError:
+            pass
+        self.close_connection = True
 
     def upstream(self, raw):
         conn = http.client.HTTPSConnection(self.proxy.up_host, self.proxy.up_port,
@@ -286,6 +323,7 @@ class Forwarder(http.server.BaseHTTPRequestHandler):
                 conn.close()
                 self.reset()
                 return
+            entry["bytes"] = len(data)
             if not streaming:
                 self.note_node(entry, path, data)
                 self.proxy.record(entry)
@@ -301,15 +339,37 @@ class Forwarder(http.server.BaseHTTPRequestHandler):
                 self.proxy.after_page(path, query)
                 return
             self.proxy.record(entry)
+            wlock = threading.Lock()
+            timer = None
+            if rule and rule.get("cut_after_ms"):
+                def cut():
+                    entry["fault"] = "watch cut after %d ms" % rule["cut_after_ms"]
+                    half = b'{"type":"MODIFIED","object":{"metadata":{"na'
+                    with wlock:
+                        try:
+                            self.wfile.write(b"%x\r\n%s\r\n" % (len(half), half))
+                            self.wfile.flush()
+                        except OSError:
+                            pass
+                        self.reset()
+                        conn.close()
+                timer = threading.Timer(rule["cut_after_ms"] / 1000.0, cut)
+                timer.start()
             while True:                         # a watch: chunks as they come
                 chunk = resp.read1(65536)
                 if not chunk:
                     break
-                self.wfile.write(b"%x\r\n%s\r\n" % (len(chunk), chunk))
-                self.wfile.flush()
-            self.wfile.write(b"0\r\n\r\n")
+                with wlock:
+                    self.wfile.write(b"%x\r\n%s\r\n" % (len(chunk), chunk))
+                    self.wfile.flush()
+                entry["bytes"] += len(chunk)
+            if timer:
+                timer.cancel()
+            with wlock:
+                self.wfile.write(b"0\r\n\r\n")
             conn.close()
-        except (OSError, http.client.HTTPException):
+        except (OSError, ValueError, AttributeError, http.client.HTTPException):
+            # (a cut closed the upstream under the read: ValueError/AttributeError)
             self.close_connection = True
             conn.close()
 
