@@ -152,3 +152,69 @@ def test_a_burst_still_going_on_stays_ongoing_when_the_window_drops_logged_ones(
     clean(p)
     line = next(l for l in p.stdout.splitlines() if l.startswith("  cpu0 "))
     assert re.match(r"  cpu0 +\S+ +[0-9.]+s\+ ", line), line
+
+
+# A task name (15 bytes, the kernel's most) that breaks XML 1.0 (U+FFFE, U+FFFF are no
+# characters), reorders a terminal line (RLO U+202E, LRI U+2066) and carries markup and ESC.
+EVIL = b"\xef\xbf\xbe\xef\xbf\xbf\xe2\x80\xae<&\x1b\xe2\x81\xa6"
+RAW = [b"\xef\xbf\xbe", b"\xef\xbf\xbf", b"\xe2\x80\xae", b"\xe2\x81\xa6", b"\x1b"]
+
+
+def no_raw_hazard(data, what):
+    for h in RAW:
+        assert h not in data, (what, h, data[:400])
+
+
+def evil_run(tmp_path):
+    now = int(time.time() * 1000)
+    return run_dir(tmp_path, 2, 2, bursts=[(1, now - 120000, now - 100000, EVIL)],
+                   active=[(0, now - 30000, EVIL)])
+
+
+def test_hostile_names_every_svg_and_json_parse_strictly(tmp_path):
+    """Every SVG and JSON written from hostile names parses in a strict parser (expat rejects
+    U+FFFE/U+FFFF), and the names are shown visibly, not dropped."""
+    run, _ = evil_run(tmp_path)
+    svg, html = tmp_path / "r.svg", tmp_path / "r.html"
+    for args in (["--svg", str(svg)], ["--html", str(html)]):
+        clean(report(tmp_path, run, *args))
+    for path in (svg, html):
+        data = path.read_bytes()
+        xml.dom.minidom.parseString(data)
+        no_raw_hazard(data, path.name)
+        assert b"\\ufffe" in data and b"\\u202e" in data, path.name
+    p = subprocess.run(cz("--config", str(cfg(tmp_path)), "--run-dir", str(run), "--state-dir",
+                          str(tmp_path / "state"), "report", "--json"), capture_output=True,
+                       timeout=120)
+    assert b"AddressSanitizer" not in p.stderr, p.stderr
+    doc = json.loads(p.stdout.decode("utf-8", errors="strict"))
+    names = json.dumps(doc, ensure_ascii=False)
+    for h in RAW:
+        assert h.decode() not in names, h
+    assert "\\ufffe" in names and "\\u202e" in names
+
+
+def test_hostile_names_never_reach_the_terminal_raw(tmp_path):
+    """One terminal-text rule for every human-facing output: report's text and top show the
+    bidi controls and non-characters visibly (as check cpu's message does)."""
+    run, _ = evil_run(tmp_path)
+    p = subprocess.run(cz("--config", str(cfg(tmp_path)), "--run-dir", str(run), "--state-dir",
+                          str(tmp_path / "state"), "report"), capture_output=True, timeout=120)
+    assert b"AddressSanitizer" not in p.stderr, p.stderr
+    no_raw_hazard(p.stdout, "report")
+    assert b"\\u202e" in p.stdout, p.stdout[-2000:]
+    p = subprocess.run(cz("--run-dir", str(run), "--state-dir", str(tmp_path / "state"), "top",
+                          "--once"), capture_output=True, timeout=60)
+    assert p.returncode == 0 and b"AddressSanitizer" not in p.stderr, p.stderr
+    no_raw_hazard(p.stdout, "top")
+    assert b"\\u202e" in p.stdout, p.stdout
+    # explain, on a kernel log whose soft lockup names the same task
+    log = tmp_path / "k.log"
+    log.write_bytes(b"[  100.000000] watchdog: BUG: soft lockup - CPU#1 stuck for 22s! [" +
+                    EVIL + b":4242]\n")
+    for args in ([], ["--json"]):
+        p = subprocess.run(cz("explain", *args, str(log)), capture_output=True, timeout=60)
+        assert b"AddressSanitizer" not in p.stderr, p.stderr
+        no_raw_hazard(p.stdout, "explain %s" % args)
+        if args:
+            json.loads(p.stdout.decode("utf-8", errors="strict"))
