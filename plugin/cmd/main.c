@@ -76,10 +76,12 @@ static const struct cmd cmds[] = {
 	  "    conditions are True, under the budget; node agents then only report.\n"
 	  "    --once: one cycle, its summary on stdout, then exit.\n" },
 	{ "cleanup", ONLINE(cmd_cleanup),
-	  "cleanup\n"
+	  "cleanup [--keep-cordons]\n"
 	  "    Remove cpuzombie's condition types (not set False), its cpuzombie.io/ annotations\n"
 	  "    and taints from every node, and its Leases (remediation.lease_namespace, the\n"
-	  "    leader's); nothing of anyone else's. The chart's uninstall hook runs it.\n" },
+	  "    leader's); nothing of anyone else's. The chart's uninstall hook runs it. A node\n"
+	  "    cordoned by cpuzombie is uncordoned in the same patch; --keep-cordons: it stays\n"
+	  "    cordoned with its cpuzombie.io/cordoned marker, and the summary names it.\n" },
 	{ "report", cmd_report,
 	  "report [--json|--svg FILE|--html FILE] [--since TIME] [--until TIME]\n"
 	  "    Everything this node says, in one screen: memcg, cores, NICs, conditions; exit 1\n"
@@ -169,6 +171,7 @@ enum {
 	OPT_CONFIG = 256, OPT_PROC, OPT_SYS, OPT_STATE, OPT_RUN, OPT_NODE, OPT_KUBECONFIG,
 	OPT_MAXOUT, OPT_VERSION, OPT_HELP, OPT_ONCE, OPT_JSON, OPT_SVG, OPT_SINCE, OPT_UNTIL,
 	OPT_SELECTOR, OPT_GROUP_BY, OPT_NODES, OPT_CHUNK, OPT_FROM, OPT_HTML, OPT_OUT,
+	OPT_KEEP_CORDONS,
 };
 
 struct opts {
@@ -181,7 +184,7 @@ struct opts {
 	const char *html, *out;	/* report --html, flame --out */
 	uint64_t max_output;
 	int verbose;
-	bool help, version, once, json;
+	bool help, version, once, json, keep_cordons;
 };
 
 /*
@@ -215,6 +218,7 @@ static int parse_opts(int argc, char **argv, struct opts *o, bool permute)
 		{ "from", required_argument, NULL, OPT_FROM },
 		{ "html", required_argument, NULL, OPT_HTML },
 		{ "out", required_argument, NULL, OPT_OUT },
+		{ "keep-cordons", no_argument, NULL, OPT_KEEP_CORDONS },
 		{ NULL, 0, NULL, 0 },
 	};
 	int c;
@@ -258,6 +262,7 @@ static int parse_opts(int argc, char **argv, struct opts *o, bool permute)
 			o->group_by[o->n_group_by++] = optarg;
 			break;
 		case OPT_NODES: o->nodes = true; break;
+		case OPT_KEEP_CORDONS: o->keep_cordons = true; break;
 		case OPT_CHUNK:
 			if (parse_u64(optarg, &o->chunk_size) < 0 || o->chunk_size == 0 ||
 			    o->chunk_size > 100000)
@@ -434,6 +439,7 @@ static int run(int argc, char **argv)
 	if (o.verbose)
 		log_set_max_level(LOG_PRIO_DEBUG); /* -v: the diagnostics behind log_debug() */
 	co.once = o.once;
+	co.keep_cordons = o.keep_cordons;
 	co.json = o.json;
 	co.svg_path = o.svg;
 	co.html_path = o.html;
