@@ -58,8 +58,8 @@ static const struct cmd cmds[] = {
 	{ "ena-diff", cmd_ena_diff,
 	  "ena-diff BEFORE AFTER | ena-diff BEFORE - | ena-diff - [IF...]\n"
 	  "    ENA verdict from two saved `ethtool -S` texts (AFTER '-': read now); exit 0 no\n"
-	  "    reset, 1 reset or risk, 2 bad input. '- [IF...]' prints the live counters "
-	  "instead.\n" },
+	  "    reset, 1 reset or risk (counters that went down count from their new value),\n"
+	  "    2 bad input or no verdict. '- [IF...]' prints the live counters instead.\n" },
 	{ "explain", cmd_explain,
 	  "explain FILE|- [--json]\n"
 	  "    Kernel log text (dmesg, dmesg -T/-H, journalctl -k, syslog, /dev/kmsg) into what\n"
