@@ -275,7 +275,9 @@ static void print_cores(const struct report *r, FILE *out)
 		(void)report_heatmap(r, REPORT_HEAT_COLS, out);
 	else
 		fprintf(out, "  heatmap: no history (%s): %s\n",
-			r->hist_rc == 0 ? "empty" : strerror(-r->hist_rc),
+			r->hist_rc == 0		  ? "empty"
+			: r->hist_rc == -E2BIG ? "more CPUs than this host can have"
+						  : strerror(-r->hist_rc),
 			advice_history(r->hist_rc));
 }
 

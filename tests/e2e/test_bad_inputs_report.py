@@ -125,6 +125,9 @@ def test_claims_beyond_this_host_are_not_believed(tmp_path):
     p = report(big, run2, "--json")
     clean(p)
     assert json.loads(p.stdout)["cores"]["ncpu"] <= possible_cpus(), p.stdout[:300]
+    p = report(big, run2)
+    clean(p)
+    assert "heatmap: no history (more CPUs than this host can have)" in p.stdout, p.stdout
 
 
 def test_top_over_a_heartbeat_claiming_more_cpus_than_the_ring(tmp_path):
