@@ -302,8 +302,10 @@ int report_heatmap(const struct report *r, unsigned cols, FILE *out)
 	t0 = h->t_ms[0];
 	span = h->t_ms[h->n - 1] - t0 + 1;
 	for (size_t i = 0; i < h->n; i++) {
-		unsigned col = (unsigned)((h->t_ms[i] - t0) * cols / span);
+		unsigned col = h->t_ms[i] < t0 ? 0 : (unsigned)((h->t_ms[i] - t0) * cols / span);
 
+		if (col >= cols) /* the series is in time order; a hand-made one may not be */
+			col = cols - 1;
 		for (unsigned c = 0; c < h->ncpu; c++) {
 			uint8_t v = h->pct[i * h->ncpu + c], *p = &cell[(c / group) * cols + col];
 

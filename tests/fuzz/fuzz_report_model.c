@@ -5,7 +5,8 @@
  * heartbeat's payload and the burst log's payload separated by a NUL:
  *
  *   [0] ring CPUs - 1 (mod 16)   [1] ring samples (mod 32)   [2] flags: bit 0 a --since/--until
- *   window, bit 1 a host limit of 4 CPUs   [3..10] --since, [11..18] --until (ms before NOW)
+ *   window, bit 1 a host limit of 4 CPUs, bit 2 the clock stepped back 20 s halfway through the
+ *   ring's samples   [3..10] --since, [11..18] --until (ms before NOW)
  *
  * The ring is written by the sampler's own writer (history_ring_open/add); the two state files
  * in their envelope, so a payload the parsers accept is what the report reads. Invariants: every
@@ -15,6 +16,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -73,17 +75,23 @@ static void put_state(const char *name, const char *payload, size_t len)
 	fclose(f);
 }
 
-static void put_ring(unsigned ncpu, unsigned n, const uint8_t *pct, size_t avail)
+static void put_ring(unsigned ncpu, unsigned n, bool step_back, const uint8_t *pct,
+		     size_t avail)
 {
 	struct history_ring ring;
+	char path[128];
 	uint8_t row[16];
 
+	snprintf(path, sizeof(path), "%s/%s", dir, HISTORY_FILE);
+	unlink(path); /* each input its own ring */
 	if (history_ring_open(dir, ncpu, 900000, 1000, &ring) < 0)
 		__builtin_trap();
 	for (unsigned i = 0; i < n; i++) {
+		uint64_t t = NOW - (n - i) * 1000 - (step_back && i >= n / 2 ? 20000 : 0);
+
 		for (unsigned c = 0; c < ncpu; c++)
 			row[c] = avail ? pct[(i * ncpu + c) % avail] % 101 : 5;
-		(void)history_ring_add(&ring, NOW - (n - i) * 1000, row);
+		(void)history_ring_add(&ring, t, row);
 	}
 	history_ring_close(&ring);
 }
@@ -137,7 +145,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	log = memchr(hb, '\0', (size_t)(end - hb));
 	hb_len = log ? (size_t)(log - hb) : (size_t)(end - hb);
 	log = log ? log + 1 : end;
-	put_ring(ncpu, n, data + 19, size - 19);
+	put_ring(ncpu, n, data[2] & 4, data + 19, size - 19);
 	put_state(HISTORY_HEARTBEAT, hb, hb_len);
 	put_state(HISTORY_BURSTS, log, (size_t)(end - log));
 
@@ -166,6 +174,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	}
 	if (r->nlogged > r->nbursts || r->ncpu > (r->cpu_limit ? r->cpu_limit : 8192))
 		__builtin_trap();
+	for (size_t i = 1; r->hist_rc > 0 && i < r->hist.n; i++)
+		if (r->hist.t_ms[i] <= r->hist.t_ms[i - 1])
+			__builtin_trap(); /* a series is in time order */
 	if (r->hist_rc > 0 && r->hist.n > 0) {
 		/* node_read_now's fresh-ring case: the newest sample, sized to the model */
 		r->now_pct = report_percpu_new(r, &r->hist.pct[(r->hist.n - 1) * r->hist.ncpu],
