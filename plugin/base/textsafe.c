@@ -176,8 +176,8 @@ static void run(struct sink *k, enum textsafe_kind kind, const char *s, size_t l
 				put(k, "\\", 1); /* the label value's escape of our backslash */
 			put_control(k, cp);
 		} else if (textsafe_is_hazard(cp)) {
-			/* one rule for every output: a terminal line, a JSON string a person reads,
-			 * a label value and XML alike never carry a reordering or a non-character */
+			/* one rule for every output: a terminal line, a JSON string, a label value
+			 * and XML never carry a reordering or a non-character */
 			if (kind == TEXTSAFE_PROM)
 				put(k, "\\", 1);
 			put_control(k, cp);

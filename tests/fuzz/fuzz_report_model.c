@@ -27,6 +27,7 @@
 #include "base/state.h"
 #include "cpu/history.h"
 #include "node/report.h"
+#include "node/report_window.h"
 #include "view/svg.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
