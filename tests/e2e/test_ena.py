@@ -235,7 +235,7 @@ def test_diff_across_a_driver_reload_counts_from_the_new_values(cz, tmp_path):
     r = cz("ena-diff", before, after, check=1)
     assert r.out.startswith("ens34 1 reset at least (counters went down: counted from their "
                             "new value): tx_timeout +1\n"), r
-    # the issue's own case: only interface_up went down, tx_timeout rose 0 -> 1 after it
+    # only interface_up went down (the reload), tx_timeout rose 0 -> 1 after it
     before = after_of(FX02, tmp_path, {"interface_up": 3}, "b2.txt")
     after = after_of(FX02, tmp_path, {"interface_up": 1, "total_resets": 1, "tx_timeout": 1},
                      "a2.txt")
