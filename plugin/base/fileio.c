@@ -331,3 +331,48 @@ const char *fileio_split_path(const char *path, char *dir, size_t size)
 		return NULL;
 	return slash ? (slash[1] ? slash + 1 : NULL) : path;
 }
+
+int fileio_open_nofollow(const char *path, int flags, mode_t mode)
+{
+	char buf[FILEIO_PATH_MAX];
+	_cleanup_close_ int dfd = -1;
+	const char *name = buf;
+	size_t n = path ? strlen(path) : 0;
+	bool dir = false;
+	char *slash;
+	int fd;
+
+	if (n == 0)
+		return -EINVAL;
+	if (n >= sizeof(buf))
+		return -ENAMETOOLONG;
+	memcpy(buf, path, n + 1);
+	/* "X/", "X/." and "X/./" resolve X through a symlink before O_NOFOLLOW applies */
+	while (n > 1 && (buf[n - 1] == '/' || (buf[n - 1] == '.' && buf[n - 2] == '/'))) {
+		buf[--n] = '\0';
+		dir = true;
+	}
+	if (dir && (flags & O_CREAT))
+		return -EISDIR;
+	slash = strrchr(buf, '/');
+	if (slash) {
+		name = slash[1] ? slash + 1 : ".";
+		*slash = '\0';
+		dfd = open(slash == buf ? "/" : buf, O_PATH | O_DIRECTORY | O_CLOEXEC);
+		if (dfd < 0)
+			return -errno;
+	}
+	if (streq(name, ".."))
+		return -EINVAL; /* the parent of where a symlink may have led */
+	fd = openat(slash ? dfd : AT_FDCWD, name,
+		    flags | O_NOFOLLOW | O_CLOEXEC | (dir ? O_DIRECTORY : 0), mode);
+	if (fd < 0 && errno == ENOTDIR) {
+		struct stat st; /* O_DIRECTORY is checked before O_NOFOLLOW: say which it was */
+
+		if (fstatat(slash ? dfd : AT_FDCWD, name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+		    S_ISLNK(st.st_mode))
+			return -ELOOP;
+		errno = ENOTDIR;
+	}
+	return fd < 0 ? -errno : fd;
+}

@@ -109,4 +109,16 @@ int fileio_write_atomic(const char *dir, const char *name, const struct iovec *i
  */
 const char *fileio_split_path(const char *path, char *dir, size_t size);
 
+/*
+ * fileio_open_nofollow - open(@path, @flags | O_CLOEXEC, @mode) never through a symlink at its
+ * last component: the parent is opened (its own components resolved as usual), then the last
+ * component with O_NOFOLLOW relative to it. A path that ends in "/" or "/." ("X/", "X/.",
+ * "X/./") names X itself, which the kernel would resolve through a symlink X before
+ * O_NOFOLLOW applies: it is cut to X, and X must be a directory (O_DIRECTORY added; -EISDIR
+ * with O_CREAT). Every open of a path that must not be a symlink goes through here.
+ * Returns the fd (caller closes) or -errno: -ELOOP (the last component is a symlink),
+ * -ENOTDIR, -EINVAL (empty, or a last component ".."), -ENAMETOOLONG, the open's own.
+ */
+int fileio_open_nofollow(const char *path, int flags, mode_t mode);
+
 #endif

@@ -84,7 +84,8 @@ int textsafe_is_plain(const char *s)
 	for (size_t i = 0; i < len;) {
 		size_t n = textsafe_utf8_len(p + i, len - i);
 
-		if (n == 0 || p[i] < 0x20 || p[i] == 0x7f || (p[i] == 0xc2 && p[i + 1] <= 0x9f))
+		if (n == 0 || p[i] < 0x20 || p[i] == 0x7f || (p[i] == 0xc2 && p[i + 1] <= 0x9f) ||
+		    textsafe_is_hazard(textsafe_utf8_cp(p + i, n)))
 			return 0;
 		i += n;
 	}
@@ -174,7 +175,11 @@ static void run(struct sink *k, enum textsafe_kind kind, const char *s, size_t l
 			if (kind == TEXTSAFE_PROM)
 				put(k, "\\", 1); /* the label value's escape of our backslash */
 			put_control(k, cp);
-		} else if (kind == TEXTSAFE_XML && textsafe_is_hazard(cp)) {
+		} else if (textsafe_is_hazard(cp)) {
+			/* one rule for every output: a terminal line, a JSON string, a label value
+			 * and XML never carry a reordering or a non-character */
+			if (kind == TEXTSAFE_PROM)
+				put(k, "\\", 1);
 			put_control(k, cp);
 		} else if (n == 1) {
 			put_ascii(k, kind, (char)cp);

@@ -10,10 +10,13 @@
  *
  *   TEXTSAFE_TEXT  terminals, log lines, JSON strings (report --json, API bodies that end up in
  *                  `kubectl describe`): valid UTF-8, control characters shown visibly (\n, \t,
- *                  \r, \e, \xNN; C1 characters as \u0080..\u009f), a backslash doubled.
+ *                  \r, \e, \xNN; C1 characters as \u0080..\u009f), a backslash doubled, and
+ *                  the hazards of textsafe_is_hazard() shown visibly (\ufffe, \u202e): a
+ *                  task name cannot reorder the terminal line it is printed in.
  *   TEXTSAFE_PROM  Prometheus label values: valid UTF-8 with the exposition format's escapes
  *                  (\\, \", \n for the newline); other control characters shown as in
- *                  TEXTSAFE_TEXT (their backslash escaped): no raw control byte.
+ *                  TEXTSAFE_TEXT (their backslash escaped), and so are the hazards: no raw
+ *                  control byte.
  *   TEXTSAFE_XML   SVG/XML text and attribute values: valid UTF-8 kept as it is (a UTF-8 comm
  *                  shows as itself), & < > " ' as entities, control characters (forbidden in
  *                  XML 1.0) shown visibly as in TEXTSAFE_TEXT, and so are the hazards of
@@ -60,7 +63,8 @@ int textsafe_is_hazard(unsigned cp);
 int textsafe_valid_utf8(const char *s, size_t len);
 
 /*
- * textsafe_is_plain - true when @s (NUL-terminated) is valid UTF-8 without control characters:
+ * textsafe_is_plain - true when @s (NUL-terminated) is valid UTF-8 without control characters
+ * and without the hazards of textsafe_is_hazard():
  * safe to print as it is anywhere text goes (a data format that must read back the same, such
  * as an `ethtool -S` dump, prints such a string raw and only escapes the others).
  */

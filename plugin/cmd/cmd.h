@@ -35,6 +35,7 @@ struct cmd_opts {
 	bool watch;		 /* fleet --watch: live, from a LIST and a WATCH */
 	uint64_t chunk_size;	 /* fleet --chunk-size: nodes per page (0 = 500) */
 	const char *from;	 /* install-plugin --from FILE, or NULL: CZ_PLUGIN_BINARY */
+	bool keep_cordons;	 /* cleanup --keep-cordons: our cordons stay, with their marker */
 	int argc;		 /* positional arguments after the subcommand words */
 	char **argv;
 };

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * `cpuzombie cleanup`: remove every condition type, cpuzombie.io/ annotation and taint of ours
- * from all nodes, and our Leases (remediator/cleanup.h). The chart's uninstall hook runs it as its
+ * `cpuzombie cleanup [--keep-cordons]`: remove every condition type, cpuzombie.io/ annotation
+ * and taint of ours from all nodes, lift our cordons (or keep them, with their marker), and our
+ * Leases (remediator/cleanup.h). The chart's uninstall hook runs it as its
  * own ServiceAccount; a person can run it with --kubeconfig. Exit 0 when all is gone, 2 with a
  * one-line error otherwise (running it again finishes the job).
  */
@@ -53,7 +54,8 @@ int cmd_cleanup(struct cz_ctx *ctx, const struct cmd_opts *o)
 		log_error_errno(r, "Failed to reach the API server: %s", err);
 		return CZ_EXIT_ERROR;
 	}
-	r = cleanup_run(kc, ctx->cfg.remediation.lease_namespace, ns, &st, err, sizeof(err));
+	r = cleanup_run(kc, ctx->cfg.remediation.lease_namespace, ns, o->keep_cordons, &st, err,
+			sizeof(err));
 	if (r == 0)
 		r = cleanup_handoffs(kc, ctx->cfg.remediation.medik8s_lease_namespace,
 				     ctx->cfg.remediation.kured_daemonset, &st, err, sizeof(err));
@@ -62,8 +64,12 @@ int cmd_cleanup(struct cz_ctx *ctx, const struct cmd_opts *o)
 		log_error_errno(r, "Failed to clean up: %s", *err ? err : "(no reason given)");
 		return CZ_EXIT_ERROR;
 	}
-	printf("cleanup: %zu nodes: %zu conditions, %zu annotations/taints removed; %zu Leases "
-	       "deleted (%s, %s); %zu hand-off locks released\n", st.nodes, st.conditions,
-	       st.marks, st.leases, ctx->cfg.remediation.lease_namespace, ns, st.locks);
+	printf("cleanup: %zu nodes: %zu conditions, %zu annotations/taints removed, %zu "
+	       "uncordoned; %zu Leases deleted (%s, %s); %zu hand-off locks released",
+	       st.nodes, st.conditions, st.marks, st.uncordoned, st.leases,
+	       ctx->cfg.remediation.lease_namespace, ns, st.locks);
+	if (st.kept)
+		printf("; %zu kept cordoned (--keep-cordons): %s", st.kept, st.kept_names);
+	printf("\n");
 	return CZ_EXIT_OK;
 }

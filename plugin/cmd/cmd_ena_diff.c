@@ -8,7 +8,8 @@
  *   ena-diff - [IF...]      print the live counters as `ethtool -i` + `ethtool -S` text (every
  *                           interface of ena.drivers, or the ones named): the input format
  *
- * Exit 0 no reset or risk, 1 reset or risk found, 2 bad input or I/O error.
+ * Exit 0 no reset or risk, 1 reset or risk found (counters that went down between the dumps
+ * count from their new value), 2 bad input, I/O error or no verdict possible.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -102,7 +103,8 @@ static bool has_common_counter(const struct ethtool_devdump *b, const struct eth
 }
 
 /* Print the verdict for one pair; returns 1 when it found a reset or a risk, 0 when not,
- * -EINVAL when the pair has no counter in common (logged). */
+ * -EINVAL when the pair has no counter in common and -ENODATA when the counters went down
+ * between the dumps and nothing moved after (no verdict: both logged). */
 static int verdict(struct cz_ctx *ctx, const struct ethtool_devdump *b,
 		    const struct ethtool_devdump *a)
 {
@@ -111,22 +113,25 @@ static int verdict(struct cz_ctx *ctx, const struct ethtool_devdump *b,
 	struct ena_verdict v;
 	struct ena_allowance al;
 	char text[NPD_MSG_MAX];
+	bool found;
 
 	if (!has_common_counter(b, a)) {
 		log_error("%s: BEFORE and AFTER have no counter in common: no verdict", name);
 		return -EINVAL;
 	}
-	ena_diff(b, a, &l, NULL, 0, &v);
+	ena_diff_across_reload(b, a, &l, &v);
 	ena_allowance_diff(b, a, &l, ctx->cfg.ena.conntrack_floor, &al);
-	if (v.new_baseline) {
-		printf("%s: counters went down (driver reloaded or node rebooted between the "
-		       "dumps): "
-		       "no verdict\n",
-		       name);
-		return 0;
+	found = v.resets || v.reset_fail || v.risk || v.restart;
+	if (v.new_baseline && !found) {
+		log_error("%s: counters went down between the dumps (driver reloaded or node "
+			  "rebooted) and none moved after: no verdict",
+			  name);
+		return -ENODATA;
 	}
 	if (v.resets || v.reset_fail)
-		printf("%s %" PRIu64 " reset%s: %s\n", name, v.resets, v.resets == 1 ? "" : "s",
+		printf("%s %" PRIu64 " reset%s%s: %s\n", name, v.resets, v.resets == 1 ? "" : "s",
+		       v.new_baseline ? " at least (counters went down: counted from their new "
+					"value)" : "",
 		       v.cause[0] ? v.cause : v.reset_fail ? "reset_fail moved" :
 							     "no reason counter moved");
 	else if (v.cause[0])
@@ -138,7 +143,7 @@ static int verdict(struct cz_ctx *ctx, const struct ethtool_devdump *b,
 		       ena_allowance_format(&al, ctx->cfg.ena.conntrack_floor, text, sizeof(text)));
 	for (size_t i = 0; i < v.n_moved; i++)
 		explain(&v.moved[i]);
-	return v.resets || v.reset_fail || v.risk || v.restart ? 1 : 0;
+	return found ? 1 : 0;
 }
 
 /* The BEFORE dump that goes with @a, or NULL. */
@@ -160,7 +165,7 @@ static int diff_all(struct cz_ctx *ctx, const struct ethtool_devdump *b, size_t 
 		    const struct ethtool_devdump *a, size_t na)
 {
 	size_t pairs = 0;
-	bool found = false;
+	bool found = false, unknown = false;
 	int r;
 
 	for (size_t i = 0; i < na; i++) {
@@ -177,15 +182,17 @@ static int diff_all(struct cz_ctx *ctx, const struct ethtool_devdump *b, size_t 
 		}
 		pairs++;
 		r = verdict(ctx, p, &a[i]);
-		if (r < 0)
+		if (r == -EINVAL)
 			return CZ_EXIT_ERROR;
 		found |= r > 0;
+		unknown |= r == -ENODATA;
 	}
 	if (pairs == 0) {
 		log_error("no interface is in both BEFORE and AFTER");
 		return CZ_EXIT_ERROR;
 	}
-	return found ? CZ_EXIT_PROBLEM : CZ_EXIT_OK;
+	/* a reset found anywhere is the verdict; else one pair we cannot judge makes it unknown */
+	return found ? CZ_EXIT_PROBLEM : unknown ? CZ_EXIT_ERROR : CZ_EXIT_OK;
 }
 
 static int dump_live(struct cz_ctx *ctx, char **names, size_t n)

@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "cmd/cmd.h"
+#include "base/fileio.h"
 #include "base/log.h"
 #include "base/textsafe.h"
 #include "base/util.h"
@@ -100,17 +101,18 @@ static int open_source(const char *path, off_t *ret_size)
  * fd or -errno, said on stderr. */
 static int open_bin_dir(const char *dest)
 {
-	_cleanup_close_ int dfd = open(dest, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	/* "DEST/" and "DEST/." too: DEST itself is never a symlink */
+	_cleanup_close_ int dfd = fileio_open_nofollow(dest, O_RDONLY | O_DIRECTORY, 0);
 	bool made;
 	int bfd, r;
 
 	if (dfd < 0) {
-		if (errno == ELOOP || errno == ENOTDIR) {
+		if (dfd == -ELOOP || dfd == -ENOTDIR) {
 			log_error("Failed to install into '%s': not a directory (or a symlink)",
 				  dest);
 			return -ENOTDIR;
 		}
-		return log_error_errno(-errno, "Failed to open '%s': %m", dest);
+		return log_error_errno(dfd, "Failed to open '%s': %m", dest);
 	}
 	made = mkdirat(dfd, "bin", 0755) == 0;
 	if (!made && errno != EEXIST)

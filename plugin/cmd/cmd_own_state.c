@@ -6,8 +6,9 @@
  * root; the agent and NPD's check then run as UID and write their state there. The image has
  * no chown (no coreutils): this is it, for one directory.
  *
- * DIR itself only, never recursively and never through a symlink (O_NOFOLLOW | O_DIRECTORY:
- * a symlink planted at the mount's place is refused, not followed to a host file); UID is a
+ * DIR itself only, never recursively and never through a symlink (fileio_open_nofollow(): a
+ * symlink planted at the mount's place is refused, not followed to a host file, also when DIR
+ * is given as "DIR/" or "DIR/."); UID is a
  * plain number other than 0 (giving the directory to root is what the kubelet already did), and
  * the group is the same number. Exit 0 with one line on stdout; 2 with one line on stderr.
  */
@@ -19,6 +20,7 @@
 #include <unistd.h>
 
 #include "cmd/cmd.h"
+#include "base/fileio.h"
 #include "base/log.h"
 #include "base/textsafe.h"
 #include "base/util.h"
@@ -61,9 +63,9 @@ int cmd_own_state(struct cz_ctx *ctx, const struct cmd_opts *o)
 		log_error("own-state: UID must be a number from 1 to 65534");
 		return CZ_EXIT_ERROR;
 	}
-	fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	fd = fileio_open_nofollow(dir, O_RDONLY | O_DIRECTORY, 0);
 	if (fd < 0) {
-		log_error_errno(errno, "Failed to open '%s' as a directory (not following a "
+		log_error_errno(fd, "Failed to open '%s' as a directory (not following a "
 				       "symlink): %m", dir);
 		return CZ_EXIT_ERROR;
 	}

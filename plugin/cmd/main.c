@@ -58,8 +58,8 @@ static const struct cmd cmds[] = {
 	{ "ena-diff", cmd_ena_diff,
 	  "ena-diff BEFORE AFTER | ena-diff BEFORE - | ena-diff - [IF...]\n"
 	  "    ENA verdict from two saved `ethtool -S` texts (AFTER '-': read now); exit 0 no\n"
-	  "    reset, 1 reset or risk, 2 bad input. '- [IF...]' prints the live counters "
-	  "instead.\n" },
+	  "    reset, 1 reset or risk (counters that went down count from their new value),\n"
+	  "    2 bad input or no verdict. '- [IF...]' prints the live counters instead.\n" },
 	{ "explain", cmd_explain,
 	  "explain FILE|- [--json]\n"
 	  "    Kernel log text (dmesg, dmesg -T/-H, journalctl -k, syslog, /dev/kmsg) into what\n"
@@ -76,10 +76,12 @@ static const struct cmd cmds[] = {
 	  "    conditions are True, under the budget; node agents then only report.\n"
 	  "    --once: one cycle, its summary on stdout, then exit.\n" },
 	{ "cleanup", ONLINE(cmd_cleanup),
-	  "cleanup\n"
+	  "cleanup [--keep-cordons]\n"
 	  "    Remove cpuzombie's condition types (not set False), its cpuzombie.io/ annotations\n"
 	  "    and taints from every node, and its Leases (remediation.lease_namespace, the\n"
-	  "    leader's); nothing of anyone else's. The chart's uninstall hook runs it.\n" },
+	  "    leader's); nothing of anyone else's. The chart's uninstall hook runs it. A node\n"
+	  "    cordoned by cpuzombie is uncordoned in the same patch; --keep-cordons: it stays\n"
+	  "    cordoned with its cpuzombie.io/cordoned marker, and the summary names it.\n" },
 	{ "report", cmd_report,
 	  "report [--json|--svg FILE|--html FILE] [--since TIME] [--until TIME]\n"
 	  "    Everything this node says, in one screen: memcg, cores, NICs, conditions; exit 1\n"
@@ -171,6 +173,7 @@ enum {
 	OPT_CONFIG = 256, OPT_PROC, OPT_SYS, OPT_STATE, OPT_RUN, OPT_NODE, OPT_KUBECONFIG,
 	OPT_MAXOUT, OPT_VERSION, OPT_HELP, OPT_ONCE, OPT_JSON, OPT_SVG, OPT_SINCE, OPT_UNTIL,
 	OPT_SELECTOR, OPT_GROUP_BY, OPT_NODES, OPT_WATCH, OPT_CHUNK, OPT_FROM, OPT_HTML, OPT_OUT,
+	OPT_KEEP_CORDONS,
 };
 
 struct opts {
@@ -183,7 +186,7 @@ struct opts {
 	const char *html, *out;	/* report --html, flame --out */
 	uint64_t max_output;
 	int verbose;
-	bool help, version, once, json;
+	bool help, version, once, json, keep_cordons;
 };
 
 /*
@@ -218,6 +221,7 @@ static int parse_opts(int argc, char **argv, struct opts *o, bool permute)
 		{ "from", required_argument, NULL, OPT_FROM },
 		{ "html", required_argument, NULL, OPT_HTML },
 		{ "out", required_argument, NULL, OPT_OUT },
+		{ "keep-cordons", no_argument, NULL, OPT_KEEP_CORDONS },
 		{ NULL, 0, NULL, 0 },
 	};
 	int c;
@@ -262,6 +266,7 @@ static int parse_opts(int argc, char **argv, struct opts *o, bool permute)
 			break;
 		case OPT_NODES: o->nodes = true; break;
 		case OPT_WATCH: o->watch = true; break;
+		case OPT_KEEP_CORDONS: o->keep_cordons = true; break;
 		case OPT_CHUNK:
 			if (parse_u64(optarg, &o->chunk_size) < 0 || o->chunk_size == 0 ||
 			    o->chunk_size > 100000)
@@ -438,6 +443,7 @@ static int run(int argc, char **argv)
 	if (o.verbose)
 		log_set_max_level(LOG_PRIO_DEBUG); /* -v: the diagnostics behind log_debug() */
 	co.once = o.once;
+	co.keep_cordons = o.keep_cordons;
 	co.json = o.json;
 	co.svg_path = o.svg;
 	co.html_path = o.html;

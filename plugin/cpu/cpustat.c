@@ -139,3 +139,22 @@ const char *cpustat_metric_short(enum cz_cpu_metric m)
 	}
 	return "?";
 }
+
+unsigned cpustat_possible_parse(const char *text)
+{
+	uint64_t v, hi = 0;
+	bool any = false;
+
+	for (const char *p = text; p && *p;) {
+		size_t n = strspn(p, "0123456789");
+
+		if (n > 0 && n < 6 && parse_u64_n(p, n, &v) == 0) {
+			any = true;
+			hi = v > hi ? v : hi;
+		}
+		p += n ? n : 1;
+	}
+	if (!any)
+		return 0;
+	return hi + 1 <= CPUSTAT_MAX_CPUS ? (unsigned)hi + 1 : CPUSTAT_MAX_CPUS;
+}

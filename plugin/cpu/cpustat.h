@@ -59,6 +59,13 @@ struct cpustat_core {
 int cpustat_parse(const char *buf, struct cpustat_core *cores, size_t max);
 
 /*
+ * cpustat_possible_parse - pure: the CPU slots a host can have from the text of
+ * /sys/devices/system/cpu/possible ("0-3", "0,2-5"): the highest CPU number + 1, at most
+ * CPUSTAT_MAX_CPUS. Returns 0 when @text names no CPU.
+ */
+unsigned cpustat_possible_parse(const char *text);
+
+/*
  * cpustat_share - pure: the share (0..100 percent) of metric @m on one CPU between readings
  * @prev and @cur. Writes *@ret_pct and returns 0; returns -ENODATA when either reading lacks
  * the CPU (offline, hot-plugged since), -ERANGE when the total went backwards (a counter reset:

@@ -768,6 +768,26 @@ static int cmp_seq(const void *a, const void *b)
 	return x->seq < y->seq ? -1 : x->seq > y->seq;
 }
 
+/*
+ * In time order, as the series promises: slots in write order whose stamps went back (the clock
+ * stepped back between two runs of the sampler, or a hostile file) would send a renderer's
+ * column computed from (t - first) out of its array. Walking back from the newest, a slot is
+ * kept only when stamped before the one kept after it: the newest samples win. Returns the
+ * count kept, moved to the front of @idx in order.
+ */
+static size_t keep_time_order(struct seq_idx *idx, size_t n)
+{
+	size_t k = n;
+
+	for (size_t i = n; i-- > 0;) {
+		if (k < n && get_u64(idx[i].slot + 8) >= get_u64(idx[k].slot + 8))
+			continue;
+		idx[--k] = idx[i];
+	}
+	memmove(idx, idx + k, (n - k) * sizeof(*idx));
+	return n - k;
+}
+
 int history_parse(const uint8_t *file, size_t len, uint64_t since_ms, struct history_series *ret)
 {
 	return history_parse_range(file, len, since_ms, 0, ret);
@@ -801,6 +821,7 @@ int history_parse_range(const uint8_t *file, size_t len, uint64_t since_ms, uint
 			idx[n++] = (struct seq_idx){ seq, sl };
 	}
 	qsort(idx, n, sizeof(*idx), cmp_seq);
+	n = keep_time_order(idx, n);
 	s.ncpu = ncpu;
 	s.t_ms = calloc(n ? n : 1, sizeof(*s.t_ms));
 	s.pct = calloc(n ? n : 1, ncpu);

@@ -307,9 +307,11 @@ static bool reloaded(const struct ethtool_devdump *before, const struct ethtool_
 	return false;
 }
 
-/* Collect moved counters into @v; sets *@zeroed when a queue packet counter went down. */
+/* Collect moved counters into @v; sets *@zeroed when a queue packet counter went down. A
+ * counter that went down counts from its new value when @from_new (the driver restarted it at
+ * 0), else not at all. */
 static void collect(const struct ethtool_devdump *before, const struct ethtool_devdump *after,
-		    const struct ena_lists *l, struct ena_verdict *v, bool *zeroed)
+		    const struct ena_lists *l, bool from_new, struct ena_verdict *v, bool *zeroed)
 {
 	for (size_t i = 0; i < after->n; i++) {
 		const struct ethtool_stat *s = &after->stats[i];
@@ -334,13 +336,13 @@ static void collect(const struct ethtool_devdump *before, const struct ethtool_d
 		c->prev = b->value;
 		c->cur = s->value;
 		c->went_down = s->value < b->value;
-		c->delta = c->went_down ? 0 : s->value - b->value;
+		c->delta = c->went_down ? (from_new ? s->value : 0) : s->value - b->value;
 	}
 }
 
-int ena_diff(const struct ethtool_devdump *before, const struct ethtool_devdump *after,
-	     const struct ena_lists *l, const struct ena_queue_cpu *qc, size_t n_qc,
-	     struct ena_verdict *ret)
+static int diff(const struct ethtool_devdump *before, const struct ethtool_devdump *after,
+		const struct ena_lists *l, const struct ena_queue_cpu *qc, size_t n_qc,
+		bool across_reload, struct ena_verdict *ret)
 {
 	struct ena_verdict *v = ret;
 	uint64_t best_risk = 0, reasons = 0;
@@ -353,9 +355,10 @@ int ena_diff(const struct ethtool_devdump *before, const struct ethtool_devdump 
 	v->queue = -1;
 	if (!before || reloaded(before, after, l)) {
 		v->new_baseline = true;
-		return 0;
+		if (!before || !across_reload)
+			return 0;
 	}
-	collect(before, after, l, v, &zeroed);
+	collect(before, after, l, v->new_baseline, v, &zeroed);
 	qsort(v->moved, v->n_moved, sizeof(v->moved[0]), cmp_counter);
 	for (size_t i = 0; i < v->n_moved; i++) {
 		const struct ena_counter *c = &v->moved[i];
@@ -384,6 +387,20 @@ int ena_diff(const struct ethtool_devdump *before, const struct ethtool_devdump 
 		     moved_delta(v, "interface_down") > 0;
 	build_cause(v, qc, n_qc);
 	return 0;
+}
+
+int ena_diff(const struct ethtool_devdump *before, const struct ethtool_devdump *after,
+	     const struct ena_lists *l, const struct ena_queue_cpu *qc, size_t n_qc,
+	     struct ena_verdict *ret)
+{
+	return diff(before, after, l, qc, n_qc, false, ret);
+}
+
+int ena_diff_across_reload(const struct ethtool_devdump *before,
+			   const struct ethtool_devdump *after, const struct ena_lists *l,
+			   struct ena_verdict *ret)
+{
+	return diff(before, after, l, NULL, 0, true, ret);
 }
 
 /* ---- allowance ------------------------------------------------------------------------------ */

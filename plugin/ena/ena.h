@@ -108,6 +108,17 @@ int ena_diff(const struct ethtool_devdump *before, const struct ethtool_devdump 
 	     struct ena_verdict *ret);
 
 /*
+ * ena_diff_across_reload - ena_diff() for two dumps that stand alone (`ena-diff`): when the
+ * counters went down between them (the driver reloaded), each counter that went down is
+ * counted from its new value (the driver restarted it at 0) and the others by how much they
+ * rose, so what happened after the reload is still a verdict; ret->new_baseline says the
+ * counts are lower bounds (what happened before the reload is not known). Returns as ena_diff.
+ */
+int ena_diff_across_reload(const struct ethtool_devdump *before,
+			   const struct ethtool_devdump *after, const struct ena_lists *l,
+			   struct ena_verdict *ret);
+
+/*
  * ena_filter - a copy of @d keeping only what the verdicts need (classified counters,
  * interface_up/down, per-queue tx_cnt/rx_cnt): what a baseline stores. Returns 0 or -ENOMEM;
  * free *@ret with ethtool_dump_free().

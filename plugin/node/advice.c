@@ -111,6 +111,8 @@ const char *advice_history(int rc)
 	case -EACCES:
 	case -EPERM:
 		return AS_ROOT;
+	case -E2BIG:
+		return "a run dir from a larger node? read it with that node's --sys-root";
 	default:
 		return "the history file is unreadable: restarting `cpuzombie agent` recreates it";
 	}

@@ -213,6 +213,17 @@ static int read_stat(struct cz_ctx *ctx, char *buf, size_t size, struct cpustat_
 	return n < 0 ? (int)n : cpustat_parse(buf, c, max);
 }
 
+/* The CPUs this host can have: sysfs's possible CPUs, else the most a run file may claim. */
+static unsigned node_cpu_limit(const struct hostfs *hf)
+{
+	char text[256];
+	unsigned n = 0;
+
+	if (hostfs_read(hf, HOSTFS_SYS, "devices/system/cpu/possible", text, sizeof(text)) > 0)
+		n = cpustat_possible_parse(text);
+	return n ? n : CPUSTAT_MAX_CPUS;
+}
+
 /* Current shares: the sampler's newest sample when fresh, else two /proc/stat reads. */
 void node_read_now(struct cz_ctx *ctx, struct report *r)
 {
@@ -224,11 +235,8 @@ void node_read_now(struct cz_ctx *ctx, struct report *r)
 	int na, nb;
 
 	if (h->n > 0 && h->t_ms[h->n - 1] + 3 * HISTORY_HEARTBEAT_MS >= r->now_ms) {
-		r->now_pct = malloc(h->ncpu);
-		if (!r->now_pct)
-			return;
-		memcpy(r->now_pct, &h->pct[(h->n - 1) * h->ncpu], h->ncpu);
-		r->has_now = true;
+		r->now_pct = report_percpu_new(r, &h->pct[(h->n - 1) * h->ncpu], h->ncpu);
+		r->has_now = r->now_pct != NULL;
 		return;
 	}
 	if (!a || !b || !buf || (na = read_stat(ctx, buf, size, a, max)) <= 0)
@@ -237,9 +245,8 @@ void node_read_now(struct cz_ctx *ctx, struct report *r)
 	nb = read_stat(ctx, buf, size, b, max);
 	if (nb <= 0)
 		return;
-	if ((unsigned)nb > r->ncpu)
-		r->ncpu = (unsigned)nb;
-	r->now_pct = malloc(r->ncpu);
+	(void)report_claim_cpus(r, (unsigned)nb);
+	r->now_pct = report_percpu_new(r, NULL, 0);
 	if (!r->now_pct)
 		return;
 	for (unsigned c = 0; c < r->ncpu; c++) {
@@ -259,6 +266,7 @@ int node_read(struct cz_ctx *ctx, struct report *r, uint64_t since, uint64_t unt
 	int n;
 
 	report_node_name(r, &ctx->hf);
+	r->cpu_limit = node_cpu_limit(&ctx->hf);
 	r->since_ms = r->now_ms > cfg->cpu.lookback_ms ? r->now_ms - cfg->cpu.lookback_ms : 0;
 	if (until)
 		r->since_ms = since;

@@ -33,6 +33,7 @@ struct report *report_new(const struct cz_config *cfg, uint64_t now_ms)
 	r->maps_rc = -ENOENT;
 	r->ena_rc = -ENOENT;
 	r->allowance_rc = -ENOENT;
+	r->cpu_limit = CPUSTAT_MAX_CPUS;
 	snprintf(r->node, sizeof(r->node), "%s", cfg->kubernetes.node_name);
 	return r;
 }
@@ -125,6 +126,45 @@ int report_ena_cpu(const char *cause)
 	return -1;
 }
 
+bool report_claim_cpus(struct report *r, uint64_t n)
+{
+	unsigned limit = r->cpu_limit && r->cpu_limit < CPUSTAT_MAX_CPUS ? r->cpu_limit
+									 : CPUSTAT_MAX_CPUS;
+
+	if (n > limit)
+		return false;
+	if (n > r->ncpu)
+		r->ncpu = (unsigned)n;
+	return true;
+}
+
+uint8_t *report_percpu_new(const struct report *r, const uint8_t *src, unsigned n)
+{
+	uint8_t *a = malloc(r->ncpu ? r->ncpu : 1);
+
+	if (!a)
+		return NULL;
+	memset(a, HISTORY_NO_SAMPLE, r->ncpu ? r->ncpu : 1);
+	if (src)
+		memcpy(a, src, n < r->ncpu ? n : r->ncpu);
+	return a;
+}
+
+void report_keep_bursts(struct report *r, bool (*keep)(const struct burst_event *ev, void *arg),
+			void *arg)
+{
+	size_t kept = 0, logged = 0;
+
+	for (size_t i = 0; i < r->nbursts; i++) {
+		if (!keep(&r->bursts[i], arg))
+			continue;
+		logged += i < r->nlogged; /* the old count: the partition before any was dropped */
+		r->bursts[kept++] = r->bursts[i];
+	}
+	r->nbursts = kept;
+	r->nlogged = logged;
+}
+
 /* ---- loaders ---- */
 
 void report_node_name(struct report *r, const struct hostfs *hf)
@@ -172,21 +212,22 @@ int report_load_run(struct report *r, const char *run_dir, uint64_t since_hist_m
 	if (!r->bursts || !r->hb)
 		return -ENOMEM;
 	r->hist_rc = history_read(run_dir, since_hist_ms, &r->hist);
-	if (r->hist_rc >= 0 && r->hist.ncpu > r->ncpu)
-		r->ncpu = r->hist.ncpu;
+	if (r->hist_rc >= 0 && !report_claim_cpus(r, r->hist.ncpu)) {
+		history_series_free(&r->hist); /* a ring for more CPUs than this host can have */
+		r->hist_rc = -E2BIG;
+	}
 	r->hb_rc = heartbeat_read(run_dir, r->hb);
 	if (r->hb_rc < 0) {
 		free(r->hb);
 		r->hb = NULL;
-	} else if (r->hb->ncpu > r->ncpu) {
-		r->ncpu = r->hb->ncpu;
+	} else {
+		(void)report_claim_cpus(r, r->hb->ncpu); /* beyond the host: not believed */
 	}
 	n = burst_log_read(run_dir, r->since_ms, r->bursts, REPORT_BURSTS_MAX);
 	r->nlogged = r->nbursts = n > 0 ? (size_t)n : 0;
 	add_ongoing(r);
 	for (size_t i = 0; i < r->nbursts; i++)
-		if (r->bursts[i].cpu + 1 > r->ncpu && r->bursts[i].cpu < CPUSTAT_MAX_CPUS)
-			r->ncpu = r->bursts[i].cpu + 1;
+		(void)report_claim_cpus(r, (uint64_t)r->bursts[i].cpu + 1);
 	return 0;
 }
 

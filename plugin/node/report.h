@@ -100,6 +100,7 @@ struct report {
 
 	/* cores */
 	unsigned ncpu;			/* CPUs known (history, heartbeat or /proc/stat) */
+	unsigned cpu_limit;		/* CPUs this host can have: no run file claims more */
 	int hist_rc;			/* samples in hist, or -errno (-ENOENT: no sampler ran) */
 	struct history_series hist;	/* the history window */
 	int hist_tier;			/* where hist came from: TIER_FINE, _SECONDS, _MINUTES */
@@ -109,6 +110,7 @@ struct report {
 	struct heartbeat *hb;		/* owned, NULL without one */
 	bool has_now;
 	uint8_t *now_pct;		/* ncpu current shares (HISTORY_NO_SAMPLE when unknown) */
+					/* (every per-CPU array: report_percpu_new) */
 	uint64_t since_ms;		/* bursts that ended at or after this */
 	size_t nbursts;			/* bursts[0..nlogged) ended, the rest still going on */
 	size_t nlogged;
@@ -210,6 +212,30 @@ void report_node_name(struct report *r, const struct hostfs *hf);
  * (the check keeps it). Leaves it unset when there is no usable history.
  */
 void report_memcg_growth(struct report *r, const char *state_dir);
+
+/*
+ * report_claim_cpus - a run file (the ring, the heartbeat, a burst) says the host has @n CPUs:
+ * r->ncpu grows to @n when @n is within r->cpu_limit (what this host can have: its possible
+ * CPUs, CPUSTAT_MAX_CPUS when unknown). Returns true when the claim is within the limit, false
+ * when it is refused (r->ncpu unchanged).
+ */
+bool report_claim_cpus(struct report *r, uint64_t n);
+
+/*
+ * report_percpu_new - a per-CPU array of the model: r->ncpu bytes (at least 1), every slot
+ * HISTORY_NO_SAMPLE, then the first min(@n, r->ncpu) from @src (may be NULL with @n 0). Every
+ * reader of a per-CPU array loops to r->ncpu, so every such array is made here. Returns the
+ * array (free()), or NULL when out of memory.
+ */
+uint8_t *report_percpu_new(const struct report *r, const uint8_t *src, unsigned n);
+
+/*
+ * report_keep_bursts - keep the bursts of r->bursts for which @keep(@ev, @arg) is true, in
+ * order, and recount r->nlogged: bursts[0..nlogged) stay the ended ones and the rest the ones
+ * still going on, whichever were dropped. Every filter of the burst list goes through here.
+ */
+void report_keep_bursts(struct report *r, bool (*keep)(const struct burst_event *ev, void *arg),
+			void *arg);
 
 /*
  * report_load_run - the sampler's files: history since @since_hist_ms, bursts that ended at or

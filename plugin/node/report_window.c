@@ -30,13 +30,24 @@ static void trim(struct history_series *h, uint64_t since, uint64_t until)
 	h->n = b - a;
 }
 
+struct span {
+	uint64_t since, until;
+};
+
+/* A burst that overlaps the window, logged or still going on. */
+static bool overlaps(const struct burst_event *ev, void *arg)
+{
+	const struct span *w = arg;
+
+	return ev->end_ms >= w->since && ev->start_ms <= w->until;
+}
+
 int report_load_window(struct report *r, const char *run_dir, uint64_t since_ms,
 		       uint64_t until_ms)
 {
 	struct history_series t[TIER_COUNT] = { 0 };
 	uint64_t oldest[TIER_COUNT] = { 0 };
 	int rc[TIER_COUNT], pick;
-	size_t keep = 0;
 
 	for (int i = 0; i < TIER_COUNT; i++) {
 		rc[i] = history_read_file(run_dir, files[i], 0, &t[i]);
@@ -53,24 +64,16 @@ int report_load_window(struct report *r, const char *run_dir, uint64_t since_ms,
 		t[pick] = (struct history_series){ 0 };
 		trim(&r->hist, since_ms, until_ms);
 		r->hist_rc = (int)r->hist.n;
-		if (r->hist.ncpu > r->ncpu)
-			r->ncpu = r->hist.ncpu;
+		if (!report_claim_cpus(r, r->hist.ncpu)) {
+			history_series_free(&r->hist); /* more CPUs than this host can have */
+			r->hist_rc = -E2BIG;
+		}
 	}
 	r->hist_tier = pick >= 0 ? pick : TIER_FINE;
 	r->hist_interval_ms = pick == TIER_SECONDS ? 1000 : pick == TIER_MINUTES ? 60000 : 0;
 	r->until_ms = until_ms;
 	/* bursts (logged and ongoing) that overlap the window */
-	for (size_t i = 0; i < r->nbursts; i++) {
-		const struct burst_event *ev = &r->bursts[i];
-
-		if (ev->end_ms < since_ms || ev->start_ms > until_ms) {
-			if (i < r->nlogged)
-				r->nlogged--;
-			continue;
-		}
-		r->bursts[keep++] = *ev;
-	}
-	r->nbursts = keep;
+	report_keep_bursts(r, overlaps, &(struct span){ since_ms, until_ms });
 	for (int i = 0; i < TIER_COUNT; i++)
 		history_series_free(&t[i]);
 	return 0;

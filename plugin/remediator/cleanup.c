@@ -12,6 +12,7 @@
 #include "base/kjson.h"
 #include "kube/kube.h"
 #include "remediator/leader.h"
+#include "remediator/remediate_plan.h"
 
 #define NODE_RETRIES 5		/* re-reads of a node changed under us (409) */
 
@@ -20,15 +21,39 @@ static bool ours(const char *key)
 	return key && !strncmp(key, CLEANUP_PREFIX, strlen(CLEANUP_PREFIX));
 }
 
-int cleanup_node_patch(json_object *node, json_object **ret)
+/* Cordoned by us: our marker, and the node still unschedulable (a person may have lifted it). */
+static bool our_cordon(json_object *node)
+{
+	json_object *u = kube_get(node, "spec.unschedulable");
+
+	return kube_annotation(node, REMEDIATE_ANN_CORDONED) && u &&
+	       json_object_is_type(u, json_type_boolean) && json_object_get_boolean(u);
+}
+
+/* The patch's "spec" object, made on first use. */
+static json_object *spec_of(json_object *patch)
+{
+	json_object *spec = kube_get(patch, "spec");
+
+	if (!spec) {
+		spec = json_object_new_object();
+		json_object_object_add(patch, "spec", spec);
+	}
+	return spec;
+}
+
+int cleanup_node_patch(json_object *node, bool keep_cordon, json_object **ret,
+		       enum cleanup_cordon *ret_cordon)
 {
 	_cleanup_(json_object_putp) json_object *patch = json_object_new_object();
 	json_object *md, *ann = NULL, *taints = kube_get_array(node, "spec.taints"), *keep = NULL;
 	json_object *have = kube_get(node, "metadata.annotations");
 	const char *rv = kube_get_str(node, "metadata.resourceVersion", NULL);
+	bool cordon = our_cordon(node);
 	int n = 0;
 
 	*ret = NULL;
+	*ret_cordon = CLEANUP_CORDON_NONE;
 	if (!patch)
 		return -ENOMEM;
 	if (!rv || !*rv)
@@ -36,10 +61,18 @@ int cleanup_node_patch(json_object *node, json_object **ret)
 	md = json_object_new_object();
 	json_object_object_add(patch, "metadata", md);
 	json_object_object_add(md, "resourceVersion", json_object_new_string(rv));
+	if (cordon && !keep_cordon) {
+		/* lifted in the same patch that removes the marker: never a cordon of nobody's */
+		json_object_object_add(spec_of(patch), "unschedulable",
+				       json_object_new_boolean(false));
+		n++;
+	}
+	if (cordon)
+		*ret_cordon = keep_cordon ? CLEANUP_CORDON_KEPT : CLEANUP_CORDON_LIFTED;
 	if (have && json_object_is_type(have, json_type_object)) {
 		json_object_object_foreach(have, k, v) {
 			(void)v;
-			if (!ours(k))
+			if (!ours(k) || (cordon && keep_cordon && streq(k, REMEDIATE_ANN_CORDONED)))
 				continue;
 			if (!ann) {
 				ann = json_object_new_object();
@@ -53,16 +86,14 @@ int cleanup_node_patch(json_object *node, json_object **ret)
 		if (ours(kube_get_str(json_object_array_get_idx(taints, i), "key", NULL)))
 			n++, keep = keep ? keep : json_object_new_array();
 	if (keep) {
-		json_object *spec = json_object_new_object();
-
 		for (size_t i = 0; i < json_object_array_length(taints); i++) {
 			json_object *t = json_object_array_get_idx(taints, i);
 
 			if (!ours(kube_get_str(t, "key", NULL)))
 				json_object_array_add(keep, json_object_get(t));
 		}
-		json_object_object_add(patch, "spec", spec);
-		json_object_object_add(spec, "taints", keep);	/* a list is replaced whole */
+		/* a list is replaced whole */
+		json_object_object_add(spec_of(patch), "taints", keep);
 	}
 	if (n > 0)
 		*ret = TAKE_PTR(patch);
@@ -74,7 +105,26 @@ struct run {
 	struct cleanup_stats *st;
 	char *err;
 	size_t err_size;
+	bool keep_cordons;
 };
+
+/* Counts the cordon the node's last patch lifted or kept; the kept ones by name. */
+static void count_cordon(struct cleanup_stats *st, enum cleanup_cordon c, const char *name)
+{
+	size_t len = strlen(st->kept_names), size = sizeof(st->kept_names);
+
+	if (c == CLEANUP_CORDON_LIFTED)
+		st->uncordoned++;
+	if (c != CLEANUP_CORDON_KEPT)
+		return;
+	st->kept++;
+	if (strstr(st->kept_names, "..."))
+		return;
+	if (len + 2 + strlen(name) + 6 < size)
+		snprintf(st->kept_names + len, size - len, "%s%s", len ? ", " : "", name);
+	else
+		snprintf(st->kept_names + len, size - len, "%s...", len ? ", " : "");
+}
 
 /* One request; the HTTP status (or -errno). 200's body goes to *@ret when @ret is not NULL. */
 static long send(struct run *r, const char *method, const char *path, const char *ctype,
@@ -127,14 +177,20 @@ static int clean_node(json_object *node, void *userdata)
 	path[strlen(path) - strlen("/status")] = '\0';
 	for (unsigned i = 0; i < NODE_RETRIES; i++) {
 		_cleanup_(json_object_putp) json_object *p = NULL;
+		enum cleanup_cordon c;
 		long s;
 
-		n = cleanup_node_patch(fresh ? fresh : node, &p);
-		if (n <= 0)
+		n = cleanup_node_patch(fresh ? fresh : node, r->keep_cordons, &p, &c);
+		if (n <= 0) {
+			if (n == 0)
+				count_cordon(r->st, c, name);
 			return n;
+		}
 		s = send(r, "PATCH", path, "application/merge-patch+json", p, NULL);
 		if (s == 200 || s == 404) {
-			r->st->marks += s == 200 ? (size_t)n : 0;
+			r->st->marks += s == 200 ? (size_t)n - (c == CLEANUP_CORDON_LIFTED) : 0;
+			if (s == 200)
+				count_cordon(r->st, c, name);
 			return 0;
 		}
 		if (s != 409)
@@ -175,9 +231,9 @@ static int clean_lease(json_object *lease, void *userdata)
 }
 
 int cleanup_run(struct kube_client *kc, const char *lease_ns, const char *leader_ns,
-		struct cleanup_stats *st, char *err, size_t err_size)
+		bool keep_cordons, struct cleanup_stats *st, char *err, size_t err_size)
 {
-	struct run r = { kc, st, err, err_size };
+	struct run r = { kc, st, err, err_size, keep_cordons };
 	int e;
 
 	*st = (struct cleanup_stats){ 0 };
@@ -287,7 +343,7 @@ static int release_kured(struct run *r, const char *ds)
 int cleanup_handoffs(struct kube_client *kc, const char *medik8s_ns, const char *kured_ds,
 		     struct cleanup_stats *st, char *err, size_t err_size)
 {
-	struct run r = { kc, st, err, err_size };
+	struct run r = { kc, st, err, err_size, false };
 	int e = 0;
 
 	*err = '\0';

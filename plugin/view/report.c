@@ -275,7 +275,9 @@ static void print_cores(const struct report *r, FILE *out)
 		(void)report_heatmap(r, REPORT_HEAT_COLS, out);
 	else
 		fprintf(out, "  heatmap: no history (%s): %s\n",
-			r->hist_rc == 0 ? "empty" : strerror(-r->hist_rc),
+			r->hist_rc == 0		  ? "empty"
+			: r->hist_rc == -E2BIG ? "more CPUs than this host can have"
+						  : strerror(-r->hist_rc),
 			advice_history(r->hist_rc));
 }
 
@@ -300,8 +302,10 @@ int report_heatmap(const struct report *r, unsigned cols, FILE *out)
 	t0 = h->t_ms[0];
 	span = h->t_ms[h->n - 1] - t0 + 1;
 	for (size_t i = 0; i < h->n; i++) {
-		unsigned col = (unsigned)((h->t_ms[i] - t0) * cols / span);
+		unsigned col = h->t_ms[i] < t0 ? 0 : (unsigned)((h->t_ms[i] - t0) * cols / span);
 
+		if (col >= cols) /* the series is in time order; a hand-made one may not be */
+			col = cols - 1;
 		for (unsigned c = 0; c < h->ncpu; c++) {
 			uint8_t v = h->pct[i * h->ncpu + c], *p = &cell[(c / group) * cols + col];
 

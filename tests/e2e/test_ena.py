@@ -219,10 +219,28 @@ def test_diff_quiet_reload_and_throttling_only(cz, tmp_path):
     r = cz("ena-diff", FX02, FX02, check=0)
     assert r.out.strip() == "ens34 no reset"
     reload = after_of(FX02, tmp_path, {"interface_up": 0})
-    assert "no verdict" in cz("ena-diff", FX02, reload, check=0).out
+    r = cz("ena-diff", FX02, reload, check=2)
+    assert r.out == "" and r.err.count("\n") == 1 and "no verdict" in r.err, r
     thr = after_of(FX02, tmp_path, {"pps_allowance_exceeded": 800}, "t.txt")
     r = cz("ena-diff", FX02, thr, check=0)
     assert "throttled: pps_allowance_exceeded +16" in r.out
+
+
+def test_diff_across_a_driver_reload_counts_from_the_new_values(cz, tmp_path):
+    """Counters went down between the dumps (driver reload) and tx_timeout rose after it: the
+    counters that went down count from their new value, so this is a reset (exit 1)."""
+    before = after_of(FX02, tmp_path, {"interface_up": 3, "total_resets": 2, "tx_timeout": 2},
+                      "b.txt")
+    after = after_of(FX02, tmp_path, {"interface_up": 1, "total_resets": 1, "tx_timeout": 1})
+    r = cz("ena-diff", before, after, check=1)
+    assert r.out.startswith("ens34 1 reset at least (counters went down: counted from their "
+                            "new value): tx_timeout +1\n"), r
+    # only interface_up went down (the reload), tx_timeout rose 0 -> 1 after it
+    before = after_of(FX02, tmp_path, {"interface_up": 3}, "b2.txt")
+    after = after_of(FX02, tmp_path, {"interface_up": 1, "total_resets": 1, "tx_timeout": 1},
+                     "a2.txt")
+    r = cz("ena-diff", before, after, check=1)
+    assert r.out.startswith("ens34 1 reset at least"), r
 
 
 def test_diff_bad_input(cz, tmp_path):

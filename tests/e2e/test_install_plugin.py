@@ -213,3 +213,38 @@ def test_not_in_the_static_check_binary(check_bin, tmp_path):
     dest.mkdir()
     failed(install(check_bin, "--from", check_bin, str(dest)), "not in this binary")
     assert tree(dest) == {}
+
+
+@pytest.mark.parametrize("suffix", ["/", "/.", "/./"])
+def test_refuses_a_symlinked_destination_whatever_it_ends_in(cz_bin, check_bin, tmp_path,
+                                                             suffix):
+    """DEST/ and DEST/. name DEST itself, which the kernel would resolve through a symlink
+    before O_NOFOLLOW applies: refused as DEST is; a real DEST given so is installed into."""
+    victim = tmp_path / "victim"
+    victim.mkdir()
+    dest = tmp_path / "link"
+    os.symlink(victim, dest)
+    before = tree(tmp_path)
+    failed(install(cz_bin, "--from", check_bin, str(dest) + suffix), str(dest))
+    assert tree(tmp_path) == before and tree(victim) == {}
+    real = tmp_path / "plugin"
+    real.mkdir()
+    p = install(cz_bin, "--from", check_bin, str(real) + suffix)
+    assert p.returncode == 0, p
+    assert read(real / "bin" / "cpuzombie") == read(check_bin)
+
+
+def test_a_symlinked_middle_component_is_followed_the_last_never(cz_bin, check_bin, tmp_path):
+    parent = tmp_path / "parent"
+    (parent / "plugin").mkdir(parents=True)
+    (parent / "victim").mkdir()
+    os.symlink(parent / "victim", parent / "link")
+    mid = tmp_path / "mid"
+    os.symlink(parent, mid)
+    p = install(cz_bin, "--from", check_bin, str(mid / "plugin"))
+    assert p.returncode == 0, p
+    assert read(parent / "plugin" / "bin" / "cpuzombie") == read(check_bin)
+    for suffix in ("", "/", "/."):
+        failed(install(cz_bin, "--from", check_bin, str(mid / "link") + suffix),
+               str(mid / "link"))
+    assert tree(parent / "victim") == {}

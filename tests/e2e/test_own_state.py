@@ -72,3 +72,41 @@ def test_not_in_the_static_check_binary(cz_bin, tmp_path):
                         str(tmp_path)], capture_output=True, text=True, timeout=30)
     refused(p, "not in this binary")
     assert os.stat(tmp_path).st_uid == 0
+
+
+@pytest.mark.parametrize("suffix", ["", "/", "/.", "/./", "//"])
+def test_never_through_a_symlink_whatever_the_path_ends_in(cz_bin, tmp_path, suffix):
+    """DIR/ and DIR/. name DIR itself: the kernel resolves a symlink DIR before O_NOFOLLOW
+    applies, so the path is cut to DIR and DIR opened with O_NOFOLLOW from its parent."""
+    target = tmp_path / "host-dir"
+    target.mkdir()
+    link = tmp_path / "state"
+    link.symlink_to(target)
+    refused(own(cz_bin, "65534", str(link) + suffix), "not following a symlink")
+    assert os.stat(target).st_uid == 0 and os.lstat(link).st_uid == 0
+    # a real directory given the same way is DIR itself
+    real = tmp_path / "real"
+    real.mkdir()
+    p = own(cz_bin, "65534", str(real) + suffix)
+    assert p.returncode == 0, p
+    assert os.stat(real).st_uid == 65534 and os.stat(tmp_path).st_uid == 0
+
+
+def test_a_symlinked_middle_component_is_followed_the_last_never(cz_bin, tmp_path):
+    """The parent is opened as the path names it (a symlinked middle component leads where it
+    points, as for any path); the last component is never a symlink."""
+    parent = tmp_path / "parent"
+    (parent / "state").mkdir(parents=True)
+    (parent / "host-dir").mkdir()
+    (parent / "link").symlink_to(parent / "host-dir")
+    mid = tmp_path / "mid"
+    mid.symlink_to(parent)
+    p = own(cz_bin, "65534", str(mid / "state"))
+    assert p.returncode == 0, p
+    assert os.stat(parent / "state").st_uid == 65534 and os.lstat(mid).st_uid == 0
+    for suffix in ("", "/", "/."):
+        refused(own(cz_bin, "65534", str(mid / "link") + suffix), "not following a symlink")
+    assert os.stat(parent / "host-dir").st_uid == 0 and os.stat(parent).st_uid == 0
+    # ".." last leads to the parent of wherever a symlink led: refused
+    refused(own(cz_bin, "65534", str(mid / "link" / "..")), "Invalid argument")
+    assert os.stat(parent).st_uid == 0

@@ -39,7 +39,7 @@ int LLVMFuzzerTestOneInput(const unsigned char *data, size_t size)
 	static const struct ena_lists def = { NULL, NULL, NULL };
 	struct ethtool_devdump *d;
 	struct ethtool_text_error e;
-	struct ena_verdict v;
+	struct ena_verdict v, r;
 	struct ena_allowance a;
 	struct ena_state st;
 	size_t n;
@@ -67,6 +67,16 @@ int LLVMFuzzerTestOneInput(const unsigned char *data, size_t size)
 		__builtin_trap();
 	for (size_t i = 0; i < v.n_moved; i++)
 		if (v.moved[i].delta && v.moved[i].cur - v.moved[i].prev != v.moved[i].delta)
+			__builtin_trap();
+	/* `ena-diff`'s verdict across a driver reload: a counter that went down counts from its
+	 * new value, one that rose by how much; without a reload it is ena_diff()'s verdict */
+	if (ena_diff_across_reload(&d[0], &d[n - 1], &def, &r) != 0 ||
+	    r.n_moved > ENA_MOVED_MAX || strlen(r.cause) >= ENA_CAUSE_MAX ||
+	    (!v.new_baseline && (r.resets != v.resets || r.n_moved != v.n_moved)))
+		__builtin_trap();
+	for (size_t i = 0; i < r.n_moved; i++)
+		if (r.moved[i].went_down ? r.moved[i].delta != r.moved[i].cur
+					 : r.moved[i].cur - r.moved[i].prev != r.moved[i].delta)
 			__builtin_trap();
 	ena_allowance_diff(&d[0], &d[n - 1], &def, 1000, &a);
 	ethtool_dumps_free(d, n);

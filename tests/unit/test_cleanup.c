@@ -54,8 +54,13 @@ static void test_removal_only_ours(void **st)
 static void test_node_patch(void **st)
 {
 	json_object *node = json_tokener_parse(node_json), *patch, *ann, *taints;
+	enum cleanup_cordon c;
 
-	assert_int_equal(cleanup_node_patch(node, &patch), 3);	/* 2 annotations + 1 taint */
+	/* the marker without spec.unschedulable: a cordon someone lifted, nothing to uncordon */
+	/* 2 annotations, 1 taint */
+	assert_int_equal(cleanup_node_patch(node, false, &patch, &c), 3);
+	assert_int_equal(c, CLEANUP_CORDON_NONE);
+	assert_null(kube_get(patch, "spec.unschedulable"));
 	assert_string_equal(kube_get_str(patch, "metadata.resourceVersion", ""), "42");
 	ann = kube_get(patch, "metadata.annotations");
 	assert_int_equal(json_object_object_length(ann), 2);
@@ -71,12 +76,57 @@ static void test_node_patch(void **st)
 	/* nothing of ours: no patch; no resourceVersion: refused, never unconditional */
 	node = json_tokener_parse("{\"metadata\":{\"resourceVersion\":\"1\",\"annotations\":"
 				  "{\"a\":\"b\"}},\"spec\":{\"taints\":[{\"key\":\"k\"}]}}");
-	assert_int_equal(cleanup_node_patch(node, &patch), 0);
+	assert_int_equal(cleanup_node_patch(node, false, &patch, &c), 0);
 	assert_null(patch);
 	json_object_put(node);
 	node = json_tokener_parse("{\"metadata\":{\"annotations\":{\"cpuzombie.io/x\":\"1\"}}}");
-	assert_int_equal(cleanup_node_patch(node, &patch), -EINVAL);
+	assert_int_equal(cleanup_node_patch(node, false, &patch, &c), -EINVAL);
 	assert_null(patch);
+	json_object_put(node);
+}
+
+/* A cordon of ours is lifted in the same resourceVersion-checked patch that removes its
+ * marker, or kept with its marker when asked; a cordon without our marker is someone else's. */
+static void test_node_patch_cordons(void **st)
+{
+	static const char cordoned[] =
+		"{\"metadata\":{\"name\":\"n1\",\"resourceVersion\":\"7\",\"annotations\":{"
+		"\"cpuzombie.io/cordoned\":\"2024\",\"cpuzombie.io/drained\":\"2024\"}},"
+		"\"spec\":{\"unschedulable\":true}}";
+	json_object *node = json_tokener_parse(cordoned), *patch, *ann;
+	enum cleanup_cordon c;
+
+	assert_int_equal(cleanup_node_patch(node, false, &patch, &c), 3);
+	assert_int_equal(c, CLEANUP_CORDON_LIFTED);
+	assert_string_equal(json_object_to_json_string_ext(patch, JSON_C_TO_STRING_NOSLASHESCAPE),
+			    "{\"metadata\":{\"resourceVersion\":\"7\",\"annotations\":{"
+			    "\"cpuzombie.io/cordoned\":null,\"cpuzombie.io/drained\":null}},"
+			    "\"spec\":{\"unschedulable\":false}}");
+	json_object_put(patch);
+	assert_int_equal(cleanup_node_patch(node, true, &patch, &c), 1);
+	assert_int_equal(c, CLEANUP_CORDON_KEPT);
+	ann = kube_get(patch, "metadata.annotations");
+	assert_int_equal(json_object_object_length(ann), 1);
+	assert_true(json_object_object_get_ex(ann, "cpuzombie.io/drained", NULL));
+	assert_null(kube_get(patch, "spec"));
+	json_object_put(patch);
+	json_object_put(node);
+	/* kept with nothing else to remove: no patch, still counted as kept */
+	node = json_tokener_parse("{\"metadata\":{\"resourceVersion\":\"1\",\"annotations\":{"
+				  "\"cpuzombie.io/cordoned\":\"x\"}},"
+				  "\"spec\":{\"unschedulable\":true}}");
+	assert_int_equal(cleanup_node_patch(node, true, &patch, &c), 0);
+	assert_null(patch);
+	assert_int_equal(c, CLEANUP_CORDON_KEPT);
+	json_object_put(node);
+	/* someone else's cordon (no marker of ours): never lifted */
+	node = json_tokener_parse("{\"metadata\":{\"resourceVersion\":\"1\",\"annotations\":{"
+				  "\"cpuzombie.io/last-action\":\"x\"}},"
+				  "\"spec\":{\"unschedulable\":true}}");
+	assert_int_equal(cleanup_node_patch(node, false, &patch, &c), 1);
+	assert_int_equal(c, CLEANUP_CORDON_NONE);
+	assert_null(kube_get(patch, "spec"));
+	json_object_put(patch);
 	json_object_put(node);
 }
 
@@ -85,6 +135,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_removal_only_ours),
 		cmocka_unit_test(test_node_patch),
+		cmocka_unit_test(test_node_patch_cordons),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -237,6 +237,54 @@ static void test_write_replaces_intruders(void **state)
 	assert_no_tmp();
 }
 
+/* The open of a path that must not be a symlink: X, X/, X/., X/./ and a symlinked middle. */
+static void test_open_nofollow(void **state)
+{
+	static const char *const ends[] = { "", "/", "/.", "/./", "//" };
+	char p[400];
+	struct stat a, b;
+	int fd;
+
+	(void)state;
+	assert_int_equal(mkdir(at("real"), 0700), 0);
+	assert_int_equal(symlink(at("real"), at("ln")), 0);
+	assert_int_equal(symlink(dir, at("mid")), 0);
+	assert_int_equal(stat(at("real"), &a), 0);
+	for (size_t i = 0; i < ARRAY_SIZE(ends); i++) {
+		snprintf(p, sizeof(p), "%s%s", at("ln"), ends[i]);
+		assert_int_equal(fileio_open_nofollow(p, O_RDONLY | O_DIRECTORY, 0), -ELOOP);
+		snprintf(p, sizeof(p), "%s/ln%s", at("mid"), ends[i]);
+		assert_int_equal(fileio_open_nofollow(p, O_RDONLY, 0), -ELOOP);
+		/* a real directory named so is itself; through a symlinked middle component too */
+		snprintf(p, sizeof(p), "%s/real%s", at("mid"), ends[i]);
+		fd = fileio_open_nofollow(p, O_RDONLY | O_DIRECTORY, 0);
+		assert_true(fd >= 0);
+		assert_int_equal(fstat(fd, &b), 0);
+		assert_true(a.st_ino == b.st_ino && a.st_dev == b.st_dev);
+		assert_true(fcntl(fd, F_GETFD) & FD_CLOEXEC);
+		close(fd);
+	}
+	/* a file: created without following; with a trailing slash it must be a directory */
+	fd = fileio_open_nofollow(at("f"), O_WRONLY | O_CREAT | O_EXCL, 0600);
+	assert_true(fd >= 0);
+	close(fd);
+	assert_int_equal(symlink(at("f"), at("fl")), 0);
+	assert_int_equal(fileio_open_nofollow(at("fl"), O_WRONLY | O_CREAT, 0600), -ELOOP);
+	snprintf(p, sizeof(p), "%s/", at("f"));
+	assert_int_equal(fileio_open_nofollow(p, O_RDONLY, 0), -ENOTDIR);
+	assert_int_equal(fileio_open_nofollow(p, O_WRONLY | O_CREAT, 0600), -EISDIR);
+	snprintf(p, sizeof(p), "%s/..", at("ln"));
+	assert_int_equal(fileio_open_nofollow(p, O_RDONLY, 0), -EINVAL);
+	assert_int_equal(fileio_open_nofollow("", O_RDONLY, 0), -EINVAL);
+	assert_int_equal(fileio_open_nofollow(at("absent/x"), O_RDONLY, 0), -ENOENT);
+	fd = fileio_open_nofollow("/", O_RDONLY | O_DIRECTORY, 0);
+	assert_true(fd >= 0);
+	close(fd);
+	fd = fileio_open_nofollow(".", O_RDONLY | O_DIRECTORY, 0);
+	assert_true(fd >= 0);
+	close(fd);
+}
+
 static void test_split_path(void **state)
 {
 	char d[64];
@@ -264,6 +312,7 @@ int main(void)
 		cmocka_unit_test(test_write_atomic),
 		cmocka_unit_test(test_write_replaces_intruders),
 		cmocka_unit_test(test_split_path),
+		cmocka_unit_test(test_open_nofollow),
 	};
 	return cmocka_run_group_tests_name("fileio", tests, setup, teardown);
 }

@@ -10,6 +10,10 @@
 #include "report_fixture.h"
 #include "node/advice.h"
 #include "host/systemd.h"
+#include "agent/metrics.h"
+#include "base/kjson.h"
+#include "cpu/cpustat.h"
+#include "view/svg.h"
 
 static int print_text(const struct report *r, FILE *f)
 {
@@ -267,6 +271,90 @@ static void test_journal_stream(void **state)
 	assert_false(log_journal_stream_matches(NULL, 0, 0));
 }
 
+/* Every per-CPU array of the model is sized to the model's CPU count: a heartbeat or a burst
+ * that claims more CPUs than the ring holds grows the model, and every renderer (text, JSON,
+ * SVG, metrics) reads the cores the ring lacks as unknown, never past the array (ASan build). */
+static void test_percpu_sized_to_the_model(void **state)
+{
+	struct report *r = fx_report();
+	uint8_t *old = r->now_pct;
+	json_object *j, *now;
+	char *t;
+
+	assert_true(report_claim_cpus(r, 64));	/* a heartbeat saying "ncpu 64" */
+	assert_int_equal(r->ncpu, 64);
+	r->now_pct = report_percpu_new(r, old, 4);
+	free(old);
+	assert_non_null(r->now_pct);
+	assert_int_equal(r->now_pct[3], 100);
+	for (unsigned c = 4; c < 64; c++)
+		assert_int_equal(r->now_pct[c], HISTORY_NO_SAMPLE);
+	r->bursts[0].cpu = 63;		/* a logged burst on a core the ring has no row for */
+	t = fx_render(print_text, r);
+	assert_non_null(strstr(t, "  now: cpu3 100% cpu1 12% cpu0 5% cpu2 3% ...; 1 of 64 at"));
+	free(t);
+	j = report_json(r);
+	now = kube_get_array(j, "cores.now_pct");
+	assert_int_equal(json_object_array_length(now), 64);
+	assert_null(json_object_array_get_idx(now, 63));
+	json_object_put(j);
+	free(fx_render(svg_write, r));
+	free(fx_render(metrics_format, r));
+	report_free(r);
+}
+
+/* No run file claims more CPUs than this host can have (r->cpu_limit). */
+static void test_claims_bounded_by_the_host(void **state)
+{
+	struct report *r = fx_report();
+
+	r->cpu_limit = 8;
+	assert_true(report_claim_cpus(r, 8));
+	assert_int_equal(r->ncpu, 8);
+	assert_false(report_claim_cpus(r, 9));
+	assert_false(report_claim_cpus(r, 8193));
+	assert_int_equal(r->ncpu, 8);
+	assert_true(report_claim_cpus(r, 2));	/* fewer: the model keeps its count */
+	assert_int_equal(r->ncpu, 8);
+	r->cpu_limit = 0;			/* unknown: the most any file may say */
+	assert_false(report_claim_cpus(r, CPUSTAT_MAX_CPUS + 1));
+	assert_true(report_claim_cpus(r, CPUSTAT_MAX_CPUS));
+	report_free(r);
+	assert_int_equal(cpustat_possible_parse("0-3\n"), 4);
+	assert_int_equal(cpustat_possible_parse("0,2-5,7\n"), 8);
+	assert_int_equal(cpustat_possible_parse("0-99999\n"), CPUSTAT_MAX_CPUS);
+	assert_int_equal(cpustat_possible_parse("0-8191"), CPUSTAT_MAX_CPUS);
+	assert_int_equal(cpustat_possible_parse(""), 0);
+}
+
+static bool after(const struct burst_event *ev, void *arg)
+{
+	return ev->start_ms > *(const uint64_t *)arg;
+}
+
+/* Dropping logged bursts keeps the ones going on, going on: the partition is recounted from the
+ * count before any was dropped (every filter of the burst list goes through this). */
+static void test_keep_bursts_keeps_the_partition(void **state)
+{
+	struct report *r = fx_report();
+	uint64_t t = r->bursts[1].start_ms;
+	unsigned ongoing_cpu = r->bursts[2].cpu;
+
+	assert_int_equal(r->nlogged, 2);
+	assert_int_equal(r->nbursts, 3);
+	report_keep_bursts(r, after, &t);	/* both logged ones go */
+	assert_int_equal(r->nbursts, 1);
+	assert_int_equal(r->nlogged, 0);
+	assert_int_equal(r->bursts[0].cpu, ongoing_cpu);
+	report_free(r);
+	r = fx_report();
+	t = r->bursts[0].start_ms;		/* the first logged one goes */
+	report_keep_bursts(r, after, &t);
+	assert_int_equal(r->nbursts, 2);
+	assert_int_equal(r->nlogged, 1);
+	report_free(r);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -278,6 +366,9 @@ int main(void)
 		cmocka_unit_test(test_restarts_state),
 		cmocka_unit_test(test_canary_state),
 		cmocka_unit_test(test_journal_stream),
+		cmocka_unit_test(test_percpu_sized_to_the_model),
+		cmocka_unit_test(test_claims_bounded_by_the_host),
+		cmocka_unit_test(test_keep_bursts_keeps_the_partition),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -29,10 +29,13 @@ static void test_kinds(void **state)
 		  "\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd" },		    /* > U+10FFFF */
 		{ "\xf0\x9f\x98\x80 ok", "\xf0\x9f\x98\x80 ok", "\xf0\x9f\x98\x80 ok",
 		  "\xf0\x9f\x98\x80 ok" },
-		/* U+FFFE (XML 1.0 forbids it) and a bidi override: shown, in XML only */
-		{ "a\xef\xbf\xbe", "a\xef\xbf\xbe", "a\xef\xbf\xbe", "a\\ufffe" },
-		{ "x\xe2\x80\xaey\xe2\x81\xa6", "x\xe2\x80\xaey\xe2\x81\xa6",
-		  "x\xe2\x80\xaey\xe2\x81\xa6", "x\\u202ey\\u2066" },
+		/* U+FFFE (XML 1.0 forbids it) and bidi controls: shown, in every kind (one rule) */
+		{ "a\xef\xbf\xbe", "a\\ufffe", "a\\\\ufffe", "a\\ufffe" },
+		{ "a\xef\xbf\xbf" "b", "a\\uffffb", "a\\\\uffffb", "a\\uffffb" },
+		{ "x\xe2\x80\xaey\xe2\x81\xa6", "x\\u202ey\\u2066", "x\\\\u202ey\\\\u2066",
+		  "x\\u202ey\\u2066" },
+		{ "\xe2\x80\xaa\xe2\x80\xad\xe2\x81\xa9\xd8\x9c", "\\u202a\\u202d\\u2069\\u061c",
+		  "\\\\u202a\\\\u202d\\\\u2069\\\\u061c", "\\u202a\\u202d\\u2069\\u061c" },
 		{ "", "", "", "" },
 	};
 	char buf[128];
@@ -74,6 +77,8 @@ static void test_utf8_len(void **state)
 	assert_false(textsafe_is_plain("a\xff" "b"));
 	assert_false(textsafe_is_plain("a\xc2\x9b" "b"));
 	assert_false(textsafe_is_plain("caf\xc3"));
+	assert_false(textsafe_is_plain("a\xe2\x80\xae" "b"));
+	assert_false(textsafe_is_plain("a\xef\xbf\xbe"));
 	assert_true(textsafe_valid_utf8("h\xc3\xa9", 3));
 	assert_false(textsafe_valid_utf8("h\xc3", 2));
 }
