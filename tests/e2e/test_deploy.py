@@ -99,7 +99,9 @@ def test_kinds_per_variant(rendered):
              ("RoleBinding", "cpuzombie-remediator-events"),
              ("ServiceAccount", "cpuzombie-remediator"), ("Deployment", "cpuzombie-remediator"),
              ("ValidatingAdmissionPolicy", "cpuzombie-remediator-leases"),
-             ("ValidatingAdmissionPolicyBinding", "cpuzombie-remediator-leases")}
+             ("ValidatingAdmissionPolicyBinding", "cpuzombie-remediator-leases"),
+             ("ValidatingAdmissionPolicy", "cpuzombie-remediator-nodes"),
+             ("ValidatingAdmissionPolicyBinding", "cpuzombie-remediator-nodes")}
     assert set(kinds["default"]) == base | {("ConfigMap", "cpuzombie-npd")}
     assert set(kinds["remediation"]) == base | remed | {("ConfigMap", "cpuzombie-npd")}
     assert set(kinds["standalone"]) == base | remed
