@@ -31,7 +31,8 @@ CLEANUP_SA = "cpuzombie-cleanup"
 CLEANUP_USER = "system:serviceaccount:%s:%s" % (kh.AGENT_NS, CLEANUP_SA)
 VALUES = kh.CHART_VALUES + ("--set", "config.remediation.kured_daemonset=" + gh.KURED_DS,
                             "--set", "config.remediation.medik8s_lease_namespace=" +
-                            gh.MEDIK8S_NS)
+                            gh.MEDIK8S_NS, "--set-string", "config.remediation.max_unavailable=1",
+                            "--set", "config.remediation.allow_control_plane=false")
 LEASES = "/apis/coordination.k8s.io/v1/namespaces/%s/leases"
 CP_LABEL = "node-role.kubernetes.io/control-plane"
 CP_TAINT = {"key": CP_LABEL, "effect": "NoSchedule"}
@@ -294,7 +295,7 @@ def test_cleanup_deletes_only_our_leases(cluster):
             kube.cp.raw("DELETE", p)
 
 
-# -- Events -------------------------------------------------------------------------------------------
+# -- Events ----------------------------------------------------------------------------------------
 
 def _event(node, name):
     return {"apiVersion": "v1", "kind": "Event",
@@ -310,7 +311,8 @@ def test_agent_may_not_rewrite_another_nodes_event(cluster, how):
     would pass) nor plainly."""
     kube = cluster
     path = "/api/v1/namespaces/default/events/na.theirs"
-    st, ev = kube.cp.raw("POST", "/api/v1/namespaces/default/events", _event("na", "na.theirs"))
+    st, ev = kube.cp.raw("POST", "/api/v1/namespaces/default/events",
+                         _event("na", "na.theirs"))
     assert st == 201, ev
     kube.extra.append(path)
     body = {"message": "rewritten", "count": 9}
@@ -331,11 +333,11 @@ def test_agent_may_not_repoint_its_own_event(cluster):
     kube.extra.append(path)
     refused(kube, tok, rh.AGENT_USER, "PATCH", path, {"involvedObject": {
         "kind": "Node", "name": "nb", "apiVersion": "v1", "uid": "forged"}}, SMP)
-    st, obj = kube.call("PATCH", path, {"count": 2}, ctype=SMP, token=tok)     # NPD's repeat
+    st, obj = kube.call("PATCH", path, {"count": 2}, ctype=SMP, token=tok)  # NPD's repeat
     assert st == 200 and obj["count"] == 2, (st, obj)
 
 
-# -- Leases ---------------------------------------------------------------------------------------------
+# -- Leases ----------------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("name", ["cpuzombie-slot-1", "cpuzombie-slot-99999",
                                   "cpuzombie-slot-00", "cpuzombie-slot-0x"])

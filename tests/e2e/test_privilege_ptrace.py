@@ -35,6 +35,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import time
 
 import pytest
 
@@ -98,7 +99,7 @@ def procs(tmp_path):
         p = ph.Proc(name, setpriv(uid, gid, caps) + ["sleep", "600"], logdir=str(tmp_path),
                     env=env)
         started.append(p)
-        # the pid of sleep itself: setpriv execs it, so the same pid; wait until it has
+        # setpriv execs sleep: the same pid, once it runs as @uid:@gid
         want = "%d\n%d" % (uid, gid)
         for _ in range(200):
             try:
@@ -108,7 +109,6 @@ def procs(tmp_path):
                     return p.pid
             except OSError:
                 pass
-            import time
             time.sleep(0.05)
         raise AssertionError("%s did not start as %s: %s" % (name, want, p.tail()))
     yield target
