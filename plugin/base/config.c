@@ -404,12 +404,10 @@ const char *config_host_file_refused(const char *path, const char *state_dir, bo
 		    plain_component(path + n + 1, dlen - n - 1))
 			return NULL;
 	}
-	return textfile ? "its directory would be mounted writable: it must be the state "
-			  "directory (or below it) or a directory of its own directly below "
-			  "node_exporter's /var/lib/node_exporter/ or "
-			  "/var/lib/prometheus/node-exporter/"
-			: "its directory would be mounted writable: it must be the state "
-			  "directory (or below it)";
+	/* short: the NPD line carries it, cut at the check's output limit */
+	return textfile ? "its directory is neither the state dir (or below) nor one of its "
+			  "own below node_exporter's (/var/lib/node_exporter/)"
+			: "its directory is not the state dir (or below it)";
 }
 
 static bool host_file_key(const struct key_def *k)
