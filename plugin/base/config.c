@@ -300,6 +300,12 @@ struct loader {
 	char *errs;
 	size_t errs_size, errs_len;
 	unsigned nerr;
+	const char *state;	/* the state directory host files are checked against, or NULL */
+	struct host_key {
+		const struct key_def *k;
+		size_t line;
+	} host[4];		/* the host file keys given, checked once all is read */
+	size_t nhost;
 };
 
 static void _printf_(3, 4) add_err(struct loader *ld, const yaml_node_t *node, const char *fmt, ...)
@@ -340,33 +346,39 @@ static bool has_nul(const yaml_node_t *n)
 }
 
 /*
- * Host directories whose files the agent must never be given to write (the chart mounts a host
- * file's directory writable): exactly these, and (HOST_TREE) everything below them too.
+ * node_exporter's textfile collector directories as its packages lay them out: a host file the
+ * agent writes for it lies in one directory of its own directly below one of these (the chart
+ * mounts that one directory writable, nothing above it).
  */
-#define HOST_TREE 1
-static const struct {
-	const char *dir;
-	int tree;
-} host_refused[] = {
-	{ "/", 0 },		{ "/run", 0 },		  { "/var/run", 0 },
-	{ "/var", 0 },		{ "/var/lib", 0 },	  { "/var/log", 0 },
-	{ "/tmp", 0 },		{ "/var/tmp", 0 },	  { "/home", 0 },
-	{ "/opt", 0 },		{ "/srv", 0 },		  { "/mnt", 0 },
-	{ "/media", 0 },	{ "/etc", HOST_TREE },	  { "/usr", HOST_TREE },
-	{ "/bin", HOST_TREE },	{ "/sbin", HOST_TREE },	  { "/lib", HOST_TREE },
-	{ "/lib32", HOST_TREE }, { "/lib64", HOST_TREE }, { "/boot", HOST_TREE },
-	{ "/root", HOST_TREE },	{ "/proc", HOST_TREE },	  { "/sys", HOST_TREE },
-	{ "/dev", HOST_TREE },	{ "/run/containerd", HOST_TREE }, { "/run/crio", HOST_TREE },
-	{ "/run/docker", HOST_TREE }, { "/run/dbus", HOST_TREE }, { "/run/systemd", HOST_TREE },
-	{ "/var/run/containerd", HOST_TREE }, { "/var/run/crio", HOST_TREE },
-	{ "/var/run/docker", HOST_TREE }, { "/var/run/dbus", HOST_TREE },
-	{ "/var/lib/kubelet", HOST_TREE }, { "/var/lib/containerd", HOST_TREE },
-	{ "/var/lib/containers", HOST_TREE }, { "/var/lib/docker", HOST_TREE },
-	{ "/var/lib/etcd", HOST_TREE }, { "/var/log/pods", HOST_TREE },
-	{ "/var/log/containers", HOST_TREE },
+static const char *const collector_dirs[] = {
+	"/var/lib/node_exporter",
+	"/var/lib/prometheus/node-exporter",
 };
 
-const char *config_host_file_refused(const char *path)
+/* @dir (not NUL-terminated, @dlen bytes) is @base or below it. */
+static bool dir_under(const char *dir, size_t dlen, const char *base)
+{
+	size_t n = strlen(base);
+
+	while (n > 1 && base[n - 1] == '/')
+		n--;
+	return n > 0 && base[0] == '/' && dlen >= n && memcmp(dir, base, n) == 0 &&
+	       (dlen == n || dir[n] == '/' || n == 1);
+}
+
+/* One path component a directory of its own may be named: [A-Za-z0-9._-], not "." or "..". */
+static bool plain_component(const char *s, size_t n)
+{
+	if (n == 0 || (n == 1 && s[0] == '.') || (n == 2 && s[0] == '.' && s[1] == '.'))
+		return false;
+	for (size_t i = 0; i < n; i++)
+		if (!((s[i] >= 'a' && s[i] <= 'z') || (s[i] >= 'A' && s[i] <= 'Z') ||
+		      (s[i] >= '0' && s[i] <= '9') || s[i] == '.' || s[i] == '_' || s[i] == '-'))
+			return false;
+	return true;
+}
+
+const char *config_host_file_refused(const char *path, const char *state_dir, bool textfile)
 {
 	size_t len = strlen(path), dlen;
 	const char *slash;
@@ -380,18 +392,22 @@ const char *config_host_file_refused(const char *path)
 	if (path[len - 1] == '/' || strstr(path, "//"))
 		return "not a file's path";
 	slash = strrchr(path, '/');
-	dlen = slash == path ? 1 : (size_t)(slash - path);
-	for (size_t i = 0; i < ARRAY_SIZE(host_refused); i++) {
-		const char *d = host_refused[i].dir;
-		size_t n = strlen(d);
+	dlen = (size_t)(slash - path);
+	/* the state directory, or a directory of its own below it */
+	if (state_dir && dlen > 0 && dir_under(path, dlen, state_dir))
+		return NULL;
+	/* one textfile directory of its own directly below node_exporter's */
+	for (size_t i = 0; textfile && i < ARRAY_SIZE(collector_dirs); i++) {
+		size_t n = strlen(collector_dirs[i]);
 
-		if ((dlen == n && memcmp(path, d, n) == 0) ||
-		    (host_refused[i].tree && dlen > n && memcmp(path, d, n) == 0 && path[n] == '/'))
-			return "its directory is a system one that would be mounted writable; use "
-			       "a "
-			       "directory of its own (e.g. /var/lib/cpuzombie/)";
+		if (dlen > n + 1 && memcmp(path, collector_dirs[i], n) == 0 && path[n] == '/' &&
+		    plain_component(path + n + 1, dlen - n - 1))
+			return NULL;
 	}
-	return NULL;
+	/* short: the NPD line carries it, cut at the check's output limit */
+	return textfile ? "its directory is neither the state dir (or below) nor one of its "
+			  "own below node_exporter's (/var/lib/node_exporter/)"
+			: "its directory is not the state dir (or below it)";
 }
 
 static bool host_file_key(const struct key_def *k)
@@ -656,8 +672,8 @@ static void load_section(struct loader *ld, yaml_document_t *doc, const char *se
 		else if (out_of_bounds(k, (char *)ld->cfg + k->off, range, sizeof(range)))
 			add_err(ld, vn, "key '%s.%s': out of range, expected %s, got '%.64s'",
 				section, key, range, s);
-		else if (host_file_key(k) && s[0] && (why = config_host_file_refused(s)))
-			add_err(ld, vn, "key '%s.%s': %s, got '%.64s'", section, key, why, s);
+		else if (host_file_key(k) && s[0] && ld->nhost < ARRAY_SIZE(ld->host))
+			ld->host[ld->nhost++] = (struct host_key){ k, vn->start_mark.line + 1 };
 	}
 }
 
@@ -798,11 +814,30 @@ static int check_consistency(struct loader *ld)
 	return ld->nerr ? -EINVAL : 0;
 }
 
-int config_load_string(const char *name, const char *text, size_t len, struct cz_config *cfg,
-		       char *errs, size_t errs_size)
+/* The host files given (agent.metrics_textfile, remediation.reboot_sentinel), each against
+ * the state directory: @ld->state (--state-dir) or paths.state as read. */
+static void check_host_files(struct loader *ld)
+{
+	const char *state = ld->state ? ld->state : ld->cfg->paths.state;
+
+	for (size_t i = 0; i < ld->nhost; i++) {
+		const struct key_def *k = ld->host[i].k;
+		const char *v = (const char *)ld->cfg + k->off;
+		const char *why = config_host_file_refused(v, state, streq(k->section, "agent"));
+		yaml_node_t at = { .start_mark.line = ld->host[i].line - 1 };
+
+		if (why)
+			add_err(ld, &at, "key '%s.%s': %s, got '%.64s'", k->section, k->key, why,
+				v);
+	}
+}
+
+static int load_string(const char *name, const char *text, size_t len, const char *state,
+		       struct cz_config *cfg, char *errs, size_t errs_size)
 {
 	struct cz_config tmp;
-	struct loader ld = { .file = name, .cfg = &tmp, .errs = errs, .errs_size = errs_size };
+	struct loader ld = { .file = name, .cfg = &tmp, .errs = errs, .errs_size = errs_size,
+			     .state = state };
 	yaml_document_t doc;
 	struct yamldoc_error yerr;
 	int r = 0, more = 0;
@@ -827,6 +862,7 @@ int config_load_string(const char *name, const char *text, size_t len, struct cz
 	}
 	load_root(&ld, &doc);
 	yaml_document_delete(&doc);
+	check_host_files(&ld);
 	/* A second document ("---") would be silently ignored: refuse it instead. */
 	if (ld.nerr == 0 && more)
 		add_err(&ld, NULL, "more than one YAML document");
@@ -842,7 +878,19 @@ int config_load_string(const char *name, const char *text, size_t len, struct cz
 	return r;
 }
 
+int config_load_string(const char *name, const char *text, size_t len, struct cz_config *cfg,
+		       char *errs, size_t errs_size)
+{
+	return load_string(name, text, len, NULL, cfg, errs, errs_size);
+}
+
 int config_load_file(const char *path, struct cz_config *cfg, char *errs, size_t errs_size)
+{
+	return config_load_file_state(path, NULL, cfg, errs, errs_size);
+}
+
+int config_load_file_state(const char *path, const char *state, struct cz_config *cfg,
+			   char *errs, size_t errs_size)
 {
 	_cleanup_free_ char *buf = malloc(CONFIG_FILE_MAX + 1);
 	_cleanup_close_ int fd = -1;
@@ -858,7 +906,7 @@ int config_load_file(const char *path, struct cz_config *cfg, char *errs, size_t
 				 n == -EFBIG ? "larger than 1 MiB" : strerror((int)-n));
 		return (int)n;
 	}
-	return config_load_string(path, buf, (size_t)n, cfg, errs, errs_size);
+	return load_string(path, buf, (size_t)n, state, cfg, errs, errs_size);
 }
 
 static void dump_value(const struct key_def *k, const void *p, FILE *out)

@@ -158,6 +158,13 @@ void config_defaults(struct cz_config *cfg);
 int config_load_file(const char *path, struct cz_config *cfg, char *errs, size_t errs_size);
 
 /*
+ * config_load_file_state - config_load_file, the host files (config_host_file_refused) checked
+ * against the state directory @state (--state-dir) when not NULL, else against paths.state.
+ */
+int config_load_file_state(const char *path, const char *state, struct cz_config *cfg,
+			   char *errs, size_t errs_size);
+
+/*
  * config_load_string - same from an in-memory document; @name is used in messages.
  */
 int config_load_string(const char *name, const char *text, size_t len, struct cz_config *cfg,
@@ -204,12 +211,13 @@ int config_dump(const struct cz_config *cfg, FILE *out);
 
 /*
  * config_host_file_refused - pure: why @path may not be a file the agent writes on the host
- * (agent.metrics_textfile, remediation.reboot_sentinel), or NULL when it may. The chart mounts
- * the file's directory writable into the agent, so that directory must be one of its own: not
- * relative, no "." or ".." component, and not "/", a system directory ("/run", "/var/run",
- * "/etc", "/var", "/usr", ...) or anything under the kernel's, the runtime's or the kubelet's
- * trees ("/proc", "/sys", "/dev", "/etc", "/run/containerd", "/var/lib/kubelet", ...).
+ * (agent.metrics_textfile when @textfile, remediation.reboot_sentinel), or NULL when it may.
+ * The chart mounts the file's directory writable into the agent, so that directory is taken
+ * from an allow-list: the state directory @state_dir or a directory below it; for a textfile
+ * also one directory of its own directly below node_exporter's collector directories
+ * (/var/lib/node_exporter/NAME/, /var/lib/prometheus/node-exporter/NAME/). Absolute, no "." or
+ * ".." component, no "//".
  */
-const char *config_host_file_refused(const char *path);
+const char *config_host_file_refused(const char *path, const char *state_dir, bool textfile);
 
 #endif

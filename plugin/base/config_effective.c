@@ -88,7 +88,7 @@ int config_load_effective(const struct cz_overrides *ov, struct cz_config *ret,
 	if (!path && stat(CZ_DEFAULT_CONFIG_PATH, &st) == 0)
 		path = CZ_DEFAULT_CONFIG_PATH;
 	if (path) {
-		r = config_load_file(path, ret, errs, errs_size);
+		r = config_load_file_state(path, ov->state, ret, errs, errs_size);
 		if (r < 0)
 			return r;
 		*ret_path = path;

@@ -258,8 +258,9 @@ static void step_cordon(struct rem *r, const struct rem_step *s)
 static int step_uncordon(struct rem *r, bool ours)
 {
 	const char *kv[] = { REMEDIATE_ANN_CORDONED, NULL, REMEDIATE_ANN_DRAINED, NULL,
+			     REMEDIATE_ANN_GAVE_BACK, NULL,
 			     REMEDIATE_ANN_ACTION, ours ? "uncordon" : "released" };
-	_cleanup_(json_object_putp) json_object *p = remediate_node_patch(kv, 6, ours ? 0 : -1,
+	_cleanup_(json_object_putp) json_object *p = remediate_node_patch(kv, 8, ours ? 0 : -1,
 									  node_rv(r));
 
 	return patch_node(r, p);
@@ -276,6 +277,19 @@ static void step_mark_drained(struct rem *r)
 	r->in.mark_drained = e < 0 ? REM_FAILED : REM_DONE;
 	if (e < 0)
 		r->in.err = e;
+}
+
+/* A protected pod held the drain past drain_timeout: say so on the node, whose slot the plan
+ * releases next (a failure is logged; the next cycle plans the same again). */
+static void step_give_back(struct rem *r)
+{
+	char ts[40];
+	const char *kv[4] = { REMEDIATE_ANN_GAVE_BACK,
+			      kube_time(r->in.now_ms, false, ts, sizeof(ts)),
+			      REMEDIATE_ANN_ACTION, "slot given back" };
+	_cleanup_(json_object_putp) json_object *p = remediate_node_patch(kv, 4, -1, NULL);
+
+	(void)patch_node(r, p);
 }
 
 static void step_sentinel(struct rem *r)
@@ -628,6 +642,9 @@ static long medik8s_write(struct rem *r, json_object *old)
 	if (!l)
 		return -ENOMEM;
 	medik8s_path(r, old != NULL, path, sizeof(path));
+	/* the field manager the admission policy reads the server's clock from (managedFields) */
+	snprintf(path + strlen(path), sizeof(path) - strlen(path),
+		 "?fieldManager=" GUARD_MEDIK8S_HOLDER);
 	e = kube_json(r->kc, old ? "PUT" : "POST", path, "application/json", l, 0, &resp);
 	st = e < 0 ? e : resp.status;
 	kube_response_clear(&resp);
@@ -922,6 +939,7 @@ static int execute(struct rem *r, const struct rem_plan *p)
 		case REM_OP_KURED_LOCK: step_kured_lock(r); break;
 		case REM_OP_PEEK_HANDOFF: step_peek_handoff(r); break;
 		case REM_OP_PEEK_PODS: step_peek_pods(r); break;
+		case REM_OP_GIVE_BACK: step_give_back(r); break;
 		case REM_OP_UNCORDON:
 		case REM_OP_FORGET:
 			e = step_uncordon(r, s->op == REM_OP_UNCORDON);

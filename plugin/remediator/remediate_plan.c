@@ -401,6 +401,14 @@ static bool slot_ready(const struct rem_input *in, struct rem_plan *p)
 	return false;
 }
 
+/* A protected pod has held the drain for drain_timeout since the cordon. */
+static bool protected_too_long(const struct rem_input *in)
+{
+	uint64_t at = cordoned_at(in->node, in->now_ms);
+
+	return in->now_ms >= at && in->now_ms - at >= cfg_of(in)->remediation.drain_timeout_ms;
+}
+
 /* Drain, after the cordon (this cycle or an earlier one). */
 static void plan_drain(const struct rem_input *in, struct rem_plan *p)
 {
@@ -422,6 +430,20 @@ static void plan_drain(const struct rem_input *in, struct rem_plan *p)
 		final(p, REM_DRAIN_INCOMPLETE, 0);
 		return;
 	case REM_PROTECTED:
+		if (protected_too_long(in)) {
+			say(p, "drain blocked: pod %s is protected, for drain_timeout (%llus) "
+			    "since the cordon: the budget slot is given back, the node stays "
+			    "cordoned until its conditions recover",
+			    in->drain_pod ? in->drain_pod : "?",
+			    (unsigned long long)(cfg_of(in)->remediation.drain_timeout_ms / 1000));
+			event(p, "Warning", "CpuzombieDrainGaveUp",
+			      cordoned_at(in->node, in->now_ms));
+			step(p, REM_OP_GIVE_BACK, -1);
+			step(p, REM_OP_RELEASE_SLOTS, -1);
+			final(p, REM_DRAIN_INCOMPLETE, 0);
+			notable(p);
+			return;
+		}
 		say(p, "drain blocked: pod %s is protected (" GUARD_ANN_PROTECT " \"true\" or "
 		    GUARD_ANN_SAFE_TO_EVICT " \"false\"): nothing evicted, the node stays cordoned",
 		    in->drain_pod ? in->drain_pod : "?");
@@ -464,6 +486,20 @@ static void plan_drain(const struct rem_input *in, struct rem_plan *p)
 	final(p, REM_DRAINED, 0);
 }
 
+/* Cordoned by us for longer than uncordon_after + drain_timeout, a listed condition still True
+ * (its type in *@ret_type). */
+static bool held_too_long(const struct rem_input *in, const char **ret_type)
+{
+	const struct cz_config *cfg = cfg_of(in);
+	uint64_t at = cordoned_at(in->node, in->now_ms);
+
+	return in->now_ms >= at &&
+	       in->now_ms - at > cfg->remediation.uncordon_after_ms +
+					 cfg->remediation.drain_timeout_ms &&
+	       remediate_problem(in->node, &cfg->remediation.conditions, 0, in->now_ms, ret_type,
+				 NULL);
+}
+
 /* A node we cordoned earlier. */
 static void plan_ours(const struct rem_input *in, struct rem_plan *p)
 {
@@ -490,6 +526,12 @@ static void plan_ours(const struct rem_input *in, struct rem_plan *p)
 		final(p, REM_UNCORDONED, 0);
 		return;
 	}
+	if (kube_annotation(in->node, REMEDIATE_ANN_GAVE_BACK)) {
+		say(p, "cordoned by cpuzombie, its drain held by a protected pod past "
+		    "drain_timeout: the slot was given back; waiting for recovery");
+		final(p, REM_WAITING, 0);
+		return;
+	}
 	/* renew (or re-take) the slot while we hold the node; failing that is only logged */
 	if (!in->slot_tried && in->leases_err == 0 && !slot_ready(in, p)) {
 		if (p->again)
@@ -506,6 +548,16 @@ static void plan_ours(const struct rem_input *in, struct rem_plan *p)
 			return;
 		}
 		plan_drain(in, p);
+		return;
+	}
+	if (held_too_long(in, &type)) {
+		say(p, "held by cpuzombie for longer than uncordon_after + drain_timeout (%llus) "
+		    "with %s still True: the slot stays held; the node needs a look",
+		    (unsigned long long)((cfg->remediation.uncordon_after_ms +
+					  cfg->remediation.drain_timeout_ms) / 1000), type);
+		event(p, "Warning", "CpuzombieHeldLong", cordoned_at(in->node, in->now_ms));
+		final(p, REM_WAITING, 0);
+		notable(p);
 		return;
 	}
 	say(p, "held by cpuzombie, waiting for recovery");

@@ -18,7 +18,12 @@
  *     is no longer cordoned by us, so two nodes can never take the last slot;
  *   - control-plane nodes are skipped unless remediation.allow_control_plane;
  *   - a drain that times out or is blocked leaves the node cordoned and is retried next cycle;
- *     the kured reboot sentinel is written only after a complete drain.
+ *     the kured reboot sentinel is written only after a complete drain;
+ *   - a protected pod holds a drain at most drain_timeout from the cordon: then the slot is
+ *     given back (annotation REMEDIATE_ANN_GAVE_BACK, an Event) and the node stays cordoned,
+ *     untouched, until its conditions recover;
+ *   - a node held past uncordon_after + drain_timeout from its cordon with a listed condition
+ *     still True is reported (a Warning Event, once per cordon), not silently held.
  * dry-run evaluates the same guards read-only (pause, storm, breaker, window, drain gap,
  * kured's and medik8s' locks, protected pods), says which would hold and why, or "would
  * cordon/drain", in one Event per episode, and changes nothing else.
@@ -42,6 +47,8 @@
 #define REMEDIATE_ANN_CORDONED "cpuzombie.io/cordoned"	/* present = cpuzombie cordoned it */
 #define REMEDIATE_ANN_DRAINED "cpuzombie.io/drained"
 #define REMEDIATE_ANN_ACTION "cpuzombie.io/last-action"
+/* present = a protected pod held the drain past drain_timeout: the slot was given back */
+#define REMEDIATE_ANN_GAVE_BACK "cpuzombie.io/slot-given-back"
 #define REMEDIATE_PLAN_MAX 6				/* steps in one plan */
 
 /* What a cycle amounted to. */
@@ -83,6 +90,7 @@ enum rem_op {
 	REM_OP_KURED_LOCK,	/* take kured's node lock on its DaemonSet (kured_daemonset) */
 	REM_OP_PEEK_HANDOFF,	/* dry-run: read medik8s' Lease node-<name>, take nothing */
 	REM_OP_PEEK_PODS,	/* dry-run: list the node's pods: would a protected one block? */
+	REM_OP_GIVE_BACK,	/* PATCH: the given-back annotation (a RELEASE_SLOTS follows) */
 };
 
 struct rem_step {

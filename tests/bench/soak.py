@@ -121,7 +121,8 @@ class Soak:
         self.run = os.path.join(self.dir, "run")
         self.state = os.path.join(self.dir, "state")
         self.kmsg = os.path.join(self.dir, "kmsg.fifo")
-        self.prom = os.path.join(self.dir, "cz.prom")
+        os.makedirs(self.state)
+        self.prom = os.path.join(self.state, "cz.prom")     # a host file lies in the state dir
         self.cp = self.kube = self.agent = self.rem = None
         self.kfd = -1
         self.seq = 5000

@@ -161,6 +161,10 @@ NO_ASAN = {
     "test_privilege_kube.py": "the chart's RBAC and admission policy, requests made by the test "
                               "itself with each ServiceAccount's token; no C",
     "test_guards_examples.py": "validates the documented YAML examples against the real server",
+    "test_privilege_admission.py": "the chart's admission policies, requests made by the test "
+                                   "itself with each ServiceAccount's token; no C",
+    "test_privilege_ptrace.py": "the kernel's /proc access rule between processes the test "
+                                "starts with setpriv (sleep, python); no C",
     "test_svg_chromium.py": "a browser draws the SVG; the same `report --svg` over real and "
                             "hostile run dirs runs under ASan in test_report, test_bad_inputs "
                             "and unit/test_svg",

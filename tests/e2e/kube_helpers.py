@@ -444,8 +444,13 @@ def agent_once_args(binary, cfg, tree, tmp, name="n1", state=None):
 # DaemonSet and ConfigMap need a kubelet and an image; kwok pods stand in for its pods).
 ACCESS_KINDS = ("Namespace", "ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role",
                 "RoleBinding", "ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding")
-# Remediation on (drain, the widest grant the agent has) in the release namespace AGENT_NS.
-CHART_VALUES = ("--set", "createNamespace=true", "--set", "config.remediation.mode=drain")
+# Remediation on (drain, the widest grant the agent has) in the release namespace AGENT_NS. The
+# admission policies hold the remediator to the budget and to allow_control_plane as rendered, as
+# a real install renders them from the values its remediator runs with: here the widest the
+# tests' remediator configs use (a budget of up to 10 slots, control-plane nodes in one test).
+CHART_VALUES = ("--set", "createNamespace=true", "--set", "config.remediation.mode=drain",
+                "--set-string", "config.remediation.max_unavailable=10",
+                "--set", "config.remediation.allow_control_plane=true")
 
 
 def chart_access_objects(values=CHART_VALUES):

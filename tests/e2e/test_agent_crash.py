@@ -186,8 +186,8 @@ def test_agent_kill9_never_tears_metrics(tmp_path):
     """The metrics textfile goes through the same atomic writer as the state files: the agent,
     killed at random moments while it rewrites the file every 100 ms, leaves the old or the new
     file, whole, and never a temporary file beside it in node_exporter's directory."""
-    textdir = tmp_path / "textfile"
-    textdir.mkdir()
+    textdir = tmp_path / "st" / "textfile"     # a host file lies in the state dir
+    textdir.mkdir(parents=True)
     prom = textdir / "cpuzombie.prom"
     cfg = tmp_path / "cz.yaml"
     cfg.write_text("agent:\n  check_interval: 100ms\n  metrics_textfile: %s\n"

@@ -959,7 +959,8 @@ HOSTNAMES = [b"\xff\xfebad", b"evil\x1b]0;pwn\x07\x1b[2J", b"caf\xc3", b"a\"b\\c
 @needs_root16
 @pytest.mark.parametrize("hostname", HOSTNAMES, ids=["xff", "escapes", "cut-utf8", "quotes"])
 def test_hostile_hostname(hostname, tmp_path):
-    st, rn, prom = str(tmp_path / "st"), str(tmp_path / "rn"), str(tmp_path / "m.prom")
+    st, rn, prom = str(tmp_path / "st"), str(tmp_path / "rn"), str(tmp_path / "st" / "m.prom")
+    os.makedirs(st, exist_ok=True)     # a host file lies in the state dir
     cfg = write(str(tmp_path / "cz.yaml"), "cpu:\n  inline_window: 1s\nagent:\n"
                 "  metrics_textfile: %s\n" % prom)
     env = {k: v for k, v in os.environ.items() if k != "NODE_NAME"}
@@ -1223,7 +1224,8 @@ def test_ena_text_outputs_escape_interface_names(odd_netns, tmp_path):
 
 
 def test_ena_metrics_with_odd_interface_names_pass_promtool(odd_netns, tmp_path):
-    prom = os.path.join(str(tmp_path), "m.prom")
+    os.makedirs(os.path.join(str(tmp_path), "st"), exist_ok=True)
+    prom = os.path.join(str(tmp_path), "st", "m.prom")     # in_netns's state dir
     p = in_netns(odd_netns, tmp_path, "agent", "--once",
                  extra="agent:\n  metrics_textfile: %s\n" % prom)
     assert p.returncode == 0, p.stderr

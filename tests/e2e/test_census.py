@@ -81,7 +81,8 @@ def run_check(cz, tmp_path):
 
 def test_census_lists_real_zombies_by_name_with_pinned_bytes(czb, tmp_path):
     cz = czb
-    prom = tmp_path / "cz.prom"
+    cz.state.mkdir(exist_ok=True)
+    prom = cz.state / "cz.prom"        # a host file lies in the state dir
     with NamedZombies(tmp_path) as z:
         rc, err = agent_once(cz, tmp_path, extra="agent:\n  metrics_textfile: %s\n" % prom)
         assert rc in (0, 1), err	# 1: the node's own checks (not ours) may find problems
@@ -225,7 +226,8 @@ def start_quiet_agent(cz, tmp_path):
     """An agent whose memcg check is OK (False) after its first cycle: the threshold just above
     the node's dying memcgs. Others' tests on this box make thousands at a time, so a start
     that finds it already True is retried with a fresh threshold."""
-    prom = tmp_path / "cz.prom"
+    cz.state.mkdir(exist_ok=True)
+    prom = cz.state / "cz.prom"        # a host file lies in the state dir
     for _ in range(5):
         cfg = tmp_path / "agent.yaml"
         cfg.write_text("memcg:\n  systemd_hints: false\n  census_interval: 1h\n"

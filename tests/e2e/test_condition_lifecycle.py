@@ -117,7 +117,7 @@ def agent_config(tmp, kube, node, extra="", name="cz.yaml"):
         f.write(kh.AGENT_CPU)
         f.write("kubernetes:\n  node_name: %s\n  kubeconfig: %s\n  timeout: 5s\n" % (node, kc))
         f.write("agent:\n  set_conditions: true\n  remediate: false\n  metrics_textfile: %s\n"
-                % os.path.join(str(tmp), "cz.prom"))
+                % prom_of(tmp, node))
         f.write(extra)
     return p
 
@@ -129,8 +129,18 @@ def once(cfg, tree, tmp, node):
     return p.stdout
 
 
+def prom_of(tmp, node):
+    """The textfile, in the node's state dir (kh.agent_once_args): a host file lies there."""
+    d = os.path.join(str(tmp), "state-" + node)
+    os.makedirs(d, exist_ok=True)
+    return os.path.join(d, "cz.prom")
+
+
 def metrics(tmp):
-    text = open(os.path.join(str(tmp), "cz.prom")).read()
+    import glob
+    proms = glob.glob(os.path.join(str(tmp), "state-*", "cz.prom"))
+    assert len(proms) == 1, proms
+    text = open(proms[0]).read()
     if shutil.which("promtool"):
         p = subprocess.run(["promtool", "check", "metrics"], input=text, capture_output=True,
                            text=True, timeout=60)

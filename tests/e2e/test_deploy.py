@@ -99,7 +99,9 @@ def test_kinds_per_variant(rendered):
              ("RoleBinding", "cpuzombie-remediator-events"),
              ("ServiceAccount", "cpuzombie-remediator"), ("Deployment", "cpuzombie-remediator"),
              ("ValidatingAdmissionPolicy", "cpuzombie-remediator-leases"),
-             ("ValidatingAdmissionPolicyBinding", "cpuzombie-remediator-leases")}
+             ("ValidatingAdmissionPolicyBinding", "cpuzombie-remediator-leases"),
+             ("ValidatingAdmissionPolicy", "cpuzombie-remediator-nodes"),
+             ("ValidatingAdmissionPolicyBinding", "cpuzombie-remediator-nodes")}
     assert set(kinds["default"]) == base | {("ConfigMap", "cpuzombie-npd")}
     assert set(kinds["remediation"]) == base | remed | {("ConfigMap", "cpuzombie-npd")}
     assert set(kinds["standalone"]) == base | remed
@@ -960,11 +962,16 @@ def _lreq(op, ns, name, user=REM):
     return r
 
 
-# (request, allowed?): the remediator writes only its own Leases
+# (request, allowed?): the remediator writes only its own Leases, slots within the budget
+# (max_unavailable 1: cpuzombie-slot-0 alone)
 LEASE_SAMPLES = [
     (_lreq("CREATE", "cpuzombie", "cpuzombie-slot-0"), True),
-    (_lreq("UPDATE", "cpuzombie", "cpuzombie-slot-12"), True),
-    (_lreq("DELETE", "cpuzombie", "cpuzombie-slot-3"), True),
+    (_lreq("UPDATE", "cpuzombie", "cpuzombie-slot-0"), True),
+    (_lreq("DELETE", "cpuzombie", "cpuzombie-slot-0"), True),
+    (_lreq("UPDATE", "cpuzombie", "cpuzombie-slot-12"), False),       # beyond the budget
+    (_lreq("DELETE", "cpuzombie", "cpuzombie-slot-3"), False),
+    (_lreq("CREATE", "cpuzombie", "cpuzombie-slot-99999"), False),
+    (_lreq("CREATE", "cpuzombie", "cpuzombie-slot-00"), False),
     (_lreq("CREATE", "cpuzombie", "cpuzombie-remediator"), True),
     (_lreq("UPDATE", "cpuzombie", "cpuzombie-remediator"), True),
     (_lreq("CREATE", "kube-system", "kube-scheduler"), False),
@@ -983,7 +990,7 @@ def _lease_policy_in_python(r):
     if req["userInfo"]["username"] != REM:
         return True
     ns, name = req["namespace"], req["name"]
-    return (ns == "cpuzombie" and re.fullmatch(r"cpuzombie-slot-[0-9]{1,5}", name) is not None) \
+    return (ns == "cpuzombie" and name == "cpuzombie-slot-0") \
         or (ns == "cpuzombie" and name == "cpuzombie-remediator")
 
 
@@ -998,7 +1005,6 @@ def test_admission_policy_lets_the_remediator_write_only_its_leases(rendered):
                "cpuzombie-remediator-leases")["spec"] == {
         "policyName": "cpuzombie-remediator-leases", "validationActions": ["Deny"]}
     assert [r["resources"] for r in pol["matchConstraints"]["resourceRules"]] == [["leases"]]
-    pol = dict(pol, variables=[])
     want = [ok for _, ok in LEASE_SAMPLES]
     assert [_lease_policy_in_python(r) for r, _ in LEASE_SAMPLES] == want
     got = node_eval(CEL_SCRIPT, {"policy": pol, "samples": [r for r, _ in LEASE_SAMPLES]})

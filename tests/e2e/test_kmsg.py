@@ -35,7 +35,8 @@ def wait_for(pred, timeout=20.0):
 
 def start_agent(cz_bin, tmp_path, kmsg):
     cfg = tmp_path / "cz.yaml"
-    prom = tmp_path / "cz.prom"
+    (tmp_path / "state").mkdir(exist_ok=True)
+    prom = tmp_path / "state" / "cz.prom"      # a host file lies in the state dir
     cfg.write_text(f"agent:\n  kmsg: {kmsg}\n  check_interval: 1s\n  metrics_textfile: {prom}\n"
                    "cpu:\n  attribute_tasks: false\n")
     run = tmp_path / "run"
@@ -88,7 +89,7 @@ def test_fifo_reset_to_check_ena(cz_bin, cz, tmp_path, fifo):
         assert r.line.startswith("cpu37 100% sys 23.0s x1/10m; top kubelet 23.0s"), r
         assert r.line.endswith("1 soft lockup (kernel log)"), r
         # metrics (the agent's textfile) and the report see the same log
-        prom = str(tmp_path / "cz.prom")
+        prom = str(tmp_path / "state" / "cz.prom")
         assert wait_for(lambda: os.path.exists(prom) and 'cpuzombie_kernel_events_total{kind="ena_tx_lost"} 1\n'
                         in open(prom).read()), open(prom).read() if os.path.exists(prom) else ""
         m = open(prom).read()

@@ -223,15 +223,17 @@ def test_drain_evicts_right_pods_and_waits_out_pdb(kube, rem, tmp_path):
             kh.pod_obj("static-n1", "n1", mirror=True),
             kh.pod_obj("done", "n1", phase="Succeeded"),
             kh.pdb_obj("web", {"app": "web"}, 2))
-    sentinel = str(tmp_path / "reboot-required")
+    state = str(tmp_path / "state-agent")
+    os.makedirs(state)
+    sentinel = os.path.join(state, "reboot-required")     # a host file lies in the state dir
     cfg = rem(mode="drain", reboot_sentinel=sentinel)
     # the node's agent (remediation by the remediator) hands a drained node to kured
     agent_cfg = config(tmp_path, kube.kubeconfig(str(tmp_path / "kc"), node="n1"), "n1",
                        mode="drain", reboot_sentinel=sentinel, remediate="false")
-    state = str(tmp_path / "state-agent")
     r = cycle(agent_cfg, state=state)
     assert r.returncode == 0 and "not drained" in r.stdout, r.stdout + r.stderr
-    p = rcycle(cfg, popen=True)
+    # the same config (its sentinel checked against the state dir it names)
+    p = rh.run_once(cfg, popen=True, args=("--state-dir", state))
     # wait until the drain has met the PDB (a 429), however slow this shared machine is today
     deadline = time.time() + 30
     while not any(e["path"].endswith("/eviction") and e["status"] == 429 for e in kube.log()):

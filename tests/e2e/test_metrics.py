@@ -33,7 +33,7 @@ def textfile(cz_bin, tmp_path):
     now = int(time.time() * 1000)
     # an hour of memcg history, so the growth metric is there too
     state_file(state / "memcg", "memcg", "s %d 0\n" % (now - 3600 * 1000))
-    prom = tmp_path / "textfile" / "cpuzombie.prom"
+    prom = state / "textfile" / "cpuzombie.prom"      # a host file lies in the state dir
     prom.parent.mkdir()
     cfg = tmp_path / "cz.yaml"
     cfg.write_text("agent:\n  metrics_textfile: %s\ncpu:\n  inline_window: 1s\n"

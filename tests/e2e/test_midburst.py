@@ -42,7 +42,8 @@ def test_mid_burst_names_queue_and_function_everywhere(tmp_path):
     run_dir = tmp_path / "run"
     hot = hot_core()
     want_irqs = nic_irqs_for_cpu(hot)
-    prom = tmp_path / "cz.prom"
+    prom = tmp_path / "run-state" / "cz.prom"     # start_agent's state dir: host files lie there
+    prom.parent.mkdir(exist_ok=True)
     cfg = tmp_path / "cz.yaml"
     cfg.write_text(f"agent:\n  metrics_textfile: {prom}\n  check_interval: 1s\n")
 

@@ -222,29 +222,70 @@ def test_reclaim_mounts_the_one_file_it_writes():
         ("agent", "host-drop-caches", "/proc/sys/vm/drop_caches")}
 
 
+# Host directories a writable mount would hand the agent (uid 0): each refused by the schema
+# and by `config check`, whatever the deny-list of system directories used to say.
+HOST_ATTACKS = ("/var/run/reboot-required", "/run/x", "/x", "/etc/cron.d/x", "/var/lib/x",
+                "/var/lib/kubelet/pki/x", "/run/containerd/x", "/var/lib/../run/x", "relative/x",
+                "/opt/cni/bin/x", "/var/spool/cron/crontabs/root",
+                "/var/lib/rancher/k3s/server/manifests/x.yaml",
+                "/var/lib/rancher/rke2/agent/pod-manifests/x.yaml",
+                "/home/admin/.ssh/authorized_keys", "/var/lib/node_exporter/x.prom",
+                "/var/lib/node_exporter/a/b/x.prom", "/var/lib/cpuzombie-evil/x",
+                "/var/lib/cpuzombie/../kubelet/x", "/var/lib/node_exporter/../kubelet/x")
+
+
 @pytest.mark.parametrize("key", ["agent.metrics_textfile", "remediation.reboot_sentinel"])
-def test_host_files_in_their_own_directory(key, cz, tmp_path):
-    """In the state directory: no further mount. Elsewhere: that one directory, writable,
-    to the agent only. A system directory: refused by the schema and by `config check`."""
+def test_host_files_by_allow_list(key, cz, tmp_path):
+    """In the state directory: no further mount. A textfile also in one directory of its own
+    directly below node_exporter's: that one directory, writable, to the agent only. Anything
+    else (the sentinel in node_exporter's directory too): refused by the schema and by
+    `config check`, each with one line naming the key."""
     extra = ["--set", "config.remediation.mode=drain"]
     spec = pod_spec(render("default", extra + ["--set", "config.%s=%s/x" % (key, STATE)])[1])
     assert set(ph.host_volumes(spec)) == {"host-proc", "state", "pod-logs", *SYS_DEFAULT}
     d = "/var/lib/node_exporter/textfile_collector"
-    spec = pod_spec(render("default", extra + ["--set", "config.%s=%s/x" % (key, d)])[1])
-    extra_dirs = [(c, p) for c, n, p in ph.writable_host_mounts(spec) if n != "state"]
-    assert extra_dirs == [("agent", d)], extra_dirs
-    for bad in ("/var/run/reboot-required", "/run/x", "/x", "/etc/cron.d/x", "/var/lib/x",
-                "/var/lib/kubelet/pki/x", "/run/containerd/x", "/var/lib/../run/x",
-                "relative/x"):
-        p = helm("template", "x", CHART, *extra, "--set", "config.%s=%s" % (key, bad),
+    bad = HOST_ATTACKS
+    if key == "agent.metrics_textfile":
+        for d in (d, "/var/lib/prometheus/node-exporter/cpuzombie"):
+            spec = pod_spec(render("default", extra + ["--set", "config.%s=%s/x" % (key, d)])[1])
+            extra_dirs = [(c, p) for c, n, p in ph.writable_host_mounts(spec) if n != "state"]
+            assert extra_dirs == [("agent", d)], extra_dirs
+    else:
+        bad = bad + (d + "/x",)
+    sec, k = key.split(".")
+    for path in bad:
+        p = helm("template", "x", CHART, *extra, "--set", "config.%s=%s" % (key, path),
                  check=False)
-        assert p.returncode != 0 and key.split(".")[1] in p.stderr, (bad, p.stderr)
+        assert p.returncode != 0 and k in p.stderr, (path, p.stderr)
         f = tmp_path / "c.yaml"
-        sec, k = key.split(".")
-        f.write_text("%s:\n  %s: %s\n" % (sec, k, bad))
+        f.write_text("%s:\n  %s: %s\n" % (sec, k, path))
         r = cz("config", "check", "--config", str(f), check=2)
         assert r.err.startswith("%s:2: key '%s'" % (f, key)), r
         assert len(r.err.strip().splitlines()) == 1, r.err
+    # what `config check` takes: the state dir it is given (cz: --state-dir), below it, and
+    # for the textfile node_exporter's directory of its own
+    good = [str(cz.state / "x"), str(cz.state / "sub" / "x")]
+    if key == "agent.metrics_textfile":
+        good.append("/var/lib/node_exporter/textfile_collector/cpuzombie.prom")
+    for path in good:
+        f = tmp_path / "c.yaml"
+        f.write_text("%s:\n  %s: %s\n" % (sec, k, path))
+        cz("config", "check", "--config", str(f), check=0)
+
+
+@pytest.mark.parametrize("state", ["/etc", "/var/lib", "/", "/opt/cni/bin", "/var/lib/kubelet",
+                                   "/var/lib/cpuzombie/../kubelet", "/var/lib/cpuzombie-x",
+                                   "/home/admin/.ssh", "relative"])
+def test_state_dir_by_allow_list(state):
+    """hostPaths.state is mounted writable into both node containers: /var/lib/cpuzombie or a
+    directory below it, nothing else (the schema)."""
+    p = helm("template", "x", CHART, "--set", "hostPaths.state=" + state, check=False)
+    assert p.returncode != 0 and "state" in p.stderr, (state, p.stderr)
+
+
+def test_state_dir_below_ours_is_taken():
+    spec = pod_spec(render("default", ["--set", "hostPaths.state=%s/node" % STATE])[1])
+    assert ph.host_volumes(spec)["state"] == (STATE + "/node", "DirectoryOrCreate")
 
 
 def test_the_init_container_has_nothing_but_its_copy(rendered):
@@ -340,6 +381,7 @@ ROOT_FEATURES = [
      "--set", "config.agent.metrics_textfile=/var/lib/cpuzombie/cz.prom"],
 ]
 NON_ROOT = ["--set", "agent.profileBursts=false"]
+NODE_GROUPS = {"node-problem-detector": 64390, "agent": 64391}     # values.yaml nodeGroups
 
 
 def _uid(c):
@@ -357,6 +399,8 @@ def test_node_containers_are_root_only_for_a_feature_that_needs_it(sets):
     spec = pod_spec(render("default", sets)[1])
     assert {c["name"]: _uid(c) for c in spec["containers"]} == {
         "node-problem-detector": 0, "agent": 0}
+    assert {c["name"]: c["securityContext"]["runAsGroup"] for c in spec["containers"]} == \
+        NODE_GROUPS
     assert [c["name"] for c in spec["initContainers"]] == ["install-plugin"]
     assert ph.host_volumes(spec)["state"] == (STATE, "DirectoryOrCreate")
 
@@ -372,7 +416,9 @@ def test_node_containers_run_as_nobody_when_nothing_needs_root(variant):
     spec = pod_spec(render("default", sets)[1])
     for c in spec["containers"]:
         sc = c["securityContext"]
-        assert (sc["runAsUser"], sc["runAsGroup"], sc["runAsNonRoot"]) == (NOBODY,) * 2 + (True,)
+        # each with a gid of its own (nodeGroups; test_privilege_ptrace.py says why)
+        assert (sc["runAsUser"], sc["runAsGroup"], sc["runAsNonRoot"]) == (
+            NOBODY, NODE_GROUPS[c["name"]], True)
         assert sc["capabilities"] == {"drop": ["ALL"]}, c["name"]
     assert ph.host_volumes(spec)["state"] == (STATE + "/uid-65534", "DirectoryOrCreate")
     owner = [c for c in spec["initContainers"] if c["name"] == "state-owner"]

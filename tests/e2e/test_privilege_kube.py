@@ -216,9 +216,10 @@ def test_remediator_may_not_touch_a_kube_system_lease(two, kcm_lease):
 
 def test_remediator_writes_only_its_slots_by_name_in_the_release_namespace(two):
     """In the release namespace: a budget slot is created, taken over at its resourceVersion and
-    deleted (max_unavailable 1: cpuzombie-slot-0); another name is refused on create (the
-    admission policy: RBAC cannot name a create) and on update (RBAC's resourceNames), a slot
-    beyond the budget too; the Lease of someone else there is unchanged."""
+    deleted (the session's max_unavailable 10: cpuzombie-slot-0..9); another name is refused on
+    create (the admission policy: RBAC cannot name a create) and on update (RBAC's
+    resourceNames), a slot beyond the budget too (created: the policy; updated: RBAC); the Lease
+    of someone else there is unchanged."""
     ns = kh.LEASE_NS
     assert ns == kh.AGENT_NS
     tok = rh.remediator_token(two)
@@ -238,15 +239,17 @@ def test_remediator_writes_only_its_slots_by_name_in_the_release_namespace(two):
                 dict(other, spec={"holderIdentity": "remediator-0"}), by="rbac",
                 user=rh.REM_USER)
         refused(two, tok, "DELETE", LEASES % ns + "/someone-else", by="rbac", user=rh.REM_USER)
-        st, one = two.cp.raw("POST", LEASES % ns, _lease("cpuzombie-slot-1", "x"))
+        refused(two, tok, "POST", LEASES % ns, _lease("cpuzombie-slot-10", "remediator-0"),
+                by="admission", user=rh.REM_USER)
+        st, one = two.cp.raw("POST", LEASES % ns, _lease("cpuzombie-slot-10", "x"))
         assert st == 201, one
-        refused(two, tok, "PUT", LEASES % ns + "/cpuzombie-slot-1",
+        refused(two, tok, "PUT", LEASES % ns + "/cpuzombie-slot-10",
                 dict(one, spec={"holderIdentity": "remediator-0"}), by="rbac",
                 user=rh.REM_USER)
         assert two.call("DELETE", LEASES % ns + "/cpuzombie-slot-0", token=tok)[0] == 200
         assert two.cp.raw("GET", LEASES % ns + "/someone-else")[1]["spec"] == other["spec"]
     finally:
-        for name in ("someone-else", "cpuzombie-slot-0", "cpuzombie-slot-1"):
+        for name in ("someone-else", "cpuzombie-slot-0", "cpuzombie-slot-10"):
             two.cp.raw("DELETE", LEASES % ns + "/" + name)
 
 

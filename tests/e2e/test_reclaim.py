@@ -94,7 +94,8 @@ def real_config(tmp_path, kc=None, extra=""):
 def test_reclaim_frees_real_zombies_and_the_event_counts_them(cz, kube, tmp_path):
     kube.add(kh.node_obj("n1"))
     kc = kube.kubeconfig(str(tmp_path / "kc"))
-    prom = tmp_path / "cz.prom"
+    cz.state.mkdir(exist_ok=True)
+    prom = cz.state / "cz.prom"        # a host file lies in the state dir
     cfg = real_config(tmp_path, kc, "agent:\n  metrics_textfile: %s\n"
                       "remediation:\n  reclaim: drop_caches\n  for: 0s\n" % prom)
     with NamedZombies(tmp_path, flat=60, nests=2, per_nest=10) as z:

@@ -28,6 +28,8 @@ struct node_desc {
 	const char *status;	/* "True", "False", "Unknown" or NULL: no such condition */
 	uint64_t age_ms;	/* since lastTransitionTime */
 	bool unschedulable, ours, drained, control_plane, paused;
+	uint64_t cordoned_age_ms;	/* ours: since the cordon (0: "x", no time: now) */
+	bool gave_back;			/* ours: the slot given back (a protected pod) */
 };
 
 /* The Leases as listed: up to 3 slots, holder "" = no Lease at all for that slot. */
@@ -83,19 +85,23 @@ struct row {
 	const char *msg;		/* substring of the plan's message, or NULL */
 	const char *reasons;		/* the Event reasons, comma-separated, or NULL: none */
 	bool fails;			/* the cycle returns -errno */
+	uint64_t drain_timeout_ms;	/* 0: the default */
 };
 
 static char *node_json(const struct node_desc *d)
 {
-	char cond[300] = "", ts[40], ann[300] = "", *out;
+	char cond[300] = "", ts[40], ann[300] = "", cr[120], *out;
 
 	if (d->status)
 		snprintf(cond, sizeof(cond), ",{\"type\":\"MemcgZombieLeak\",\"status\":\"%s\","
 			 "\"lastTransitionTime\":\"%s\"}", d->status,
 			 kube_time(NOW - d->age_ms, false, ts, sizeof(ts)));
 	if (d->ours)
-		snprintf(ann, sizeof(ann), "\"" REMEDIATE_ANN_CORDONED "\":\"x\"%s",
-			 d->drained ? ",\"" REMEDIATE_ANN_DRAINED "\":\"y\"" : "");
+		snprintf(ann, sizeof(ann), "\"" REMEDIATE_ANN_CORDONED "\":\"%s\"%s%s",
+			 d->cordoned_age_ms ? remediate_cordon_reason(NOW - d->cordoned_age_ms,
+				"MemcgZombieLeak", 600 * S, 0, cr, sizeof(cr)) : "x",
+			 d->drained ? ",\"" REMEDIATE_ANN_DRAINED "\":\"y\"" : "",
+			 d->gave_back ? ",\"" REMEDIATE_ANN_GAVE_BACK "\":\"z\"" : "");
 	if (d->paused)
 		snprintf(ann + strlen(ann), sizeof(ann) - strlen(ann), "%s\"" GUARD_ANN_PAUSE
 			 "\":\"true\"", *ann ? "," : "");
@@ -461,6 +467,41 @@ static const struct row rows[] = {
 	  .g = { .medik8s_ns = "medik8s-leases", .handoff = REM_DONE,
 		 .kured_ds = "kube-system/kured" },
 	  .again = true, .ops = { REM_OP_KURED_LOCK, NO_OP } },
+	/* a protected pod holds a drain at most drain_timeout from the cordon */
+	{ "protected pod within drain_timeout: nothing evicted, the slot kept",
+	  { "True", 60 * MIN, .unschedulable = true, .ours = true, .cordoned_age_ms = 5 * MIN },
+	  CZ_REMEDIATE_DRAIN, 10 * MIN, 30 * MIN, "1", .leases_read = true, .held_plus1 = 1,
+	  .slot_tried = true, .drain = REM_PROTECTED, .action = REM_DRAIN_INCOMPLETE,
+	  .ops = { REM_OP_EVENT, NO_OP }, .msg = "pod default/db-0 is protected",
+	  .reasons = "CpuzombieDrainProtected", .drain_timeout_ms = 10 * MIN },
+	{ "protected pod past drain_timeout: the slot given back, the node stays cordoned",
+	  { "True", 60 * MIN, .unschedulable = true, .ours = true, .cordoned_age_ms = 11 * MIN },
+	  CZ_REMEDIATE_DRAIN, 10 * MIN, 30 * MIN, "1", .leases_read = true, .held_plus1 = 1,
+	  .slot_tried = true, .drain = REM_PROTECTED, .action = REM_DRAIN_INCOMPLETE,
+	  .ops = { REM_OP_EVENT, REM_OP_GIVE_BACK, REM_OP_RELEASE_SLOTS, NO_OP },
+	  .msg = "the budget slot is given back", .reasons = "CpuzombieDrainGaveUp",
+	  .drain_timeout_ms = 10 * MIN },
+	{ "slot given back: no slot taken, no drain, cordoned until recovery",
+	  { "True", 60 * MIN, .unschedulable = true, .ours = true, .cordoned_age_ms = 20 * MIN,
+	    .gave_back = true }, CZ_REMEDIATE_DRAIN, 10 * MIN, 30 * MIN, "1",
+	  .action = REM_WAITING, .ops = { NO_OP }, .msg = "the slot was given back" },
+	{ "slot given back, recovered: uncordoned as any of ours",
+	  { "False", 60 * MIN, .unschedulable = true, .ours = true, .cordoned_age_ms = 90 * MIN,
+	    .gave_back = true }, CZ_REMEDIATE_DRAIN, 10 * MIN, 30 * MIN, "1",
+	  .action = REM_UNCORDONED, .ops = { REM_OP_UNCORDON, REM_OP_RELEASE_SLOTS, REM_OP_EVENT,
+					     NO_OP }, .reasons = "CpuzombieUncordon" },
+	/* a slot held past uncordon_after + drain_timeout with the condition True: reported */
+	{ "held 41 min (uncordon_after 30m + drain_timeout 10m), still True: an Event says so",
+	  { "True", 60 * MIN, .unschedulable = true, .ours = true, .cordoned_age_ms = 41 * MIN },
+	  CZ_REMEDIATE_CORDON, 10 * MIN, 30 * MIN, "1", .leases_read = true, .held_plus1 = 1,
+	  .slot_tried = true, .action = REM_WAITING, .ops = { REM_OP_EVENT, NO_OP },
+	  .msg = "longer than uncordon_after + drain_timeout (2400s) with MemcgZombieLeak",
+	  .reasons = "CpuzombieHeldLong", .drain_timeout_ms = 10 * MIN },
+	{ "held 39 min, still True: within the bound, held silently",
+	  { "True", 60 * MIN, .unschedulable = true, .ours = true, .cordoned_age_ms = 39 * MIN },
+	  CZ_REMEDIATE_CORDON, 10 * MIN, 30 * MIN, "1", .leases_read = true, .held_plus1 = 1,
+	  .slot_tried = true, .action = REM_WAITING, .ops = { NO_OP },
+	  .msg = "waiting for recovery", .drain_timeout_ms = 10 * MIN },
 	{ "paused mid-drain: stops where it is, stays cordoned", OLD_TRUE, CZ_REMEDIATE_DRAIN,
 	  10 * MIN, 30 * MIN, "1", .leases_read = true, .held_plus1 = 1, .cordon = REM_DONE,
 	  .drain = REM_PAUSED_MID, .drain_left = 1, .action = REM_PAUSED,
@@ -473,6 +514,13 @@ static bool per_episode(const char *reason)
 {
 	return streq(reason, "CpuzombieDryRun") || streq(reason, "CpuzombieStormGuard") ||
 	       streq(reason, "CpuzombieBreakerOpen");
+}
+
+/* Events said once per cordon: timed at the cordon's time (our annotation). */
+static bool per_cordon(const char *reason)
+{
+	return streq(reason, "CpuzombieDrainProtected") || streq(reason, "CpuzombieDrainGaveUp") ||
+	       streq(reason, "CpuzombieHeldLong");
 }
 
 static void run_row(const struct row *t)
@@ -493,6 +541,8 @@ static void run_row(const struct row *t)
 	cfg.remediation.for_ms = t->for_ms;
 	cfg.remediation.uncordon_after_ms = t->uncordon_after_ms;
 	cfg.remediation.allow_control_plane = t->allow_cp;
+	if (t->drain_timeout_ms)
+		cfg.remediation.drain_timeout_ms = t->drain_timeout_ms;
 	snprintf(cfg.remediation.max_unavailable, sizeof(cfg.remediation.max_unavailable), "%s",
 		 t->max_unavailable);
 	snprintf(cfg.remediation.reboot_sentinel, sizeof(cfg.remediation.reboot_sentinel), "%s",
@@ -546,7 +596,8 @@ static void run_row(const struct row *t)
 			snprintf(reasons + strlen(reasons), sizeof(reasons) - strlen(reasons), "%s%s",
 				 *reasons ? "," : "", p.steps[k].reason);
 			assert_int_equal(p.steps[k].when_ms, per_episode(p.steps[k].reason) ?
-					 NOW - t->node.age_ms : NOW);	/* dry-run: per episode */
+					 NOW - t->node.age_ms : NOW - (per_cordon(p.steps[k].reason) ?
+					 t->node.cordoned_age_ms : 0));
 		}
 		if (p.steps[k].op == REM_OP_TAKE_SLOT || p.steps[k].op == REM_OP_RENEW_SLOT ||
 		    p.steps[k].op == REM_OP_READ_HOLDER || p.steps[k].op == REM_OP_CORDON)
@@ -561,7 +612,8 @@ static void run_row(const struct row *t)
 			p.action != REM_SKIPPED && p.action != REM_WAITING &&
 			p.action != REM_PAUSED && p.action != REM_HELD) ||
 			strstr(p.msg, "budget full") || strstr(p.msg, "someone else uncordoned") ||
-			strstr(p.msg, "breaker tripped:") || strstr(p.msg, "mid-drain"));
+			strstr(p.msg, "breaker tripped:") || strstr(p.msg, "mid-drain") ||
+			strstr(p.msg, "longer than uncordon_after + drain_timeout"));
 	assert_string_equal(reasons, t->reasons ? t->reasons : "");
 	if (t->msg)
 		assert_non_null(strstr(p.msg, t->msg));

@@ -136,15 +136,18 @@ kubernetes:
 {{- if $root }}0{{ else }}65534{{ end -}}
 {{- end -}}
 
-{{/* Every container: root unless .uid names another, no capability unless named, no privilege
-     escalation, read-only image. */}}
+{{/* Every container: root unless .uid names another, .gid its group (default: the uid's), no
+     capability unless named, no privilege escalation, read-only image. */}}
 {{- define "cpuzombie.securityContext" -}}
 {{- if .uid }}
 runAsUser: {{ .uid }}
-runAsGroup: {{ .uid }}
+runAsGroup: {{ .gid | default .uid }}
 runAsNonRoot: true
 {{- else }}
 runAsUser: 0
+{{- with .gid }}
+runAsGroup: {{ . }}
+{{- end }}
 {{- end }}
 privileged: false
 allowPrivilegeEscalation: false
@@ -209,7 +212,8 @@ devices
 {{/* Host directories the agent writes only when configured: the node_exporter textfile
      directory and kured's reboot sentinel directory, each the file's own directory only, and
      none when it is the state directory or below it (mounted already). One per line, once each.
-     values.schema.json (and the binary's config check) refuse a system directory. */}}
+     values.schema.json (and the binary's config check) allow only /var/lib/cpuzombie and below
+     it, and for the textfile one directory directly below node_exporter's. */}}
 {{- define "cpuzombie.extraHostDirs" -}}
 {{- $state := trimSuffix "/" .Values.hostPaths.state -}}
 {{- $dirs := list -}}

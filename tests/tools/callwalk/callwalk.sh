@@ -34,8 +34,9 @@ gcc -O1 -c -o "$out/trace.o" "$here/trace.c"
 gcc -o "$out/cpuzombie" "$out"/obj/*.o "$out/trace.o" -ljson-c -lyaml -lcurl -lsystemd -lm -ldl
 cat >"$out/config.yaml" <<YAML
 agent:
-  metrics_textfile: $out/metrics.prom
+  metrics_textfile: $out/state/metrics.prom
 YAML
+mkdir -p "$out/state"	# a host file lies in the state dir
 CZ_CALLWALK_OUT="$out/trace" "$out/cpuzombie" --config "$out/config.yaml" \
 	--state-dir "$out/state" --run-dir "$out/run" --node-name callwalk agent --once \
 	>/dev/null 2>"$out/agent.err" || true

@@ -14,10 +14,10 @@ czvm_setup
 say begin kernel $(uname -r)
 say ticks $(getconf CLK_TCK 2>/dev/null || echo 100)
 mount -t cgroup2 cgroup2 /sys/fs/cgroup 2>/dev/null
-mkdir -p /var/lib/cz-metrics
+mkdir -p /var/lib/cz/metrics	# a host file lies in the state dir
 printf '%s\n' 'cpu:' '  interval: 250ms' '  attribute_tasks: true' 'memcg:' \
 	'  systemd_hints: false' 'ena:' '  window: 1h' 'agent:' '  check_interval: 30s' \
-	'  kmsg: /dev/kmsg' '  metrics_textfile: /var/lib/cz-metrics/cz.prom' >/etc/cz-flood.yaml
+	'  kmsg: /dev/kmsg' '  metrics_textfile: /var/lib/cz/metrics/cz.prom' >/etc/cz-flood.yaml
 /cz/cpuzombie --config /etc/cz-flood.yaml --state-dir /var/lib/cz --run-dir /run/cz agent \
 	>/tmp/agent.out 2>/tmp/agent.err &
 agent=$!
@@ -68,7 +68,7 @@ say ena-rc $?
 show ena-out /tmp/ena.out
 show ena-err /tmp/ena.err
 show kevents /run/cz/kernel-events
-grep -E '^cpuzombie_kernel' /var/lib/cz-metrics/cz.prom 2>/dev/null | sed 's/^/CZVM prom /'
+grep -E '^cpuzombie_kernel' /var/lib/cz/metrics/cz.prom 2>/dev/null | sed 's/^/CZVM prom /'
 tail -20 /tmp/agent.err | sed 's/^/CZVM agent-err /'
 rmmod czflood
 finish
