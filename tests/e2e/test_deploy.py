@@ -582,6 +582,12 @@ CALLS = [
     ("fleet_fetch.c", "GET", "/api/v1/nodes", ("", "nodes", "list"), "remediator"),
     ("fleet_fetch.c", "GET", "/apis/coordination.k8s.io/v1/namespaces/%s/leases",
      ("coordination.k8s.io", "leases", "list"), "budget"),
+    # the remediator's caches (informer.c): one LIST of the nodes and of the budget Leases
+    # (fleet_fetch.c above), then a WATCH of each from the list's resourceVersion
+    # (fleet_fetch_watch_path: ?watch=1&allowWatchBookmarks=true), the paths set in remediator.c
+    ("remediator.c", "GET", "/api/v1/nodes", ("", "nodes", "watch"), "remediator"),
+    ("remediator.c", "GET", "/apis/coordination.k8s.io/v1/namespaces/%s/leases",
+     ("coordination.k8s.io", "leases", "watch"), "budget"),
     ("remediator.c", "GET", "/apis/coordination.k8s.io/v1/namespaces/%s/leases%s",
      ("coordination.k8s.io", "leases", "get"), "leader"),
     ("remediator.c", "POST", "/apis/coordination.k8s.io/v1/namespaces/%s/leases%s",
