@@ -136,7 +136,7 @@ static const struct key_def keys[] = {
 
 /*
  * Bounds of the durations that make sense (an unbounded value would be taken as it is:
- * cpu.inline_window 25h under NPD's 10 s timeout, agent.check_interval 1ms). For a T_DUR key 0
+ * cpu.inline_window 25h under NPD's timeout, agent.check_interval 1ms). For a T_DUR key 0
  * keeps its meaning (off, or no limit) and the bounds hold for every other value.
  */
 static const struct key_bound {
@@ -148,9 +148,9 @@ static const struct key_bound {
 	{ "memcg", "census_interval", 1000, 24 * 3600 * 1000ull, NULL },
 	{ "cpu", "interval", 10, 60 * 1000, NULL },
 	{ "cpu", "min_burst", 1, 24 * 3600 * 1000ull, NULL },
-	/* the check samples this long itself: NPD kills it at the 10 s timeout of its config
-	 * (config/npd/cpuzombie-cpu.json), exec and reads around the window included */
-	{ "cpu", "inline_window", 0, 8000, "sampled inside the check, under NPD's 10s timeout" },
+	/* the check samples this long itself: NPD kills it at the timeout of its config (4 s
+	 * in config/npd/cpuzombie-cpu.json), exec and reads around the window included */
+	{ "cpu", "inline_window", 0, 8000, "sampled inside the check, under NPD's timeout" },
 	/* each statistics read holds RTNL (ena.h) */
 	{ "ena", "min_read_interval", 1000, 3600 * 1000, "each statistics read holds RTNL" },
 	{ "kubernetes", "timeout", 100, 10 * 60 * 1000, NULL },

@@ -32,11 +32,6 @@ const char *conditions_reason(const struct cond_def *d, enum npd_status s)
 	return s == NPD_PROBLEM ? d->reason_true : d->reason_false;
 }
 
-char *conditions_message(const char *message, char *buf, size_t size)
-{
-	return textsafe(TEXTSAFE_TEXT, message, buf, size);
-}
-
 uint64_t conditions_recover_after(const struct cz_config *cfg, const char *check)
 {
 	return streq(check, "memcg") ? cfg->memcg.recover_after_ms :
@@ -108,7 +103,7 @@ int conditions_build_patch(json_object *node, const struct cond_input in[], size
 {
 	_cleanup_(json_object_putp) json_object *patch = json_object_new_object();
 	json_object *status, *list;
-	char now[40], msg[CONDITIONS_MSG_MAX];
+	char now[40], msg[2048];
 	size_t nch = 0;
 
 	if (!patch)
@@ -135,8 +130,8 @@ int conditions_build_patch(json_object *node, const struct cond_input in[], size
 		json_object_object_add(c, "status", json_object_new_string(st));
 		json_object_object_add(c, "reason",
 				       json_object_new_string(conditions_reason(d, in[i].status)));
-		json_object_object_add(c, "message", json_object_new_string(
-			conditions_message(in[i].message, msg, sizeof(msg))));
+		json_object_object_add(c, "message", json_object_new_string(textsafe(
+			TEXTSAFE_TEXT, in[i].message, msg, sizeof(msg)))); /* kubectl prints it */
 		json_object_object_add(c, "lastHeartbeatTime", json_object_new_string(now));
 		json_object_object_add(c, "lastTransitionTime", json_object_new_string(
 			streq(old_st, st) && old_tt ? old_tt : now));

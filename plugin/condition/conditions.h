@@ -32,13 +32,6 @@ const struct cond_def *conditions_nth(size_t i);
 /* conditions_reason - the reason a condition of @d with status @s carries. */
 const char *conditions_reason(const struct cond_def *d, enum npd_status s);
 
-/*
- * conditions_message - @message as the PATCH carries it (textsafe TEXTSAFE_TEXT: kubectl prints
- * it) into @buf of @size (CONDITIONS_MSG_MAX holds any). Returns @buf.
- */
-#define CONDITIONS_MSG_MAX 2048
-char *conditions_message(const char *message, char *buf, size_t size);
-
 /* A result to publish. */
 struct cond_input {
 	const struct cond_def *def;

@@ -25,9 +25,9 @@ static uint64_t fnv(uint64_t h, const char *s)
 	return h * 0x100000001b3ull;	/* the NUL after it */
 }
 
-uint64_t condwrite_hash(const char *status, const char *reason, const char *message)
+uint64_t condwrite_hash(const char *status, const char *reason)
 {
-	return fnv(fnv(fnv(0xcbf29ce484222325ull, status), reason), message);
+	return fnv(fnv(0xcbf29ce484222325ull, status), reason);
 }
 
 /* The index of @d's slot in @w, or -1. */
@@ -50,21 +50,17 @@ void condwrite_learn(struct condwrite *w, json_object *node)
 		c = kube_condition(node, s->def->type);
 		s->known = c != NULL;
 		s->said = c ? condwrite_hash(kube_get_str(c, "status", NULL),
-					     kube_get_str(c, "reason", NULL),
-					     kube_get_str(c, "message", NULL)) : 0;
+					     kube_get_str(c, "reason", NULL)) : 0;
 		if (!s->due_ms)
 			s->due_ms = w->first_ms;
 	}
 }
 
-/* What @in says, as the PATCH would carry it. */
+/* What @in says, as the PATCH would carry it (its message aside: condwrite.h). */
 static uint64_t says(const struct cond_input *in)
 {
-	char msg[CONDITIONS_MSG_MAX];
-
 	return condwrite_hash(conditions_status_name(in->status),
-			      conditions_reason(in->def, in->status),
-			      conditions_message(in->message, msg, sizeof(msg)));
+			      conditions_reason(in->def, in->status));
 }
 
 uint32_t condwrite_decide(const struct condwrite *w, const struct cond_input in[], size_t n,

@@ -4,9 +4,11 @@
 
 /*
  * When the agent writes its node's conditions (docs/design.md, "Writing on change or
- * heartbeat"): a condition is written when what it says (status, reason, message, as the
- * PATCH would carry them) differs from what the node has, else once per heartbeat
- * (agent.heartbeat), as kubelet writes node status and NPD's exporter its conditions. The
+ * heartbeat"): a condition is written when its status or reason differs from what the node
+ * has, else once per heartbeat (agent.heartbeat), as kubelet writes node status and NPD's
+ * exporter its conditions. A message that alone changed (a count in it) is carried by the
+ * next write, as NPD's custom plugins do with enable_message_change_based_condition_update
+ * false (the shipped NPD configs): a busy node's dying-memcg count moves every cycle. The
  * first heartbeat after the start falls at start + jitter, a point of the first heartbeat
  * chosen at random by the caller, so agents started together spread their writes over it.
  * Pure: no clock, no randomness, no I/O; the caller reads the node and sends the PATCH.
@@ -25,7 +27,7 @@
 struct condwrite_slot {
 	const struct cond_def *def;	/* NULL: unused slot */
 	bool known;			/* the node has it; @said is what it says */
-	uint64_t said;			/* condwrite_hash of its status, reason and message */
+	uint64_t said;			/* condwrite_hash of its status and reason */
 	uint64_t due_ms;		/* its next heartbeat write (the caller's clock) */
 };
 
@@ -48,10 +50,10 @@ void condwrite_init(struct condwrite *w, uint64_t heartbeat_ms, uint64_t start_m
 uint64_t condwrite_jitter(uint64_t heartbeat_ms, uint64_t seed);
 
 /*
- * condwrite_hash - pure: a 64-bit FNV-1a of @status, @reason and @message (NULL as ""),
- * each followed by a NUL, so that ("a", "bc") and ("ab", "c") differ.
+ * condwrite_hash - pure: a 64-bit FNV-1a of @status and @reason (NULL as ""), each followed
+ * by a NUL, so that ("a", "bc") and ("ab", "c") differ.
  */
-uint64_t condwrite_hash(const char *status, const char *reason, const char *message);
+uint64_t condwrite_hash(const char *status, const char *reason);
 
 /*
  * condwrite_learn - what @node (as read, or as a PATCH answered it; NULL: nothing) says of
@@ -62,8 +64,8 @@ void condwrite_learn(struct condwrite *w, json_object *node);
 
 /*
  * condwrite_decide - which of @in (@n results, each of a condition type of ours) to write at
- * @now_ms: bit i of the result is set when @in[i] says something the node does not have
- * (a change: *@ret_changed gets the same bit) or its heartbeat is due. 0: nothing to write.
+ * @now_ms: bit i of the result is set when @in[i]'s status or reason is not the node's (a
+ * change: *@ret_changed gets the same bit) or its heartbeat is due. 0: nothing to write.
  * A write carries every @in (one PATCH either way): the caller writes all of them when the
  * result is not 0. Results beyond 32 or without a def are ignored.
  */
