@@ -29,6 +29,11 @@ struct kube_agent {
 	json_object *node;
 	struct condwrite cw;	/* which conditions to write when (condwrite.h) */
 	struct event_cache events; /* the condition flips' Events, aggregated (event.h) */
+	struct {		/* each condition's last result (conditions_nth order) */
+		bool have;
+		enum npd_status status;
+		char msg[NPD_MSG_MAX];
+	} result[CONDWRITE_MAX];
 };
 
 /* A random number for the first heartbeat's jitter; the clock and pid when none is to be had. */
@@ -300,17 +305,45 @@ static int write_conditions(struct kube_agent *ka, const char *path, const struc
 	return r < 0 ? r : (int)nch;
 }
 
+/*
+ * Keep @in's @k results as the last ones, then add to @in (room for CONDWRITE_MAX) the last
+ * result of each enabled condition @in lacks (the trigger runs one check): a write carries
+ * every condition, as NPD's exporter does, so that one heartbeat covers them all. Returns the
+ * new count.
+ */
+static size_t carry(struct kube_agent *ka, struct cond_input in[], size_t k)
+{
+	size_t fresh = k;
+
+	for (size_t i = 0; i < CONDWRITE_MAX; i++) {
+		const struct cond_def *d = conditions_nth(i);
+		bool given = false;
+
+		for (size_t j = 0; j < fresh; j++)
+			if (in[j].def == d) {
+				given = true;
+				ka->result[i].have = true;
+				ka->result[i].status = in[j].status;
+				snprintf(ka->result[i].msg, sizeof(ka->result[i].msg), "%s",
+					 in[j].message);
+			}
+		if (!given && d && ka->result[i].have && conditions_enabled(ka->cfg, d->check))
+			in[k++] = (struct cond_input){ d, ka->result[i].status, ka->result[i].msg };
+	}
+	return k;
+}
+
 static int publish(struct kube_agent *ka, const char *const checks[],
 		   const struct npd_result res[], size_t n, char *out, size_t size)
 {
 	const char *node = ka->cfg->kubernetes.node_name;
-	struct cond_input in[8];
-	struct cond_change ch[8];
-	size_t k = 0;
+	struct cond_input in[8 + CONDWRITE_MAX];
+	struct cond_change ch[8 + CONDWRITE_MAX];
+	size_t k = 0, all;
 	char path[400];
 	int r, removed;
 
-	for (size_t i = 0; i < n && k < ARRAY_SIZE(in); i++)
+	for (size_t i = 0; i < n && k < 8; i++)
 		if (conditions_for_check(checks[i]) && conditions_enabled(ka->cfg, checks[i]))
 			in[k++] = (struct cond_input){ conditions_for_check(checks[i]),
 						       res[i].status, res[i].msg };
@@ -331,9 +364,10 @@ static int publish(struct kube_agent *ka, const char *const checks[],
 		snprintf(out, size, "conditions: none on (%d removed)", removed);
 		return 0;
 	}
-	r = write_conditions(ka, path, in, k, ch);
+	all = carry(ka, in, k);
+	r = write_conditions(ka, path, in, all, ch);
 	if (r == -EALREADY) {
-		uint64_t due = condwrite_next_due(&ka->cw, in, k), now = now_monotonic_ms();
+		uint64_t due = condwrite_next_due(&ka->cw, in, all), now = now_monotonic_ms();
 
 		snprintf(out, size, "conditions: %zu unchanged, heartbeat in %llus, %d removed", k,
 			 (unsigned long long)(due > now ? (due - now + 999) / 1000 : 0), removed);
@@ -343,10 +377,11 @@ static int publish(struct kube_agent *ka, const char *const checks[],
 		snprintf(out, size, "cannot patch %.100s", path);
 		return r;
 	}
+	snprintf(out, size, "conditions: %zu set, %d changed", k, r);
+	if (all > k)	/* the last results of the others, carried along */
+		snprintf(out + strlen(out), size - strlen(out), ", %zu carried", all - k);
 	if (removed)
-		snprintf(out, size, "conditions: %zu set, %d changed, %d removed", k, r, removed);
-	else
-		snprintf(out, size, "conditions: %zu set, %d changed", k, r);
+		snprintf(out + strlen(out), size - strlen(out), ", %d removed", removed);
 	return 0;
 }
 
