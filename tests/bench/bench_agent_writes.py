@@ -44,17 +44,6 @@ CHECKS = ("cpuzombie-memcg", "cpuzombie-cpu", "cpuzombie-ena", "cpuzombie-ena-al
 TICK = os.sysconf("SC_CLK_TCK")
 
 
-def start_agent(args, run_dir):
-    import subprocess
-    p = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-    deadline = time.monotonic() + 15
-    while not os.path.exists(os.path.join(run_dir, "cpu-heartbeat")):
-        if p.poll() is not None or time.monotonic() > deadline:
-            raise RuntimeError("agent did not start: " + (p.communicate()[1] or ""))
-        time.sleep(0.05)
-    return p
-
-
 def agent_node(kube, tmp):
     node = "writes-agent"
     kube.add(kh.node_obj(node))
@@ -65,7 +54,7 @@ def agent_node(kube, tmp):
         f.write("agent:\n  set_conditions: true\n  remediate: false\n  kmsg: \"\"\n"
                 "  check_interval: 30s\n  heartbeat: 5m\nremediation:\n  mode: \"off\"\n")
     run_dir = os.path.join(tmp, "run-" + node)
-    return node, start_agent([BIN, "--config", cfg, "--run-dir", run_dir, "--state-dir",
+    return node, bk.start_agent([BIN, "--config", cfg, "--run-dir", run_dir, "--state-dir",
                               os.path.join(tmp, "state-" + node), "agent"], run_dir)
 
 
@@ -86,7 +75,7 @@ def npd_node(kube, tmp, name, cpu_every=None):
     # NPD's own default heartbeat (5m), not the tests' 5s
     npd.args = [a for a in npd.args if not a.startswith("--k8s-exporter-heartbeat-period")]
     run_dir = os.path.join(npd.run, "cpuzombie")
-    agent = start_agent([BIN, "--run-dir", run_dir, "--state-dir",
+    agent = bk.start_agent([BIN, "--run-dir", run_dir, "--state-dir",
                          os.path.join(tmp, "state-" + node), "agent"], run_dir)
     npd.start()
     return node, npd, agent

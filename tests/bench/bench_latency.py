@@ -22,7 +22,6 @@ Run alone: /usr/bin/python3 tests/bench/bench_latency.py build/cpuzombie
 """
 import os
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -63,16 +62,6 @@ def wait_status(kube, node, status, timeout, every=0.05):
     return None, condition(kube, node)
 
 
-def start_agent(args, run_dir):
-    p = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-    deadline = time.monotonic() + 15
-    while not os.path.exists(os.path.join(run_dir, "cpu-heartbeat")):
-        if p.poll() is not None or time.monotonic() > deadline:
-            raise RuntimeError("agent did not start: " + (p.communicate()[1] or ""))
-        time.sleep(0.05)
-    return p
-
-
 def burst_and_wait(kube, node, timeout):
     """A BURN_S burst on the last core; returns seconds from its start to the condition True
     (None when it did not come within @timeout)."""
@@ -99,7 +88,7 @@ def agent_rep(kube, tmp, rep):
         f.write("agent:\n  set_conditions: true\n  remediate: false\n  check_interval: 30s\n")
         f.write("remediation:\n  mode: \"off\"\n")
     run_dir = os.path.join(tmp, "run-" + node)
-    p = start_agent([BIN, "--config", cfg, "--run-dir", run_dir, "--state-dir",
+    p = bk.start_agent([BIN, "--config", cfg, "--run-dir", run_dir, "--state-dir",
                      os.path.join(tmp, "state-" + node), "-v", "agent"], run_dir)
     try:
         # the first cycle at start publishes False; the next one is 30 s away
@@ -124,7 +113,7 @@ def npd_rep(kube, tmp, rep, binary, every=None):
     # NPD's /run is its own (Npd binds npd.run there): the agent writes the run dir its
     # `check cpu` reads by default, /run/cpuzombie
     run_dir = os.path.join(npd.run, "cpuzombie")
-    p = start_agent([BIN, "--run-dir", run_dir, "--state-dir",
+    p = bk.start_agent([BIN, "--run-dir", run_dir, "--state-dir",
                      os.path.join(tmp, "state-" + node), "agent"], run_dir)
     try:
         npd.start()
