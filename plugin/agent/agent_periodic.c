@@ -59,6 +59,8 @@ int periodic_new(struct cz_ctx *ctx, bool once, struct periodic **ret)
 	p->kube_err = kube_agent_new(&ctx->cfg, &p->ka);
 	if (p->kube_err < 0)
 		log_warning("Kubernetes disabled (the reason is above)");
+	if (once)
+		kube_agent_set_once(p->ka);
 	for (size_t i = 0; i < MAX_RESULTS; i++)
 		p->last[i] = -1;
 	/* --once keeps the failure, so that the one cycle reports it in its exit code */

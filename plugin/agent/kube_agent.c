@@ -2,6 +2,7 @@
 /* The agent's Kubernetes side: see kube_agent.h. */
 #include <errno.h>
 #include <fcntl.h>
+#include <sys/random.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
@@ -12,6 +13,7 @@
 #include "base/log.h"
 #include "base/util.h"
 #include "condition/conditions.h"
+#include "condition/condwrite.h"
 #include "kube/event.h"
 #include "kube/kube.h"
 #include "condition/recover_store.h"
@@ -22,7 +24,27 @@ struct kube_agent {
 	const struct cz_config *cfg;
 	enum remediate_action last;
 	bool swept;		/* NPD mode: the conditions turned off are gone (once per config) */
+	/* this node as last read or as the last status PATCH answered; NULL: to be read (at the
+	 * start, after a refused or failed write) */
+	json_object *node;
+	struct condwrite cw;	/* which conditions to write when (condwrite.h) */
+	struct event_cache events; /* the condition flips' Events, aggregated (event.h) */
+	struct {		/* each condition's last result (conditions_nth order) */
+		bool have;
+		enum npd_status status;
+		char msg[NPD_MSG_MAX];
+	} result[CONDWRITE_MAX];
 };
+
+/* A random number for the first heartbeat's jitter; the clock and pid when none is to be had. */
+static uint64_t seed(void)
+{
+	uint64_t v;
+
+	if (getrandom(&v, sizeof(v), GRND_NONBLOCK) == (ssize_t)sizeof(v))
+		return v;
+	return now_realtime_ms() * 0x9e3779b97f4a7c15ull ^ (uint64_t)getpid();
+}
 
 bool kube_agent_remediates(const struct cz_config *cfg)
 {
@@ -96,6 +118,7 @@ int kube_agent_new(const struct cz_config *cfg, struct kube_agent **ret)
 		return r;
 	}
 	ka->cfg = cfg;
+	condwrite_init(&ka->cw, cfg->agent.heartbeat_ms, now_monotonic_ms(), seed());
 	if (sweeps(cfg)) {	/* at the start (and each reload: a new kube_agent) */
 		char out[200];
 
@@ -114,7 +137,14 @@ void kube_agent_free(struct kube_agent *ka)
 	if (!ka)
 		return;
 	kube_client_free(ka->kc);
+	json_object_put(ka->node);
 	free(ka);
+}
+
+void kube_agent_set_once(struct kube_agent *ka)
+{
+	if (ka)	/* no later cycle to write a deferred heartbeat: it is due now */
+		condwrite_init(&ka->cw, ka->cfg->agent.heartbeat_ms, now_monotonic_ms(), 0);
 }
 
 enum remediate_action kube_agent_last_action(const struct kube_agent *ka)
@@ -133,19 +163,46 @@ static int get_node(struct kube_agent *ka, json_object **ret)
 	return kube_get_object(ka->kc, path, what, ret);
 }
 
-/* PATCH this node's status (@path) with @patch. Returns 0 or -errno (logged). */
+/*
+ * PATCH this node's status (@path) with @patch. The answer is the node as patched: it replaces
+ * ka->node (an answer that is no node drops it: read again next time). Returns 0, -ESTALE on a
+ * 409 Conflict, or -errno (logged); on a failure ka->node is dropped too, so that the next
+ * write starts from the node as the API server has it.
+ */
 static int patch_status(struct kube_agent *ka, const char *path, json_object *patch)
 {
 	struct kube_response resp = { 0 };
 	int r = kube_json(ka->kc, "PATCH", path, "application/strategic-merge-patch+json", patch,
 			  0, &resp);
 
-	if (r == 0 && resp.status != 200)
+	if (r == 0 && resp.status == 409)
+		r = log_warning_errno(ESTALE, "PATCH %s: HTTP 409: %s", path, resp.message);
+	else if (r == 0 && resp.status != 200)
 		r = log_error_errno(EREMOTEIO, "PATCH %s: HTTP %ld: %s", path, resp.status,
 				    resp.message);
 	else if (r < 0)
 		log_error_errno(r, "PATCH %s: %s", path, resp.message);
+	json_object_put(ka->node);
+	ka->node = NULL;
+	if (r == 0 && json_object_is_type(resp.body, json_type_object) &&
+	    streq(kube_get_str(resp.body, "metadata.name", ""), ka->cfg->kubernetes.node_name))
+		ka->node = json_object_get(resp.body);
+	if (ka->node)
+		condwrite_learn(&ka->cw, ka->node);
 	kube_response_clear(&resp);
+	return r;
+}
+
+/* ka->node, read when it is not known. Returns 0 or -errno (logged). */
+static int known_node(struct kube_agent *ka)
+{
+	int r;
+
+	if (ka->node)
+		return 0;
+	r = get_node(ka, &ka->node);
+	if (r == 0)
+		condwrite_learn(&ka->cw, ka->node);
 	return r;
 }
 
@@ -197,32 +254,108 @@ static int sweep(struct kube_agent *ka, char *out, size_t size)
 	return 0;
 }
 
+/* An Event for each status flip in @ch (@nch), aggregated (event.h). */
+static void flip_events(struct kube_agent *ka, const char *uid, const struct cond_change ch[],
+			size_t nch, uint64_t now)
+{
+	for (size_t i = 0; i < nch; i++) {
+		bool bad = streq(ch[i].new_status, "True");
+		char msg[NPD_MSG_MAX + 100];
+		struct event_desc d = { ka->cfg->kubernetes.node_name, uid,
+					bad ? "Warning" : "Normal",
+					bad ? ch[i].def->reason_true : ch[i].def->reason_false, msg,
+					now };
+
+		snprintf(msg, sizeof(msg), "%s is now %s (was %s)", ch[i].def->type,
+			 ch[i].new_status, *ch[i].old_status ? ch[i].old_status : "unset");
+		(void)event_record(ka->kc, &ka->events, &d);
+	}
+}
+
+/*
+ * Write @in (@k) when condwrite says so: one PATCH of them all, and an Event per flip. A 409
+ * Conflict reads the node again and tries once more. Returns the conditions' flips (>= 0,
+ * into @ch), -EALREADY when nothing was due, or -errno (logged).
+ */
+static int write_conditions(struct kube_agent *ka, const char *path, const struct cond_input in[],
+			    size_t k, struct cond_change ch[])
+{
+	uint64_t now = now_realtime_ms();
+	size_t nch = 0;
+	int r = -ESTALE;
+
+	for (int attempt = 0; attempt < 2 && r == -ESTALE; attempt++) {
+		_cleanup_(json_object_putp) json_object *patch = NULL, *was = NULL;
+
+		r = known_node(ka);
+		if (r < 0)
+			return r;
+		if (!condwrite_decide(&ka->cw, in, k, now_monotonic_ms(), NULL))
+			return -EALREADY;
+		r = conditions_build_patch(ka->node, in, k, now, &patch, ch, &nch);
+		if (r < 0)
+			return r;
+		was = json_object_get(ka->node);	/* the flips' Events name its uid */
+		r = patch_status(ka, path, patch);
+		if (r == 0) {
+			condwrite_written(&ka->cw, in, k, now_monotonic_ms());
+			flip_events(ka, kube_get_str(was, "metadata.uid", NULL), ch, nch, now);
+		}
+	}
+	return r < 0 ? r : (int)nch;
+}
+
+/*
+ * Keep @in's @k results as the last ones, then add to @in (room for CONDWRITE_MAX) the last
+ * result of each enabled condition @in lacks (the trigger runs one check): a write carries
+ * every condition, as NPD's exporter does, so that one heartbeat covers them all. Returns the
+ * new count.
+ */
+static size_t carry(struct kube_agent *ka, struct cond_input in[], size_t k)
+{
+	size_t fresh = k;
+
+	for (size_t i = 0; i < CONDWRITE_MAX; i++) {
+		const struct cond_def *d = conditions_nth(i);
+		bool given = false;
+
+		for (size_t j = 0; j < fresh; j++)
+			if (in[j].def == d) {
+				given = true;
+				ka->result[i].have = true;
+				ka->result[i].status = in[j].status;
+				snprintf(ka->result[i].msg, sizeof(ka->result[i].msg), "%s",
+					 in[j].message);
+			}
+		if (!given && d && ka->result[i].have && conditions_enabled(ka->cfg, d->check))
+			in[k++] = (struct cond_input){ d, ka->result[i].status, ka->result[i].msg };
+	}
+	return k;
+}
+
 static int publish(struct kube_agent *ka, const char *const checks[],
 		   const struct npd_result res[], size_t n, char *out, size_t size)
 {
 	const char *node = ka->cfg->kubernetes.node_name;
-	struct cond_input in[8];
-	struct cond_change ch[8];
-	_cleanup_(json_object_putp) json_object *patch = NULL, *cur = NULL;
-	size_t k = 0, nch = 0;
+	struct cond_input in[8 + CONDWRITE_MAX];
+	struct cond_change ch[8 + CONDWRITE_MAX];
+	size_t k = 0, all;
 	char path[400];
-	uint64_t now = now_realtime_ms();
 	int r, removed;
 
-	for (size_t i = 0; i < n && k < ARRAY_SIZE(in); i++)
+	for (size_t i = 0; i < n && k < 8; i++)
 		if (conditions_for_check(checks[i]) && conditions_enabled(ka->cfg, checks[i]))
 			in[k++] = (struct cond_input){ conditions_for_check(checks[i]),
 						       res[i].status, res[i].msg };
-	snprintf(path, sizeof(path), "/api/v1/nodes/%s", node);
+	snprintf(path, sizeof(path), "/api/v1/nodes/%s/status", node);
 	/* not "a node without conditions" when unreadable: that would reset every transition time
 	 * */
-	r = get_node(ka, &cur);
+	r = known_node(ka);
 	if (r < 0) {
 		snprintf(out, size, "cannot read node %.64s", node);
 		return r;
 	}
-	strncat(path, "/status", sizeof(path) - strlen(path) - 1);
-	removed = remove_disabled(ka, cur, path);
+	removed = remove_disabled(ka, ka->node, path);
 	if (removed < 0) {
 		snprintf(out, size, "cannot remove the conditions turned off");
 		return removed;
@@ -231,31 +364,24 @@ static int publish(struct kube_agent *ka, const char *const checks[],
 		snprintf(out, size, "conditions: none on (%d removed)", removed);
 		return 0;
 	}
-	r = conditions_build_patch(cur, in, k, now, &patch, ch, &nch);
-	if (r < 0)
-		return r;
-	r = patch_status(ka, path, patch);
+	all = carry(ka, in, k);
+	r = write_conditions(ka, path, in, all, ch);
+	if (r == -EALREADY) {
+		uint64_t due = condwrite_next_due(&ka->cw, in, all), now = now_monotonic_ms();
+
+		snprintf(out, size, "conditions: %zu unchanged, heartbeat in %llus, %d removed", k,
+			 (unsigned long long)(due > now ? (due - now + 999) / 1000 : 0), removed);
+		return 0;
+	}
 	if (r < 0) {
 		snprintf(out, size, "cannot patch %.100s", path);
 		return r;
 	}
-	for (size_t i = 0; i < nch; i++) {
-		bool bad = streq(ch[i].new_status, "True");
-		char msg[NPD_MSG_MAX + 100];
-		struct event_desc d = { node, kube_get_str(cur, "metadata.uid", NULL),
-					bad ? "Warning" : "Normal",
-					bad ? ch[i].def->reason_true : ch[i].def->reason_false, msg,
-					now };
-
-		snprintf(msg, sizeof(msg), "%s is now %s (was %s)", ch[i].def->type,
-			 ch[i].new_status, *ch[i].old_status ? ch[i].old_status : "unset");
-		(void)event_post(ka->kc, &d);
-	}
+	snprintf(out, size, "conditions: %zu set, %d changed", k, r);
+	if (all > k)	/* the last results of the others, carried along */
+		snprintf(out + strlen(out), size - strlen(out), ", %zu carried", all - k);
 	if (removed)
-		snprintf(out, size, "conditions: %zu set, %zu changed, %d removed", k, nch,
-			 removed);
-	else
-		snprintf(out, size, "conditions: %zu set, %zu changed", k, nch);
+		snprintf(out + strlen(out), size - strlen(out), ", %d removed", removed);
 	return 0;
 }
 

@@ -41,6 +41,13 @@ int kube_agent_new(const struct cz_config *cfg, struct kube_agent **ret);
 /* kube_agent_client - its API client, for other periodic work to share (NULL for NULL). */
 struct kube_client *kube_agent_client(struct kube_agent *ka);
 
+/*
+ * kube_agent_set_once - a one-shot run (agent --once): no later cycle will come, so the
+ * conditions' heartbeat is due at the first publish instead of at a jittered point of the
+ * first agent.heartbeat. Accepts NULL.
+ */
+void kube_agent_set_once(struct kube_agent *ka);
+
 /* kube_agent_free - accepts NULL. */
 void kube_agent_free(struct kube_agent *ka);
 
@@ -56,11 +63,13 @@ int kube_agent_cycle(struct kube_agent *ka, struct cz_ctx *ctx, const char *cons
 /*
  * kube_agent_publish - the condition PATCH, its one entry point: kube_agent_cycle calls it each
  * check_interval, and agent/trigger.h for a condition whose evidence just appeared. With
- * agent.set_conditions only (0 for NULL or set_conditions off): reads this node, removes our
- * conditions whose <check>.condition is false (strategic-merge "$patch: delete" by type: no
- * other type is touched), patches one condition per enabled result in @checks/@res (@n; only
- * checks that ran: never a False before a check), and posts an Event per status flip. One line
- * into @out. Returns 0 or -errno (logged).
+ * agent.set_conditions only (0 for NULL or set_conditions off): reads this node when it is not
+ * known (the start, after a 409 or a failed write: the PATCH's answer is the node otherwise),
+ * removes our conditions whose <check>.condition is false (strategic-merge "$patch: delete" by
+ * type: no other type is touched), and when a result says something the node does not have or
+ * agent.heartbeat is due (condition/condwrite.h) patches one condition per enabled result in
+ * @checks/@res (@n; only checks that ran: never a False before a check) and posts an Event per
+ * status flip, aggregated (kube/event.h). One line into @out. Returns 0 or -errno (logged).
  */
 int kube_agent_publish(struct kube_agent *ka, const char *const checks[],
 		       const struct npd_result res[], size_t n, char *out, size_t size);

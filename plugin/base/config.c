@@ -102,6 +102,7 @@ static const struct key_def keys[] = {
 	K("systemd", "bus", T_STR, systemd.bus),
 	K("agent", "check_interval", T_DUR_POS, agent.check_interval_ms),
 	K("agent", "set_conditions", T_BOOL, agent.set_conditions),
+	K("agent", "heartbeat", T_DUR_POS, agent.heartbeat_ms),
 	K("agent", "metrics_textfile", T_STR, agent.metrics_textfile),
 	K("agent", "kmsg", T_STR, agent.kmsg),
 	K("agent", "remediate", T_BOOL, agent.remediate),
@@ -135,7 +136,7 @@ static const struct key_def keys[] = {
 
 /*
  * Bounds of the durations that make sense (an unbounded value would be taken as it is:
- * cpu.inline_window 25h under NPD's 10 s timeout, agent.check_interval 1ms). For a T_DUR key 0
+ * cpu.inline_window 25h under NPD's timeout, agent.check_interval 1ms). For a T_DUR key 0
  * keeps its meaning (off, or no limit) and the bounds hold for every other value.
  */
 static const struct key_bound {
@@ -147,9 +148,9 @@ static const struct key_bound {
 	{ "memcg", "census_interval", 1000, 24 * 3600 * 1000ull, NULL },
 	{ "cpu", "interval", 10, 60 * 1000, NULL },
 	{ "cpu", "min_burst", 1, 24 * 3600 * 1000ull, NULL },
-	/* the check samples this long itself: NPD kills it at the 10 s timeout of its config
-	 * (config/npd/cpuzombie-cpu.json), exec and reads around the window included */
-	{ "cpu", "inline_window", 0, 8000, "sampled inside the check, under NPD's 10s timeout" },
+	/* the check samples this long itself: NPD kills it at the timeout of its config (4 s
+	 * in config/npd/cpuzombie-cpu.json), exec and reads around the window included */
+	{ "cpu", "inline_window", 0, 8000, "sampled inside the check, under NPD's timeout" },
 	/* each statistics read holds RTNL (ena.h) */
 	{ "ena", "min_read_interval", 1000, 3600 * 1000, "each statistics read holds RTNL" },
 	{ "kubernetes", "timeout", 100, 10 * 60 * 1000, NULL },
@@ -158,6 +159,7 @@ static const struct key_bound {
 	{ "cpu", "recover_after", 1000, 7 * 24 * 3600 * 1000ull, NULL },
 	{ "ena", "recover_after", 1000, 7 * 24 * 3600 * 1000ull, NULL },
 	{ "agent", "check_interval", 100, 24 * 3600 * 1000ull, "every check runs each interval" },
+	{ "agent", "heartbeat", 1000, 24 * 3600 * 1000ull, NULL },
 	{ "remediation", "breaker_window", 60 * 1000, 30 * 24 * 3600 * 1000ull, NULL },
 	{ "remediation", "drain_gap", 1000, 7 * 24 * 3600 * 1000ull, NULL },
 };
@@ -274,6 +276,7 @@ void config_defaults(struct cz_config *cfg)
 	cfg->kubernetes.timeout_ms = 10000;
 	snprintf(cfg->systemd.bus, sizeof(cfg->systemd.bus), "system");
 	cfg->agent.check_interval_ms = 30000;
+	cfg->agent.heartbeat_ms = 5 * 60 * 1000;
 	snprintf(cfg->agent.kmsg, sizeof(cfg->agent.kmsg), "/dev/kmsg");
 	cfg->agent.remediate = true;
 	cfg->remediation.mode = CZ_REMEDIATE_OFF;

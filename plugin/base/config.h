@@ -107,6 +107,7 @@ struct cz_config {
 	struct {
 		uint64_t check_interval_ms;	/* 30s */
 		bool set_conditions;		/* false */
+		uint64_t heartbeat_ms;		/* 5m: an unchanged condition is rewritten */
 		char metrics_textfile[CZ_PATH_MAX]; /* "" = off */
 		char kmsg[CZ_PATH_MAX];		/* "/dev/kmsg"; "" = do not follow the kernel log */
 		bool remediate;			/* true: the agent remediates its own node; false:

@@ -22,6 +22,16 @@ const struct cond_def *conditions_for_check(const char *check)
 	return NULL;
 }
 
+const struct cond_def *conditions_nth(size_t i)
+{
+	return i < ARRAY_SIZE(defs) ? &defs[i] : NULL;
+}
+
+const char *conditions_reason(const struct cond_def *d, enum npd_status s)
+{
+	return s == NPD_PROBLEM ? d->reason_true : d->reason_false;
+}
+
 uint64_t conditions_recover_after(const struct cz_config *cfg, const char *check)
 {
 	return streq(check, "memcg") ? cfg->memcg.recover_after_ms :
@@ -118,8 +128,8 @@ int conditions_build_patch(json_object *node, const struct cond_input in[], size
 		old_tt = kube_get_str(old, "lastTransitionTime", NULL);
 		json_object_object_add(c, "type", json_object_new_string(d->type));
 		json_object_object_add(c, "status", json_object_new_string(st));
-		json_object_object_add(c, "reason", json_object_new_string(
-			in[i].status == NPD_PROBLEM ? d->reason_true : d->reason_false));
+		json_object_object_add(c, "reason",
+				       json_object_new_string(conditions_reason(d, in[i].status)));
 		json_object_object_add(c, "message", json_object_new_string(textsafe(
 			TEXTSAFE_TEXT, in[i].message, msg, sizeof(msg)))); /* kubectl prints it */
 		json_object_object_add(c, "lastHeartbeatTime", json_object_new_string(now));

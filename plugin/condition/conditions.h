@@ -26,6 +26,12 @@ struct cond_def {
 /* conditions_for_check - the condition of check @check, or NULL (ena-allowance is an event). */
 const struct cond_def *conditions_for_check(const char *check);
 
+/* conditions_nth - our @i-th condition type (0, 1, 2), or NULL past the last. */
+const struct cond_def *conditions_nth(size_t i);
+
+/* conditions_reason - the reason a condition of @d with status @s carries. */
+const char *conditions_reason(const struct cond_def *d, enum npd_status s);
+
 /* A result to publish. */
 struct cond_input {
 	const struct cond_def *def;

@@ -5,7 +5,9 @@ it starts the control plane inside a run it can stop from a signal."""
 import contextlib
 import os
 import shutil
+import subprocess
 import sys
+import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "e2e"))
@@ -27,3 +29,15 @@ def control_plane(tmp):
             kube.stop()  # the fault proxy, then the fixtures
         cp.stop()
         shutil.rmtree(tmp, ignore_errors=True)
+
+
+def start_agent(args, run_dir):
+    """`cpuzombie ... agent` (@args) started, once its sampler wrote its heartbeat in
+    @run_dir; stderr is a pipe. RuntimeError when it exits or writes none within 15 s."""
+    p = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 15
+    while not os.path.exists(os.path.join(run_dir, "cpu-heartbeat")):
+        if p.poll() is not None or time.monotonic() > deadline:
+            raise RuntimeError("agent did not start: " + (p.communicate()[1] or ""))
+        time.sleep(0.05)
+    return p

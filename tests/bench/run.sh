@@ -8,6 +8,7 @@
 #                          BENCH_DRAIN_PODS (10,50), BENCH_DRAIN_REPS (3),
 #                          BENCH_LATENCY_REPS (3), BENCH_WATCH_SIZES (1000,5000,10000),
 #                          BENCH_WATCH_SECONDS (45), BENCH_LATENCY_NPD_REPS (1),
+#                          BENCH_WRITES_SECONDS (660),
 #                          BENCH_MEMORY_BASELINE (a binary to compare with), BENCH_MEMORY_SECONDS,
 #                          BENCH_ONLY (e.g. "bench_checks.py": only these parts)
 set -u
@@ -30,7 +31,7 @@ echo "CPU = user + kernel time from the kernel's accounting; every figure a medi
 echo "(range = min-max of the batch means), every ratio measured in this run."
 rc=0
 start=$(date +%s)
-for b in ${BENCH_ONLY:-bench_checks.py bench_agent.py bench_scale.py bench_profile.py bench_flame.py bench_census.py bench_fleet.py bench_watch.py bench_drain.py bench_latency.py bench_latency_peek.py bench_memory.py bench_zbudget.py}; do
+for b in ${BENCH_ONLY:-bench_checks.py bench_agent.py bench_scale.py bench_profile.py bench_flame.py bench_census.py bench_fleet.py bench_watch.py bench_drain.py bench_latency.py bench_agent_writes.py bench_latency_peek.py bench_memory.py bench_zbudget.py}; do
 	t0=$(date +%s)
 	case $b in
 	bench_checks.py) echo; echo "## Per invocation: every check vs the exec floor and naive plugins" ;;
@@ -43,6 +44,7 @@ for b in ${BENCH_ONLY:-bench_checks.py bench_agent.py bench_scale.py bench_profi
 	bench_watch.py) echo; echo "## The remediator's steady state: polling vs watching vs client-go's informer" ;;
 	bench_drain.py) echo; echo "## Drain: cpuzombie vs kubectl drain on the real control plane" ;;
 	bench_latency.py) echo; echo "## Condition latency: burst start to CPUCoreSaturation True (agent vs NPD)" ;;
+	bench_agent_writes.py) echo; echo "## API cost per node: the agent's writes and reads vs NPD's exporter and kubelet" ;;
 	bench_latency_peek.py) echo; echo "## The cost of the mid-burst links (profile so far, NIC IRQs)" ;;
 	bench_memory.py) echo; echo "## The agent's idle memory: VmRSS by configuration, mapping and CPU count" ;;
 	bench_zbudget.py) echo; echo "## NPD CPU budget (from the per-exec costs above)" ;;

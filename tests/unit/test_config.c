@@ -58,6 +58,7 @@ static void test_defaults(void **state)
 	assert_true(config_strlist_has(&c.ena.reset_counters, "suspected_poll_starvation"));
 	assert_true(config_strlist_has(&c.ena.allowance_counters, "pps_allowance_exceeded"));
 	assert_true(c.agent.check_interval_ms == 30000);
+	assert_true(c.agent.heartbeat_ms == 5 * 60 * 1000);
 	assert_false(c.agent.set_conditions);
 	assert_int_equal(c.remediation.mode, CZ_REMEDIATE_OFF);
 	assert_string_equal(c.remediation.max_unavailable, "1");
@@ -91,6 +92,7 @@ static void test_good_full(void **state)
 	assert_string_equal(c.kubernetes.node_name, "ip-10-0-0-1.ec2.internal");
 	assert_string_equal(c.systemd.bus, "unix:path=/run/systemd/private");
 	assert_true(c.agent.set_conditions);
+	assert_true(c.agent.heartbeat_ms == 90000);
 	assert_int_equal(c.remediation.mode, CZ_REMEDIATE_DRAIN);
 	assert_string_equal(c.remediation.max_unavailable, "10%");
 	assert_true(c.remediation.uncordon_after_ms == 3600000);
