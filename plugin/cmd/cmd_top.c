@@ -26,7 +26,7 @@
 #include "base/log.h"
 #include "base/state.h"
 #include "base/util.h"
-#include "cpu/check_cpu.h"
+#include "cpu/cpu_sampler.h"
 #include "ena/check_ena.h"
 #include "memcg/check_memcg.h"
 #include "cpu/cpustat.h"

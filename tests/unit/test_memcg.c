@@ -5,6 +5,7 @@
 
 #include "testutil.h"
 #include "memcg/check_memcg.h"
+#include "memcg/memcg_root.h"
 #include "check/cz.h"
 #include "memcg/memcg.h"
 #include "base/util.h"
