@@ -5,13 +5,11 @@
  */
 #include <errno.h>
 
+#include "node/check_run.h"
 #include "node/checks.h"
 #include "cmd/cmd.h"
 #include "base/log.h"
 #include "base/npd.h"
-#include "base/util.h"
-#include "condition/conditions.h"
-#include "condition/recover_store.h"
 
 int cmd_check(struct cz_ctx *ctx, const struct cmd_opts *o)
 {
@@ -27,18 +25,8 @@ int cmd_check(struct cz_ctx *ctx, const struct cmd_opts *o)
 		npd_set(&res, NPD_UNKNOWN, "unknown check '%.32s'", o->argv[0]);
 		return npd_emit(&res, o->max_output, stdout);
 	}
-	c->run(ctx, &res);
-	/* a condition clears only after recover_after of OK checks (condition/recover.h) */
-	if (conditions_for_check(c->name)) {
-		int r = recover_store_apply(ctx->cfg.paths.state, c->name,
-					    conditions_recover_after(&ctx->cfg, c->name),
-					    now_realtime_ms(), &res);
-
-		if (r < 0)
-			log_warning_errno(r,
-					  "Failed to keep %s's recover_after state: %m, ignoring",
-					  c->name);
-	}
+	/* as the agent runs it: a condition clears only after recover_after of OK checks */
+	check_run(ctx, c, NULL, &res);
 	log_debug("check %s: %s: %s", c->name, npd_status_name(res.status), res.msg);
 	return npd_emit(&res, o->max_output, stdout);
 }

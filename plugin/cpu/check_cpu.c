@@ -61,13 +61,12 @@ void cpu_seen_free(struct cpu_seen *s)
 }
 
 /* Soft lockups the kernel logged (the agent's kernel-event log) as bursts on their CPU; the log
- * read is left in ctx->cpu_seen for the agent's node model. */
-static size_t add_lockups(struct cz_ctx *ctx, struct burst_event *ev, size_t n, char *note,
-			  size_t size)
+ * read is left in @seen (NULL: nobody wants it) for the agent's node model. */
+static size_t add_lockups(struct cz_ctx *ctx, struct cpu_seen *seen, struct burst_event *ev,
+			  size_t n, char *note, size_t size)
 {
 	const struct cz_config *cfg = &ctx->cfg;
 	_cleanup_free_ struct kevents *k = calloc(1, sizeof(*k));
-	struct cpu_seen *seen = ctx->cpu_seen;
 	uint64_t now = now_realtime_ms();
 	size_t added = 0;
 	int rc = k ? kevents_state_read(cfg->paths.run, &kevents_state, k) : -ENOMEM;
@@ -178,7 +177,7 @@ static int recent_bursts(const struct cz_config *cfg, struct burst_event *ev, si
 	return NPD_OK;
 }
 
-int check_cpu(struct cz_ctx *ctx, struct npd_result *res)
+int check_cpu(struct cz_ctx *ctx, const struct check_seen *cs, struct npd_result *res)
 {
 	_cleanup_free_ struct burst_event *ev = calloc(EVENTS_MAX, sizeof(*ev));
 	_cleanup_free_ struct heartbeat *hb = calloc(1, sizeof(*hb));
@@ -213,7 +212,7 @@ int check_cpu(struct cz_ctx *ctx, struct npd_result *res)
 		}
 		if (ongoing) /* the links above are the ones known so far */
 			snprintf(note, sizeof(note), "burst ongoing");
-		n = add_lockups(ctx, ev, n, note, sizeof(note));
+		n = add_lockups(ctx, cs ? cs->cpu : NULL, ev, n, note, sizeof(note));
 		return cpu_verdict(ev, n, cfg, note, res);
 	}
 	if (cfg->cpu.inline_window_ms == 0 || cfg->cpu.inline_window_ms < cfg->cpu.min_burst_ms)
@@ -230,6 +229,6 @@ int check_cpu(struct cz_ctx *ctx, struct npd_result *res)
 		return r;
 	snprintf(note, sizeof(note), "inline %s: %s%s",
 		 format_duration(cfg->cpu.inline_window_ms, d, sizeof(d)), stale, unread);
-	n = add_lockups(ctx, ev, n, note, sizeof(note));
+	n = add_lockups(ctx, cs ? cs->cpu : NULL, ev, n, note, sizeof(note));
 	return cpu_verdict(ev, n, cfg, note, res);
 }

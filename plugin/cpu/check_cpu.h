@@ -18,10 +18,10 @@
 struct kevents; /* klog/kevents.h */
 
 /*
- * What check cpu leaves for the agent's node model (ctx->cpu_seen), so the metrics do not read
- * it again: the kernel-event log it read for the soft lockups (@set; @kev NULL when there is no
- * log, as report_load_kevents() leaves it). @set stays false when it did not read it (or ran
- * out of memory): the node model reads it then. The model takes @kev (node_take_kevents).
+ * What check cpu leaves for the agent's node model (check_seen's cpu, check/cz.h), so the metrics
+ * do not read it again: the kernel-event log it read for the soft lockups (@set; @kev NULL when
+ * there is no log, as report_load_kevents() leaves it). @set stays false when it did not read it
+ * (or ran out of memory): the node model reads it then. The model takes @kev (node_take_kevents).
  */
 struct cpu_seen {
 	bool set;
@@ -32,6 +32,6 @@ struct cpu_seen {
 void cpu_seen_free(struct cpu_seen *s);
 
 /* check_cpu - `check cpu`, the row of node/checks.c: a core saturated in cpu.lookback. */
-int check_cpu(struct cz_ctx *ctx, struct npd_result *res);
+int check_cpu(struct cz_ctx *ctx, const struct check_seen *cs, struct npd_result *res);
 
 #endif

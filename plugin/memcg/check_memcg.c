@@ -141,7 +141,7 @@ static void seen_growth(struct memcg_seen *s, const struct memcg_history *h, uin
 }
 
 /* Growth from the stored history; state trouble only costs us the growth figure. */
-static void update_history(struct cz_ctx *ctx, struct memcg_reading *r)
+static void update_history(struct cz_ctx *ctx, struct memcg_reading *r, struct memcg_seen *seen)
 {
 	_cleanup_(state_end) struct state_txn txn = STATE_TXN_INIT_FLAGS(ctx->state_flags);
 	const char *dir = ctx->cfg.paths.state;
@@ -157,7 +157,7 @@ static void update_history(struct cz_ctx *ctx, struct memcg_reading *r)
 	}
 	r->has_growth = memcg_history_growth(&h, now, r->dying, &r->growth_per_hour);
 	if (!memcg_history_add(&h, now, r->dying) && st == STATE_LOADED) {
-		seen_growth(ctx->memcg_seen, &h, now); /* nothing new to keep: no write, no fsync */
+		seen_growth(seen, &h, now); /* nothing new to keep: no write, no fsync */
 		return;
 	}
 	e = memcg_history_state_commit(&txn, &h);
@@ -165,7 +165,7 @@ static void update_history(struct cz_ctx *ctx, struct memcg_reading *r)
 		log_warning_errno(e, "Failed to save state '%s/%s': %m, ignoring", dir,
 				  STATE_MEMCG);
 	else
-		seen_growth(ctx->memcg_seen, &h, now);
+		seen_growth(seen, &h, now);
 }
 
 static void read_extras(struct cz_ctx *ctx, struct memcg_reading *r)
@@ -238,9 +238,9 @@ static int census_hint(struct cz_ctx *ctx, struct memcg_reading *r)
 	return 0;
 }
 
-int check_memcg(struct cz_ctx *ctx, struct npd_result *res)
+int check_memcg(struct cz_ctx *ctx, const struct check_seen *cs, struct npd_result *res)
 {
-	struct memcg_seen *seen = ctx->memcg_seen;
+	struct memcg_seen *seen = cs ? cs->memcg : NULL;
 	struct memcg_reading r;
 	int e = memcg_read(ctx, &r, res);
 
@@ -253,7 +253,7 @@ int check_memcg(struct cz_ctx *ctx, struct npd_result *res)
 	}
 	if (e != NPD_OK)
 		return e;
-	update_history(ctx, &r);
+	update_history(ctx, &r, seen);
 	if (seen && !seen->history)
 		seen->read = false; /* state trouble: what the file holds is not known here */
 	e = memcg_verdict(&r, &ctx->cfg, res);

@@ -17,11 +17,11 @@
 int memcg_read(struct cz_ctx *ctx, struct memcg_reading *r, struct npd_result *res);
 
 /*
- * What check memcg leaves for the agent's node model (ctx->memcg_seen), so the metrics do not
- * read the hierarchy again: @read when it did; @rc and @msg as memcg_read() answered, @reading as
- * memcg_read() left it, with the growth from the history the state file holds after the check
- * (at the check's time). @read stays false when the check could not tell what the file holds
- * (state trouble): the node model reads again then.
+ * What check memcg leaves for the agent's node model (check_seen's memcg, check/cz.h), so the
+ * metrics do not read the hierarchy again: @read when it did; @rc and @msg as memcg_read()
+ * answered, @reading as memcg_read() left it, with the growth from the history the state file holds
+ * after the check (at the check's time). @read stays false when the check could not tell what the
+ * file holds (state trouble): the node model reads again then.
  */
 struct memcg_seen {
 	bool read;
@@ -32,6 +32,6 @@ struct memcg_seen {
 };
 
 /* check_memcg - `check memcg`: dying memcgs against live ones (the node/checks.c row). */
-int check_memcg(struct cz_ctx *ctx, struct npd_result *res);
+int check_memcg(struct cz_ctx *ctx, const struct check_seen *cs, struct npd_result *res);
 
 #endif
