@@ -11,7 +11,18 @@
 #include "base/log.h"
 #include "base/npd.h"
 
-int cmd_check(struct cz_ctx *ctx, const struct cmd_opts *o)
+const char cmd_check_usage[] =
+	"check memcg|cpu|ena|ena-allowance\n"
+	"    Run one NPD custom-plugin check: one line on stdout; exit 0 OK, 1 problem,\n"
+	"    2 unknown (we could not tell).\n";
+
+struct check_opts {
+	size_t max_output; /* --max-output, bytes of the line */
+	int argc;	   /* the words after the options: the check's name */
+	char **argv;
+};
+
+static int check_main(struct cz_ctx *ctx, const struct check_opts *o)
 {
 	struct npd_result res = { .status = NPD_UNKNOWN };
 	const struct check_def *c;
@@ -29,4 +40,19 @@ int cmd_check(struct cz_ctx *ctx, const struct cmd_opts *o)
 	check_run(ctx, c, NULL, &res);
 	log_debug("check %s: %s: %s", c->name, npd_status_name(res.status), res.msg);
 	return npd_emit(&res, o->max_output, stdout);
+}
+
+int cmd_check(int argc, char **argv, struct cmd_env *env)
+{
+	static const struct option options[] = { CMD_COMMON_OPTIONS };
+	struct check_opts o = { 0 };
+	int r;
+
+	env->npd_line = true; /* NPD shows only stdout: every failure is one line there too */
+	r = cmd_getopt(env, argc, argv, CMD_COMMON_SHORT, options);
+	r = cmd_args(env, r, argc, argv, cmd_check_usage, &o.argc, &o.argv);
+	if (r != CMD_RUN)
+		return r;
+	o.max_output = env->max_output ? (size_t)env->max_output : NPD_DEFAULT_MAX_OUTPUT;
+	return check_main(&env->ctx, &o);
 }

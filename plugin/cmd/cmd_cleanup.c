@@ -16,6 +16,18 @@
 #include "remediator/remediator.h"
 #include "cmd/cmd.h"
 
+const char cmd_cleanup_usage[] =
+	"cleanup\n"
+	"    Remove cpuzombie's condition types (not set False), its cpuzombie.io/ annotations\n"
+	"    and taints from every node, and its Leases (remediation.lease_namespace, the\n"
+	"    leader's); nothing of anyone else's. The chart's uninstall hook runs it.\n";
+
+/* The options of `cleanup` (cmd_cleanup), and the words after them. */
+struct cleanup_opts {
+	int argc;
+	char **argv;
+};
+
 #define SA_NAMESPACE "/var/run/secrets/kubernetes.io/serviceaccount/namespace"
 
 /* remediation.leader_namespace, else this pod's namespace, else cpuzombie (as the remediator) */
@@ -36,7 +48,7 @@ static void leader_namespace(const struct cz_config *cfg, char *buf, size_t size
 						    sizeof(text)) > 0 ? text : NULL, buf, size);
 }
 
-int cmd_cleanup(struct cz_ctx *ctx, const struct cmd_opts *o)
+static int cleanup_main(struct cz_ctx *ctx, const struct cleanup_opts *o)
 {
 	struct kube_client *kc = NULL;
 	struct cleanup_stats st;
@@ -66,4 +78,17 @@ int cmd_cleanup(struct cz_ctx *ctx, const struct cmd_opts *o)
 	       "deleted (%s, %s); %zu hand-off locks released\n", st.nodes, st.conditions,
 	       st.marks, st.leases, ctx->cfg.remediation.lease_namespace, ns, st.locks);
 	return CZ_EXIT_OK;
+}
+
+int cmd_cleanup(int argc, char **argv, struct cmd_env *env)
+{
+	static const struct option options[] = { CMD_COMMON_OPTIONS };
+	struct cleanup_opts o = { 0 };
+	int r;
+
+	r = cmd_getopt(env, argc, argv, CMD_COMMON_SHORT, options);
+	r = cmd_args(env, r, argc, argv, cmd_cleanup_usage, &o.argc, &o.argv);
+	if (r != CMD_RUN)
+		return r;
+	return cleanup_main(&env->ctx, &o);
 }

@@ -50,9 +50,11 @@ int check_run(struct cz_ctx *ctx, const struct check_def *c, struct check_run_se
 	if (!cond)
 		return res->status;
 	r = recover_store_apply(ctx->cfg.paths.state, c->name,
-				conditions_recover_after(&ctx->cfg, c->name), now_realtime_ms(), res);
+				conditions_recover_after(&ctx->cfg, c->name), now_realtime_ms(),
+				res);
 	if (r < 0)
-		log_warning_errno(r, "Failed to keep %s's recover_after state in '%s': %m, ignoring",
+		log_warning_errno(r,
+				  "Failed to keep %s's recover_after state in '%s': %m, ignoring",
 				  c->name, ctx->cfg.paths.state);
 	if (seen && seen->recovery_on)
 		keep_recovery(ctx, cond, c->name, &seen->recovery);

@@ -25,11 +25,12 @@
  * once; check_run_seen_begin() before each cycle, check_run_seen_free() after it.
  */
 struct check_run_seen {
-	struct memcg_seen memcg;	/* check memcg's reading (node_take_memcg) */
-	struct ena_seen ena;		/* check ena's and ena-allowance's state (node_take_ena) */
-	struct cpu_seen cpu;		/* the kernel-event log check cpu read (node_take_kevents) */
-	bool recovery_on;		/* keep @recovery (the agent's metrics are on) */
-	struct report_recovery recovery; /* each condition's state as stepped (node_take_recovery) */
+	struct memcg_seen memcg; /* check memcg's reading (node_take_memcg) */
+	struct ena_seen ena;	 /* check ena's and ena-allowance's state (node_take_ena) */
+	struct cpu_seen cpu;	 /* the kernel-event log check cpu read (node_take_kevents) */
+	bool recovery_on;	 /* keep @recovery (the agent's metrics are on) */
+	/* each condition's state as the run stepped it (node_take_recovery) */
+	struct report_recovery recovery;
 };
 
 /* check_run_seen_begin - empty @s for a new cycle; @recovery_on: keep the conditions' states. */
