@@ -145,6 +145,7 @@ static int load_config(struct cmd_env *env)
 int cmd_args(struct cmd_env *env, int r, int argc, char **argv, const char *usage,
 	     int *ret_argc, char ***ret_argv)
 {
+	env->getopt_argv = NULL; /* the parse is over: another one starts afresh */
 	if (r < 0)
 		return cmd_fail(env);
 	if (env->help) {
