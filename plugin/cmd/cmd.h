@@ -105,6 +105,11 @@ int cmd_error(struct cmd_env *env, const char *fmt, ...) __attribute__((format(p
 int cmd_args(struct cmd_env *env, int r, int argc, char **argv, const char *usage,
 	     int *ret_argc, char ***ret_argv);
 
+/* cmd_args_common - the whole parse of a subcommand that has no options of its own: the common
+ * ones (cmd_getopt), then cmd_args(). */
+int cmd_args_common(struct cmd_env *env, int argc, char **argv, const char *usage,
+		    int *ret_argc, char ***ret_argv);
+
 /* cmd_fail - a subcommand that cannot start: for `check`, env->err as its one NPD line. Returns
  * the exit code (CZ_EXIT_ERROR, or NPD's Unknown, also 2). */
 int cmd_fail(struct cmd_env *env);

@@ -44,13 +44,11 @@ static int check_main(struct cz_ctx *ctx, const struct check_opts *o)
 
 int cmd_check(int argc, char **argv, struct cmd_env *env)
 {
-	static const struct option options[] = { CMD_COMMON_OPTIONS };
 	struct check_opts o = { 0 };
 	int r;
 
 	env->npd_line = true; /* NPD shows only stdout: every failure is one line there too */
-	r = cmd_getopt(env, argc, argv, CMD_COMMON_SHORT, options);
-	r = cmd_args(env, r, argc, argv, cmd_check_usage, &o.argc, &o.argv);
+	r = cmd_args_common(env, argc, argv, cmd_check_usage, &o.argc, &o.argv);
 	if (r != CMD_RUN)
 		return r;
 	o.max_output = env->max_output ? (size_t)env->max_output : NPD_DEFAULT_MAX_OUTPUT;

@@ -82,12 +82,10 @@ static int cleanup_main(struct cz_ctx *ctx, const struct cleanup_opts *o)
 
 int cmd_cleanup(int argc, char **argv, struct cmd_env *env)
 {
-	static const struct option options[] = { CMD_COMMON_OPTIONS };
 	struct cleanup_opts o = { 0 };
 	int r;
 
-	r = cmd_getopt(env, argc, argv, CMD_COMMON_SHORT, options);
-	r = cmd_args(env, r, argc, argv, cmd_cleanup_usage, &o.argc, &o.argv);
+	r = cmd_args_common(env, argc, argv, cmd_cleanup_usage, &o.argc, &o.argv);
 	if (r != CMD_RUN)
 		return r;
 	return cleanup_main(&env->ctx, &o);

@@ -166,3 +166,12 @@ int cmd_args(struct cmd_env *env, int r, int argc, char **argv, const char *usag
 	env->hf_open = true;
 	return CMD_RUN;
 }
+
+int cmd_args_common(struct cmd_env *env, int argc, char **argv, const char *usage,
+		    int *ret_argc, char ***ret_argv)
+{
+	static const struct option options[] = { CMD_COMMON_OPTIONS };
+	int r = cmd_getopt(env, argc, argv, CMD_COMMON_SHORT, options);
+
+	return cmd_args(env, r, argc, argv, usage, ret_argc, ret_argv);
+}

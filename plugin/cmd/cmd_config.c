@@ -32,12 +32,10 @@ static int config_main(struct cz_ctx *ctx, const struct config_opts *o)
 
 int cmd_config(int argc, char **argv, struct cmd_env *env)
 {
-	static const struct option options[] = { CMD_COMMON_OPTIONS };
 	struct config_opts o = { 0 };
 	int r;
 
-	r = cmd_getopt(env, argc, argv, CMD_COMMON_SHORT, options);
-	r = cmd_args(env, r, argc, argv, cmd_config_usage, &o.argc, &o.argv);
+	r = cmd_args_common(env, argc, argv, cmd_config_usage, &o.argc, &o.argv);
 	if (r != CMD_RUN)
 		return r;
 	o.config_path = env->config_path;

@@ -262,12 +262,10 @@ static int ena_diff_main(struct cz_ctx *ctx, const struct ena_diff_opts *o)
 
 int cmd_ena_diff(int argc, char **argv, struct cmd_env *env)
 {
-	static const struct option options[] = { CMD_COMMON_OPTIONS };
 	struct ena_diff_opts o = { 0 };
 	int r;
 
-	r = cmd_getopt(env, argc, argv, CMD_COMMON_SHORT, options);
-	r = cmd_args(env, r, argc, argv, cmd_ena_diff_usage, &o.argc, &o.argv);
+	r = cmd_args_common(env, argc, argv, cmd_ena_diff_usage, &o.argc, &o.argv);
 	if (r != CMD_RUN)
 		return r;
 	return ena_diff_main(&env->ctx, &o);

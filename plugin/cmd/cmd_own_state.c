@@ -95,12 +95,10 @@ static int own_state_main(struct cz_ctx *ctx, const struct own_state_opts *o)
 
 int cmd_own_state(int argc, char **argv, struct cmd_env *env)
 {
-	static const struct option options[] = { CMD_COMMON_OPTIONS };
 	struct own_state_opts o = { 0 };
 	int r;
 
-	r = cmd_getopt(env, argc, argv, CMD_COMMON_SHORT, options);
-	r = cmd_args(env, r, argc, argv, cmd_own_state_usage, &o.argc, &o.argv);
+	r = cmd_args_common(env, argc, argv, cmd_own_state_usage, &o.argc, &o.argv);
 	if (r != CMD_RUN)
 		return r;
 	return own_state_main(&env->ctx, &o);
