@@ -12,8 +12,6 @@
 #include "cmd/cmd.h"
 #ifndef CZ_CHECK_BINARY
 #include "agent/census_bpf.h"
-#include "agent/census_publish.h"
-#include "host/systemd.h"
 #endif
 #include "base/log.h"
 #include "base/util.h"
