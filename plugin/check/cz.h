@@ -4,10 +4,10 @@
 
 /*
  * What every check (and every subcommand) receives: the effective config (file, then
- * command-line overrides) and the opened host roots. Built once by main.c. The subcommands are
- * declared
- * in cmd/cmd.h; each check's I/O edge, which the report and the agent share, in its domain's
- * check_X.h; the table of checks in node/checks.h.
+ * command-line overrides) and the opened host roots, built once per run by cmd/cmd_common.c's
+ * cmd_args(). The subcommands are declared in cmd/cmd.h; each check's I/O edge, which the
+ * report and the agent share, in its domain's check_X.h; the table of checks and its runner in
+ * node/checks.h and node/check_run.h.
  */
 
 #include <stdbool.h>
