@@ -94,7 +94,7 @@ HDRS := $(wildcard plugin/*/*.h)
 # host/'s one libsystemd file (its pure half, systemd_restarts.c, stays offline).
 CHECK_ROOMS := base host check condition klog cpu memcg ena node view
 ONLINE_ROOMS := kube remediator agent fleet
-CMD_OFFLINE := check config ena_diff explain flame report top
+CMD_OFFLINE := check common config ena_diff explain flame report top
 CMD_ONLINE := $(filter-out $(CMD_OFFLINE:%=plugin/cmd/cmd_%.c),$(wildcard plugin/cmd/cmd_*.c))
 ONLINE_SRCS := $(foreach r,$(ONLINE_ROOMS),$(wildcard plugin/$(r)/*.c)) $(CMD_ONLINE) \
 	plugin/host/systemd.c

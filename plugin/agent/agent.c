@@ -11,7 +11,7 @@
 #include "agent/tiers.h"
 #include "agent/trigger.h"
 #include "agent/kmsg_follow.h"
-#include "cpu/check_cpu.h"
+#include "cpu/cpu_sampler.h"
 #include "cpu/sampler.h"
 #include "base/fileio.h"
 #include "base/log.h"

@@ -16,6 +16,7 @@
 #include "agent/census_publish.h"
 #include "agent/reclaimer.h"
 #include "agent/trigger.h"
+#include "node/check_run.h"
 #include "node/node.h"
 #include "node/report.h"
 #include "base/util.h"
@@ -32,10 +33,7 @@ struct periodic {
 	struct pods_publisher pods;	/* this node's pods by UID, for the memcg subtree */
 	struct census_publisher census;	/* the zombie census, every memcg.census_interval */
 	int last[MAX_RESULTS];		/* previous status per check, -1 before the first */
-	struct memcg_seen seen_memcg;	/* what this cycle's checks read, for the model */
-	struct ena_seen seen_ena;
-	struct cpu_seen seen_cpu;
-	struct report_recovery seen_recovery; /* the conditions' states, when metrics are on */
+	struct check_run_seen seen;	/* what this cycle's checks read, for its model */
 	pthread_t thread;
 	bool started;
 	atomic_bool stop, done;
@@ -79,7 +77,7 @@ int periodic_new(struct cz_ctx *ctx, bool once, struct periodic **ret)
  * times the hierarchy this cycle's check memcg read, when it did. */
 static void canary(struct periodic *p, struct report *r)
 {
-	const struct memcg_seen *s = &p->seen_memcg;
+	const struct memcg_seen *s = &p->seen.memcg;
 
 	node_read_canary(p->ctx, r, s->read && s->rc == NPD_OK ? &s->reading : NULL);
 	if (r->canary_rc == 0 && r->canary.fresh && r->canary.err == 0 &&
@@ -90,7 +88,7 @@ static void canary(struct periodic *p, struct report *r)
 				(double)r->canary.read_us / 1000.0);
 }
 
-/* The metrics read the model: what this cycle's checks read (p->seen_*), the run dir, the state
+/* The metrics read the model: what this cycle's checks read (p->seen), the run dir, the state
  * the checks keep. After a reclaim (@reclaimed) the dying memcgs are counted again: the node
  * changed under the check's reading. */
 static int metrics(struct periodic *p, struct report *r, bool reclaimed)
@@ -98,15 +96,15 @@ static int metrics(struct periodic *p, struct report *r, bool reclaimed)
 	const struct cz_config *cfg = &p->ctx->cfg;
 	int e;
 
-	(void)node_take_memcg(p->ctx, r, reclaimed ? NULL : &p->seen_memcg);
+	(void)node_take_memcg(p->ctx, r, reclaimed ? NULL : &p->seen.memcg);
 	r->since_ms = r->now_ms > cfg->cpu.lookback_ms ? r->now_ms - cfg->cpu.lookback_ms : 0;
 	e = report_load_run(r, cfg->paths.run, r->now_ms);
 	if (e >= 0)
-		e = node_take_kevents(cfg, r, &p->seen_cpu);
+		e = node_take_kevents(cfg, r, &p->seen.cpu);
 	if (e < 0)
 		return e;
-	node_take_ena(cfg, r, &p->seen_ena);
-	node_take_recovery(cfg, r, &p->seen_recovery);
+	node_take_ena(cfg, r, &p->seen.ena);
+	node_take_recovery(cfg, r, p->seen.recovery_on ? &p->seen.recovery : NULL);
 	node_read_reclaim(cfg, r);
 	e = metrics_write(r, cfg->agent.metrics_textfile);
 	if (e < 0)
@@ -180,19 +178,9 @@ int periodic_cycle(struct periodic *p)
 	if (!p->ka && !p->ctx->cfg.agent.metrics_textfile[0] &&
 	    p->ctx->cfg.remediation.reclaim == CZ_RECLAIM_OFF)
 		return p->kube_err;	/* the units were the only work (NPD runs the checks) */
-	/* the checks leave what they read for the model below: read once per cycle (emptied at
-	 * the end of the last one) */
-	p->seen_memcg.read = false;
-	p->ctx->memcg_seen = &p->seen_memcg;
-	p->ctx->ena_seen = &p->seen_ena;
-	p->ctx->cpu_seen = &p->seen_cpu;
-	p->seen_recovery.n = 0;
-	p->ctx->recovery_seen = p->ctx->cfg.agent.metrics_textfile[0] ? &p->seen_recovery : NULL;
-	n = kube_agent_run_checks(p->ctx, names, res, MAX_RESULTS);
-	p->ctx->memcg_seen = NULL;
-	p->ctx->ena_seen = NULL;
-	p->ctx->cpu_seen = NULL;
-	p->ctx->recovery_seen = NULL;
+	/* the checks leave what they read in p->seen for the model below: read once per cycle */
+	check_run_seen_begin(&p->seen, p->ctx->cfg.agent.metrics_textfile[0] != '\0');
+	n = check_run_conditions(p->ctx, &p->seen, names, res, MAX_RESULTS);
 	census_on_leak(p, names, res, n);
 	log_changes(p, names, res, n);
 	if (p->ka) {
@@ -230,8 +218,7 @@ int periodic_cycle(struct periodic *p)
 	if (p->ctx->cfg.agent.metrics_textfile[0])
 		m = metrics(p, r, *rsum != '\0');
 	report_free(r);
-	ena_seen_free(&p->seen_ena); /* what the metrics did not take */
-	cpu_seen_free(&p->seen_cpu);
+	check_run_seen_free(&p->seen); /* what the metrics did not take */
 	return e < 0 ? e : m;
 }
 
@@ -324,8 +311,7 @@ void periodic_free(struct periodic *p)
 	kube_agent_free(p->ka);
 	pods_publisher_clear(&p->pods);
 	census_publisher_done(&p->census);
-	ena_seen_free(&p->seen_ena);
-	cpu_seen_free(&p->seen_cpu);
+	check_run_seen_free(&p->seen);
 	pthread_cond_destroy(&p->wake);
 	pthread_mutex_destroy(&p->lock);
 	free(p);

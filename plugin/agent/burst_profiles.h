@@ -3,7 +3,7 @@
 #define CZ_BURST_PROFILES_H
 
 /*
- * The agent's glue between the live sampler (cpu/check_cpu.h) and the profiler
+ * The agent's glue between the live sampler (cpu/cpu_sampler.h) and the profiler
  * (agent/profiler.h): a profile starts on a core when a run of hot samples starts there, ends
  * with the run, and is kept only when the run became a burst. A kept profile is written to the
  * run dir as "cpu-profile-<cpu>-<start_ms>.folded" (cpu/history.h), at most cpu.profile_bytes,
@@ -14,7 +14,7 @@
 
 #include <stddef.h>
 
-#include "cpu/check_cpu.h"
+#include "cpu/cpu_sampler.h"
 #include "check/cz.h"
 #include "cpu/history.h"
 

@@ -15,7 +15,7 @@
 #include "base/fileio.h"
 #include "base/log.h"
 #include "base/util.h"
-#include "memcg/check_memcg.h"
+#include "memcg/memcg_root.h"
 #include "memcg/memcg.h"
 
 struct census_seen {

@@ -475,43 +475,6 @@ int kube_agent_cycle(struct kube_agent *ka, struct cz_ctx *ctx, const char *cons
 	return r < 0 ? r : r2;
 }
 
-void kube_agent_recover(struct cz_ctx *ctx, const char *check, struct npd_result *res)
-{
-	int r = recover_store_apply(ctx->cfg.paths.state, check,
-				    conditions_recover_after(&ctx->cfg, check), now_realtime_ms(),
-				    res);
-
-	struct report_recovery *seen = ctx->recovery_seen;
-
-	if (r < 0 && r != -ENOENT)
-		log_warning_errno(r,
-				  "Failed to keep %s's recover_after state in '%s': %m, ignoring",
-				  check, ctx->cfg.paths.state);
-	if (seen && seen->n < REPORT_RECOVER_MAX && conditions_for_check(check)) {
-		/* the state as stepped, for the metrics of this cycle (node_take_recovery) */
-		struct report_recover *c = &seen->c[seen->n++];
-
-		*c = (struct report_recover){ check, conditions_for_check(check)->type, 0, { 0 } };
-		c->rc = recover_store_read(ctx->cfg.paths.state, check, &c->st);
-	}
-}
-
-size_t kube_agent_run_checks(struct cz_ctx *ctx, const char *names[], struct npd_result res[],
-			     size_t max)
-{
-	size_t n = 0;
-
-	for (const struct check_def *c = checks_all(); c->name && n < max; c++) {
-		if (!conditions_for_check(c->name))
-			continue;
-		res[n] = (struct npd_result){ .status = NPD_UNKNOWN };
-		c->run(ctx, &res[n]);
-		kube_agent_recover(ctx, c->name, &res[n]);
-		names[n++] = c->name;
-	}
-	return n;
-}
-
 struct kube_client *kube_agent_client(struct kube_agent *ka)
 {
 	return ka ? ka->kc : NULL;

@@ -74,22 +74,6 @@ int kube_agent_cycle(struct kube_agent *ka, struct cz_ctx *ctx, const char *cons
 int kube_agent_publish(struct kube_agent *ka, const char *const checks[],
 		       const struct npd_result res[], size_t n, char *out, size_t size);
 
-/*
- * kube_agent_run_checks - run every check that maps to a node condition (memcg, cpu, ena), in
- * the registry's order, into @res (at most @max); @names[i] is the check of @res[i]. Returns
- * how many ran.
- */
-size_t kube_agent_run_checks(struct cz_ctx *ctx, const char *names[], struct npd_result res[],
-			     size_t max);
-
-/*
- * kube_agent_recover - check @check's result @res through its recover_after hysteresis
- * (condition/recover.h; the state dir's recover-<check>, shared with NPD's `check` runs): a
- * condition that was True stays True until the check has said OK for recover_after. A state
- * that cannot be used is logged and @res left as the check said.
- */
-void kube_agent_recover(struct cz_ctx *ctx, const char *check, struct npd_result *res);
-
 /* kube_agent_last_action - what remediation did in the last cycle. */
 enum remediate_action kube_agent_last_action(const struct kube_agent *ka);
 

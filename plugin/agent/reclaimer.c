@@ -12,6 +12,7 @@
 #include "base/state.h"
 #include "base/util.h"
 #include "memcg/check_memcg.h"
+#include "memcg/memcg_root.h"
 #include "memcg/memcg_where.h"
 #include "memcg/reclaim.h"
 #include "kube/event.h"

@@ -3,11 +3,12 @@
 #include <stdio.h>
 
 #include "agent/kube_agent.h"
+#include "node/check_run.h"
 #include "node/checks.h"
 #include "agent/trigger.h"
 #include "base/util.h"
 
-static const char *const check_of[2] = { "cpu", "ena" };
+static const char *const check_of[TRIGGER_CHECKS_MAX] = { "cpu", "ena" };
 
 void trigger_note(struct trigger *t, unsigned what)
 {
@@ -32,27 +33,33 @@ unsigned trigger_take(struct trigger *t, uint64_t now_ms)
 	return taken;
 }
 
-int trigger_publish(struct cz_ctx *ctx, struct kube_agent *ka, unsigned what, char *out,
-		    size_t size)
+size_t trigger_run_checks(struct cz_ctx *ctx, unsigned what, const char *names[],
+			  struct npd_result res[])
 {
-	const char *names[ARRAY_SIZE(check_of)];
-	struct npd_result res[ARRAY_SIZE(check_of)];
 	size_t n = 0;
 
-	snprintf(out, size, "trigger: nothing to do");
-	if (!ka || !ctx->cfg.agent.set_conditions)
-		return 0;
 	for (unsigned i = 0; i < ARRAY_SIZE(check_of); i++) {
 		const struct check_def *c = (what & (1u << i)) ? checks_find(check_of[i]) : NULL;
 
 		if (!c)
 			continue;
-		res[n] = (struct npd_result){ .status = NPD_UNKNOWN };
-		c->run(ctx, &res[n]);
-		kube_agent_recover(ctx, c->name,
-				   &res[n]); /* the same recover_after as the cycle's */
+		check_run(ctx, c, NULL, &res[n]); /* as `check` and the cycle run it */
 		names[n++] = c->name;
 	}
+	return n;
+}
+
+int trigger_publish(struct cz_ctx *ctx, struct kube_agent *ka, unsigned what, char *out,
+		    size_t size)
+{
+	const char *names[ARRAY_SIZE(check_of)];
+	struct npd_result res[ARRAY_SIZE(check_of)];
+	size_t n;
+
+	snprintf(out, size, "trigger: nothing to do");
+	if (!ka || !ctx->cfg.agent.set_conditions)
+		return 0;
+	n = trigger_run_checks(ctx, what, names, res);
 	if (n == 0)
 		return 0;
 	return kube_agent_publish(ka, names, res, n, out, size);

@@ -47,6 +47,16 @@ void trigger_note(struct trigger *t, unsigned what);
  */
 unsigned trigger_take(struct trigger *t, uint64_t now_ms);
 
+#define TRIGGER_CHECKS_MAX 2 /* the checks a trigger runs: cpu, ena */
+
+/*
+ * trigger_run_checks - run the checks of @what (TRIGGER_* bits) through check_run()
+ * (node/check_run.h: the same verdict `check` and the agent's cycle give), at most
+ * TRIGGER_CHECKS_MAX: names into @names, verdicts into @res. Returns how many ran.
+ */
+size_t trigger_run_checks(struct cz_ctx *ctx, unsigned what, const char *names[],
+			  struct npd_result res[]);
+
 /*
  * trigger_publish - in the thread that owns @ka: run the checks of @what and patch their
  * conditions (kube_agent_publish). One line of what was done into @out. Returns 0 or -errno

@@ -173,7 +173,7 @@ int state_write(const char *dir, const struct state_type *t, const char *payload
 
 /*
  * STATE_CODEC - the owner's typed calls, generated in the owner's file (@qual: static, or
- * nothing for ones its header declares with STATE_CODEC_DECLARE) from its pure pair
+ * nothing for ones its header declares) from its pure pair
  *     int PARSE(const char *payload, size_t len, T *obj)	0 or -errno, @obj untouched on
  *							failure (-EINVAL: discarded)
  *     ssize_t FORMAT(const T *obj, char **ret)		a malloc()ed payload, its length
@@ -184,15 +184,10 @@ int state_write(const char *dir, const struct state_type *t, const char *payload
  *     PFX_commit(txn, obj)		FORMAT, then state_commit (nothing formatted read-only)
  *     PFX_write(dir, t, obj)		FORMAT, then state_write
  * The module writes its parser and formatter once, in its own types, and no adapter by hand;
- * the store below never sees them.
+ * the store below never sees them. Each use has the four prototypes beside it, written out (in
+ * the owner's header, or above the use for static ones), so that grep finds each name and the
+ * compiler holds the generated definitions to them.
  */
-#define STATE_CODEC_DECLARE(PFX, T)								\
-	int PFX##_read(const char *dir, const struct state_type *t, T *obj);			\
-	int PFX##_begin(struct state_txn *txn, const char *dir, const struct state_type *t,	\
-			T *obj);								\
-	int PFX##_commit(struct state_txn *txn, const T *obj);					\
-	int PFX##_write(const char *dir, const struct state_type *t, const T *obj)
-
 #define STATE_CODEC(qual, PFX, T, PARSE, FORMAT)						\
 	__attribute__((unused)) qual int PFX##_read(const char *dir_,				\
 						    const struct state_type *t_, T *obj_)	\

@@ -4,10 +4,10 @@
 
 /*
  * What every check (and every subcommand) receives: the effective config (file, then
- * command-line overrides) and the opened host roots. Built once by main.c. The subcommands are
- * declared
- * in cmd/cmd.h; each check's I/O edge, which the report and the agent share, in its domain's
- * check_X.h; the table of checks in node/checks.h.
+ * command-line overrides) and the opened host roots, built once per run by cmd/cmd_common.c's
+ * cmd_args(). The subcommands are declared in cmd/cmd.h; each check's I/O edge, which the
+ * report and the agent share, in its domain's check_X.h; the table of checks and its runner in
+ * node/checks.h and node/check_run.h.
  */
 
 #include <stdbool.h>
@@ -27,8 +27,19 @@ enum cz_exit {
 
 struct memcg_seen;
 struct ena_seen;
-struct report_recovery;
 struct cpu_seen;
+
+/*
+ * Where a check leaves what it read, passed to it with each run (node/checks.h's check_fn), so
+ * that one agent cycle reads each thing once: its node model takes these (node/node.h's
+ * node_take_*). Each member is its domain's record (memcg/check_memcg.h, ena/check_ena.h,
+ * cpu/check_cpu.h), or NULL: nobody wants it (NPD's check, report, a trigger). Data only.
+ */
+struct check_seen {
+	struct memcg_seen *memcg;
+	struct ena_seen *ena;
+	struct cpu_seen *cpu;
+};
 
 /* What a check receives: the effective config and the opened host roots. Nothing of the
  * subcommands' options (cmd/cmd.h) nor of the agent's (agent/agent.h). */
@@ -39,15 +50,6 @@ struct cz_ctx {
 	/* how the checks open their state (base/state.h enum state_flags): STATE_READ_ONLY when
 	 * `report` runs them, so their baselines stay as they were and nothing is created */
 	unsigned state_flags;
-	/* where a check leaves what it read, for the node model of the same agent cycle (node.h),
-	 * so nothing reads again: NULL but during the agent's checks (memcg/check_memcg.h,
-	 * ena/check_ena.h, cpu/check_cpu.h). Data only: nothing here is called. */
-	struct memcg_seen *memcg_seen;
-	struct ena_seen *ena_seen;
-	struct cpu_seen *cpu_seen;
-	/* (the agent's cycle: where kube_agent_recover() leaves each condition's state after
-	 * stepping it, node/report.h; NULL otherwise) */
-	struct report_recovery *recovery_seen;
 };
 
 #endif

@@ -7,15 +7,34 @@
 #include "cmd/cmd.h"
 #include "base/log.h"
 
-int cmd_agent(struct cz_ctx *ctx, const struct cmd_opts *o)
+const char cmd_agent_usage[] =
+	"agent [--once]\n"
+	"    Sample per-core CPU every cpu.interval into --run-dir (bursts, history, heartbeat)\n"
+	"    until SIGTERM; --once: one cycle of cpu.inline_window, then exit.\n";
+
+enum { OPT_ONCE = 256 };
+
+int cmd_agent(int argc, char **argv, struct cmd_env *env)
 {
-	if (o->argc > 0) {
-		log_error("agent: unexpected argument '%s'", o->argv[0]);
+	static const struct option options[] = {
+		{ "once", no_argument, NULL, OPT_ONCE },
+		CMD_COMMON_OPTIONS,
+	};
+	bool once = false;
+	char **args;
+	int r, n;
+
+	while ((r = cmd_getopt(env, argc, argv, CMD_COMMON_SHORT, options)) == OPT_ONCE)
+		once = true;
+	r = cmd_args(env, r, argc, argv, cmd_agent_usage, &n, &args);
+	if (r != CMD_RUN)
+		return r;
+	if (n > 0) {
+		log_error("agent: unexpected argument '%s'", args[0]);
 		return CZ_EXIT_ERROR;
 	}
-	const struct agent_opts ao = { .once = o->once,
-				       .ov = o->ov,
-				       .config_path = o->config_path };
+	const struct agent_opts ao = { .once = once, .ov = &env->ov,
+				       .config_path = env->config_path };
 
-	return agent_run(ctx, &ao);
+	return agent_run(&env->ctx, &ao);
 }

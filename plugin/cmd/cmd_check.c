@@ -5,15 +5,24 @@
  */
 #include <errno.h>
 
+#include "node/check_run.h"
 #include "node/checks.h"
 #include "cmd/cmd.h"
 #include "base/log.h"
 #include "base/npd.h"
-#include "base/util.h"
-#include "condition/conditions.h"
-#include "condition/recover_store.h"
 
-int cmd_check(struct cz_ctx *ctx, const struct cmd_opts *o)
+const char cmd_check_usage[] =
+	"check memcg|cpu|ena|ena-allowance\n"
+	"    Run one NPD custom-plugin check: one line on stdout; exit 0 OK, 1 problem,\n"
+	"    2 unknown (we could not tell).\n";
+
+struct check_opts {
+	size_t max_output; /* --max-output, bytes of the line */
+	int argc;	   /* the words after the options: the check's name */
+	char **argv;
+};
+
+static int check_main(struct cz_ctx *ctx, const struct check_opts *o)
 {
 	struct npd_result res = { .status = NPD_UNKNOWN };
 	const struct check_def *c;
@@ -27,18 +36,21 @@ int cmd_check(struct cz_ctx *ctx, const struct cmd_opts *o)
 		npd_set(&res, NPD_UNKNOWN, "unknown check '%.32s'", o->argv[0]);
 		return npd_emit(&res, o->max_output, stdout);
 	}
-	c->run(ctx, &res);
-	/* a condition clears only after recover_after of OK checks (condition/recover.h) */
-	if (conditions_for_check(c->name)) {
-		int r = recover_store_apply(ctx->cfg.paths.state, c->name,
-					    conditions_recover_after(&ctx->cfg, c->name),
-					    now_realtime_ms(), &res);
-
-		if (r < 0)
-			log_warning_errno(r,
-					  "Failed to keep %s's recover_after state: %m, ignoring",
-					  c->name);
-	}
+	/* as the agent runs it: a condition clears only after recover_after of OK checks */
+	check_run(ctx, c, NULL, &res);
 	log_debug("check %s: %s: %s", c->name, npd_status_name(res.status), res.msg);
 	return npd_emit(&res, o->max_output, stdout);
+}
+
+int cmd_check(int argc, char **argv, struct cmd_env *env)
+{
+	struct check_opts o = { 0 };
+	int r;
+
+	env->npd_line = true; /* NPD shows only stdout: every failure is one line there too */
+	r = cmd_args_common(env, argc, argv, cmd_check_usage, &o.argc, &o.argv);
+	if (r != CMD_RUN)
+		return r;
+	o.max_output = env->max_output ? (size_t)env->max_output : NPD_DEFAULT_MAX_OUTPUT;
+	return check_main(&env->ctx, &o);
 }

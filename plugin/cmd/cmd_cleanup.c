@@ -17,6 +17,21 @@
 #include "remediator/remediator.h"
 #include "cmd/cmd.h"
 
+const char cmd_cleanup_usage[] =
+	"cleanup [--keep-cordons]\n"
+	"    Remove cpuzombie's condition types (not set False), its cpuzombie.io/ annotations\n"
+	"    and taints from every node, and its Leases (remediation.lease_namespace, the\n"
+	"    leader's); nothing of anyone else's. The chart's uninstall hook runs it. A node\n"
+	"    cordoned by cpuzombie is uncordoned in the same patch; --keep-cordons: it stays\n"
+	"    cordoned with its cpuzombie.io/cordoned marker, and the summary names it.\n";
+
+/* The options of `cleanup` (cmd_cleanup), and the words after them. */
+struct cleanup_opts {
+	bool keep_cordons;	/* --keep-cordons: our cordons stay, with their marker */
+	int argc;
+	char **argv;
+};
+
 #define SA_NAMESPACE "/var/run/secrets/kubernetes.io/serviceaccount/namespace"
 
 /* remediation.leader_namespace, else this pod's namespace, else cpuzombie (as the remediator) */
@@ -37,7 +52,7 @@ static void leader_namespace(const struct cz_config *cfg, char *buf, size_t size
 						    sizeof(text)) > 0 ? text : NULL, buf, size);
 }
 
-int cmd_cleanup(struct cz_ctx *ctx, const struct cmd_opts *o)
+static int cleanup_main(struct cz_ctx *ctx, const struct cleanup_opts *o)
 {
 	struct kube_client *kc = NULL;
 	struct cleanup_stats st;
@@ -72,4 +87,24 @@ int cmd_cleanup(struct cz_ctx *ctx, const struct cmd_opts *o)
 		printf("; %zu kept cordoned (--keep-cordons): %s", st.kept, st.kept_names);
 	printf("\n");
 	return CZ_EXIT_OK;
+}
+
+enum { OPT_KEEP_CORDONS = 256 };
+
+int cmd_cleanup(int argc, char **argv, struct cmd_env *env)
+{
+	static const struct option options[] = {
+		{ "keep-cordons", no_argument, NULL, OPT_KEEP_CORDONS },
+		CMD_COMMON_OPTIONS,
+	};
+	struct cleanup_opts o = { 0 };
+	int r;
+
+	while ((r = cmd_getopt(env, argc, argv, CMD_COMMON_SHORT, options)) > 0)
+		if (r == OPT_KEEP_CORDONS)
+			o.keep_cordons = true;
+	r = cmd_args(env, r, argc, argv, cmd_cleanup_usage, &o.argc, &o.argv);
+	if (r != CMD_RUN)
+		return r;
+	return cleanup_main(&env->ctx, &o);
 }

@@ -23,6 +23,18 @@
 #include "base/textsafe.h"
 #include "base/util.h"
 
+const char cmd_ena_diff_usage[] =
+	"ena-diff BEFORE AFTER | ena-diff BEFORE - | ena-diff - [IF...]\n"
+	"    ENA verdict from two saved `ethtool -S` texts (AFTER '-': read now); exit 0 no\n"
+	"    reset, 1 reset or risk (counters that went down count from their new value),\n"
+	"    2 bad input or no verdict. '- [IF...]' prints the live counters instead.\n";
+
+/* The options of `ena-diff` (cmd_ena_diff), and the words after them. */
+struct ena_diff_opts {
+	int argc;
+	char **argv;
+};
+
 #define TEXT_MAX (8u << 20)
 
 static int read_text(const char *path, struct ethtool_devdump **ret, size_t *ret_n)
@@ -220,7 +232,7 @@ static int dump_live(struct cz_ctx *ctx, char **names, size_t n)
 	return r < 0 || fflush(stdout) != 0 ? CZ_EXIT_ERROR : CZ_EXIT_OK;
 }
 
-int cmd_ena_diff(struct cz_ctx *ctx, const struct cmd_opts *o)
+static int ena_diff_main(struct cz_ctx *ctx, const struct ena_diff_opts *o)
 {
 	struct ethtool_devdump *b = NULL, *a = NULL;
 	size_t nb = 0, na = 0;
@@ -253,4 +265,15 @@ int cmd_ena_diff(struct cz_ctx *ctx, const struct cmd_opts *o)
 	ethtool_dumps_free(b, nb);
 	ethtool_dumps_free(a, na);
 	return r;
+}
+
+int cmd_ena_diff(int argc, char **argv, struct cmd_env *env)
+{
+	struct ena_diff_opts o = { 0 };
+	int r;
+
+	r = cmd_args_common(env, argc, argv, cmd_ena_diff_usage, &o.argc, &o.argv);
+	if (r != CMD_RUN)
+		return r;
+	return ena_diff_main(&env->ctx, &o);
 }

@@ -22,6 +22,21 @@
 #include "base/log.h"
 #include "base/util.h"
 
+const char cmd_explain_usage[] =
+	"explain FILE|- [--json]\n"
+	"    Kernel log text (dmesg, dmesg -T/-H, journalctl -k, syslog, /dev/kmsg) into what\n"
+	"    happened: ENA resets with cause, queue and the lockup that starved them, and a\n"
+	"    timeline; exit 1 reset/lockup found, 0 none, 2 unreadable input.\n";
+
+enum { OPT_JSON = 256 };
+
+/* The options of `explain` (cmd_explain), and the words after them. */
+struct explain_opts {
+	bool json;		 /* --json */
+	int argc;
+	char **argv;
+};
+
 #define INPUT_MAX (512ull << 20)
 #define CHUNK (64u << 10)
 #define TIMELINE_MAX 400
@@ -277,7 +292,7 @@ static int print_json(const struct input *in, const struct klog_incident *inc)
 	return r;
 }
 
-int cmd_explain(struct cz_ctx *ctx, const struct cmd_opts *o)
+static int explain_main(struct cz_ctx *ctx, const struct explain_opts *o)
 {
 	static struct klog_incident inc; /* large: keep it off the stack */
 	struct ena_lists lists = ena_lists_from_config(&ctx->cfg);
@@ -328,4 +343,24 @@ int cmd_explain(struct cz_ctx *ctx, const struct cmd_opts *o)
 		if (inc.resets[k].is_reset)
 			return CZ_EXIT_PROBLEM;
 	return inc.n_lockups ? CZ_EXIT_PROBLEM : CZ_EXIT_OK;
+}
+
+int cmd_explain(int argc, char **argv, struct cmd_env *env)
+{
+	static const struct option options[] = {
+		{ "json", no_argument, NULL, OPT_JSON },
+		CMD_COMMON_OPTIONS,
+	};
+	struct explain_opts o = { 0 };
+	int r;
+
+	while ((r = cmd_getopt(env, argc, argv, CMD_COMMON_SHORT, options)) > 0) {
+		switch (r) {
+		case OPT_JSON: o.json = true; break;
+		}
+	}
+	r = cmd_args(env, r, argc, argv, cmd_explain_usage, &o.argc, &o.argv);
+	if (r != CMD_RUN)
+		return r;
+	return explain_main(&env->ctx, &o);
 }

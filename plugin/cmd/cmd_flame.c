@@ -15,6 +15,22 @@
 #include "view/html.h"
 #include "view/report_profile.h"
 
+const char cmd_flame_usage[] =
+	"flame BURST-ID [--out FILE]\n"
+	"    One burst's recorded profile as a standalone interactive flame graph (SVG: click\n"
+	"    to zoom, Search or Ctrl-F); BURST-ID is CPU-START_MS, as in the profile's file\n"
+	"    name cpu-profile-CPU-START_MS.folded and on the --html page; stdout without\n"
+	"    --out.\n";
+
+enum { OPT_OUT = 256 };
+
+/* The options of `flame` (cmd_flame), and the words after them. */
+struct flame_opts {
+	const char *out_path;	 /* --out FILE, or NULL: stdout */
+	int argc;
+	char **argv;
+};
+
 /* "CPU-START_MS" into its two numbers. 0 or -EINVAL. */
 static int parse_id(const char *id, unsigned *ret_cpu, uint64_t *ret_start)
 {
@@ -74,7 +90,7 @@ static int write_flame(const struct flame *fl, const struct burst_event *ev, con
 	return 0;
 }
 
-int cmd_flame(struct cz_ctx *ctx, const struct cmd_opts *o)
+static int flame_main(struct cz_ctx *ctx, const struct flame_opts *o)
 {
 	const char *run = ctx->cfg.paths.run;
 	struct burst_event ev;
@@ -111,4 +127,24 @@ int cmd_flame(struct cz_ctx *ctx, const struct cmd_opts *o)
 	e = write_flame(fl, &ev, ctx->cfg.kubernetes.node_name, o->out_path);
 	flame_free(fl);
 	return e < 0 ? CZ_EXIT_ERROR : CZ_EXIT_OK;
+}
+
+int cmd_flame(int argc, char **argv, struct cmd_env *env)
+{
+	static const struct option options[] = {
+		{ "out", required_argument, NULL, OPT_OUT },
+		CMD_COMMON_OPTIONS,
+	};
+	struct flame_opts o = { 0 };
+	int r;
+
+	while ((r = cmd_getopt(env, argc, argv, CMD_COMMON_SHORT, options)) > 0) {
+		switch (r) {
+		case OPT_OUT: o.out_path = optarg; break;
+		}
+	}
+	r = cmd_args(env, r, argc, argv, cmd_flame_usage, &o.argc, &o.argv);
+	if (r != CMD_RUN)
+		return r;
+	return flame_main(&env->ctx, &o);
 }

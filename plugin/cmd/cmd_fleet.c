@@ -21,8 +21,21 @@
 #include "base/log.h"
 #include "base/util.h"
 
-#define DEFAULT_CHUNK 500	/* kubectl's --chunk-size default */
 #define LEASES_MAX 1024
+
+const char cmd_fleet_usage[] =
+	"fleet [-l SELECTOR] [--group-by LABEL]... [--nodes] [--json] [--chunk-size N]\n"
+	"      [--watch]\n"
+	"    Where the chain concentrates across the cluster, read from the API server\n"
+	"    (--kubeconfig, $KUBECONFIG, ~/.kube/config or in-cluster): per condition, the\n"
+	"    zone, instance type, OS image, kernel, runtime or label that best separates True\n"
+	"    from False nodes; leakers, tasks and reset causes; remediation and its Leases.\n"
+	"    Also `kubectl cpuzombie` (installed as kubectl-cpuzombie). Exit 1: some node "
+	"True.\n"
+	"    --watch: live, from one LIST and a WATCH, redrawn on change (q quits).\n";
+
+enum { OPT_SELECTOR = 256, OPT_GROUP_BY, OPT_NODES, OPT_CHUNK, OPT_JSON, OPT_WATCH };
+
 
 _Static_assert(CZ_GROUP_BY_MAX <= FLEET_GROUP_BY_MAX, "--group-by bound");
 
@@ -108,7 +121,7 @@ static int add_lease(json_object *lease, void *userdata)
 	return 0;
 }
 
-static int list_nodes(struct cz_ctx *ctx, const struct cmd_opts *o, struct kube_client *kc,
+static int list_nodes(struct cz_ctx *ctx, const struct fleet_opts *o, struct kube_client *kc,
 		      struct listing *l)
 {
 	struct fleet *f = l->f;
@@ -134,7 +147,7 @@ static int list_nodes(struct cz_ctx *ctx, const struct cmd_opts *o, struct kube_
 	return 0;
 }
 
-static void read_leases(struct cz_ctx *ctx, const struct cmd_opts *o, struct kube_client *kc,
+static void read_leases(struct cz_ctx *ctx, const struct fleet_opts *o, struct kube_client *kc,
 			struct fleet *f)
 {
 	struct leases *l = calloc(1, sizeof(*l));
@@ -161,7 +174,7 @@ static void read_leases(struct cz_ctx *ctx, const struct cmd_opts *o, struct kub
 	free(l);
 }
 
-static int output(struct cz_ctx *ctx, const struct cmd_opts *o, struct fleet *f,
+static int output(struct cz_ctx *ctx, const struct fleet_opts *o, struct fleet *f,
 		  const struct fleet_summary *s)
 {
 	if (o->json) {
@@ -179,7 +192,7 @@ static int output(struct cz_ctx *ctx, const struct cmd_opts *o, struct fleet *f,
 	return 0;
 }
 
-int cmd_fleet(struct cz_ctx *ctx, const struct cmd_opts *o)
+static int fleet_main(struct cz_ctx *ctx, const struct fleet_opts *o)
 {
 	struct fleet *f = NULL;
 	struct kube_client *kc = NULL;
@@ -235,4 +248,55 @@ out:
 	fleet_fetch_close(kc);
 	fleet_free(f);
 	return ret;
+}
+
+/* One of fleet's own options (@c, with optarg) into @o: 0, or -EINVAL (env->err says why). */
+static int fleet_option(struct cmd_env *env, int c, struct fleet_opts *o)
+{
+	switch (c) {
+	case 'l':
+	case OPT_SELECTOR: o->selector = optarg; break;
+	case OPT_GROUP_BY:
+		if (o->n_group_by == CZ_GROUP_BY_MAX || !*optarg || strlen(optarg) > 316)
+			return cmd_error(env, "--group-by: at most %d label keys of 1..316 bytes",
+					 CZ_GROUP_BY_MAX);
+		o->group_by[o->n_group_by++] = optarg;
+		break;
+	case OPT_NODES: o->nodes = true; break;
+	case OPT_CHUNK:
+		if (parse_u64(optarg, &o->chunk_size) < 0 || o->chunk_size == 0 ||
+		    o->chunk_size > 100000)
+			return cmd_error(env, "--chunk-size: expected 1..100000, got '%.32s'",
+					 optarg);
+		break;
+	case OPT_JSON: o->json = true; break;
+	case OPT_WATCH: o->watch = true; break;
+	}
+	return 0;
+}
+
+int cmd_fleet(int argc, char **argv, struct cmd_env *env)
+{
+	static const struct option options[] = {
+		{ "selector", required_argument, NULL, OPT_SELECTOR },
+		{ "group-by", required_argument, NULL, OPT_GROUP_BY },
+		{ "nodes", no_argument, NULL, OPT_NODES },
+		{ "chunk-size", required_argument, NULL, OPT_CHUNK },
+		{ "json", no_argument, NULL, OPT_JSON },
+		{ "watch", no_argument, NULL, OPT_WATCH },
+		CMD_COMMON_OPTIONS,
+	};
+	struct fleet_opts o = { 0 };
+	int r;
+
+	while ((r = cmd_getopt(env, argc, argv, CMD_COMMON_SHORT "l:", options)) > 0) {
+		r = fleet_option(env, r, &o);
+		if (r < 0)
+			break;
+	}
+	r = cmd_args(env, r, argc, argv, cmd_fleet_usage, &o.argc, &o.argv);
+	if (r != CMD_RUN)
+		return r;
+	o.max_output = env->max_output ? (size_t)env->max_output : NPD_DEFAULT_MAX_OUTPUT;
+	return fleet_main(&env->ctx, &o);
 }

@@ -27,6 +27,23 @@
 #include "base/textsafe.h"
 #include "base/util.h"
 
+const char cmd_install_plugin_usage[] =
+	"install-plugin DEST_DIR [--from FILE]\n"
+	"    Copy the static check binary (--from, default " CZ_PLUGIN_BINARY ") to\n"
+	"    DEST_DIR/bin/cpuzombie for node-problem-detector's container: a temporary file\n"
+	"    fsynced, mode 0755, renamed over the old one; never through a symlink. The chart's\n"
+	"    init container runs it (the image has no cp). One line; exit 0, or 2 on\n"
+	"    failure.\n";
+
+enum { OPT_FROM = 256 };
+
+/* The options of `install-plugin` (cmd_install_plugin), and the words after them. */
+struct install_plugin_opts {
+	const char *from;	 /* --from FILE, or NULL: CZ_PLUGIN_BINARY */
+	int argc;
+	char **argv;
+};
+
 #define SRC_MAX (256u << 20)	/* the static check binary is ~2 MiB */
 #define TMP_TRIES 16
 
@@ -178,7 +195,7 @@ static int install_at(int src, off_t size, int bfd, const char *target)
 	return fsync(bfd) < 0 ? -errno : 0;
 }
 
-int cmd_install_plugin(struct cz_ctx *ctx, const struct cmd_opts *o)
+static int install_plugin_main(struct cz_ctx *ctx, const struct install_plugin_opts *o)
 {
 	const char *from = o->from ? o->from : CZ_PLUGIN_BINARY;
 	_cleanup_close_ int src = -1, bfd = -1;
@@ -221,4 +238,24 @@ int cmd_install_plugin(struct cz_ctx *ctx, const struct cmd_opts *o)
 	printf("installed %s as %s/bin/cpuzombie (%" PRIu64 " bytes, mode 0755)\n", from, dest,
 	       (uint64_t)size);
 	return CZ_EXIT_OK;
+}
+
+int cmd_install_plugin(int argc, char **argv, struct cmd_env *env)
+{
+	static const struct option options[] = {
+		{ "from", required_argument, NULL, OPT_FROM },
+		CMD_COMMON_OPTIONS,
+	};
+	struct install_plugin_opts o = { 0 };
+	int r;
+
+	while ((r = cmd_getopt(env, argc, argv, CMD_COMMON_SHORT, options)) > 0) {
+		switch (r) {
+		case OPT_FROM: o.from = optarg; break;
+		}
+	}
+	r = cmd_args(env, r, argc, argv, cmd_install_plugin_usage, &o.argc, &o.argv);
+	if (r != CMD_RUN)
+		return r;
+	return install_plugin_main(&env->ctx, &o);
 }

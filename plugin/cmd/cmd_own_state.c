@@ -25,6 +25,18 @@
 #include "base/textsafe.h"
 #include "base/util.h"
 
+const char cmd_own_state_usage[] =
+	"own-state UID DIR\n"
+	"    Give DIR (itself, never through a symlink) to UID:UID (1-65534): the chart's\n"
+	"    init container for node containers that run as non-root (the image has no\n"
+	"    chown). One line; exit 0, or 2 on failure.\n";
+
+/* The options of `own-state` (cmd_own_state), and the words after them. */
+struct own_state_opts {
+	int argc;
+	char **argv;
+};
+
 /* The uid of @s: decimal, 1..65534 (not 0, not the kernel's overflow/invalid ids). Returns 0
  * or -EINVAL. */
 static int parse_uid(const char *s, uid_t *ret)
@@ -42,7 +54,7 @@ static int parse_uid(const char *s, uid_t *ret)
 	return 0;
 }
 
-int cmd_own_state(struct cz_ctx *ctx, const struct cmd_opts *o)
+static int own_state_main(struct cz_ctx *ctx, const struct own_state_opts *o)
 {
 	_cleanup_close_ int fd = -1;
 	const char *dir;
@@ -81,4 +93,15 @@ int cmd_own_state(struct cz_ctx *ctx, const struct cmd_opts *o)
 	printf("%s is owned by %u:%u (mode %04o)\n", dir, (unsigned)st.st_uid, (unsigned)st.st_gid,
 	       (unsigned)(st.st_mode & 07777));
 	return CZ_EXIT_OK;
+}
+
+int cmd_own_state(int argc, char **argv, struct cmd_env *env)
+{
+	struct own_state_opts o = { 0 };
+	int r;
+
+	r = cmd_args_common(env, argc, argv, cmd_own_state_usage, &o.argc, &o.argv);
+	if (r != CMD_RUN)
+		return r;
+	return own_state_main(&env->ctx, &o);
 }

@@ -15,6 +15,22 @@
 #include "remediator/remediator.h"
 #include "cmd/cmd.h"
 
+const char cmd_remediator_usage[] =
+	"remediator [--once]\n"
+	"    The cluster's one remediator (the chart's Deployment): every agent.check_interval,\n"
+	"    if it holds the leader Lease, cordon/drain/uncordon the nodes whose listed\n"
+	"    conditions are True, under the budget; node agents then only report.\n"
+	"    --once: one cycle, its summary on stdout, then exit.\n";
+
+enum { OPT_ONCE = 256 };
+
+/* The options of `remediator` (cmd_remediator), and the words after them. */
+struct remediator_opts {
+	bool once;		 /* --once: one cycle, its summary on stdout */
+	int argc;
+	char **argv;
+};
+
 static int identity(char *buf, size_t size)
 {
 	const char *pod = getenv("POD_NAME");
@@ -31,7 +47,7 @@ static int identity(char *buf, size_t size)
 	return 0;
 }
 
-int cmd_remediator(struct cz_ctx *ctx, const struct cmd_opts *o)
+static int remediator_main(struct cz_ctx *ctx, const struct remediator_opts *o)
 {
 	struct remediator *rm = NULL;
 	char me[254], summary[4096];
@@ -79,4 +95,24 @@ int cmd_remediator(struct cz_ctx *ctx, const struct cmd_opts *o)
 	remediator_free(rm, true);
 	log_info("remediator %s: stopped, leader Lease released", me);
 	return CZ_EXIT_OK;
+}
+
+int cmd_remediator(int argc, char **argv, struct cmd_env *env)
+{
+	static const struct option options[] = {
+		{ "once", no_argument, NULL, OPT_ONCE },
+		CMD_COMMON_OPTIONS,
+	};
+	struct remediator_opts o = { 0 };
+	int r;
+
+	while ((r = cmd_getopt(env, argc, argv, CMD_COMMON_SHORT, options)) > 0) {
+		switch (r) {
+		case OPT_ONCE: o.once = true; break;
+		}
+	}
+	r = cmd_args(env, r, argc, argv, cmd_remediator_usage, &o.argc, &o.argv);
+	if (r != CMD_RUN)
+		return r;
+	return remediator_main(&env->ctx, &o);
 }

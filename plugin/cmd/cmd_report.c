@@ -26,8 +26,29 @@
 #include "view/svg.h"
 #include "base/util.h"
 
+const char cmd_report_usage[] =
+	"report [--json|--svg FILE|--html FILE] [--since TIME] [--until TIME]\n"
+	"    Everything this node says, in one screen: memcg, cores, NICs, conditions; exit 1\n"
+	"    when a condition is True. --json: one JSON document; --svg: per-core heatmap;\n"
+	"    --html: one self-contained page: the verdict, the heatmap and each burst's flame\n"
+	"    graph (zoom, search, and the sub-second strip whose drag selects a range).\n"
+	"    --since/--until: the window of the heatmap and bursts, as '3h' (ago),\n"
+	"    '2026-12-01T03:10' (UTC) or '@EPOCH'; from the finest history tier covering it.\n";
+
+enum { OPT_JSON = 256, OPT_SVG, OPT_HTML, OPT_SINCE, OPT_UNTIL };
+
+/* The options of `report` (cmd_report), and the words after them. */
+struct report_opts {
+	bool json;		 /* --json */
+	const char *svg_path;	 /* --svg FILE */
+	const char *html_path;	 /* --html FILE */
+	const char *since, *until; /* --since/--until TIME (base/timespec.h), or NULL */
+	int argc;
+	char **argv;
+};
+
 /* --since/--until into a window; both 0 when neither was given. 0 or -EINVAL (logged). */
-static int window(const struct cz_ctx *ctx, const struct cmd_opts *o, uint64_t now,
+static int window(const struct cz_ctx *ctx, const struct report_opts *o, uint64_t now,
 		  uint64_t *since, uint64_t *until)
 {
 	*since = *until = 0;
@@ -147,7 +168,7 @@ static int write_html(const struct report *r, const char *path, uint64_t since, 
 	return 0;
 }
 
-int cmd_report(struct cz_ctx *ctx, const struct cmd_opts *o)
+static int report_main(struct cz_ctx *ctx, const struct report_opts *o)
 {
 	uint64_t since, until;
 	struct report *r;
@@ -194,4 +215,32 @@ int cmd_report(struct cz_ctx *ctx, const struct cmd_opts *o)
 	e = e < 0 ? CZ_EXIT_ERROR : report_worst(r) == NPD_PROBLEM ? CZ_EXIT_PROBLEM : CZ_EXIT_OK;
 	report_free(r);
 	return e;
+}
+
+int cmd_report(int argc, char **argv, struct cmd_env *env)
+{
+	static const struct option options[] = {
+		{ "json", no_argument, NULL, OPT_JSON },
+		{ "svg", required_argument, NULL, OPT_SVG },
+		{ "html", required_argument, NULL, OPT_HTML },
+		{ "since", required_argument, NULL, OPT_SINCE },
+		{ "until", required_argument, NULL, OPT_UNTIL },
+		CMD_COMMON_OPTIONS,
+	};
+	struct report_opts o = { 0 };
+	int r;
+
+	while ((r = cmd_getopt(env, argc, argv, CMD_COMMON_SHORT, options)) > 0) {
+		switch (r) {
+		case OPT_JSON: o.json = true; break;
+		case OPT_SVG: o.svg_path = optarg; break;
+		case OPT_HTML: o.html_path = optarg; break;
+		case OPT_SINCE: o.since = optarg; break;
+		case OPT_UNTIL: o.until = optarg; break;
+		}
+	}
+	r = cmd_args(env, r, argc, argv, cmd_report_usage, &o.argc, &o.argv);
+	if (r != CMD_RUN)
+		return r;
+	return report_main(&env->ctx, &o);
 }

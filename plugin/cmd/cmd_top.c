@@ -24,7 +24,7 @@
 #include "base/log.h"
 #include "base/state.h"
 #include "base/util.h"
-#include "cpu/check_cpu.h"
+#include "cpu/cpu_sampler.h"
 #include "ena/check_ena.h"
 #include "memcg/check_memcg.h"
 #include "cpu/cpustat.h"
@@ -34,6 +34,23 @@
 #include "view/term.h"
 #include "host/ethtool.h"
 #include "view/top_render.h"
+
+const char cmd_top_usage[] =
+	"top [--once]\n"
+	"    The node live, every second: each core's share and heatmap, the bursting core with\n"
+	"    its task, kernel function and NIC queue, dying memcgs, ENA counters, kernel-log "
+	"events;\n"
+	"    from the agent's run dir, or sampling inline without one. q quits, p pauses; not a\n"
+	"    terminal: one line a second.\n";
+
+enum { OPT_ONCE = 256 };
+
+/* The options of `top` (cmd_top), and the words after them. */
+struct top_opts {
+	bool once;		 /* --once */
+	int argc;
+	char **argv;
+};
 
 #define REFRESH_MS 1000
 #define MEMCG_EVERY_MS 5000
@@ -435,7 +452,7 @@ static int run(struct top *t, bool tty, char *screen)
 	}
 }
 
-int cmd_top(struct cz_ctx *ctx, const struct cmd_opts *o)
+static int top_main(struct cz_ctx *ctx, const struct top_opts *o)
 {
 	struct top t = { .ctx = ctx, .once = o->once };
 	_cleanup_free_ char *screen = malloc(SCREEN_MAX);
@@ -465,4 +482,24 @@ int cmd_top(struct cz_ctx *ctx, const struct cmd_opts *o)
 	term_restore();
 	top_free(&t);
 	return r < 0 ? CZ_EXIT_ERROR : CZ_EXIT_OK;
+}
+
+int cmd_top(int argc, char **argv, struct cmd_env *env)
+{
+	static const struct option options[] = {
+		{ "once", no_argument, NULL, OPT_ONCE },
+		CMD_COMMON_OPTIONS,
+	};
+	struct top_opts o = { 0 };
+	int r;
+
+	while ((r = cmd_getopt(env, argc, argv, CMD_COMMON_SHORT, options)) > 0) {
+		switch (r) {
+		case OPT_ONCE: o.once = true; break;
+		}
+	}
+	r = cmd_args(env, r, argc, argv, cmd_top_usage, &o.argc, &o.argv);
+	if (r != CMD_RUN)
+		return r;
+	return top_main(&env->ctx, &o);
 }

@@ -15,7 +15,6 @@
 #include "remediator/informer.h"
 #include "view/term.h"
 
-#define DEFAULT_CHUNK 500
 #define REDRAW_GAP_MS 1000	/* a busy cluster redraws once a second, not on every event */
 #define SYNC_WAIT_MS 300000
 #define LEASES_MAX 1024
@@ -78,7 +77,7 @@ static int add_lease(json_object *lease, void *userdata)
 }
 
 /* The summary of the caches now, as `fleet` prints it, into a new string (*@ret). */
-static int summary_text(const struct cmd_opts *o, struct fleet *f, struct caches *c,
+static int summary_text(const struct fleet_opts *o, struct fleet *f, struct caches *c,
 			char **ret, size_t *len)
 {
 	_cleanup_free_ struct fleet_summary *s = calloc(1, sizeof(*s));
@@ -122,7 +121,7 @@ static void put_cut(FILE *out, const char *line, size_t n, unsigned cols)
 	fputs("\033[K\r\n", out);
 }
 
-static void draw(const struct cmd_opts *o, struct fleet *f, struct caches *c, bool tty)
+static void draw(const struct fleet_opts *o, struct fleet *f, struct caches *c, bool tty)
 {
 	_cleanup_free_ char *text = NULL, *screen = NULL;
 	size_t len = 0, slen = 0;
@@ -159,7 +158,7 @@ static void draw(const struct cmd_opts *o, struct fleet *f, struct caches *c, bo
 		term_write(screen, slen);
 }
 
-static int open_caches(struct cz_ctx *ctx, const struct cmd_opts *o, struct caches *c)
+static int open_caches(struct cz_ctx *ctx, const struct fleet_opts *o, struct caches *c)
 {
 	struct informer_opts on = {
 		.path = "/api/v1/nodes", .what = "nodes", .selector = o->selector,
@@ -195,7 +194,7 @@ static int open_caches(struct cz_ctx *ctx, const struct cmd_opts *o, struct cach
 	return 0;
 }
 
-int fleet_watch(struct cz_ctx *ctx, const struct cmd_opts *o, struct fleet *f)
+int fleet_watch(struct cz_ctx *ctx, const struct fleet_opts *o, struct fleet *f)
 {
 	bool tty = isatty(STDOUT_FILENO) && isatty(STDIN_FILENO);
 	struct sigaction sa = { .sa_handler = on_signal };

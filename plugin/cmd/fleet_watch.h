@@ -12,12 +12,33 @@
  * breaker Lease) are left to `fleet` without --watch.
  */
 
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
 #include "base/config.h"
 #include "cmd/cmd.h"
 #include "fleet/fleet.h"
 
+#define DEFAULT_CHUNK 500	/* --chunk-size default: kubectl's */
+#define CZ_GROUP_BY_MAX 6	/* --group-by labels */
+
+/* The options of `fleet` (cmd_fleet), and the words after them. */
+struct fleet_opts {
+	const char *selector;	 /* -l/--selector: a label selector */
+	const char *group_by[CZ_GROUP_BY_MAX]; /* --group-by LABEL (repeatable) */
+	size_t n_group_by;
+	bool nodes;		 /* --nodes: the nodes behind each line */
+	uint64_t chunk_size;	 /* --chunk-size: nodes per page (0 = DEFAULT_CHUNK) */
+	bool json;		 /* --json */
+	bool watch;		 /* --watch: live, from a LIST and a WATCH */
+	size_t max_output;	 /* --max-output: the longest message kept of a condition */
+	int argc;
+	char **argv;
+};
+
 /* fleet_watch - run the view on @f (empty, set up by the caller) until q or a signal. Returns
  * CZ_EXIT_OK, or CZ_EXIT_ERROR when the nodes could not be listed at all (logged). */
-int fleet_watch(struct cz_ctx *ctx, const struct cmd_opts *o, struct fleet *f);
+int fleet_watch(struct cz_ctx *ctx, const struct fleet_opts *o, struct fleet *f);
 
 #endif

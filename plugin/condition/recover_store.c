@@ -15,6 +15,14 @@ static const struct state_type types[] = {
 	{ "recover-ena", RECOVER_STATE_MAX, true },
 };
 
+/* the typed calls STATE_CODEC generates below (base/state.h) */
+static int recover_state_read(const char *dir, const struct state_type *t,
+			      struct recover_state *obj);
+static int recover_state_begin(struct state_txn *txn, const char *dir, const struct state_type *t,
+			       struct recover_state *obj);
+static int recover_state_commit(struct state_txn *txn, const struct recover_state *obj);
+static int recover_state_write(const char *dir, const struct state_type *t,
+			       const struct recover_state *obj);
 STATE_CODEC(static, recover_state, struct recover_state, recover_parse, recover_format);
 
 static const struct state_type *type_of(const char *check)

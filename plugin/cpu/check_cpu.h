@@ -3,12 +3,9 @@
 #define CZ_CHECK_CPU_H
 
 /*
- * The I/O edge of check cpu (check_cpu.c), shared with the agent: the live sampler. It keeps
- * /proc/stat open under the host root and re-reads it (hostfs_pread_once) at each step, feeds
- * the pure sampler (sampler.h) with the monotonic time, rescans threads while a core is hot
- * (host/tasks.h) and, when a burst ends, completes it with the NIC IRQs that core serves
- * (host/irq.h), its times in CLOCK_REALTIME for the run-dir files (history.h). cpu.h is the
- * pure verdict; check_cpu() itself is in the check table (cz.h).
+ * The I/O edge of check cpu (check_cpu.c): the agent's run-dir files, or the live sampler
+ * (cpu_sampler.h) inline when the agent is not there. cpu.h is the pure verdict; check_cpu()
+ * itself is in the table of checks (node/checks.h).
  */
 
 #include <stdbool.h>
@@ -18,58 +15,13 @@
 #include "check/cz.h"
 #include "cpu/history.h"
 
-struct cpu_sampler;
-
-/*
- * cpu_sampler_new - open /proc/stat under ctx's host root and take the first reading. With
- * @attribute, threads are scanned while a core is hot. Returns 0 and *@ret (free with
- * cpu_sampler_free) or -errno (-ENOENT no /proc/stat, -EINVAL unparsable).
- */
-int cpu_sampler_new(const struct cz_ctx *ctx, bool attribute, struct cpu_sampler **ret);
-
-/* cpu_sampler_free - close and free; safe on NULL. */
-void cpu_sampler_free(struct cpu_sampler *s);
-
-/*
- * cpu_sampler_step - take one reading now. Bursts that ended with it are written to @ret (at
- * most @max; CLOCK_REALTIME times, tasks and IRQs filled in) and counted in the return value;
- * -errno when /proc/stat could not be read or parsed (the interval is skipped, the series goes
- * on at the next good reading).
- */
-int cpu_sampler_step(struct cpu_sampler *s, struct burst_event *ret, size_t max);
-
-/* cpu_sampler_finish - end every run; bursts that qualify go to @ret as in cpu_sampler_step. */
-int cpu_sampler_finish(struct cpu_sampler *s, struct burst_event *ret, size_t max);
-
-/*
- * cpu_sampler_active - runs in progress that already qualify as bursts (cpu, times, peak,
- * mean, the tasks seen so far and the NIC IRQs the core serves), at most @max. Returns the
- * count.
- */
-size_t cpu_sampler_active(struct cpu_sampler *s, struct burst_event *ret, size_t max);
-
-/*
- * cpu_sampler_core - the pure sampler inside, read-only: per core, whether a run started with
- * the last step (started[]) and whether one is in progress (trk[].active). The agent starts and
- * ends burst profiles on these.
- */
-struct sampler;
-const struct sampler *cpu_sampler_core(const struct cpu_sampler *s);
-
-/* cpu_sampler_ncpu - the number of CPU slots. */
-unsigned cpu_sampler_ncpu(const struct cpu_sampler *s);
-
-/* cpu_sampler_shares - the last sample, one byte per CPU (0..100, HISTORY_NO_SAMPLE), valid
- * until the next step. */
-const uint8_t *cpu_sampler_shares(const struct cpu_sampler *s);
-
 struct kevents; /* klog/kevents.h */
 
 /*
- * What check cpu leaves for the agent's node model (ctx->cpu_seen), so the metrics do not read
- * it again: the kernel-event log it read for the soft lockups (@set; @kev NULL when there is no
- * log, as report_load_kevents() leaves it). @set stays false when it did not read it (or ran
- * out of memory): the node model reads it then. The model takes @kev (node_take_kevents).
+ * What check cpu leaves for the agent's node model (check_seen's cpu, check/cz.h), so the metrics
+ * do not read it again: the kernel-event log it read for the soft lockups (@set; @kev NULL when
+ * there is no log, as report_load_kevents() leaves it). @set stays false when it did not read it
+ * (or ran out of memory): the node model reads it then. The model takes @kev (node_take_kevents).
  */
 struct cpu_seen {
 	bool set;
@@ -80,6 +32,6 @@ struct cpu_seen {
 void cpu_seen_free(struct cpu_seen *s);
 
 /* check_cpu - `check cpu`, the row of node/checks.c: a core saturated in cpu.lookback. */
-int check_cpu(struct cz_ctx *ctx, struct npd_result *res);
+int check_cpu(struct cz_ctx *ctx, const struct check_seen *cs, struct npd_result *res);
 
 #endif

@@ -335,6 +335,13 @@ static ssize_t log_state_format(const void *obj, char **ret)
 
 static const struct state_type burst_log_state = { HISTORY_BURSTS, LOG_BUF, true };
 
+/* the typed calls STATE_CODEC generates below (base/state.h) */
+static int burst_log_state_read(const char *dir, const struct state_type *t, struct burst_log *obj);
+static int burst_log_state_begin(struct state_txn *txn, const char *dir, const struct state_type *t,
+				 struct burst_log *obj);
+static int burst_log_state_commit(struct state_txn *txn, const struct burst_log *obj);
+static int burst_log_state_write(const char *dir, const struct state_type *t,
+				 const struct burst_log *obj);
 STATE_CODEC(static, burst_log_state, struct burst_log, log_state_parse, log_state_format);
 
 int burst_log_append(const char *run_dir, const struct burst_event *ev)
@@ -553,6 +560,13 @@ int heartbeat_parse(const char *payload, struct heartbeat *ret)
 /* run dir, rewritten every 2 s: atomic, not fsync'ed */
 static const struct state_type heartbeat_state = { HISTORY_HEARTBEAT, HEARTBEAT_BUF, false };
 
+/* the typed calls STATE_CODEC generates below (base/state.h) */
+static int heartbeat_state_read(const char *dir, const struct state_type *t, struct heartbeat *obj);
+static int heartbeat_state_begin(struct state_txn *txn, const char *dir, const struct state_type *t,
+				 struct heartbeat *obj);
+static int heartbeat_state_commit(struct state_txn *txn, const struct heartbeat *obj);
+static int heartbeat_state_write(const char *dir, const struct state_type *t,
+				 const struct heartbeat *obj);
 STATE_CODEC_BOUNDED(static, heartbeat_state, struct heartbeat, HEARTBEAT_BUF, heartbeat_parse,
 		    heartbeat_format);
 

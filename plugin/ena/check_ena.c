@@ -213,7 +213,7 @@ struct pass {
 	char risk[NPD_MSG_MAX / 2];
 	char notes[NPD_MSG_MAX / 2];
 	const struct ena_qc_source *src; /* queue -> CPU, asked only when something happened */
-	struct ena_seen_one *handoff;	 /* the agent's (ctx->ena_seen), or NULL */
+	struct ena_seen_one *handoff;	 /* the agent's (check_seen's ena), or NULL */
 };
 
 /* Before a read: remember which devices the stored state says the last read saw. */
@@ -632,7 +632,8 @@ static int check_allowance(const struct cz_config *cfg, const struct ethtool_ops
 /* ---- the check_fn entry points ----------------------------------------------------------------
  * */
 
-static int with_kernel(struct cz_ctx *ctx, struct npd_result *res, bool allowance)
+static int with_kernel(struct cz_ctx *ctx, struct ena_seen *seen, struct npd_result *res,
+		       bool allowance)
 {
 	struct ethtool_ops ops;
 	int r = ethtool_ops_kernel(&ops);
@@ -642,7 +643,7 @@ static int with_kernel(struct cz_ctx *ctx, struct npd_result *res, bool allowanc
 	if (allowance) {
 		r = check_allowance(&ctx->cfg, &ops, ctx->cfg.paths.state, ctx->state_flags,
 				    now_realtime_ms(),
-				    ctx->ena_seen ? &ctx->ena_seen->allowance : NULL, res);
+				    seen ? &seen->allowance : NULL, res);
 	} else {
 		/* causes name the CPU serving the queue and its burst: the NIC IRQ map and the
 		 * sampler's burst log (ena_link.c), read only when a device has news */
@@ -655,18 +656,18 @@ static int with_kernel(struct cz_ctx *ctx, struct npd_result *res, bool allowanc
 		if (kr && ena_kernel_load(ctx->cfg.paths.run, now, ctx->cfg.ena.window_ms, kr) < 0)
 			kr->n = 0; /* unreadable log: the counters alone, as without an agent */
 		r = check_resets(&ctx->cfg, &ops, ctx->cfg.paths.state, ctx->state_flags, now,
-				 &src, kr, ctx->ena_seen ? &ctx->ena_seen->reset : NULL, res);
+				 &src, kr, seen ? &seen->reset : NULL, res);
 	}
 	ethtool_ops_kernel_close(&ops);
 	return r;
 }
 
-int check_ena(struct cz_ctx *ctx, struct npd_result *res)
+int check_ena(struct cz_ctx *ctx, const struct check_seen *cs, struct npd_result *res)
 {
-	return with_kernel(ctx, res, false);
+	return with_kernel(ctx, cs ? cs->ena : NULL, res, false);
 }
 
-int check_ena_allowance(struct cz_ctx *ctx, struct npd_result *res)
+int check_ena_allowance(struct cz_ctx *ctx, const struct check_seen *cs, struct npd_result *res)
 {
-	return with_kernel(ctx, res, true);
+	return with_kernel(ctx, cs ? cs->ena : NULL, res, true);
 }

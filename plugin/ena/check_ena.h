@@ -76,10 +76,10 @@ int ena_check_resets_kernel(const struct cz_config *cfg, const struct ethtool_op
 /* check_ena / check_ena_allowance - `check ena` (condition ENADeviceReset) and
  * `check ena-allowance` (an event), the node/checks.c rows. */
 /*
- * What check ena and check ena-allowance leave for the agent's node model (ctx->ena_seen): the
- * state file as it is after the check (@set; @rc 0 and @st, or -ENOENT: none), parsed from the
- * bytes the check loaded or committed, so node_take_ena() has what node_read_ena() would read
- * back. Not set when the check could not tell (a lock timeout, a file it discarded).
+ * What check ena and check ena-allowance leave for the agent's node model (check_seen's ena,
+ * check/cz.h): the state file as it is after the check (@set; @rc 0 and @st, or -ENOENT: none),
+ * parsed from the bytes the check loaded or committed, so node_take_ena() has what node_read_ena()
+ * would read back. Not set when the check could not tell (a lock timeout, a file it discarded).
  */
 struct ena_seen_one {
 	bool set;
@@ -94,7 +94,8 @@ struct ena_seen {
 /* ena_seen_free - free what @s holds and clear it. */
 void ena_seen_free(struct ena_seen *s);
 
-int check_ena(struct cz_ctx *ctx, struct npd_result *res);
-int check_ena_allowance(struct cz_ctx *ctx, struct npd_result *res);
+int check_ena(struct cz_ctx *ctx, const struct check_seen *cs, struct npd_result *res);
+int check_ena_allowance(struct cz_ctx *ctx, const struct check_seen *cs,
+			struct npd_result *res);
 
 #endif

@@ -234,7 +234,12 @@ ssize_t ena_state_format(const struct ena_state *s, char **ret_buf);
 struct state_type;
 struct state_txn;
 extern const struct state_type ena_reset_state, ena_allowance_state;
-STATE_CODEC_DECLARE(ena_state, struct ena_state);
+/* ena_state_read, _begin, _commit, _write: the typed calls STATE_CODEC generates (base/state.h) */
+int ena_state_read(const char *dir, const struct state_type *t, struct ena_state *obj);
+int ena_state_begin(struct state_txn *txn, const char *dir, const struct state_type *t,
+		    struct ena_state *obj);
+int ena_state_commit(struct state_txn *txn, const struct ena_state *obj);
+int ena_state_write(const char *dir, const struct state_type *t, const struct ena_state *obj);
 
 /* ena_lists_from_config - the three lists of @cfg as a struct ena_lists. */
 struct ena_lists ena_lists_from_config(const struct cz_config *cfg);

@@ -114,6 +114,13 @@ int systemd_restarts_update(const char *bus, const char *state_dir, unsigned sta
 struct state_type;
 struct state_txn;
 extern const struct state_type systemd_restarts_state;
-STATE_CODEC_DECLARE(systemd_restarts_state, struct systemd_restarts);
+/* systemd_restarts_state_read, _begin, _commit, _write: STATE_CODEC's typed calls (base/state.h) */
+int systemd_restarts_state_read(const char *dir, const struct state_type *t,
+				struct systemd_restarts *obj);
+int systemd_restarts_state_begin(struct state_txn *txn, const char *dir, const struct state_type *t,
+				 struct systemd_restarts *obj);
+int systemd_restarts_state_commit(struct state_txn *txn, const struct systemd_restarts *obj);
+int systemd_restarts_state_write(const char *dir, const struct state_type *t,
+				 const struct systemd_restarts *obj);
 
 #endif

@@ -55,7 +55,12 @@ struct kevents {
 struct state_type;
 struct state_txn;
 extern const struct state_type kevents_state;
-STATE_CODEC_DECLARE(kevents_state, struct kevents);
+/* kevents_state_read, _begin, _commit, _write: STATE_CODEC's typed calls (base/state.h) */
+int kevents_state_read(const char *dir, const struct state_type *t, struct kevents *obj);
+int kevents_state_begin(struct state_txn *txn, const char *dir, const struct state_type *t,
+			struct kevents *obj);
+int kevents_state_commit(struct state_txn *txn, const struct kevents *obj);
+int kevents_state_write(const char *dir, const struct state_type *t, const struct kevents *obj);
 
 /*
  * kevents_record - account for one kernel record (@seq; @msg/@len its text) recognized as @e:

@@ -61,6 +61,12 @@ int canary_run(const struct hostfs *hf, const char *state_dir, unsigned state_fl
 struct state_type;
 struct state_txn;
 extern const struct state_type canary_state;
-STATE_CODEC_DECLARE(canary_state, struct canary_result);
+/* canary_state_read, _begin, _commit, _write: STATE_CODEC's typed calls (base/state.h) */
+int canary_state_read(const char *dir, const struct state_type *t, struct canary_result *obj);
+int canary_state_begin(struct state_txn *txn, const char *dir, const struct state_type *t,
+		       struct canary_result *obj);
+int canary_state_commit(struct state_txn *txn, const struct canary_result *obj);
+int canary_state_write(const char *dir, const struct state_type *t,
+		       const struct canary_result *obj);
 
 #endif

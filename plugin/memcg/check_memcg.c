@@ -15,6 +15,7 @@
 #include "check/condmsg.h"
 #include "check/cz.h"
 #include "memcg/memcg.h"
+#include "memcg/memcg_root.h"
 #include "memcg/memcg_where.h"
 #include "memcg/pods.h"
 #include "base/log.h"
@@ -75,37 +76,6 @@ static int count_dirs(int dfd, unsigned depth, uint64_t *count)
 		r = -errno;
 	closedir(d);
 	return r;
-}
-
-int memcg_find_hierarchy(const struct hostfs *hf, bool v2, char *buf, size_t size)
-{
-	static const char *const infos[] = { "1/mountinfo", "self/mountinfo" };
-	const size_t size_text = 256 * 1024; /* a node with thousands of mounts (pods) */
-	/* on the heap: a large stack frame is probed page by page (-fstack-clash-protection),
-	 * which costs page faults on every exec; malloc'ed pages are only touched as filled */
-	_cleanup_free_ char *text = malloc(size_text);
-
-	for (size_t i = 0; text && i < ARRAY_SIZE(infos); i++) {
-		if (hostfs_read(hf, HOSTFS_PROC, infos[i], text, size_text) < 0)
-			continue;
-		if (memcg_find_mount(text, v2, buf, size) == 0)
-			return 0;
-	}
-	snprintf(buf, size, "%s", v2 ? "fs/cgroup" : "fs/cgroup/memory");
-	return 0;
-}
-
-int memcg_open_root(const struct hostfs *hf)
-{
-	struct memcg_controller c;
-	char buf[8192], rel[256];
-	ssize_t n = hostfs_read(hf, HOSTFS_PROC, "cgroups", buf, sizeof(buf));
-	int e = n < 0 ? (int)n : memcg_parse_proc_cgroups(buf, &c);
-
-	if (e < 0)
-		return e;
-	memcg_find_hierarchy(hf, c.hierarchy == 0, rel, sizeof(rel));
-	return hostfs_openat(hf, HOSTFS_SYS, rel, O_RDONLY | O_DIRECTORY);
 }
 
 static int read_v1(struct cz_ctx *ctx, const struct memcg_controller *c, struct memcg_reading *r,
@@ -171,7 +141,7 @@ static void seen_growth(struct memcg_seen *s, const struct memcg_history *h, uin
 }
 
 /* Growth from the stored history; state trouble only costs us the growth figure. */
-static void update_history(struct cz_ctx *ctx, struct memcg_reading *r)
+static void update_history(struct cz_ctx *ctx, struct memcg_reading *r, struct memcg_seen *seen)
 {
 	_cleanup_(state_end) struct state_txn txn = STATE_TXN_INIT_FLAGS(ctx->state_flags);
 	const char *dir = ctx->cfg.paths.state;
@@ -187,7 +157,7 @@ static void update_history(struct cz_ctx *ctx, struct memcg_reading *r)
 	}
 	r->has_growth = memcg_history_growth(&h, now, r->dying, &r->growth_per_hour);
 	if (!memcg_history_add(&h, now, r->dying) && st == STATE_LOADED) {
-		seen_growth(ctx->memcg_seen, &h, now); /* nothing new to keep: no write, no fsync */
+		seen_growth(seen, &h, now); /* nothing new to keep: no write, no fsync */
 		return;
 	}
 	e = memcg_history_state_commit(&txn, &h);
@@ -195,7 +165,7 @@ static void update_history(struct cz_ctx *ctx, struct memcg_reading *r)
 		log_warning_errno(e, "Failed to save state '%s/%s': %m, ignoring", dir,
 				  STATE_MEMCG);
 	else
-		seen_growth(ctx->memcg_seen, &h, now);
+		seen_growth(seen, &h, now);
 }
 
 static void read_extras(struct cz_ctx *ctx, struct memcg_reading *r)
@@ -268,9 +238,9 @@ static int census_hint(struct cz_ctx *ctx, struct memcg_reading *r)
 	return 0;
 }
 
-int check_memcg(struct cz_ctx *ctx, struct npd_result *res)
+int check_memcg(struct cz_ctx *ctx, const struct check_seen *cs, struct npd_result *res)
 {
-	struct memcg_seen *seen = ctx->memcg_seen;
+	struct memcg_seen *seen = cs ? cs->memcg : NULL;
 	struct memcg_reading r;
 	int e = memcg_read(ctx, &r, res);
 
@@ -283,7 +253,7 @@ int check_memcg(struct cz_ctx *ctx, struct npd_result *res)
 	}
 	if (e != NPD_OK)
 		return e;
-	update_history(ctx, &r);
+	update_history(ctx, &r, seen);
 	if (seen && !seen->history)
 		seen->read = false; /* state trouble: what the file holds is not known here */
 	e = memcg_verdict(&r, &ctx->cfg, res);

@@ -158,6 +158,13 @@ size_t memcg_history_format(const struct memcg_history *h, char *buf, size_t siz
 struct state_type;
 struct state_txn;
 extern const struct state_type memcg_history_state;
-STATE_CODEC_DECLARE(memcg_history_state, struct memcg_history);
+/* memcg_history_state_read, _begin, _commit, _write: STATE_CODEC's typed calls (base/state.h) */
+int memcg_history_state_read(const char *dir, const struct state_type *t,
+			     struct memcg_history *obj);
+int memcg_history_state_begin(struct state_txn *txn, const char *dir, const struct state_type *t,
+			      struct memcg_history *obj);
+int memcg_history_state_commit(struct state_txn *txn, const struct memcg_history *obj);
+int memcg_history_state_write(const char *dir, const struct state_type *t,
+			      const struct memcg_history *obj);
 
 #endif

@@ -84,7 +84,13 @@ extern const struct state_type reclaim_state_type;
  * malloc()ed text and its length or -errno. */
 int reclaim_state_parse(const char *payload, size_t len, struct reclaim_state *obj);
 ssize_t reclaim_state_format(const struct reclaim_state *obj, char **ret);
-STATE_CODEC_DECLARE(reclaim_state, struct reclaim_state);
+/* reclaim_state_read, _begin, _commit, _write: STATE_CODEC's typed calls (base/state.h) */
+int reclaim_state_read(const char *dir, const struct state_type *t, struct reclaim_state *obj);
+int reclaim_state_begin(struct state_txn *txn, const char *dir, const struct state_type *t,
+			struct reclaim_state *obj);
+int reclaim_state_commit(struct state_txn *txn, const struct reclaim_state *obj);
+int reclaim_state_write(const char *dir, const struct state_type *t,
+			const struct reclaim_state *obj);
 
 /* What the agent knows this cycle. */
 struct reclaim_input {

@@ -11,10 +11,13 @@
 #include "check/cz.h"
 
 /*
- * A check: reads through ctx->hf, writes its verdict into @res and returns res->status. Never
- * prints to stdout (main prints the line); may print diagnostics to stderr when ctx->verbose.
+ * A check: reads through ctx->hf, writes its verdict into @res and returns res->status. Leaves
+ * what it read where @seen points (NULL, or a NULL member: nowhere; check/cz.h). Never prints
+ * to stdout (main prints the line); may print diagnostics to stderr when ctx->verbose. Run
+ * through check_run() (node/check_run.h), which adds the condition's recover_after.
  */
-typedef int (*check_fn)(struct cz_ctx *ctx, struct npd_result *res);
+typedef int (*check_fn)(struct cz_ctx *ctx, const struct check_seen *seen,
+			struct npd_result *res);
 
 struct check_def {
 	const char *name;

@@ -35,7 +35,7 @@ void node_run_checks(struct cz_ctx *ctx, struct report *r)
 		rc->check = c->name;
 		rc->cond = conditions_for_check(c->name);
 		rc->res = (struct npd_result){ .status = NPD_UNKNOWN };
-		c->run(ctx, &rc->res);
+		c->run(ctx, NULL, &rc->res);
 	}
 }
 

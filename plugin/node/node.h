@@ -26,7 +26,7 @@ void node_run_checks(struct cz_ctx *ctx, struct report *r);
 int node_read_memcg(struct cz_ctx *ctx, struct report *r);
 
 /* node_take_memcg - node_read_memcg's part from what check memcg read in this cycle (@seen,
- * ctx->memcg_seen), when it read; else node_read_memcg(). Returns r->memcg_rc. */
+ * node/check_run.h's check_run_seen), when it read; else node_read_memcg(). Returns r->memcg_rc. */
 int node_take_memcg(struct cz_ctx *ctx, struct report *r, const struct memcg_seen *seen);
 
 /* node_read_canary - the memcg read-latency canary (rate-limited by its own state), timing the
@@ -61,18 +61,18 @@ int node_ena_metrics(struct report *r);
 void node_read_ena(const struct cz_config *cfg, struct report *r);
 
 /* node_take_ena - node_read_ena's part from what check ena and check ena-allowance left in
- * @seen (ctx->ena_seen) in this cycle, moved into @r (@seen is emptied); each one they did not
- * leave is read from the state dir. */
+ * @seen (check_run_seen's ena) in this cycle, moved into @r (@seen is emptied); each one they
+ * did not leave is read from the state dir. */
 void node_take_ena(const struct cz_config *cfg, struct report *r, struct ena_seen *seen);
 
 /* node_take_kevents - the kernel-event log into r->kev: what check cpu read in this cycle
- * (@seen, ctx->cpu_seen, moved: @seen is emptied), else report_load_kevents(). Returns 0 or
+ * (@seen, check_run_seen's cpu, moved: @seen is emptied), else report_load_kevents(). Returns 0 or
  * -ENOMEM. */
 int node_take_kevents(const struct cz_config *cfg, struct report *r, struct cpu_seen *seen);
 
 /* node_take_recovery - the hysteresis state of the conditions of check memcg, cpu and ena, in
- * that order, into r->recovery: from @seen (ctx->recovery_seen, what the agent's cycle left
- * after stepping them) when it holds the check, else read from the state dir. */
+ * that order, into r->recovery: from @seen (check_run_seen's recovery, what the agent's cycle
+ * left after stepping them) when it holds the check, else read from the state dir. */
 void node_take_recovery(const struct cz_config *cfg, struct report *r,
 			const struct report_recovery *seen);
 

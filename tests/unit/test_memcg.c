@@ -5,6 +5,7 @@
 
 #include "testutil.h"
 #include "memcg/check_memcg.h"
+#include "memcg/memcg_root.h"
 #include "check/cz.h"
 #include "memcg/memcg.h"
 #include "base/util.h"
@@ -247,7 +248,7 @@ static void test_check_on_trees(void **state)
 		snprintf(proc, sizeof(proc), FIXTURES "/memcg/%s/proc", t[i].tree);
 		snprintf(sys, sizeof(sys), FIXTURES "/memcg/%s/sys", t[i].tree);
 		assert_int_equal(hostfs_open(&ctx.hf, proc, sys), 0);
-		if (check_memcg(&ctx, &res) != t[i].status || !startswith(res.msg, t[i].starts))
+		if (check_memcg(&ctx, NULL, &res) != t[i].status || !startswith(res.msg, t[i].starts))
 			fail_msg("%s: status %d msg '%s'", t[i].tree, res.status, res.msg);
 		if (t[i].status == NPD_UNKNOWN)
 			assert_non_null(strstr(res.msg, t[i].tree)); /* names the file it could not use */
