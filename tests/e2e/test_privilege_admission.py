@@ -240,6 +240,26 @@ CLEANUP_ATTACKS = {
 }
 
 
+def test_cleanup_lifts_only_its_own_cordon(cluster):
+    """The one spec change cleanup may make: uncordon a node whose cordon is ours (marker
+    cpuzombie.io/cordoned); someone else's cordon is refused, ours passes."""
+    kube = cluster
+    tok = cleanup_token(kube)
+    st, obj = kube.cp.raw("PATCH", "/api/v1/nodes/nb", {"spec": {"unschedulable": True}}, MERGE)
+    assert st == 200, obj
+    before = kube.node("nb")
+    refused(kube, tok, CLEANUP_USER, "PATCH", "/api/v1/nodes/nb",
+            {"spec": {"unschedulable": None}}, MERGE)
+    assert ph.node_state(kube.node("nb")) == ph.node_state(before)
+    st, obj = kube.cp.raw("PATCH", "/api/v1/nodes/nb", {
+        "metadata": {"annotations": {"cpuzombie.io/cordoned": "MemcgZombieLeak"}}}, MERGE)
+    assert st == 200, obj
+    st, obj = kube.call("PATCH", "/api/v1/nodes/nb", {
+        "metadata": {"annotations": {"cpuzombie.io/cordoned": None}},
+        "spec": {"unschedulable": None}}, ctype=MERGE, token=tok)
+    assert st == 200 and not obj["spec"].get("unschedulable"), (st, obj)
+
+
 @pytest.mark.parametrize("what", sorted(CLEANUP_ATTACKS))
 def test_cleanup_only_removes_what_is_ours(cluster, what):
     kube = cluster
