@@ -18,7 +18,7 @@
 #include "agent/trigger.h"
 #include "node/check_run.h"
 #include "node/node.h"
-#include "node/report.h"
+#include "node/model.h"
 #include "base/util.h"
 
 #define MAX_RESULTS 8
@@ -75,7 +75,7 @@ int periodic_new(struct cz_ctx *ctx, bool once, struct periodic **ret)
 
 /* The canary (rate-limited by itself): a slow read is what kubelet pays on every stats pass. It
  * times the hierarchy this cycle's check memcg read, when it did. */
-static void canary(struct periodic *p, struct report *r)
+static void canary(struct periodic *p, struct node_model *r)
 {
 	const struct memcg_seen *s = &p->seen.memcg;
 
@@ -91,7 +91,7 @@ static void canary(struct periodic *p, struct report *r)
 /* The metrics read the model: what this cycle's checks read (p->seen), the run dir, the state
  * the checks keep. After a reclaim (@reclaimed) the dying memcgs are counted again: the node
  * changed under the check's reading. */
-static int metrics(struct periodic *p, struct report *r, bool reclaimed)
+static int metrics(struct periodic *p, struct node_model *r, bool reclaimed)
 {
 	const struct cz_config *cfg = &p->ctx->cfg;
 	int e;
@@ -167,7 +167,7 @@ int periodic_cycle(struct periodic *p)
 	const char *names[MAX_RESULTS];
 	struct npd_result res[MAX_RESULTS];
 	char summary[1024] = "", rsum[700] = "";
-	struct report *r;
+	struct node_model *r;
 	size_t n;
 	int e = 0, m = 0, q;
 
@@ -197,7 +197,7 @@ int periodic_cycle(struct periodic *p)
 		printf("%s%s%s\n", summary, *summary && *rsum ? "; " : "", rsum);
 		fflush(stdout);
 	}
-	r = report_new(&p->ctx->cfg, now_realtime_ms());
+	r = node_model_new(&p->ctx->cfg, now_realtime_ms());
 	if (!r)
 		return -ENOMEM;
 	report_node_name(r, &p->ctx->hf);
@@ -217,7 +217,7 @@ int periodic_cycle(struct periodic *p)
 	}
 	if (p->ctx->cfg.agent.metrics_textfile[0])
 		m = metrics(p, r, *rsum != '\0');
-	report_free(r);
+	node_model_free(r);
 	check_run_seen_free(&p->seen); /* what the metrics did not take */
 	return e < 0 ? e : m;
 }

@@ -7,7 +7,7 @@
 #include <unistd.h>
 
 #include "node/checks.h"
-#include "node/report.h"
+#include "node/model.h"
 #include "agent/kube_agent.h"
 #include "base/fileio.h"
 #include "base/log.h"

@@ -6,7 +6,7 @@
 #include "agent/metrics.h"
 #include "klog/kevents.h"
 #include "base/fileio.h"
-#include "node/report.h"
+#include "node/model.h"
 #include "base/textsafe.h"
 #include "base/util.h"
 
@@ -29,7 +29,7 @@ static void series(FILE *out, const char *name, const char *key, const char *val
 	fprintf(out, "\"} %llu\n", (unsigned long long)v);
 }
 
-static void memcg(const struct report *r, FILE *out)
+static void memcg(const struct node_model *r, FILE *out)
 {
 	const struct memcg_reading *m = &r->memcg;
 
@@ -68,7 +68,7 @@ static void memcg(const struct report *r, FILE *out)
 	}
 }
 
-static void cpu(const struct report *r, FILE *out)
+static void cpu(const struct node_model *r, FILE *out)
 {
 	_cleanup_free_ double *secs = calloc(r->ncpu ? r->ncpu : 1, sizeof(double));
 	_cleanup_free_ double *peak = calloc(r->ncpu ? r->ncpu : 1, sizeof(double));
@@ -128,7 +128,7 @@ static void ena_counters(const struct report_ena_counter *c, size_t n, const cha
 }
 
 /* The ENA counters by class, as the model computed them (node_ena_metrics). */
-static void ena(const struct report *r, FILE *out)
+static void ena(const struct node_model *r, FILE *out)
 {
 	const struct report_ena_metrics *m = &r->ena_metrics;
 
@@ -147,7 +147,7 @@ static void ena(const struct report *r, FILE *out)
 }
 
 /* The units the agent last read from systemd (report.restarts, filled by the agent). */
-static void units(const struct report *r, FILE *out)
+static void units(const struct node_model *r, FILE *out)
 {
 	if (r->restarts_rc != 0 || r->restarts.n == 0)
 		return;
@@ -159,7 +159,7 @@ static void units(const struct report *r, FILE *out)
 }
 
 /* The agent's zombie census: dying memcgs by group, for its top groups. */
-static void census(const struct report *r, FILE *out)
+static void census(const struct node_model *r, FILE *out)
 {
 	if (r->census_rc != 0 || r->census.ngroups == 0)
 		return;
@@ -176,7 +176,7 @@ static void census(const struct report *r, FILE *out)
 }
 
 /* remediation.reclaim (memcg/reclaim.h): what the agent's reclaims did, once there was one. */
-static void reclaim(const struct report *r, FILE *out)
+static void reclaim(const struct node_model *r, FILE *out)
 {
 	const struct reclaim_state *s = &r->reclaim;
 
@@ -203,7 +203,7 @@ static void reclaim(const struct report *r, FILE *out)
 }
 
 /* The agent's kernel-event log: recognized kernel messages by kind, and what it missed. */
-static void kernel(const struct report *r, FILE *out)
+static void kernel(const struct node_model *r, FILE *out)
 {
 	const struct kevents *k = r->kev;
 
@@ -222,7 +222,7 @@ static void kernel(const struct report *r, FILE *out)
 	fprintf(out, "cpuzombie_kernel_overruns_total %llu\n", (unsigned long long)k->overruns);
 }
 
-static void checks(const struct report *r, FILE *out)
+static void checks(const struct node_model *r, FILE *out)
 {
 	help(out, "cpuzombie_check_status", "gauge",
 	     "Last result of each check: 0 OK, 1 problem (condition True), 2 unknown.");
@@ -237,7 +237,7 @@ static void checks(const struct report *r, FILE *out)
 			r->checks[i].res.status == NPD_PROBLEM);
 }
 
-int metrics_format(const struct report *r, FILE *out)
+int metrics_format(const struct node_model *r, FILE *out)
 {
 	help(out, "cpuzombie_agent_info", "gauge", "The cpuzombie agent writing these metrics.");
 	fputs("cpuzombie_agent_info{version=\"", out);
@@ -264,7 +264,7 @@ int metrics_format(const struct report *r, FILE *out)
  * node_take_recovery): what recover_after absorbed (flaps), what it let clear, and what it holds
  * True now. Apart from metrics_format(), whose output does not depend on the state dir.
  */
-static void lifecycle(const struct report *r, FILE *out)
+static void lifecycle(const struct node_model *r, FILE *out)
 {
 	const struct report_recovery *rc = &r->recovery;
 
@@ -292,7 +292,7 @@ static void lifecycle(const struct report *r, FILE *out)
 			       rc->c[i].st.active && rc->c[i].st.ok_since_ms != 0);
 }
 
-int metrics_write(const struct report *r, const char *path)
+int metrics_write(const struct node_model *r, const char *path)
 {
 	_cleanup_free_ char *text = NULL;
 	char dir[PATH_MAX];

@@ -13,7 +13,7 @@
 
 #include <stdio.h>
 
-struct report;
+struct node_model;
 
 /*
  * metrics_format - pure: the exposition text of @r (memcg reading, canary, bursts since
@@ -30,13 +30,13 @@ struct report;
  *   cpuzombie_condition_true{check,condition} (1 when True)
  * Returns 0 or -EIO.
  */
-int metrics_format(const struct report *r, FILE *out);
+int metrics_format(const struct node_model *r, FILE *out);
 
 /*
  * metrics_write - metrics_format() into @path atomically, mode 0644 (fileio_write_atomic with
  * FILEIO_DURABLE). Returns 0 or -errno (-EINVAL for a path without a file name); on failure the
  * old file is intact and no temporary file is left.
  */
-int metrics_write(const struct report *r, const char *path);
+int metrics_write(const struct node_model *r, const char *path);
 
 #endif

@@ -14,7 +14,8 @@
 #include "cpu/cpustat.h"
 #include "cmd/report_direct.h"
 #include "cmd/cmd.h"
-#include "node/report.h"
+#include "node/model.h"
+#include "view/render.h"
 #include "node/report_window.h"
 #include "base/log.h"
 #include "base/timespec.h"
@@ -70,7 +71,7 @@ static int window(const struct cz_ctx *ctx, const struct report_opts *o, uint64_
 
 /* What no agent published, `report` run by hand finds out itself where this binary can
  * (report_direct.h): the census and the leaker line, so the one-command answer keeps them. */
-static void direct(struct cz_ctx *ctx, struct report *r)
+static void direct(struct cz_ctx *ctx, struct node_model *r)
 {
 	/* no fresh census from an agent, and this binary can count itself (the full one, run by
 	 * hand: `make run`, with the privileges for BPF): the one-command answer names the groups
@@ -107,7 +108,7 @@ static void direct(struct cz_ctx *ctx, struct report *r)
 	}
 }
 
-static int write_svg(const struct report *r, const char *path, uint64_t since, uint64_t until)
+static int write_svg(const struct node_model *r, const char *path, uint64_t since, uint64_t until)
 {
 	_cleanup_fclose_ FILE *f = fopen(path, "we");
 	int e;
@@ -123,7 +124,7 @@ static int write_svg(const struct report *r, const char *path, uint64_t since, u
 }
 
 /* The page's bursts, newest first, each with its flame graph or why not; *@ret_n of them. */
-static struct html_burst *page_bursts(const struct report *r, size_t *ret_n)
+static struct html_burst *page_bursts(const struct node_model *r, size_t *ret_n)
 {
 	size_t n = r->nbursts < HTML_BURSTS_MAX ? r->nbursts : HTML_BURSTS_MAX, k = 0;
 	struct html_burst *b = calloc(n + 1, sizeof(*b));
@@ -147,7 +148,7 @@ static struct html_burst *page_bursts(const struct report *r, size_t *ret_n)
 	return b;
 }
 
-static int write_html(const struct report *r, const char *path, uint64_t since, uint64_t until)
+static int write_html(const struct node_model *r, const char *path, uint64_t since, uint64_t until)
 {
 	_cleanup_fclose_ FILE *f = fopen(path, "we");
 	struct html_burst *b;
@@ -171,7 +172,7 @@ static int write_html(const struct report *r, const char *path, uint64_t since, 
 static int report_main(struct cz_ctx *ctx, const struct report_opts *o)
 {
 	uint64_t since, until;
-	struct report *r;
+	struct node_model *r;
 	int e = 0;
 
 	if (window(ctx, o, now_realtime_ms(), &since, &until) < 0)
@@ -185,10 +186,10 @@ static int report_main(struct cz_ctx *ctx, const struct report_opts *o)
 	/* a report shows the checks' verdicts but must not move their baselines or create files
 	 * (it runs on read-only state and run dirs too): the checks open their state read-only */
 	ctx->state_flags |= STATE_READ_ONLY;
-	r = report_new(&ctx->cfg, now_realtime_ms());
+	r = node_model_new(&ctx->cfg, now_realtime_ms());
 	if (!r || node_read(ctx, r, since, until) < 0) {
 		log_error_errno(ENOMEM, "Failed to gather the report: %m");
-		report_free(r);
+		node_model_free(r);
 		return CZ_EXIT_ERROR;
 	}
 	if (r->memcg_rc == NPD_OK)
@@ -213,7 +214,7 @@ static int report_main(struct cz_ctx *ctx, const struct report_opts *o)
 	if (fflush(stdout) != 0)
 		e = -EIO;
 	e = e < 0 ? CZ_EXIT_ERROR : report_worst(r) == NPD_PROBLEM ? CZ_EXIT_PROBLEM : CZ_EXIT_OK;
-	report_free(r);
+	node_model_free(r);
 	return e;
 }
 

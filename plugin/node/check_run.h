@@ -17,7 +17,7 @@
 #include "ena/check_ena.h"
 #include "memcg/check_memcg.h"
 #include "node/checks.h"
-#include "node/report.h"
+#include "node/model.h"
 
 /*
  * What the checks of one agent cycle read, for that cycle's node model (node.h's node_take_*):

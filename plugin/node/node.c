@@ -24,7 +24,7 @@
 
 #define NOW_SAMPLE_MS 500
 
-void node_run_checks(struct cz_ctx *ctx, struct report *r)
+void node_run_checks(struct cz_ctx *ctx, struct node_model *r)
 {
 	for (const struct check_def *c = checks_all(); c->name; c++) {
 		struct report_check *rc;
@@ -39,7 +39,7 @@ void node_run_checks(struct cz_ctx *ctx, struct report *r)
 	}
 }
 
-int node_read_memcg(struct cz_ctx *ctx, struct report *r)
+int node_read_memcg(struct cz_ctx *ctx, struct node_model *r)
 {
 	struct npd_result res = { 0 };
 
@@ -51,7 +51,7 @@ int node_read_memcg(struct cz_ctx *ctx, struct report *r)
 	return r->memcg_rc;
 }
 
-int node_take_memcg(struct cz_ctx *ctx, struct report *r, const struct memcg_seen *seen)
+int node_take_memcg(struct cz_ctx *ctx, struct node_model *r, const struct memcg_seen *seen)
 {
 	if (!seen || !seen->read)
 		return node_read_memcg(ctx, r);
@@ -62,13 +62,13 @@ int node_take_memcg(struct cz_ctx *ctx, struct report *r, const struct memcg_see
 	return r->memcg_rc;
 }
 
-void node_read_canary(struct cz_ctx *ctx, struct report *r, const struct memcg_reading *seen)
+void node_read_canary(struct cz_ctx *ctx, struct node_model *r, const struct memcg_reading *seen)
 {
 	r->canary_rc = canary_run(&ctx->hf, ctx->cfg.paths.state, ctx->state_flags,
 				  ctx->cfg.memcg.latency_canary_ms, r->now_ms, seen, &r->canary);
 }
 
-void node_read_published(const struct cz_config *cfg, struct report *r)
+void node_read_published(const struct cz_config *cfg, struct node_model *r)
 {
 	if (cfg->memcg.census_interval_ms)	/* the agent's zombie census, when fresh */
 		r->census_rc = census_load(cfg->paths.run, r->now_ms,
@@ -79,7 +79,7 @@ void node_read_published(const struct cz_config *cfg, struct report *r)
 					    r->restarts_err, sizeof(r->restarts_err));
 }
 
-void node_read_reclaim(const struct cz_config *cfg, struct report *r)
+void node_read_reclaim(const struct cz_config *cfg, struct node_model *r)
 {
 	/* remediation.reclaim's last run: the agent's state, read without a lock */
 	r->reclaim_rc = reclaim_state_read(cfg->paths.state, &reclaim_state_type, &r->reclaim);
@@ -121,7 +121,7 @@ static int ena_class_counters(const struct ena_lists *l, const struct ena_state 
 	return 0;
 }
 
-int node_ena_metrics(struct report *r)
+int node_ena_metrics(struct node_model *r)
 {
 	struct report_ena_metrics *m = &r->ena_metrics;
 	struct ena_lists l = ena_lists_from_config(r->cfg);
@@ -145,7 +145,7 @@ int node_ena_metrics(struct report *r)
 	return 0;
 }
 
-void node_read_ena(const struct cz_config *cfg, struct report *r)
+void node_read_ena(const struct cz_config *cfg, struct node_model *r)
 {
 	r->ena_rc = node_ena_load(cfg->paths.state, &ena_reset_state, &r->ena);
 	r->allowance_rc = node_ena_load(cfg->paths.state, &ena_allowance_state, &r->allowance);
@@ -159,7 +159,7 @@ static void take_one(struct ena_seen_one *s, int *ret_rc, struct ena_state *ret)
 	memset(s, 0, sizeof(*s));
 }
 
-void node_take_ena(const struct cz_config *cfg, struct report *r, struct ena_seen *seen)
+void node_take_ena(const struct cz_config *cfg, struct node_model *r, struct ena_seen *seen)
 {
 	if (seen && seen->reset.set)
 		take_one(&seen->reset, &r->ena_rc, &r->ena);
@@ -173,7 +173,7 @@ void node_take_ena(const struct cz_config *cfg, struct report *r, struct ena_see
 	(void)node_ena_metrics(r);
 }
 
-int node_take_kevents(const struct cz_config *cfg, struct report *r, struct cpu_seen *seen)
+int node_take_kevents(const struct cz_config *cfg, struct node_model *r, struct cpu_seen *seen)
 {
 	if (!seen || !seen->set)
 		return report_load_kevents(r, cfg->paths.run);
@@ -183,7 +183,7 @@ int node_take_kevents(const struct cz_config *cfg, struct report *r, struct cpu_
 	return 0;
 }
 
-void node_take_recovery(const struct cz_config *cfg, struct report *r,
+void node_take_recovery(const struct cz_config *cfg, struct node_model *r,
 			const struct report_recovery *seen)
 {
 	static const char *const checks[] = { "memcg", "cpu", "ena" };
@@ -225,7 +225,7 @@ static unsigned node_cpu_limit(const struct hostfs *hf)
 }
 
 /* Current shares: the sampler's newest sample when fresh, else two /proc/stat reads. */
-void node_read_now(struct cz_ctx *ctx, struct report *r)
+void node_read_now(struct cz_ctx *ctx, struct node_model *r)
 {
 	const size_t max = CPUSTAT_MAX_CPUS, size = CPUSTAT_BUF_SIZE(1024) * 2;
 	_cleanup_free_ struct cpustat_core *a = calloc(max, sizeof(*a)),
@@ -260,7 +260,7 @@ void node_read_now(struct cz_ctx *ctx, struct report *r)
 	r->has_now = true;
 }
 
-int node_read(struct cz_ctx *ctx, struct report *r, uint64_t since, uint64_t until)
+int node_read(struct cz_ctx *ctx, struct node_model *r, uint64_t since, uint64_t until)
 {
 	const struct cz_config *cfg = &ctx->cfg;
 	int n;

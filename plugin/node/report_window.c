@@ -42,7 +42,7 @@ static bool overlaps(const struct burst_event *ev, void *arg)
 	return ev->end_ms >= w->since && ev->start_ms <= w->until;
 }
 
-int report_load_window(struct report *r, const char *run_dir, uint64_t since_ms,
+int report_load_window(struct node_model *r, const char *run_dir, uint64_t since_ms,
 		       uint64_t until_ms)
 {
 	struct history_series t[TIER_COUNT] = { 0 };

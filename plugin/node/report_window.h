@@ -11,7 +11,7 @@
 
 #include <stdint.h>
 
-#include "node/report.h"
+#include "node/model.h"
 
 /*
  * report_load_window - replace @r's history with the finest tier of @run_dir covering
@@ -19,7 +19,7 @@
  * Sets r->hist_tier, r->hist_interval_ms, r->until_ms. Returns 0 (also when no tier has data:
  * r->hist_rc says -ENOENT), or -ENOMEM.
  */
-int report_load_window(struct report *r, const char *run_dir, uint64_t since_ms,
+int report_load_window(struct node_model *r, const char *run_dir, uint64_t since_ms,
 		       uint64_t until_ms);
 
 /* report_tier_name - "per-sample", "per-second maxima", "per-minute maxima". */

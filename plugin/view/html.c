@@ -5,7 +5,8 @@
  */
 #include <errno.h>
 
-#include "node/report.h"
+#include "node/model.h"
+#include "view/render.h"
 #include "view/flame_js.h"
 #include "view/html.h"
 #include "view/html_data.h"
@@ -104,7 +105,7 @@ static const char page_style[] =
 	" #6000a0}";
 
 /* The heatmap as `report --svg` draws it, without its XML declaration (not allowed inside). */
-static void heatmap(FILE *out, const struct report *r, uint64_t since, uint64_t until)
+static void heatmap(FILE *out, const struct node_model *r, uint64_t since, uint64_t until)
 {
 	_cleanup_free_ char *svg = NULL;
 	size_t len = 0;
@@ -128,7 +129,7 @@ static void heatmap(FILE *out, const struct report *r, uint64_t since, uint64_t 
 	fputs("</section>\n", out);
 }
 
-static int verdict(FILE *out, const struct report *r)
+static int verdict(FILE *out, const struct node_model *r)
 {
 	_cleanup_free_ char *txt = NULL;
 	size_t len = 0;
@@ -145,7 +146,7 @@ static int verdict(FILE *out, const struct report *r)
 	return 0;
 }
 
-static void burst_head(FILE *out, const struct report *r, const struct html_burst *b)
+static void burst_head(FILE *out, const struct node_model *r, const struct html_burst *b)
 {
 	const struct burst_event *ev = b->ev;
 	char a[16], z[16], line[512], tasks[256], id[48];
@@ -209,7 +210,7 @@ static void flame_part(FILE *out, const struct html_burst *b, size_t k)
 		     "</p>\n", k);
 }
 
-static void bursts(FILE *out, const struct report *r, const struct html_burst *b, size_t n,
+static void bursts(FILE *out, const struct node_model *r, const struct html_burst *b, size_t n,
 		   const struct html_data *d)
 {
 	char id[48];
@@ -246,7 +247,7 @@ static void bursts(FILE *out, const struct report *r, const struct html_burst *b
 	fputs("</section>\n", out);
 }
 
-int html_write(const struct report *r, uint64_t since_ms, uint64_t until_ms,
+int html_write(const struct node_model *r, uint64_t since_ms, uint64_t until_ms,
 	       const struct html_burst *b, size_t n, FILE *out)
 {
 	char hash[SHA256_B64_LEN + 1], t[48];

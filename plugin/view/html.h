@@ -41,7 +41,7 @@
 #include "cpu/history.h"
 #include "view/flame.h"
 
-struct report;
+struct node_model;
 
 /* One burst of the page: its flame graph, or why it has none. */
 struct html_burst {
@@ -62,7 +62,7 @@ struct html_burst {
  * verdict is report_print()'s, which reads the bursts' profile files for its lines; the rest
  * writes only to @out. Returns 0, -ENOMEM or -EIO.
  */
-int html_write(const struct report *r, uint64_t since_ms, uint64_t until_ms,
+int html_write(const struct node_model *r, uint64_t since_ms, uint64_t until_ms,
 	       const struct html_burst *b, size_t n, FILE *out);
 
 /*

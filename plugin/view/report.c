@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The terminal screen of the report (node/report.h's model). The JSON document is in
+ * The terminal screen of the report (node/model.h's model). The JSON document is in
  * report_json.c, the heatmap in svg.c.
  */
 #include <errno.h>
@@ -10,7 +10,8 @@
 #include "check/condmsg.h"
 #include "cpu/cpustat.h"
 #include "node/advice.h"
-#include "node/report.h"
+#include "node/model.h"
+#include "view/render.h"
 #include "view/report_profile.h"
 #include "node/report_window.h"
 #include "cpu/tier.h"
@@ -31,7 +32,7 @@ static const char *safe(const char *s)
 	return textsafe(TEXTSAFE_TEXT, s, pool[next++ % ARRAY_SIZE(pool)], sizeof(pool[0]));
 }
 
-static const char *node(const struct report *r)
+static const char *node(const struct node_model *r)
 {
 	return r->node[0] ? safe(r->node) : "-";
 }
@@ -47,7 +48,7 @@ static const char *source_name(enum memcg_source s)
 	}
 }
 
-static void print_conditions(const struct report *r, FILE *out)
+static void print_conditions(const struct node_model *r, FILE *out)
 {
 	fprintf(out, "CONDITIONS\n");
 	for (size_t i = 0; i < r->nchecks; i++) {
@@ -65,7 +66,7 @@ static void print_conditions(const struct report *r, FILE *out)
 }
 
 /* The agent's zombie census: the groups the dying memcgs came from, most first. */
-static void print_census(const struct report *r, FILE *out)
+static void print_census(const struct node_model *r, FILE *out)
 {
 	const struct census *c = &r->census;
 	char b[32];
@@ -92,7 +93,7 @@ static void print_census(const struct report *r, FILE *out)
 }
 
 /* remediation.reclaim: its last run, when there was one or it is on. */
-static void print_reclaim(const struct report *r, FILE *out)
+static void print_reclaim(const struct node_model *r, FILE *out)
 {
 	const struct reclaim_state *s = &r->reclaim;
 	char msg[400], d[32];
@@ -111,7 +112,7 @@ static void print_reclaim(const struct report *r, FILE *out)
 	}
 }
 
-static void print_canary(const struct report *r, FILE *out)
+static void print_canary(const struct node_model *r, FILE *out)
 {
 	char d[32];
 
@@ -139,7 +140,7 @@ static void print_canary(const struct report *r, FILE *out)
 					d, sizeof(d)));
 }
 
-static void print_memcg(const struct report *r, FILE *out)
+static void print_memcg(const struct node_model *r, FILE *out)
 {
 	const struct memcg_reading *m = &r->memcg;
 	char b[32], hint[512], ratio[32];
@@ -181,7 +182,8 @@ static void print_memcg(const struct report *r, FILE *out)
 }
 
 /* The agent's own profile of the burst (report_profile.h), or why it has none. */
-static void print_recorded_profile(const struct report *r, const struct burst_event *ev, FILE *out)
+static void print_recorded_profile(const struct node_model *r, const struct burst_event *ev,
+				   FILE *out)
 {
 	static struct report_profile p;
 	int e;
@@ -203,7 +205,7 @@ static void print_recorded_profile(const struct report *r, const struct burst_ev
 		fprintf(out, "            %6" PRIu64 "  %s\n", p.top[i].count, p.top[i].stack);
 }
 
-static void print_burst(const struct report *r, const struct burst_event *ev, bool ongoing,
+static void print_burst(const struct node_model *r, const struct burst_event *ev, bool ongoing,
 			FILE *out)
 {
 	char t1[16], t2[16], d[32], cmd[96], tasks[256];
@@ -223,7 +225,7 @@ static void print_burst(const struct report *r, const struct burst_event *ev, bo
 		report_perf_cmd(ev->cpu, dur, cmd, sizeof(cmd)));
 }
 
-static void print_now(const struct report *r, FILE *out)
+static void print_now(const struct node_model *r, FILE *out)
 {
 	unsigned shown = 0, hot = 0;
 
@@ -247,7 +249,7 @@ static void print_now(const struct report *r, FILE *out)
 		r->cfg->cpu.threshold_pct);
 }
 
-static void print_cores(const struct report *r, FILE *out)
+static void print_cores(const struct node_model *r, FILE *out)
 {
 	char d1[32], d2[32], t[16];
 
@@ -281,7 +283,7 @@ static void print_cores(const struct report *r, FILE *out)
 			advice_history(r->hist_rc));
 }
 
-int report_heatmap(const struct report *r, unsigned cols, FILE *out)
+int report_heatmap(const struct node_model *r, unsigned cols, FILE *out)
 {
 	const struct history_series *h = &r->hist;
 	unsigned group, rows;
@@ -353,7 +355,7 @@ static void print_irq_map(const struct irq_map *m, FILE *out)
 	fprintf(out, "%s\n", m->n ? "" : " none");
 }
 
-static const struct ethtool_stat *find_prev(const struct report *r, const char *key,
+static const struct ethtool_stat *find_prev(const struct node_model *r, const char *key,
 					    const char *name, uint64_t *ret_read_ms)
 {
 	struct ena_ifstate *p = ena_state_find((struct ena_state *)&r->ena_prev, key);
@@ -364,7 +366,7 @@ static const struct ethtool_stat *find_prev(const struct report *r, const char *
 	return ethtool_dump_find(&p->base, name);
 }
 
-static void print_ena(const struct report *r, const struct ena_ifstate *s, FILE *out)
+static void print_ena(const struct node_model *r, const struct ena_ifstate *s, FILE *out)
 {
 	struct ena_lists l = ena_lists_from_config(r->cfg);
 	char t[16], t2[16], cmd[96];
@@ -403,7 +405,7 @@ static void print_ena(const struct report *r, const struct ena_ifstate *s, FILE 
 	}
 }
 
-static void print_nics(const struct report *r, FILE *out)
+static void print_nics(const struct node_model *r, FILE *out)
 {
 	fprintf(out, "NICS\n");
 	if (r->maps_rc < 0 && r->maps_rc != -ENOENT)
@@ -439,7 +441,7 @@ static void print_nics(const struct report *r, FILE *out)
 			advice_ena_state(r->ena_rc));
 }
 
-int report_print(const struct report *r, FILE *out)
+int report_print(const struct node_model *r, FILE *out)
 {
 	char t[48];
 

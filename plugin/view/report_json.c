@@ -3,7 +3,8 @@
 #include <errno.h>
 
 #include "node/advice.h"
-#include "node/report.h"
+#include "node/model.h"
+#include "view/render.h"
 #include "view/report_profile.h"
 #include "base/jsonw.h"
 #include "base/textsafe.h"
@@ -13,7 +14,7 @@
  * names are any bytes (base/jsonw.h). */
 
 /* The agent's recorded profile of @ev (report_profile.h) into @p; "why" when it has none. */
-static void recorded(const struct report *r, const struct burst_event *ev, json_object *p)
+static void recorded(const struct node_model *r, const struct burst_event *ev, json_object *p)
 {
 	static struct report_profile rp;
 	json_object *top = json_object_new_array();
@@ -37,7 +38,7 @@ static void recorded(const struct report *r, const struct burst_event *ev, json_
 	jsonw_add(p, "top", top);
 }
 
-static json_object *profile(const struct report *r, unsigned cpu, uint64_t start, uint64_t end,
+static json_object *profile(const struct node_model *r, unsigned cpu, uint64_t start, uint64_t end,
 			    uint64_t dur)
 {
 	json_object *p = json_object_new_object();
@@ -51,7 +52,7 @@ static json_object *profile(const struct report *r, unsigned cpu, uint64_t start
 	return p;
 }
 
-static json_object *conditions(const struct report *r)
+static json_object *conditions(const struct node_model *r)
 {
 	json_object *a = json_object_new_array();
 
@@ -71,7 +72,7 @@ static json_object *conditions(const struct report *r)
 	return a;
 }
 
-static json_object *restarts(const struct report *r)
+static json_object *restarts(const struct node_model *r)
 {
 	json_object *o = json_object_new_object(), *a = json_object_new_array();
 
@@ -109,7 +110,7 @@ static json_object *census_groups(const struct census_group *g, size_t n)
 }
 
 /* The agent's zombie census: null when off, {"error"} when it could not count. */
-static json_object *census(const struct report *r)
+static json_object *census(const struct node_model *r)
 {
 	const struct census *c = &r->census;
 	json_object *o;
@@ -132,7 +133,7 @@ static json_object *census(const struct report *r)
 }
 
 /* remediation.reclaim's last run: null when there was none. */
-static json_object *reclaim(const struct report *r)
+static json_object *reclaim(const struct node_model *r)
 {
 	const struct reclaim_state *s = &r->reclaim;
 	json_object *o;
@@ -151,7 +152,7 @@ static json_object *reclaim(const struct report *r)
 	return o;
 }
 
-static json_object *canary(const struct report *r)
+static json_object *canary(const struct node_model *r)
 {
 	json_object *o;
 
@@ -168,7 +169,7 @@ static json_object *canary(const struct report *r)
 	return o;
 }
 
-static json_object *memcg(const struct report *r)
+static json_object *memcg(const struct node_model *r)
 {
 	const struct memcg_reading *m = &r->memcg;
 	json_object *o = json_object_new_object();
@@ -201,7 +202,7 @@ static json_object *memcg(const struct report *r)
 	return o;
 }
 
-static json_object *burst(const struct report *r, const struct burst_event *ev, bool ongoing)
+static json_object *burst(const struct node_model *r, const struct burst_event *ev, bool ongoing)
 {
 	json_object *o = json_object_new_object(), *t = json_object_new_array();
 	json_object *irqs = json_object_new_array(), *stack = json_object_new_array(), *prof;
@@ -245,7 +246,7 @@ static json_object *burst(const struct report *r, const struct burst_event *ev, 
 	return o;
 }
 
-static json_object *cores(const struct report *r)
+static json_object *cores(const struct node_model *r)
 {
 	json_object *o = json_object_new_object(), *b = json_object_new_array(), *now;
 
@@ -278,7 +279,7 @@ static json_object *cores(const struct report *r)
 	return o;
 }
 
-static json_object *ena(const struct report *r, const struct ena_ifstate *s)
+static json_object *ena(const struct node_model *r, const struct ena_ifstate *s)
 {
 	struct ena_lists l = ena_lists_from_config(r->cfg);
 	json_object *o = json_object_new_object(), *cs = json_object_new_array();
@@ -325,7 +326,7 @@ static json_object *ena(const struct report *r, const struct ena_ifstate *s)
 	return o;
 }
 
-static json_object *nic(const struct report *r, const struct irq_map *m, const char *ifname)
+static json_object *nic(const struct node_model *r, const struct irq_map *m, const char *ifname)
 {
 	json_object *o = json_object_new_object(), *irqs = json_object_new_array();
 
@@ -352,7 +353,7 @@ static json_object *nic(const struct report *r, const struct irq_map *m, const c
 	return o;
 }
 
-static json_object *nics(const struct report *r)
+static json_object *nics(const struct node_model *r)
 {
 	json_object *a = json_object_new_array();
 
@@ -369,7 +370,7 @@ static json_object *nics(const struct report *r)
 	return a;
 }
 
-json_object *report_json(const struct report *r)
+json_object *report_json(const struct node_model *r)
 {
 	json_object *o = json_object_new_object();
 

@@ -7,13 +7,14 @@
 
 #include "klog/kevents.h"
 #include "ena/klog_incident.h"
-#include "node/report.h"
+#include "node/model.h"
+#include "view/render.h"
 #include "base/state.h"
 #include "base/textsafe.h"
 #include "base/util.h"
 
 /* The first event of the history window. */
-static size_t first_in_window(const struct report *r)
+static size_t first_in_window(const struct node_model *r)
 {
 	uint64_t t0 = r->now_ms > r->cfg->cpu.history_ms ? r->now_ms - r->cfg->cpu.history_ms : 0;
 	size_t i = 0;
@@ -23,7 +24,7 @@ static size_t first_in_window(const struct report *r)
 	return i;
 }
 
-void report_print_kernel(const struct report *r, FILE *out)
+void report_print_kernel(const struct node_model *r, FILE *out)
 {
 	const struct kevents *k = r->kev;
 	char d[256], win[32], s1[256], s2[1024];
@@ -51,7 +52,7 @@ void report_print_kernel(const struct report *r, FILE *out)
 		fprintf(out, "  no ENA reset, lockup or stall logged\n");
 }
 
-json_object *report_kernel_json(const struct report *r)
+json_object *report_kernel_json(const struct node_model *r)
 {
 	const struct kevents *k = r->kev;
 	json_object *o, *counts, *evs;

@@ -9,7 +9,7 @@
 
 #include "klog/kevents.h"
 #include "ena/klog_incident.h"
-#include "node/report.h"
+#include "node/model.h"
 #include "view/svg.h"
 #include "base/textsafe.h"
 #include "base/util.h"
@@ -45,7 +45,7 @@ static void xml(FILE *out, const char *s)
 	(void)textsafe_fputs(TEXTSAFE_XML, s, out);
 }
 
-static uint64_t interval_of(const struct report *r)
+static uint64_t interval_of(const struct node_model *r)
 {
 	if (r->hist_interval_ms) /* a coarser history tier (report --since) */
 		return r->hist_interval_ms;
@@ -58,7 +58,7 @@ static uint64_t interval_of(const struct report *r)
  * overlaps: sampler jitter never leaves a grey column between two samples, and a burst is never
  * averaged away.
  */
-static uint8_t *paint(const struct report *r, const struct plot *p)
+static uint8_t *paint(const struct node_model *r, const struct plot *p)
 {
 	const struct history_series *h = &r->hist;
 	uint64_t span = p->t1 - p->t0;
@@ -145,7 +145,7 @@ static bool burst_shown(const struct burst_event *ev, const struct plot *p, unsi
 	return ev->cpu < ncpu && ev->end_ms >= p->t0 && ev->start_ms <= p->t1;
 }
 
-static void bursts(FILE *out, const struct report *r, const struct plot *g)
+static void bursts(FILE *out, const struct node_model *r, const struct plot *g)
 {
 	unsigned k = 0;
 
@@ -192,7 +192,7 @@ static void bursts(FILE *out, const struct report *r, const struct plot *g)
 	}
 }
 
-static void resets(FILE *out, const struct report *r, const struct plot *g)
+static void resets(FILE *out, const struct node_model *r, const struct plot *g)
 {
 	unsigned k = 0;
 	double bottom = g->top + g->nrows * g->rh;
@@ -223,7 +223,7 @@ static void resets(FILE *out, const struct report *r, const struct plot *g)
 
 /* What the kernel logged (the agent's kernel-event log): a diamond on the row of the CPU a
  * lockup or stall names, a purple tick above the cores for an ENA reset line. */
-static void kernel(FILE *out, const struct report *r, const struct plot *g)
+static void kernel(FILE *out, const struct node_model *r, const struct plot *g)
 {
 	const struct kevents *k = r->kev;
 	unsigned n = 0;
@@ -309,7 +309,7 @@ static void axis(FILE *out, const struct plot *p, double y, const char *cls)
 }
 
 /* Under the overview's axis: what the shades and marks mean. */
-static void legend(FILE *out, const struct report *r, double y)
+static void legend(FILE *out, const struct node_model *r, double y)
 {
 	double x = LEFT + 250;
 
@@ -356,7 +356,7 @@ static void style(FILE *out)
 }
 
 /* The title, and the memcg numbers as the check line and the report text spell them. */
-static void head(FILE *out, const struct report *r, const struct plot *g)
+static void head(FILE *out, const struct node_model *r, const struct plot *g)
 {
 	char a[16], b[16], ratio[32];
 
@@ -376,7 +376,7 @@ static void head(FILE *out, const struct report *r, const struct plot *g)
 }
 
 /* The overview section, @h px high. Returns 0 or -ENOMEM. */
-static int overview(FILE *out, const struct report *r, const struct plot *g, double h)
+static int overview(FILE *out, const struct node_model *r, const struct plot *g, double h)
 {
 	_cleanup_free_ uint8_t *cells = paint(r, g);
 	double y = g->top + g->nrows * g->rh;
@@ -403,7 +403,7 @@ static int overview(FILE *out, const struct report *r, const struct plot *g, dou
 /* ---- zoom panels ---- */
 
 /* The overview marker id of burst @i (bursts() numbers the ones it draws, in order). */
-static unsigned marker_id(const struct report *r, const struct plot *g, size_t i)
+static unsigned marker_id(const struct node_model *r, const struct plot *g, size_t i)
 {
 	unsigned k = 0;
 
@@ -413,7 +413,7 @@ static unsigned marker_id(const struct report *r, const struct plot *g, size_t i
 }
 
 /* Up to SVG_ZOOM_MAX bursts drawn in the overview, the latest-ending first. Returns the count. */
-static size_t pick_zooms(const struct report *r, const struct plot *g, size_t *ret)
+static size_t pick_zooms(const struct node_model *r, const struct plot *g, size_t *ret)
 {
 	size_t n = 0;
 
@@ -434,7 +434,7 @@ static size_t pick_zooms(const struct report *r, const struct plot *g, size_t *r
 }
 
 /* The panel's window and rows: the burst padded, within the overview's window. */
-static struct plot zoom_plot(const struct report *r, const struct plot *g,
+static struct plot zoom_plot(const struct node_model *r, const struct plot *g,
 			     const struct burst_event *ev)
 {
 	struct plot p = { .interval = g->interval, .rh = ZOOM_RH, .top = ZOOM_HEAD };
@@ -462,7 +462,7 @@ static double zoom_height(const struct plot *p)
 }
 
 /* The three label lines: what, how long and how hot; who ran there; what to do next. */
-static void zoom_labels(FILE *out, const struct report *r, const struct burst_event *ev,
+static void zoom_labels(FILE *out, const struct node_model *r, const struct burst_event *ev,
 			bool ongoing)
 {
 	char a[16], b[16], tasks[256], cmd[96];
@@ -500,7 +500,7 @@ static void zoom_labels(FILE *out, const struct report *r, const struct burst_ev
 	fprintf(out, " %s</text>\n", report_perf_cmd(ev->cpu, dur, cmd, sizeof(cmd)));
 }
 
-static int zoom(FILE *out, const struct report *r, const struct plot *g, size_t i, unsigned k,
+static int zoom(FILE *out, const struct node_model *r, const struct plot *g, size_t i, unsigned k,
 		double y)
 {
 	const struct burst_event *ev = &r->bursts[i];
@@ -537,7 +537,7 @@ static int zoom(FILE *out, const struct report *r, const struct plot *g, size_t 
 
 /* ---- the document ---- */
 
-void svg_span_auto(const struct report *r, uint64_t *ret_from_ms, uint64_t *ret_to_ms)
+void svg_span_auto(const struct node_model *r, uint64_t *ret_from_ms, uint64_t *ret_to_ms)
 {
 	const struct history_series *h = &r->hist;
 	uint64_t iv = interval_of(r), from, to;
@@ -560,7 +560,7 @@ void svg_span_auto(const struct report *r, uint64_t *ret_from_ms, uint64_t *ret_
 	*ret_to_ms = to;
 }
 
-int svg_write_span(const struct report *r, uint64_t from_ms, uint64_t to_ms, FILE *out)
+int svg_write_span(const struct node_model *r, uint64_t from_ms, uint64_t to_ms, FILE *out)
 {
 	struct plot g = { .interval = interval_of(r), .top = TOP };
 	size_t pick[SVG_ZOOM_MAX], n;
@@ -605,7 +605,7 @@ int svg_write_span(const struct report *r, uint64_t from_ms, uint64_t to_ms, FIL
 	return ferror(out) ? -EIO : 0;
 }
 
-int svg_write(const struct report *r, FILE *out)
+int svg_write(const struct node_model *r, FILE *out)
 {
 	return svg_write_span(r, 0, 0, out);
 }

@@ -37,7 +37,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
-struct report;
+struct node_model;
 
 #define SVG_PLOT_W 1200		/* px of the time axis */
 #define SVG_PLOT_H_MAX 900	/* px the core rows aim to stay within */
@@ -52,7 +52,7 @@ struct report;
  * r->now_ms); without history, the configured cpu.history ending at r->now_ms. Always
  * *@ret_to_ms > *@ret_from_ms.
  */
-void svg_span_auto(const struct report *r, uint64_t *ret_from_ms, uint64_t *ret_to_ms);
+void svg_span_auto(const struct node_model *r, uint64_t *ret_from_ms, uint64_t *ret_to_ms);
 
 /*
  * svg_write_span - pure (writes only to @out): the heatmap of @r over [@from_ms, @to_ms]
@@ -60,9 +60,9 @@ void svg_span_auto(const struct report *r, uint64_t *ret_from_ms, uint64_t *ret_
  * bursts in that window. Returns 0, -EINVAL when @to_ms <= @from_ms, -ENODATA when there are no
  * cores to draw, -ENOMEM or -EIO.
  */
-int svg_write_span(const struct report *r, uint64_t from_ms, uint64_t to_ms, FILE *out);
+int svg_write_span(const struct node_model *r, uint64_t from_ms, uint64_t to_ms, FILE *out);
 
 /* svg_write - svg_write_span over svg_span_auto's window. */
-int svg_write(const struct report *r, FILE *out);
+int svg_write(const struct node_model *r, FILE *out);
 
 #endif

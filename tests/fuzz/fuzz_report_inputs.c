@@ -11,7 +11,7 @@
 #include "memcg/canary.h"
 #include "check/condmsg.h"
 #include "base/log.h"
-#include "node/report.h"
+#include "node/model.h"
 #include "host/systemd.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);

@@ -26,7 +26,8 @@
 
 #include "base/state.h"
 #include "cpu/history.h"
-#include "node/report.h"
+#include "node/model.h"
+#include "view/render.h"
 #include "node/report_window.h"
 #include "view/svg.h"
 
@@ -97,7 +98,7 @@ static void put_ring(unsigned ncpu, unsigned n, bool step_back, const uint8_t *p
 	history_ring_close(&ring);
 }
 
-static void render(const struct report *r)
+static void render(const struct node_model *r)
 {
 	char *buf = NULL;
 	size_t len = 0;
@@ -123,7 +124,7 @@ static void render(const struct report *r)
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	const char *hb, *log, *end;
-	struct report *r;
+	struct node_model *r;
 	unsigned ncpu, n, hb_active = 0;
 	size_t hb_len;
 	uint64_t since, until;
@@ -150,7 +151,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	put_state(HISTORY_HEARTBEAT, hb, hb_len);
 	put_state(HISTORY_BURSTS, log, (size_t)(end - log));
 
-	r = report_new(&cfg, NOW);
+	r = node_model_new(&cfg, NOW);
 	if (!r)
 		return 0;
 	if (data[2] & 2)
@@ -186,6 +187,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	}
 	render(r);
 out:
-	report_free(r);
+	node_model_free(r);
 	return 0;
 }

@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "node/report.h"
+#include "node/model.h"
 #include "view/svg.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -28,7 +28,7 @@ static uint64_t take64(const uint8_t **p, const uint8_t *end)
 	return v;
 }
 
-static void render(const struct report *r, uint64_t from, uint64_t to)
+static void render(const struct node_model *r, uint64_t from, uint64_t to)
 {
 	char *buf = NULL;
 	size_t len = 0;
@@ -49,7 +49,7 @@ static void render(const struct report *r, uint64_t from, uint64_t to)
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	const uint8_t *p = data, *end = data + size;
-	struct report *r;
+	struct node_model *r;
 	uint64_t t, step;
 	size_t n;
 
@@ -57,7 +57,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		return 0;
 	config_defaults(&cfg);
 	cfg.cpu.interval_ms = data[0] % 4 == 0 ? 0 : 1 + data[0] * 17u;
-	r = report_new(&cfg, take64(&p, end));
+	r = node_model_new(&cfg, take64(&p, end));
 	if (!r)
 		return 0;
 	r->ncpu = r->hist.ncpu = *p++ % 9; /* 0: nothing to draw */
@@ -96,6 +96,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		render(r, a, take64(&p, end));
 	}
 out:
-	report_free(r);
+	node_model_free(r);
 	return 0;
 }

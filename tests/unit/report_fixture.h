@@ -15,7 +15,7 @@
 #include "base/config.h"
 #include "ena/ena.h"
 #include "node/node.h"
-#include "node/report.h"
+#include "node/model.h"
 
 #define FX_NOW 1714564800000ULL /* 2024-05-01 12:00:00 UTC */
 
@@ -58,17 +58,17 @@ static void fx_burst(struct burst_event *ev, unsigned cpu, uint64_t start, uint6
 	snprintf(ev->stack, sizeof(ev->stack), "mem_cgroup_nr_lru_pages<memcg_numa_stat_show<seq_read");
 }
 
-/* The fixed report; report_free() it. */
-static struct report *fx_report(void)
+/* The fixed report; node_model_free() it. */
+static struct node_model *fx_report(void)
 {
-	struct report *r;
+	struct node_model *r;
 	unsigned ncpu = 4;
 	size_t n = 900;
 
 	config_defaults(&fx_cfg);
 	snprintf(fx_cfg.kubernetes.node_name, sizeof(fx_cfg.kubernetes.node_name), "ip-10-0-7-12");
 	fx_cfg.cpu.interval_ms = 1000;
-	r = report_new(&fx_cfg, FX_NOW);
+	r = node_model_new(&fx_cfg, FX_NOW);
 	r->since_ms = FX_NOW - fx_cfg.cpu.lookback_ms;
 	r->memcg_rc = NPD_OK;
 	r->memcg = (struct memcg_reading){ .source = MEMCG_V1, .live = 12, .dying = 12840,
@@ -143,7 +143,7 @@ static struct report *fx_report(void)
 }
 
 /* Render @fn into a malloc()ed string with CZ_VERSION replaced by "@VERSION@". */
-static char *fx_render(int (*fn)(const struct report *, FILE *), const struct report *r)
+static char *fx_render(int (*fn)(const struct node_model *, FILE *), const struct node_model *r)
 {
 	char *buf = NULL, *p;
 	size_t size = 0, vl = strlen(CZ_VERSION);

@@ -205,7 +205,7 @@ static char *between(const char *t, const char *open, const char *close)
 	return strndup(a, (size_t)(b - a));
 }
 
-static char *render_page(struct report *r, struct html_burst *b, size_t n)
+static char *render_page(struct node_model *r, struct html_burst *b, size_t n)
 {
 	char *buf = NULL;
 	size_t size = 0;
@@ -218,7 +218,7 @@ static char *render_page(struct report *r, struct html_burst *b, size_t n)
 
 static void test_page(void **state)
 {
-	struct report *r = fx_report();
+	struct node_model *r = fx_report();
 	struct flame *fl = NULL;
 	struct html_burst b[3];
 	char hash[SHA256_B64_LEN + 1], csp[128];
@@ -294,7 +294,7 @@ static void test_page(void **state)
 	free(data);
 	free(t);
 	flame_free(fl);
-	report_free(r);
+	node_model_free(r);
 }
 
 /* The data block's bound: bursts go in newest first while they fit, whole or not at all. */
@@ -343,7 +343,7 @@ static void test_data_budget(void **state)
 	flame_free(fl);
 }
 
-static int page_without_bursts(const struct report *r, FILE *out)
+static int page_without_bursts(const struct node_model *r, FILE *out)
 {
 	return html_write(r, 0, 0, NULL, 0, out);
 }
@@ -352,14 +352,14 @@ static int page_without_bursts(const struct report *r, FILE *out)
  * (nothing to draw). */
 static void test_page_without_bursts(void **state)
 {
-	struct report *r = fx_report();
+	struct node_model *r = fx_report();
 	char *t = fx_render(page_without_bursts, r);
 
 	assert_non_null(strstr(t, "<p>no burst in the window</p>"));
 	assert_non_null(strstr(t, "{\"bursts\":[],\"names\":[]}</script>"));
 	assert_non_null(strstr(t, "(cpuzombie @VERSION@)"));
 	free(t);
-	report_free(r);
+	node_model_free(r);
 }
 
 int main(void)

@@ -4,7 +4,8 @@
 #include "testutil.h"
 
 #include "cpu/history.h"
-#include "node/report.h"
+#include "node/model.h"
+#include "view/render.h"
 
 static void write_ring(const char *dir, const uint64_t *t, size_t n)
 {
@@ -43,14 +44,14 @@ static void test_time_order_after_a_clock_step_back(void **state)
 static void test_heatmap_of_a_series_out_of_order(void **state)
 {
 	struct cz_config cfg;
-	struct report *r;
+	struct node_model *r;
 	char *buf = NULL;
 	size_t len = 0;
 	FILE *f = open_memstream(&buf, &len);
 
 	(void)state;
 	config_defaults(&cfg);
-	r = report_new(&cfg, 10000);
+	r = node_model_new(&cfg, 10000);
 	r->ncpu = r->hist.ncpu = 2;
 	r->hist.n = 3;
 	r->hist.t_ms = calloc(3, sizeof(uint64_t));
@@ -59,7 +60,7 @@ static void test_heatmap_of_a_series_out_of_order(void **state)
 	assert_int_equal(report_heatmap(r, 40, f), 0);
 	fclose(f);
 	free(buf);
-	report_free(r);
+	node_model_free(r);
 }
 
 int main(void)

@@ -12,7 +12,8 @@
 #include "ena/ena_kernel.h"
 #include "cpu/history.h"
 #include "agent/metrics.h"
-#include "node/report.h"
+#include "node/model.h"
+#include "view/render.h"
 #include "view/svg.h"
 #include "cpu/lockups.h"
 #include "klog/kevents.h"
@@ -195,14 +196,14 @@ static void test_kernel_resets_window(void **s)
 static void test_report_metrics_svg(void **s)
 {
 	struct cz_config c;
-	struct report *r;
+	struct node_model *r;
 	char *buf = NULL;
 	size_t len = 0;
 	FILE *f;
 	json_object *j;
 
 	config_defaults(&c);
-	r = report_new(&c, 10 * 60 * 1000);
+	r = node_model_new(&c, 10 * 60 * 1000);
 	assert_non_null(r);
 	/* no log: no series, no section, no JSON key */
 	f = open_memstream(&buf, &len);
@@ -244,7 +245,7 @@ static void test_report_metrics_svg(void **s)
 	assert_non_null(strstr(buf, "<g class=\"marker kernel ena_reset_trigger\" id=\"kernel-1\">"));
 	assert_non_null(strstr(buf, "purple: kernel log"));
 	free(buf);
-	report_free(r);
+	node_model_free(r);
 }
 
 /* ---- through the check, with a scripted upstream device (no reason counters) -------------- */

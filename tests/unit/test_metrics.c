@@ -9,7 +9,7 @@
 
 static void test_golden_and_values(void **state)
 {
-	struct report *r = fx_report();
+	struct node_model *r = fx_report();
 	char *t = fx_render(metrics_format, r);
 
 	fx_golden("node1.prom", t);
@@ -29,12 +29,12 @@ static void test_golden_and_values(void **state)
 	assert_non_null(strstr(t, "\ncpuzombie_systemd_unit_restarts{unit=\"ecs.service\"} 4211\n"));
 	assert_non_null(strstr(t, "\ncpuzombie_systemd_unit_restarts{unit=\"fluent-bit.service\"} 3\n"));
 	free(t);
-	report_free(r);
+	node_model_free(r);
 }
 
 static void test_label_escaping_and_unknown_memcg(void **state)
 {
-	struct report *r = fx_report();
+	struct node_model *r = fx_report();
 	char *t;
 
 	snprintf(r->node, sizeof(r->node), "a\"b\\c\nd");
@@ -43,12 +43,12 @@ static void test_label_escaping_and_unknown_memcg(void **state)
 	assert_non_null(strstr(t, "node=\"a\\\"b\\\\c\\nd\"} 1\n"));
 	assert_null(strstr(t, "cpuzombie_memcg_dying "));	/* unknown: no made-up zero */
 	free(t);
-	report_free(r);
+	node_model_free(r);
 }
 
 static void test_write_atomic(void **state)
 {
-	struct report *r = fx_report();
+	struct node_model *r = fx_report();
 	char dir[] = "/tmp/cz-metrics-XXXXXX", path[128], tmp[140], buf[64];
 	struct stat st;
 	FILE *f;
@@ -84,7 +84,7 @@ static void test_write_atomic(void **state)
 	assert_int_equal(metrics_write(r, "/nonexistent-cz/x.prom"), -ENOENT);
 	unlink(path);
 	rmdir(dir);
-	report_free(r);
+	node_model_free(r);
 }
 
 int main(void)

@@ -13,14 +13,15 @@
 #include "agent/metrics.h"
 #include "base/kjson.h"
 #include "cpu/cpustat.h"
+#include "view/render.h"
 #include "view/svg.h"
 
-static int print_text(const struct report *r, FILE *f)
+static int print_text(const struct node_model *r, FILE *f)
 {
 	return report_print(r, f);
 }
 
-static int print_json(const struct report *r, FILE *f)
+static int print_json(const struct node_model *r, FILE *f)
 {
 	json_object *j = report_json(r);
 
@@ -33,7 +34,7 @@ static int print_json(const struct report *r, FILE *f)
 
 static void test_text_golden(void **state)
 {
-	struct report *r = fx_report();
+	struct node_model *r = fx_report();
 	char *t = fx_render(print_text, r);
 
 	fx_golden("node1.txt", t);
@@ -58,12 +59,12 @@ static void test_text_golden(void **state)
 	assert_non_null(strstr(t, "suspected_poll_starvation 1 (+1 since 11:54:30)"));
 	assert_non_null(strstr(t, "  cpu2       |?"));	/* offline at the start */
 	free(t);
-	report_free(r);
+	node_model_free(r);
 }
 
 static void test_json_golden(void **state)
 {
-	struct report *r = fx_report();
+	struct node_model *r = fx_report();
 	char *t = fx_render(print_json, r);
 	json_object *j = json_tokener_parse(t), *b, *x;
 
@@ -82,12 +83,12 @@ static void test_json_golden(void **state)
 	assert_string_equal(json_object_get_string(json_object_object_get(j, "status")), "problem");
 	json_object_put(j);
 	free(t);
-	report_free(r);
+	node_model_free(r);
 }
 
 static void test_unknown_memcg_and_no_sampler(void **state)
 {
-	struct report *r = fx_report();
+	struct node_model *r = fx_report();
 	char *t;
 
 	r->memcg_rc = NPD_UNKNOWN;
@@ -101,7 +102,7 @@ static void test_unknown_memcg_and_no_sampler(void **state)
 	assert_non_null(strstr(t, "heatmap: no history (No such file or directory)"));
 	assert_non_null(strstr(t, "BURSTS since 11:50:00: 0"));
 	free(t);
-	report_free(r);
+	node_model_free(r);
 }
 
 /* Every "unavailable" line ends with what to do, in the text and the JSON. */
@@ -109,7 +110,7 @@ static void test_unavailable_says_what_to_do(void **state)
 {
 	static const int rcs[] = { -ENOSYS, -ENOENT, -ECONNREFUSED, -EACCES, -ETIMEDOUT, -EINVAL,
 				   -EIO, -ENODATA, -EBADMSG, -ESTALE, 0 };
-	struct report *r = fx_report();
+	struct node_model *r = fx_report();
 	json_object *j, *o;
 	char *t;
 
@@ -157,7 +158,7 @@ static void test_unavailable_says_what_to_do(void **state)
 		    json_object_object_get_ex(o, "advice", &o));
 	assert_string_equal(json_object_get_string(o), advice_restarts(-EIO));
 	json_object_put(j);
-	report_free(r);
+	node_model_free(r);
 	/* every errno gets a sentence, ASCII, without a trailing period */
 	for (size_t i = 0; i < sizeof(rcs) / sizeof(rcs[0]); i++) {
 		const char *a[] = { advice_restarts(rcs[i]), advice_canary(rcs[i]),
@@ -276,7 +277,7 @@ static void test_journal_stream(void **state)
  * SVG, metrics) reads the cores the ring lacks as unknown, never past the array (ASan build). */
 static void test_percpu_sized_to_the_model(void **state)
 {
-	struct report *r = fx_report();
+	struct node_model *r = fx_report();
 	uint8_t *old = r->now_pct;
 	json_object *j, *now;
 	char *t;
@@ -300,13 +301,13 @@ static void test_percpu_sized_to_the_model(void **state)
 	json_object_put(j);
 	free(fx_render(svg_write, r));
 	free(fx_render(metrics_format, r));
-	report_free(r);
+	node_model_free(r);
 }
 
 /* No run file claims more CPUs than this host can have (r->cpu_limit). */
 static void test_claims_bounded_by_the_host(void **state)
 {
-	struct report *r = fx_report();
+	struct node_model *r = fx_report();
 
 	r->cpu_limit = 8;
 	assert_true(report_claim_cpus(r, 8));
@@ -319,7 +320,7 @@ static void test_claims_bounded_by_the_host(void **state)
 	r->cpu_limit = 0;			/* unknown: the most any file may say */
 	assert_false(report_claim_cpus(r, CPUSTAT_MAX_CPUS + 1));
 	assert_true(report_claim_cpus(r, CPUSTAT_MAX_CPUS));
-	report_free(r);
+	node_model_free(r);
 	assert_int_equal(cpustat_possible_parse("0-3\n"), 4);
 	assert_int_equal(cpustat_possible_parse("0,2-5,7\n"), 8);
 	assert_int_equal(cpustat_possible_parse("0-99999\n"), CPUSTAT_MAX_CPUS);
@@ -336,7 +337,7 @@ static bool after(const struct burst_event *ev, void *arg)
  * count before any was dropped (every filter of the burst list goes through this). */
 static void test_keep_bursts_keeps_the_partition(void **state)
 {
-	struct report *r = fx_report();
+	struct node_model *r = fx_report();
 	uint64_t t = r->bursts[1].start_ms;
 	unsigned ongoing_cpu = r->bursts[2].cpu;
 
@@ -346,13 +347,13 @@ static void test_keep_bursts_keeps_the_partition(void **state)
 	assert_int_equal(r->nbursts, 1);
 	assert_int_equal(r->nlogged, 0);
 	assert_int_equal(r->bursts[0].cpu, ongoing_cpu);
-	report_free(r);
+	node_model_free(r);
 	r = fx_report();
 	t = r->bursts[0].start_ms;		/* the first logged one goes */
 	report_keep_bursts(r, after, &t);
 	assert_int_equal(r->nbursts, 2);
 	assert_int_equal(r->nlogged, 1);
-	report_free(r);
+	node_model_free(r);
 }
 
 int main(void)

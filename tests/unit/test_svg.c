@@ -19,7 +19,7 @@ static size_t count(const char *s, const char *what)
 
 static void test_golden_structure(void **state)
 {
-	struct report *r = fx_report();
+	struct node_model *r = fx_report();
 	char *t = fx_render(svg_write, r);
 
 	fx_golden("node1.svg", t);
@@ -33,12 +33,12 @@ static void test_golden_structure(void **state)
 	assert_int_equal(count(t, "<svg "), 1);
 	assert_int_equal(count(t, "</svg>"), 1);
 	free(t);
-	report_free(r);
+	node_model_free(r);
 }
 
 static void test_192_cores_merged_and_escaped(void **state)
 {
-	struct report *r = fx_report();
+	struct node_model *r = fx_report();
 	unsigned ncpu = 192;
 	char *t;
 
@@ -60,12 +60,12 @@ static void test_192_cores_merged_and_escaped(void **state)
 	/* rows are 4 px (900 / 192), the picture stays under 1100 px high */
 	assert_non_null(strstr(t, "height=\"888\""));
 	free(t);
-	report_free(r);
+	node_model_free(r);
 }
 
 static void test_markers_outside_window_and_no_cores(void **state)
 {
-	struct report *r = fx_report();
+	struct node_model *r = fx_report();
 	char *t;
 
 	r->bursts[0].start_ms = FX_NOW - 7200000;	/* long before the window */
@@ -78,7 +78,7 @@ static void test_markers_outside_window_and_no_cores(void **state)
 	free(t);
 	r->ncpu = 0;
 	assert_int_equal(svg_write(r, stdout), -ENODATA);
-	report_free(r);
+	node_model_free(r);
 }
 
 /*
@@ -86,10 +86,10 @@ static void test_markers_outside_window_and_no_cores(void **state)
  * FX_NOW, idle (2%) except each burst's core at 100% during it (a sample covers the interval
  * that ends at its stamp, as the sampler writes them).
  */
-static struct report *fresh(unsigned ncpu, const unsigned *cpu, const uint64_t (*win)[2],
+static struct node_model *fresh(unsigned ncpu, const unsigned *cpu, const uint64_t (*win)[2],
 			    size_t nb)
 {
-	struct report *r = fx_report();
+	struct node_model *r = fx_report();
 	size_t n = 240;
 
 	fx_cfg.cpu.interval_ms = 250;
@@ -130,7 +130,7 @@ static void test_fresh_sampler_spans_its_minute_2_cores(void **state)
 {
 	static const unsigned cpu[] = { 1 };
 	static const uint64_t win[][2] = { { FX_NOW - 30000, FX_NOW - 25000 } };
-	struct report *r = fresh(2, cpu, win, 1);
+	struct node_model *r = fresh(2, cpu, win, 1);
 	char *t = fx_render(svg_write, r);
 	double w;
 
@@ -162,7 +162,7 @@ static void test_fresh_sampler_spans_its_minute_2_cores(void **state)
 	assert_non_null(strstr(t, "perf record -C 1 -g -- sleep 10"));
 	assert_non_null(strstr(t, "(x1070; problem at &gt;= 1000 dying and &gt;= x10)"));
 	free(t);
-	report_free(r);
+	node_model_free(r);
 }
 
 static void test_panels_192_cores(void **state)
@@ -171,7 +171,7 @@ static void test_panels_192_cores(void **state)
 	static const uint64_t win[][2] = { { FX_NOW - 50000, FX_NOW - 47000 },
 					   { FX_NOW - 30000, FX_NOW - 20000 },
 					   { FX_NOW - 6000, FX_NOW - 3000 } };
-	struct report *r = fresh(192, cpu, win, 3);
+	struct node_model *r = fresh(192, cpu, win, 3);
 	char *t = fx_render(svg_write, r);
 	const char *z;
 
@@ -198,14 +198,14 @@ static void test_panels_192_cores(void **state)
 				  "width=\"1320\" height=\"888\"/>"));
 	assert_non_null(strstr(t, "height=\"1334\" viewBox=\"0 0 1320 1334\""));
 	free(t);
-	report_free(r);
+	node_model_free(r);
 }
 
 static void test_panels_bounded_and_window(void **state)
 {
 	unsigned cpu[10];
 	uint64_t win[10][2];
-	struct report *r;
+	struct node_model *r;
 	char *t, *buf = NULL;
 	size_t size = 0;
 	FILE *f;
@@ -232,12 +232,12 @@ static void test_panels_bounded_and_window(void **state)
 	assert_int_equal(count(buf, "<g class=\"zoom\""), 2);
 	free(buf);
 	assert_int_equal(svg_write_span(r, FX_NOW, FX_NOW - 1, stdout), -EINVAL);
-	report_free(r);
+	node_model_free(r);
 }
 
 static void test_span_auto(void **state)
 {
-	struct report *r = fx_report();
+	struct node_model *r = fx_report();
 	uint64_t a, b;
 
 	svg_span_auto(r, &a, &b);	/* one interval before the first sample .. the last */
@@ -253,7 +253,7 @@ static void test_span_auto(void **state)
 	r->hist.n = 1;			/* one sample: one interval */
 	svg_span_auto(r, &a, &b);
 	assert_int_equal(b - a, 1000);
-	report_free(r);
+	node_model_free(r);
 }
 
 int main(void)

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
-#ifndef CZ_REPORT_H
-#define CZ_REPORT_H
+#ifndef CZ_NODE_MODEL_H
+#define CZ_NODE_MODEL_H
 
 /*
  * `cpuzombie report`: everything this node says about the CPU-zombie chain, in one model.
@@ -8,7 +8,7 @@
  * cmd_report.c gathers (the I/O edge: memcg_read, the canary, unit restarts, the sampler's run
  * dir, the NIC IRQ map, the ENA state files, the checks); everything here is pure: the model in,
  * a terminal screen, a JSON document (json-c) or the Prometheus textfile (metrics.h) and the SVG
- * heatmap (svg.h) out. Tests fill a struct report from fixtures and compare with golden files.
+ * heatmap (svg.h) out. Tests fill a struct node_model from fixtures and compare with golden files.
  *
  * Every burst and every ENA reset carries a profiler hand-off: node, CPU, time window and the
  * `perf record -C N -g -- sleep S` command that catches the next one on that core.
@@ -78,7 +78,7 @@ struct report_recovery {
 	struct report_recover c[REPORT_RECOVER_MAX];
 };
 
-struct report {
+struct node_model {
 	char node[256];
 	uint64_t now_ms;		/* CLOCK_REALTIME of the report */
 	const struct cz_config *cfg;
@@ -139,29 +139,22 @@ struct report {
 };
 
 /* report_new - a zeroed report for @cfg at @now_ms. Returns NULL when out of memory. */
-struct report *report_new(const struct cz_config *cfg, uint64_t now_ms);
+struct node_model *node_model_new(const struct cz_config *cfg, uint64_t now_ms);
 
 /*
  * report_load_kevents - read the run dir's kernel-event log into r->kev (no lock, nothing
  * written). No log (no agent, agent.kmsg off, unreadable): r->kev stays NULL. Returns 0 or
  * -ENOMEM.
  */
-int report_load_kevents(struct report *r, const char *run_dir);
+int report_load_kevents(struct node_model *r, const char *run_dir);
 
-/*
- * report_print_kernel - the "Kernel log" section: the events of the history window, oldest
- * first, each "HH:MM:SS what" (report_kernel.c). Prints nothing without a log.
- */
-void report_print_kernel(const struct report *r, FILE *out);
 
-/* report_kernel_json - the same as a JSON object (counts, lost, events), or NULL. */
-json_object *report_kernel_json(const struct report *r);
 
 /* report_free - free everything the report owns and itself. NULL-safe. */
-void report_free(struct report *r);
+void node_model_free(struct node_model *r);
 
 /* report_worst - the worst check status (NPD_PROBLEM over NPD_UNKNOWN over NPD_OK). */
-enum npd_status report_worst(const struct report *r);
+enum npd_status report_worst(const struct node_model *r);
 
 /*
  * report_perf_cmd - pure: "perf record -C 39 -g -- sleep 12" for a burst of @dur_ms: long enough
@@ -180,38 +173,23 @@ char *report_format_tasks(const struct burst_event *ev, char *buf, size_t size);
 /* report_heat_char - pure: one terminal cell for a share (0..100; HISTORY_NO_SAMPLE is '?'). */
 char report_heat_char(uint8_t pct);
 
-/*
- * report_heatmap - pure: the terminal heatmap, cores down (grouped max when there are more than
- * REPORT_HEAT_ROWS), @cols time columns across the history window (each cell the highest
- * share in its span, so a burst is never averaged away). Returns 0 or -EIO.
- */
-int report_heatmap(const struct report *r, unsigned cols, FILE *out);
 
 /* report_ena_cpu - pure: the CPU a reset cause names ("... cpu39 ..."), or -1. */
 int report_ena_cpu(const char *cause);
 
-/*
- * report_print - the screen: memcg, cores (+heatmap), NICs, conditions. Returns 0 or -EIO.
- */
-int report_print(const struct report *r, FILE *out);
 
-/*
- * report_json - the same as one JSON document. Returns a new object (caller puts it), or NULL
- * when out of memory.
- */
-json_object *report_json(const struct report *r);
 
 /*
  * report_node_name - when cfg gave no node name, the host's (/proc/sys/kernel/hostname) if it
  * is a valid node name (as --node-name must be); otherwise the node stays unnamed ("-").
  */
-void report_node_name(struct report *r, const struct hostfs *hf);
+void report_node_name(struct node_model *r, const struct hostfs *hf);
 
 /*
  * report_memcg_growth - set r->memcg's growth from check memcg's history in @state_dir, read-only
  * (the check keeps it). Leaves it unset when there is no usable history.
  */
-void report_memcg_growth(struct report *r, const char *state_dir);
+void report_memcg_growth(struct node_model *r, const char *state_dir);
 
 /*
  * report_claim_cpus - a run file (the ring, the heartbeat, a burst) says the host has @n CPUs:
@@ -219,7 +197,7 @@ void report_memcg_growth(struct report *r, const char *state_dir);
  * CPUs, CPUSTAT_MAX_CPUS when unknown). Returns true when the claim is within the limit, false
  * when it is refused (r->ncpu unchanged).
  */
-bool report_claim_cpus(struct report *r, uint64_t n);
+bool report_claim_cpus(struct node_model *r, uint64_t n);
 
 /*
  * report_percpu_new - a per-CPU array of the model: r->ncpu bytes (at least 1), every slot
@@ -227,14 +205,14 @@ bool report_claim_cpus(struct report *r, uint64_t n);
  * reader of a per-CPU array loops to r->ncpu, so every such array is made here. Returns the
  * array (free()), or NULL when out of memory.
  */
-uint8_t *report_percpu_new(const struct report *r, const uint8_t *src, unsigned n);
+uint8_t *report_percpu_new(const struct node_model *r, const uint8_t *src, unsigned n);
 
 /*
  * report_keep_bursts - keep the bursts of r->bursts for which @keep(@ev, @arg) is true, in
  * order, and recount r->nlogged: bursts[0..nlogged) stay the ended ones and the rest the ones
  * still going on, whichever were dropped. Every filter of the burst list goes through here.
  */
-void report_keep_bursts(struct report *r, bool (*keep)(const struct burst_event *ev, void *arg),
+void report_keep_bursts(struct node_model *r, bool (*keep)(const struct burst_event *ev, void *arg),
 			void *arg);
 
 /*
@@ -243,6 +221,6 @@ void report_keep_bursts(struct report *r, bool (*keep)(const struct burst_event 
  * never fails as a whole. Returns 0 or -ENOMEM. (The kernel-event log: report_load_kevents,
  * or node_take_kevents.)
  */
-int report_load_run(struct report *r, const char *run_dir, uint64_t since_hist_ms);
+int report_load_run(struct node_model *r, const char *run_dir, uint64_t since_hist_ms);
 
 #endif

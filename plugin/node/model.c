@@ -14,11 +14,11 @@
 #include "check/condmsg.h"
 #include "cpu/cpustat.h"
 #include "klog/kevents.h"
-#include "node/report.h"
+#include "node/model.h"
 
-struct report *report_new(const struct cz_config *cfg, uint64_t now_ms)
+struct node_model *node_model_new(const struct cz_config *cfg, uint64_t now_ms)
 {
-	struct report *r = calloc(1, sizeof(*r));
+	struct node_model *r = calloc(1, sizeof(*r));
 
 	if (!r)
 		return NULL;
@@ -38,7 +38,7 @@ struct report *report_new(const struct cz_config *cfg, uint64_t now_ms)
 	return r;
 }
 
-void report_free(struct report *r)
+void node_model_free(struct node_model *r)
 {
 	if (!r)
 		return;
@@ -63,7 +63,7 @@ void report_ena_metrics_free(struct report_ena_metrics *m)
 	*m = (struct report_ena_metrics){ 0 };
 }
 
-enum npd_status report_worst(const struct report *r)
+enum npd_status report_worst(const struct node_model *r)
 {
 	enum npd_status w = NPD_OK;
 
@@ -126,7 +126,7 @@ int report_ena_cpu(const char *cause)
 	return -1;
 }
 
-bool report_claim_cpus(struct report *r, uint64_t n)
+bool report_claim_cpus(struct node_model *r, uint64_t n)
 {
 	unsigned limit = r->cpu_limit && r->cpu_limit < CPUSTAT_MAX_CPUS ? r->cpu_limit
 									 : CPUSTAT_MAX_CPUS;
@@ -138,7 +138,7 @@ bool report_claim_cpus(struct report *r, uint64_t n)
 	return true;
 }
 
-uint8_t *report_percpu_new(const struct report *r, const uint8_t *src, unsigned n)
+uint8_t *report_percpu_new(const struct node_model *r, const uint8_t *src, unsigned n)
 {
 	uint8_t *a = malloc(r->ncpu ? r->ncpu : 1);
 
@@ -150,7 +150,7 @@ uint8_t *report_percpu_new(const struct report *r, const uint8_t *src, unsigned 
 	return a;
 }
 
-void report_keep_bursts(struct report *r, bool (*keep)(const struct burst_event *ev, void *arg),
+void report_keep_bursts(struct node_model *r, bool (*keep)(const struct burst_event *ev, void *arg),
 			void *arg)
 {
 	size_t kept = 0, logged = 0;
@@ -167,7 +167,7 @@ void report_keep_bursts(struct report *r, bool (*keep)(const struct burst_event 
 
 /* ---- loaders ---- */
 
-void report_node_name(struct report *r, const struct hostfs *hf)
+void report_node_name(struct node_model *r, const struct hostfs *hf)
 {
 	char buf[256];
 
@@ -180,7 +180,7 @@ void report_node_name(struct report *r, const struct hostfs *hf)
 		snprintf(r->node, sizeof(r->node), "%s", buf);
 }
 
-void report_memcg_growth(struct report *r, const char *state_dir)
+void report_memcg_growth(struct node_model *r, const char *state_dir)
 {
 	struct memcg_history h;
 
@@ -190,7 +190,7 @@ void report_memcg_growth(struct report *r, const char *state_dir)
 						   &r->memcg.growth_per_hour);
 }
 
-static void add_ongoing(struct report *r)
+static void add_ongoing(struct node_model *r)
 {
 	const struct heartbeat *hb = r->hb;
 	uint64_t limit = 3 * HISTORY_HEARTBEAT_MS;
@@ -203,7 +203,7 @@ static void add_ongoing(struct report *r)
 		r->bursts[r->nbursts++] = hb->active[i];
 }
 
-int report_load_run(struct report *r, const char *run_dir, uint64_t since_hist_ms)
+int report_load_run(struct node_model *r, const char *run_dir, uint64_t since_hist_ms)
 {
 	int n;
 
@@ -231,7 +231,7 @@ int report_load_run(struct report *r, const char *run_dir, uint64_t since_hist_m
 	return 0;
 }
 
-int report_load_kevents(struct report *r, const char *run_dir)
+int report_load_kevents(struct node_model *r, const char *run_dir)
 {
 	struct kevents *k = calloc(1, sizeof(*k));
 	int rc;
