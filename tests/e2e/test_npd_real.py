@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: MIT
-"""The real node-problem-detector, v0.8.20 (../shared/bin) and v1.34.0 (the current release, the
-chart's; built by tests/tools/kube/build.sh), each test once per version, running our shipped
+"""The real node-problem-detector, v0.8.20 (../shared/bin), v1.34.0 and v1.36.0 (the current
+release, the chart's; v1.34.0 and v1.36.0 built by tests/tools/kube/build.sh), each test once per version, running our shipped
 config/npd/*.json, with only the plugin path and the host roots rewritten, on this host: what
 NPD makes of our OK, problem, Unknown and an over-long message (problem_gauge, problem_counter,
 node conditions, events), checked against docs/design.md ("The NPD plugin protocol"). Its
