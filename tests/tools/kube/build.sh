@@ -72,7 +72,8 @@ build_one() {	# NAME VERSION MODULE PIN_VERSION LDFLAGS PKG:OUT...
 	local p cgo=${BUILD_CGO:-0} tags=${BUILD_TAGS:-}
 	for p in "$@"; do
 		(cd "$work" && CGO_ENABLED=$cgo go build -trimpath -tags "$tags" \
-			-ldflags "-s -w $ldflags" -o "bin/${p#*:}" "${p%%:*}") >"$work/build.log" 2>&1 || {
+			-ldflags "-s -w $ldflags" -o "bin/${p#*:}" "${p%%:*}") \
+			>"$work/build.log" 2>&1 || {
 			echo "kube/build.sh: building $name ${p%%:*} failed; last lines:" >&2
 			tail -n 20 "$work/build.log" >&2; exit 1; }
 	done

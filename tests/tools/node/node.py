@@ -53,7 +53,11 @@ GATEWAY = "10.213.0.1"
 # here resolves a made-up host name; an IP address is a valid node name and needs no resolver.
 NAME = GATEWAY
 SERVICE_IP = "10.96.0.1"
-CONTROLLERS = "daemonset,deployment,replicaset,job,root-ca-cert-publisher"
+# node-lifecycle-controller: a kubelet registers its node tainted not-ready (NoSchedule) and
+# this controller lifts the taint once the node is Ready; its grace periods are long here, so
+# kwok's nodes (no Lease) are never marked unreachable and their pods never evicted by it
+CONTROLLERS = ("daemonset,deployment,replicaset,job,root-ca-cert-publisher,"
+               "node-lifecycle-controller")
 MARK = "cz-real-node"        # the comment on every iptables rule added here
 # Machine-wide settings the node's parts set (the kubelet its kernel tunables unless
 # protectKernelDefaults, the bridge plugin forwarding, kube-proxy route_localnet): saved before
@@ -281,6 +285,7 @@ class Node:
             "--controllers", CONTROLLERS, "--root-ca-file", self.cp.ca,
             "--leader-elect=false", "--bind-address", "127.0.0.1", "--secure-port", "0",
             "--use-service-account-credentials=false", "--concurrent-daemonset-syncs", "2",
+            "--node-monitor-grace-period", "1h", "--node-startup-grace-period", "1h",
             "--v", "1"])
         self.scheduler = self._start("kube-scheduler", [
             os.path.join(self.bins["kube-scheduler"], "kube-scheduler"),
@@ -460,9 +465,12 @@ disabled_plugins = ["io.containerd.nri.v1.nri", "io.containerd.tracing.processor
         return obj if st == 200 else None
 
     def ready(self):
+        """Ready, and the not-ready taint the kubelet registers with lifted."""
         n = self.node()
         return bool(n) and any(c["type"] == "Ready" and c["status"] == "True"
-                               for c in n.get("status", {}).get("conditions", []))
+                               for c in n.get("status", {}).get("conditions", [])) \
+            and not any(t["key"] == "node.kubernetes.io/not-ready"
+                        for t in n.get("spec", {}).get("taints", []))
 
     def wait_ready(self, seconds=180):
         self._wait(self.ready, self.kubelet, seconds, "node %s" % self.name)
