@@ -493,8 +493,18 @@ disabled_plugins = ["io.containerd.nri.v1.nri", "io.containerd.tracing.processor
                     out.append(fields[4])
         return out
 
+    @staticmethod
+    def _unified():
+        """The hybrid layout's cgroup2 mount (runc makes the node's tree there too)."""
+        with open("/proc/self/mountinfo") as f:
+            for line in f:
+                fields = line.split()
+                if fields[fields.index("-") + 1] == "cgroup2":
+                    return [fields[4]]
+        return []
+
     def _remove_cgroups(self):
-        for h in self._hierarchies():
+        for h in self._hierarchies() + self._unified():
             top = h + self.cgroup_root
             for root, dirs, _ in os.walk(top, topdown=False):
                 for d in dirs:
