@@ -164,7 +164,16 @@ def test_ok_problem_unknown_as_npd_sees_them(cz_bin, cluster, npd, tmp_path):
         assert table["CPUCoreSaturation"] == ("Unknown", "NoCoreSaturation",
                                               want["cpuzombie-cpu"][1])
         assert table["ENADeviceReset"] == ("False", default["reason"], default["message"])
-        assert "ZombieMemcgsHigh" in out.split("Events:")[1]
+        if version == "v1.36.0":
+            # v1.36.0's recorder names the node without a UID (problem_client.go: nodeRef
+            # lost UID: nodeName, gained APIVersion v1), and kubectl describe node lists the
+            # Events whose involvedObject.uid is the node's UID or its name: ours are in the
+            # API (above) but not under Events: there
+            assert all(not e["involvedObject"].get("uid") for e in evs), evs
+            assert "ZombieMemcgsHigh" not in out.split("Events:")[1]
+        else:
+            assert all(e["involvedObject"].get("uid") == node for e in evs), evs
+            assert "ZombieMemcgsHigh" in out.split("Events:")[1]
     finally:
         npd.stop()
     # the plugin's default state dir was NPD's private /var/lib, not the host's
