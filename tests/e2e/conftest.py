@@ -184,6 +184,8 @@ NO_ASAN = {
     "test_npd_kernel_monitor.py": "NPD's own log monitor on our JSON config; no C of ours",
     "test_npd_messages.py": "NPD's cut of our messages: the same check lines test_cli checks "
                             "under ASan",
+    "test_real_node.py": "runs the image built from the sources on a real kubelet; skips "
+                         "itself under ASan",
     "test_npd_real.py": "NPD execs the check binary on the host's files, the input `check` gets "
                         "under ASan in test_cli, test_memcg, test_cpu, test_ena; what is new "
                         "here is NPD's side",
@@ -204,7 +206,7 @@ HOST = {
     "test_reclaim.py", "test_reclaim_v2.py", "test_report.py", "test_svg_chromium.py",
     "test_systemd_hints.py", "test_top.py", "test_valgrind.py", "test_hardening.py",
     "test_bad_inputs_bounds.py", "test_state_crash.py", "test_agent_crash.py", "test_fresh_run.py",
-    "test_flame_page.py",
+    "test_flame_page.py", "test_real_node.py",
 }
 HOST_LOCK = ("/run/lock" if os.path.isdir("/run/lock") else "/tmp") + "/cpuzombie-e2e-host.lock"
 

@@ -1,7 +1,8 @@
 # SPDX-License-Identifier: MIT
 """The real node-problem-detector for the end-to-end tests, in both versions we support:
-v0.8.20 (../shared/bin: the last v0.8 release) and v1.34.0 (the current release, the one the
-chart deploys; tests/tools/kube/build.sh builds it from its Go module). Where each binary is,
+v0.8.20 (../shared/bin: the last v0.8 release), v1.34.0 (the release before) and v1.36.0 (the
+current release, the one the chart deploys); tests/tools/kube/build.sh builds the v1 releases
+from their Go module. Where each binary is,
 the shipped config/npd/*.json with only the plugin path and the host roots rewritten, a run of
 NPD with its Prometheus exporter on 127.0.0.1 and its Kubernetes exporter talking to the real
 control plane (through the test's fault proxy) as the chart's ServiceAccount with a token bound
@@ -23,8 +24,9 @@ from proc_helpers import stop
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 NPD_CONFIGS = ("cpuzombie-memcg", "cpuzombie-cpu", "cpuzombie-ena", "cpuzombie-ena-allowance")
-# The NPD versions the tests run: the old one first, then the current one (the chart's).
-VERSIONS = ("v0.8.20", "v1.34.0")
+# The NPD versions the tests run: the old ones first, then the current one (the chart's;
+# NPD_VERSION and NPD_OLD_VERSION of tests/tools/kube/versions.sh).
+VERSIONS = ("v0.8.20", "v1.34.0", "v1.36.0")
 CURRENT = VERSIONS[-1]
 
 
@@ -39,7 +41,7 @@ _built = {}
 
 def npd_binary(version="v0.8.20"):
     """The node-problem-detector binary of @version. v0.8.20 is the prebuilt one in
-    ../shared/bin; v1.34.0 is built by tests/tools/kube/build.sh (cached per machine; a
+    ../shared/bin; the v1 releases are built by tests/tools/kube/build.sh (cached per machine; a
     failed build is an error, not a skip: the control plane needs the same build)."""
     if version == "v0.8.20":
         return os.path.join(shared_dir(), "bin", "node-problem-detector")

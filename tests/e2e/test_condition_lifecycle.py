@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: MIT
 """Condition lifecycle on the real control plane (kube-apiserver, kwok nodes), as the chart's
-ServiceAccounts: a restart of NPD (v0.8.20 and v1.34.0, the shipped config) or of the agent on a
-True node never shows False on the server (a watch sees every stored version of the node); the
+ServiceAccounts: a restart of NPD (v0.8.20, v1.34.0 and v1.36.0, the shipped config) or of the
+agent on a True node never shows False on the server (a watch sees every stored version of the node); the
 shipped config without skip_initial_status does show False there (the watch can fail); a
 condition clears only after recover_after (held True meanwhile, flaps counted in the metrics
 file that promtool accepts); a condition turned off is removed (not False) and KernelReady /

@@ -13,8 +13,9 @@ command, env, securityContext and mounts).
   group; without the capabilities, or under CRI-O's RuntimeDefault, it says why, and runs on;
 - the init container (the agent's install-plugin: the image has no cp) copies the check binary
   out of /opt/cpuzombie, then node-problem-detector in a container made from
-  the real binary, once per version (v1.34.0, the chart's, built by tests/tools/kube/build.sh;
-  v0.8.20 from ../shared/bin), runs the shipped config/npd/*.json unchanged on that copy; its
+  the real binary, once per version (v1.36.0, the chart's, and v1.34.0, built by
+  tests/tools/kube/build.sh; v0.8.20 from ../shared/bin), runs the shipped config/npd/*.json
+  unchanged on that copy; its
   Kubernetes exporter talks to the real control plane (kube-apiserver through the test's fault
   proxy, reached on 127.0.0.1 as the pod has the host's network) as the chart's ServiceAccount
   with a token bound to the agent's pod on a kwok node, and a real `kubectl describe node`

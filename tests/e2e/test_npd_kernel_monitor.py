@@ -4,8 +4,8 @@ kmsg source) for the ENA and lockup lines, as events only: no condition of its o
 the custom-plugin conditions (ENADeviceReset, CPUCoreSaturation), so the two never fight.
 
 Each rule's pattern is checked against the driver's and the kernel's lines (the sourced texts of
-tests/fixtures/klog); the real node-problem-detector, v0.8.20 (../shared/bin) and v1.34.0 (the
-chart's; tests/tools/kube/build.sh), then runs the shipped file unchanged, and a line written to
+tests/fixtures/klog); the real node-problem-detector, v0.8.20 (../shared/bin), v1.34.0 and
+v1.36.0 (the chart's; tests/tools/kube/build.sh), then runs the shipped file unchanged, and a line written to
 the real /dev/kmsg makes it emit the event.
 
 What this can and cannot prove: user space cannot write a kernel-facility record (the kernel

@@ -125,6 +125,8 @@ def plan(which):
     s = []
     add = lambda *a, **k: s.append(Stage(*a, **k))  # noqa: E731
     add("control-plane", ["tests/tools/kube/build.sh", "all"])
+    if which == "test":     # the real node's parts (test_real_node.py waits for them)
+        add("node", ["tests/tools/node/build.sh", "all"], needs=("control-plane",))
     add("build", MAKE + ["-j2", "all", "hdr-check", "check-layers", "format-check", "kube-tools"])
     add("unit", MAKE + ["-j2", "test-unit"], needs=("build",))
     if which == "check":

@@ -2,7 +2,9 @@
 # Builds the real control plane the Kubernetes tests run on, from the Go modules at the versions
 # in versions.sh, into $CZ_KUBE_CACHE/<name>-<version>/ (outside the clone: one build per machine
 # and version). Prints the bin directory of each component, one "name=dir" line per component.
-#   build.sh [all|kube|etcd|kwok|npd]...     (default: all)
+#   build.sh [all|kube|etcd|kwok|npd|npd-old]...     (default: all)
+# The node's components (kubelet, containerd, runc, CNI) are built by ../node/build.sh with the
+# same functions (this file, sourced, only defines them).
 # Already built: nothing is done (a stamp file per component). Building says so on stderr with
 # the time it took.
 #
@@ -11,7 +13,7 @@
 # neither can be `go install`ed; a module of ours requires them and pins every replaced module
 # to its published twin (staging v0.<minor>.<patch>, etcd's siblings at the same v3.6.x).
 set -euo pipefail
-here=$(cd "$(dirname "$0")" && pwd)
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 # shellcheck source=versions.sh
 . "$here/versions.sh"
 export CGO_ENABLED=0 GOFLAGS=-mod=mod GOTOOLCHAIN=local
@@ -40,6 +42,8 @@ write_mod() {	# DIR MODULE VERSION PIN_VERSION
 
 stamp_ok() { [ -f "$1/.built" ] && [ "$(cat "$1/.built")" = "$2" ]; }
 
+# BUILD_TAGS (go build -tags) and BUILD_CGO (CGO_ENABLED, default 0) apply when set: runc needs
+# cgo for its nsenter and libseccomp.
 build_one() {	# NAME VERSION MODULE PIN_VERSION LDFLAGS PKG:OUT...
 	local name=$1 ver=$2 mod=$3 pin=$4 ldflags=$5; shift 5
 	local out=$CZ_KUBE_CACHE/$name-$ver want
@@ -65,9 +69,10 @@ build_one() {	# NAME VERSION MODULE PIN_VERSION LDFLAGS PKG:OUT...
 			"$(go env GOVERSION | sed 's/^go//')" "$mod" "$ver" >"$work/go.mod"
 	fi
 	mkdir -p "$work/bin"
-	local p
+	local p cgo=${BUILD_CGO:-0} tags=${BUILD_TAGS:-}
 	for p in "$@"; do
-		(cd "$work" && go build -trimpath -ldflags "-s -w $ldflags" -o "bin/${p#*:}" "${p%%:*}") \
+		(cd "$work" && CGO_ENABLED=$cgo go build -trimpath -tags "$tags" \
+			-ldflags "-s -w $ldflags" -o "bin/${p#*:}" "${p%%:*}") \
 			>"$work/build.log" 2>&1 || {
 			echo "kube/build.sh: building $name ${p%%:*} failed; last lines:" >&2
 			tail -n 20 "$work/build.log" >&2; exit 1; }
@@ -98,17 +103,23 @@ kwok() {
 	build_one kwok "$KWOK_VERSION" sigs.k8s.io/kwok "" \
 		"-X sigs.k8s.io/kwok/pkg/consts.Version=$KWOK_VERSION" sigs.k8s.io/kwok/cmd/kwok:kwok
 }
-npd() {
-	build_one npd "$NPD_VERSION" k8s.io/node-problem-detector "" \
-		"-X k8s.io/node-problem-detector/pkg/version.version=$NPD_VERSION" \
+npd_at() {	# VERSION
+	build_one npd "$1" k8s.io/node-problem-detector "" \
+		"-X k8s.io/node-problem-detector/pkg/version.version=$1" \
 		k8s.io/node-problem-detector/cmd/nodeproblemdetector:node-problem-detector
 }
+npd() { npd_at "$NPD_VERSION"; }
+npd-old() { npd_at "$NPD_OLD_VERSION"; }
+
+# Sourced (by ../node/build.sh): the functions only.
+[ "${BASH_SOURCE[0]}" = "$0" ] || return 0
 
 [ $# -eq 0 ] && set -- all
 for c in "$@"; do
 	case $c in
-	all) etcd; kwok; npd; kube ;;
-	kube|etcd|kwok|npd) "$c" ;;
-	*) echo "kube/build.sh: unknown component '$c' (all, kube, etcd, kwok, npd)" >&2; exit 2 ;;
+	all) etcd; kwok; npd; npd-old; kube ;;
+	kube|etcd|kwok|npd|npd-old) "$c" ;;
+	*) echo "kube/build.sh: unknown component '$c' (all, kube, etcd, kwok, npd, npd-old)" >&2
+		exit 2 ;;
 	esac
 done

@@ -61,7 +61,8 @@ def make_cert(d, name, cn, org=None, server=False, ca="ca"):
     ext = os.path.join(d, name + ".ext")
     with open(ext, "w") as f:
         if server:
-            f.write("subjectAltName=IP:127.0.0.1,DNS:localhost,IP:::1,"
+            # 10.96.0.1: the `kubernetes` Service's IP, what pods on a real node dial
+            f.write("subjectAltName=IP:127.0.0.1,DNS:localhost,IP:::1,IP:10.96.0.1,"
                     "DNS:kubernetes.default.svc\nextendedKeyUsage=serverAuth\n")
         else:
             f.write("extendedKeyUsage=clientAuth\n")

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# A node-problem-detector image made from a real binary (v1.34.0, the version the chart
-# deploys, built by tests/tools/kube/build.sh, or v0.8.20 from ../shared/bin; upstream's image is
-# Debian bookworm with the binary at
+# A node-problem-detector image made from a real binary (v1.36.0, the version the chart
+# deploys, or v1.34.0, built by tests/tools/kube/build.sh, or v0.8.20 from ../shared/bin;
+# upstream's image is Debian bookworm with the binary at
 # /node-problem-detector, the chart's command path). Usage: npd-image.sh NPD_BINARY IMAGE
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
