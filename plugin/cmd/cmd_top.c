@@ -351,19 +351,6 @@ static void draw(struct top *t, bool tty, char *screen)
 		term_write(screen, (size_t)n);
 }
 
-static void install_signals(void)
-{
-	struct sigaction sa = { .sa_handler = on_signal };
-
-	sigemptyset(&sa.sa_mask);
-	/* no SA_RESTART: poll() returns at once */
-	sigaction(SIGWINCH, &sa, NULL);
-	sigaction(SIGINT, &sa, NULL);
-	sigaction(SIGTERM, &sa, NULL);
-	sigaction(SIGHUP, &sa, NULL);
-	signal(SIGPIPE, SIG_IGN);
-}
-
 /* Keys waiting on the terminal: 'q' quits (returns 1), 'p' toggles the pause (returns 2). */
 static int read_keys(struct top *t)
 {
@@ -475,7 +462,7 @@ static int top_main(struct cz_ctx *ctx, const struct top_opts *o)
 	t.m.threshold_pct = ctx->cfg.cpu.threshold_pct;
 	t.m.metric = cpustat_metric_short(ctx->cfg.cpu.metric);
 	node_name(&t);
-	install_signals();
+	term_signals(on_signal);
 	if (tty && !o->once && term_enter() < 0)
 		tty = false;
 	r = run(&t, tty, screen);

@@ -197,17 +197,11 @@ static int open_caches(struct cz_ctx *ctx, const struct fleet_opts *o, struct ca
 int fleet_watch(struct cz_ctx *ctx, const struct fleet_opts *o, struct fleet *f)
 {
 	bool tty = isatty(STDOUT_FILENO) && isatty(STDIN_FILENO);
-	struct sigaction sa = { .sa_handler = on_signal };
 	struct caches c = { 0 };
 	uint64_t drawn = 0;
 	int ret = CZ_EXIT_OK;
 
-	sigemptyset(&sa.sa_mask);
-	sigaction(SIGWINCH, &sa, NULL);
-	sigaction(SIGINT, &sa, NULL);
-	sigaction(SIGTERM, &sa, NULL);
-	sigaction(SIGHUP, &sa, NULL);
-	signal(SIGPIPE, SIG_IGN);
+	term_signals(on_signal);
 	if (open_caches(ctx, o, &c) < 0) {
 		ret = CZ_EXIT_ERROR;
 		goto out;

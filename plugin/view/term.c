@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* The live views' terminal: see term.h. */
 #include <errno.h>
+#include <signal.h>
 #include <stdbool.h>
 #include <sys/ioctl.h>
 #include <termios.h>
@@ -65,4 +66,16 @@ int term_enter(void)
 	tio_saved = true;
 	term_write(enter, sizeof(enter) - 1);
 	return 0;
+}
+
+void term_signals(void (*handler)(int))
+{
+	struct sigaction sa = { .sa_handler = handler };
+
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGWINCH, &sa, NULL);
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGHUP, &sa, NULL);
+	signal(SIGPIPE, SIG_IGN);
 }

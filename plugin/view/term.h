@@ -22,4 +22,11 @@ void term_size(unsigned *cols, unsigned *rows);
 /* term_write - write all of @s (@n bytes) to stdout, retried on EINTR; a failure drops it. */
 void term_write(const char *s, size_t n);
 
+/*
+ * term_signals - what a live view stops or redraws on: @handler for SIGWINCH (a new size),
+ * SIGINT, SIGTERM and SIGHUP (restore the terminal and quit), without SA_RESTART so that a
+ * poll() returns at once; SIGPIPE ignored (a closed pipe is a write error, not a death).
+ */
+void term_signals(void (*handler)(int));
+
 #endif
