@@ -212,7 +212,7 @@ tools: deps
 # modules at the versions of tests/tools/kube/versions.sh (KUBE_VERSION=... overrides): built
 # once per machine and version (the first build says so and how long it took), then cached.
 control-plane:
-	@tests/tools/kube/build.sh >/dev/null
+	@tests/tools/kube/build.sh all npd npd-old >/dev/null
 
 # The Kubernetes end-to-end tests alone, on another Kubernetes: make test-kube KUBE_VERSION=v1.34.4
 KUBE_TESTS = $(shell grep -l -E '\b(kube|control_plane)\b' tests/e2e/test_*.py | sort)

@@ -12,11 +12,14 @@ Kubernetes e2e after a failed control-plane build, is reported as not run and co
 failure); the run closes with one summary line per stage (its counts and time) and a total
 line, and exits 1 if any stage failed.
 
-What runs at the same time, and why: the control plane's cold build (Go, tests/tools/kube) is
-started first, in the background, because it is the longest single step on a fresh machine
-(about 8 minutes) and needs nothing of ours; the C build, the unit tests, the node e2e and the
-ASan build run beside it. The Kubernetes e2e and the ASan e2e start when it is built and run
-beside the node e2e and each other: most of their time is spent waiting on timers and servers,
+What runs at the same time, and why: the control plane's cold build (Go, tests/tools/kube:
+etcd, kube-apiserver, kube-controller-manager, kwok) is started first, in the background,
+because it is the longest single step on a fresh machine and needs nothing of ours; the C
+build, the unit tests, the node e2e and the ASan build run beside it. The Kubernetes e2e and
+the ASan e2e start when it is built; what only some of their tests need (the NPD releases, the
+real node's kubelet, containerd and runc) is built after it, in the node stage, beside them (a
+test that gets there first waits on that component's lock). They run beside the node e2e and
+each other: most of their time is spent waiting on timers and servers,
 and every test holds with other work on the machine (CZ_TEST_NOISE). The pytest sessions keep
 apart: each has a control plane of its own on ports of its own, and the modules that change or
 measure the whole host (real bursts, dying memcgs, a netns, the kernel log) hold the host lock
@@ -126,7 +129,8 @@ def plan(which):
     add = lambda *a, **k: s.append(Stage(*a, **k))  # noqa: E731
     add("control-plane", ["tests/tools/kube/build.sh", "all"])
     if which == "test":     # the real node's parts (test_real_node.py waits for them)
-        add("node", ["tests/tools/node/build.sh", "all"], needs=("control-plane",))
+        add("node", ["sh", "-c", "tests/tools/kube/build.sh npd npd-old && "
+                     "tests/tools/node/build.sh all"], needs=("control-plane",))
     add("build", MAKE + ["-j2", "all", "hdr-check", "check-layers", "format-check", "kube-tools"])
     add("unit", MAKE + ["-j2", "test-unit"], needs=("build",))
     if which == "check":

@@ -3,6 +3,9 @@
 # in versions.sh, into $CZ_KUBE_CACHE/<name>-<version>/ (outside the clone: one build per machine
 # and version). Prints the bin directory of each component, one "name=dir" line per component.
 #   build.sh [all|kube|etcd|kwok|npd|npd-old]...     (default: all)
+# all: what the control plane fixture starts (etcd, kube-apiserver and kube-controller-manager,
+# kwok). The NPD releases are built where a test asks for them (npd_helpers.py); make test
+# builds them in its node stage, beside the Kubernetes tests, not before them.
 # The node's components (kubelet, containerd, runc, CNI) are built by ../node/build.sh with the
 # same functions (this file, sourced, only defines them).
 # Already built: nothing is done (a stamp file per component). Building says so on stderr with
@@ -117,7 +120,7 @@ npd-old() { npd_at "$NPD_OLD_VERSION"; }
 [ $# -eq 0 ] && set -- all
 for c in "$@"; do
 	case $c in
-	all) etcd; kwok; npd; npd-old; kube ;;
+	all) etcd; kwok; kube ;;
 	kube|etcd|kwok|npd|npd-old) "$c" ;;
 	*) echo "kube/build.sh: unknown component '$c' (all, kube, etcd, kwok, npd, npd-old)" >&2
 		exit 2 ;;
