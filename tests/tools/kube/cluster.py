@@ -34,12 +34,13 @@ from proc_helpers import Proc, die_with_parent, tail  # noqa: E402,F401  (Proc, 
 KWOK_ANNOTATION = "kwok.x-k8s.io/node"
 
 
-def build(components=("all",), env=None):
-    """Runs build.sh (builds what is missing, says so on stderr); returns {name: bin_dir}."""
-    r = subprocess.run([os.path.join(HERE, "build.sh"), *components], capture_output=True,
-                       text=True, env=env)
+def build(components=("all",), env=None, script=os.path.join(HERE, "build.sh")):
+    """Runs @script (build.sh here, or the node's: builds what is missing, says so on stderr);
+    returns {name: bin_dir}."""
+    r = subprocess.run([script, *components], capture_output=True, text=True, env=env)
     if r.returncode != 0:
-        raise RuntimeError("tests/tools/kube/build.sh failed:\n" + r.stderr[-4000:])
+        raise RuntimeError("%s failed:\n%s" % (os.path.relpath(script, os.path.join(
+            HERE, "..", "..", "..")), r.stderr[-4000:]))
     if r.stderr.strip():
         print(r.stderr.strip(), flush=True)
     return dict(line.split("=", 1) for line in r.stdout.split())

@@ -71,14 +71,9 @@ SYSCTLS = ("vm/overcommit_memory", "vm/panic_on_oom", "kernel/panic", "kernel/pa
 
 
 def build(components=("all",), env=None):
-    """Runs build.sh (builds what is missing, says how long on stderr); {name: bin_dir}."""
-    r = subprocess.run([os.path.join(HERE, "build.sh"), *components], capture_output=True,
-                       text=True, env=env)
-    if r.returncode != 0:
-        raise RuntimeError("tests/tools/node/build.sh failed:\n" + r.stderr[-4000:])
-    if r.stderr.strip():
-        print(r.stderr.strip(), flush=True)
-    return dict(line.split("=", 1) for line in r.stdout.split())
+    """Runs the node's build.sh (builds what is missing, says how long on stderr);
+    {name: bin_dir}."""
+    return cluster.build(components, env, script=os.path.join(HERE, "build.sh"))
 
 
 def run(*args, check=True, timeout=120, **kw):
