@@ -157,6 +157,7 @@ NO_ASAN = {
     "test_fresh_run.py": "builds a fresh clone with make run; skips itself under ASan",
     "test_install_deps.py": "tests the installer script (shell), no C",
     "test_symlink_safe_opens.py": "reads the C sources (which opens use the helper), runs no C",
+    "test_stages.py": "tests make test's stage runner (Python), no C",
     "test_control_plane.py": "tests the harness (the control plane, the fault proxy), no C",
     "test_privilege_kube.py": "the chart's RBAC and admission policy, requests made by the test "
                               "itself with each ServiceAccount's token; no C",

@@ -1,0 +1,49 @@
+# SPDX-License-Identifier: MIT
+"""make test's stage runner (tests/tools/stages.py): a failing stage hides no other. A stage
+that only has to come after another (an order that spares the CPU) runs whatever that one
+ended with; one that needs another's result is reported as not run, and counts as failed."""
+
+import os
+import sys
+import threading
+
+from conftest import ROOT
+
+sys.path.insert(0, os.path.join(ROOT, "tests", "tools"))
+import stages  # noqa: E402
+
+
+def run_all(plan):
+    by = {s.name: s for s in plan}
+    ts = [threading.Thread(target=s.run, args=(by,)) for s in plan]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join(60)
+    return by
+
+
+def test_after_runs_past_a_failure_needs_does_not(tmp_path, monkeypatch):
+    monkeypatch.setattr(stages, "LOGDIR", str(tmp_path))
+    by = run_all([stages.Stage("unit", ["sh", "-c", "echo '1 passed, 1 failed'; exit 1"]),
+                  stages.Stage("asan-build", ["sh", "-c", "echo built"], after=("unit",)),
+                  stages.Stage("needs-unit", ["true"], needs=("unit",))])
+    assert by["unit"].rc == 1 and by["unit"].counts == "1 passed, 1 failed"
+    assert by["asan-build"].rc == 0, by["asan-build"].note
+    assert open(os.path.join(str(tmp_path), "asan-build.log")).read() == "built\n"
+    assert by["needs-unit"].rc == 1 and by["needs-unit"].note == "not run: unit failed"
+
+
+def test_make_test_needs_only_what_it_uses():
+    """In make test's plan a stage needs another's success only where it runs what that one
+    built (the binaries, the control plane); the rest is order. A failed unit stage or node e2e
+    leaves the ASan stages and the fuzzers to run."""
+    plan = {s.name: s for s in stages.plan("test")}
+    needs = {n: set(s.needs) for n, s in plan.items()}
+    assert needs == {
+        "control-plane": set(), "node": set(), "build": set(), "unit": {"build"},
+        "e2e-node": {"build"}, "e2e-kube": {"build", "control-plane"}, "asan-build": set(),
+        "asan-unit": {"asan-build"}, "asan-e2e": {"asan-build", "control-plane"},
+        "fuzz": set()}, needs
+    assert plan["asan-build"].after == ("unit",) and plan["fuzz"].after == ("e2e-node",)
+    assert plan["node"].after == ("control-plane",)
