@@ -47,3 +47,21 @@ def test_make_test_needs_only_what_it_uses():
         "fuzz": set()}, needs
     assert plan["asan-build"].after == ("unit",) and plan["fuzz"].after == ("e2e-node",)
     assert plan["node"].after == ("control-plane",)
+
+
+def test_a_failed_stage_says_why_at_the_end(tmp_path, monkeypatch):
+    """The summary names what failed in each failed stage's own words (a CI log shows its
+    tail): libFuzzer's and the sanitizer's SUMMARY, pytest's FAILED lines, a note."""
+    monkeypatch.setattr(stages, "LOGDIR", str(tmp_path))
+    out = "\n".join(["fuzz: fuzz_a clean for 4s (3 log lines)", "fuzz: fuzz_b FAILED, see x",
+                      "SUMMARY: AddressSanitizer: heap-buffer-overflow x.c:12 in f",
+                      "fuzz: 1 passed, 1 failed"])
+    by = run_all([stages.Stage("fuzz", ["sh", "-c", "printf '%s\\n' \"$0\"; exit 1", out]),
+                  stages.Stage("e2e", ["sh", "-c", "echo 'FAILED tests/e2e/t.py::test_x - "
+                                       "assert 0'; echo '1 failed'; exit 1"]),
+                  stages.Stage("asan-e2e", ["true"], needs=("e2e",))])
+    assert stages.why_failed(by["fuzz"]) == [
+        "fuzz: fuzz_b FAILED, see x",
+        "SUMMARY: AddressSanitizer: heap-buffer-overflow x.c:12 in f"]
+    assert stages.why_failed(by["e2e"]) == ["FAILED tests/e2e/t.py::test_x - assert 0"]
+    assert stages.why_failed(by["asan-e2e"]) == ["not run: e2e failed"]

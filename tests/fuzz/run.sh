@@ -46,6 +46,12 @@ for t in "${targets[@]}"; do
 		pass=$((pass + 1)); echo "fuzz: $name clean for ${secs}s ($(grep -c . "$out/$name.log") log lines)"
 	else
 		fail=$((fail + 1)); echo "fuzz: $name FAILED, see $out/$name.log"; tail -30 "$out/$name.log"
+		# the input itself, so a CI log is enough to reproduce it (base64 -d > x; ./$name x)
+		for a in "$out/$name"-crash-* "$out/$name"-leak-* "$out/$name"-timeout-* \
+			"$out/$name"-oom-* "$out/$name"-slow-unit-*; do
+			[ "$(stat -c %s "$a")" -le 4096 ] || { echo "fuzz: $name FAILED on $a (over 4 KiB)"; continue; }
+			echo "fuzz: $name FAILED on $(basename "$a"), base64: $(base64 -w0 "$a")"
+		done
 	fi
 done
 echo "fuzz: $pass passed, $fail failed"

@@ -119,6 +119,22 @@ def counts_of(text):
                                           ", %s errors" % e.group(1) if e else "")
 
 
+def why_failed(st, most=8):
+    """A failed stage's own words, for the end of the run where a CI log's tail shows them:
+    pytest's FAILED/ERROR summary lines, a sanitizer's or libFuzzer's SUMMARY, a target or
+    test binary that says FAILED, make's error line."""
+    if st.note:
+        return [st.note]
+    try:
+        text = open(st.log, errors="replace").read()
+    except OSError as e:
+        return ["no log: %s" % e]
+    pat = re.compile(r"^(FAILED |ERROR |SUMMARY: |fuzz: .*FAILED|FAILED: |make: \*\*\*|"
+                     r".*\berror: )")
+    lines = [ln.strip()[:6000] for ln in text.splitlines() if pat.match(ln.strip())]
+    return lines[-most:] or ["exit %s; see %s" % (st.rc, st.log)]
+
+
 def pytest(marker, build, extra=()):
     b = os.path.join(ROOT, build)
     # --durations: the slowest tests close each log, where a stage's time goes
@@ -211,6 +227,10 @@ def main():
                 nskip += int(k)
         if not ok and not st.counts:
             nfail += 1
+    for st in stages.values():
+        if st.rc != 0:
+            for line in why_failed(st):
+                print("stage %s: %s" % (st.name, line))
     print("stages: %d of %d failed; wall time %s" % (bad, len(stages), mmss(total)))
     print("total: %d passed, %d failed, %d skipped" % (npass, nfail, nskip))
     sys.exit(1 if bad else 0)
