@@ -65,3 +65,15 @@ def test_a_failed_stage_says_why_at_the_end(tmp_path, monkeypatch):
         "SUMMARY: AddressSanitizer: heap-buffer-overflow x.c:12 in f"]
     assert stages.why_failed(by["e2e"]) == ["FAILED tests/e2e/t.py::test_x - assert 0"]
     assert stages.why_failed(by["asan-e2e"]) == ["not run: e2e failed"]
+
+
+def test_a_stage_counts_the_cpu_of_what_it_ran(tmp_path, monkeypatch):
+    """The CPU a stage used, its children's included (wait4): a stage that burns a core's
+    second in a child shows at least most of it; one that sleeps shows next to none."""
+    monkeypatch.setattr(stages, "LOGDIR", str(tmp_path))
+    burn = "import time; t = time.process_time(); exec('while time.process_time() - t < 1: pass')"
+    by = run_all([stages.Stage("burn", ["sh", "-c", "%s -c \"%s\"; true" % (sys.executable, burn)]),
+                  stages.Stage("wait", ["sleep", "1"])])
+    assert by["burn"].rc == 0 and by["burn"].cpu >= 0.9, by["burn"].cpu
+    assert by["wait"].rc == 0 and by["wait"].cpu < 0.2, by["wait"].cpu
+    assert by["wait"].secs >= 1.0

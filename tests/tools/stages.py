@@ -52,6 +52,7 @@ class Stage:
         self.name, self.cmd, self.env, self.needs, self.after = name, cmd, env or {}, needs, after
         self.rc = None
         self.secs = 0.0
+        self.cpu = 0.0
         self.counts = ""
         self.note = ""
         self.log = os.path.join(LOGDIR, name + ".log") if log else None
@@ -80,7 +81,11 @@ class Stage:
                 out.flush()
                 sys.stdout.write("[%s] %s" % (self.name, line))
                 sys.stdout.flush()
-            self.rc = p.wait()
+            # wait4: the CPU the stage used, its waited-for children (servers, builds) included:
+            # a stage that used far less than its wall time waits on timers, not on the CPU
+            _, status, ru = os.wait4(p.pid, 0)
+            p.returncode = self.rc = os.waitstatus_to_exitcode(status)
+            self.cpu = ru.ru_utime + ru.ru_stime
             RUNNING.discard(p.pid)
         self.secs = time.monotonic() - t0
         self.counts = counts_of(open(self.log, errors="replace").read())
@@ -215,9 +220,9 @@ def main():
     for st in stages.values():
         ok = st.rc == 0
         bad += not ok
-        print("stage %-14s %-6s %8s  %s%s" % (st.name, "ok" if ok else "FAILED", mmss(st.secs),
-                                              st.counts or "-", "  (%s)" % st.note if st.note
-                                              else ""))
+        print("stage %-14s %-6s %8s  cpu %8s  %s%s" % (
+            st.name, "ok" if ok else "FAILED", mmss(st.secs), mmss(st.cpu), st.counts or "-",
+            "  (%s)" % st.note if st.note else ""))
         for k, v in re.findall(r"(\d+) (passed|failed|skipped)", st.counts):
             if v == "passed":
                 npass += int(k)
@@ -232,6 +237,11 @@ def main():
             for line in why_failed(st):
                 print("stage %s: %s" % (st.name, line))
     print("stages: %d of %d failed; wall time %s" % (bad, len(stages), mmss(total)))
+    # against what the cores could give in that time: near 100% the run waits on the CPU
+    cpu = sum(st.cpu for st in stages.values())
+    print("cpu: %s used by the stages (and what they waited for), %d%% of %d cores' %s"
+          % (mmss(cpu), 100 * cpu / max(total * (os.cpu_count() or 1), 1), os.cpu_count() or 1,
+             mmss(total)))
     print("total: %d passed, %d failed, %d skipped" % (npass, nfail, nskip))
     sys.exit(1 if bad else 0)
 
