@@ -42,7 +42,8 @@ def test_make_run_installs_only_the_build():
     assert "chromium" not in listed(*make_target_groups("bench"))
     # make test still gets its extras
     test = listed(*make_target_groups("test"))
-    for extra in ("chromium", "prometheus", "valgrind", "podman", "debootstrap", "runc"):
+    for extra in ("chromium", "prometheus", "valgrind", "podman", "debootstrap", "runc",
+                  "python3-pytest-xdist", "libseccomp-dev"):
         assert extra in test, extra
 
 

@@ -18,6 +18,7 @@ run=()
 # The tests: unit, end-to-end, fuzz smoke, and the extras some tests use.
 test=(
 	libcmocka-dev python3 python3-pytest python3-yaml		# unit and end-to-end tests
+	python3-pytest-xdist		# the Kubernetes e2e in two workers (tests/tools/stages.py)
 	clang libclang-rt-14-dev					# libFuzzer targets
 	bpftool libbpf-dev		# the zombie census (with clang): built when these are there
 	qemu-system-x86 busybox-static	# the census on pure cgroup v2 in a VM (test_census_v2)
@@ -29,6 +30,7 @@ test=(
 	valgrind							# test_valgrind
 	chromium							# renders the report's SVG heatmap
 	tmux								# drives `cpuzombie top` in a real terminal (test_top)
+	libseccomp-dev			# runc of the real node, built with cgo (tests/tools/node/build.sh)
 )
 # The image tests (make image, test_image.py): podman with runc, bases from debootstrap.
 image=(podman runc debootstrap)

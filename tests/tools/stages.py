@@ -164,7 +164,9 @@ def plan(which):
         return s
     cmd, env = pytest("not kube", "build")
     add("e2e-node", cmd, env=env, needs=("build",))
-    cmd, env = pytest("kube", "build")
+    # Two workers (pytest-xdist, a module to a worker, each with a control plane of its own):
+    # the Kubernetes tests wait on servers and timers far more than on the CPU
+    cmd, env = pytest("kube", "build", ("-n", "2", "--dist", "loadfile"))
     add("e2e-kube", cmd, env=env, needs=("build", "control-plane"))
     add("asan-build", MAKE + ["-j2", "SANITIZE=1", "all", "unit-bins"], after=("unit",))
     add("asan-unit", MAKE + ["SANITIZE=1", "test-unit"], needs=("asan-build",))
