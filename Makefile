@@ -271,7 +271,7 @@ bench: deps-build all
 	@tests/bench/run.sh $(CURDIR)/build/cpuzombie $(CURDIR)/build/cpuzombie-check
 
 # Not part of make bench or make test (root; builds the real node once per machine, then about
-# 20 minutes): the seed's mechanism measured on a real kubelet (docs/cost.md).
+# 10 minutes): the seed's mechanism measured on a real kubelet (docs/cost.md).
 bench-kubelet: all
 	@$(PYTHON) tests/bench/bench_kubelet_memcg.py $(CURDIR)/build/cpuzombie
 
