@@ -9,6 +9,7 @@
 #   make check      the inner loop: build checks, unit, one fast e2e test per room
 #   make test-kube  KUBE_VERSION=v1.34.4: only the Kubernetes e2e tests, on that Kubernetes
 #   make bench      tests/bench: measured tables (ratios against naive alternatives)
+#   make bench-kubelet  a real kubelet's CPU over 0, 10k, 50k dying memcgs (docs/cost.md)
 #   make soak       SOAK_MINUTES=60: the agent under scripted incidents and API faults (tests/bench/soak.py)
 #   make soak-vm    the kernel-log flood in a qemu VM (tests/bench/soak_vm.py)
 #   make fuzz       every libFuzzer target for FUZZ_TIME seconds (default 300)
@@ -116,7 +117,7 @@ say = printf '  %-4s %s\n'
 endif
 
 .PHONY: all run test check unit-bins kube-tools test-unit test-e2e test-asan test-kube deps deps-build image tools \
-	control-plane hdr-check check-layers format-check bench soak soak-vm fuzz fuzz-smoke install \
+	control-plane hdr-check check-layers format-check bench bench-kubelet soak soak-vm fuzz fuzz-smoke install \
 	clean
 
 all: $(B)/cpuzombie $(B)/cpuzombie-check
@@ -268,6 +269,11 @@ fuzz:
 
 bench: deps-build all
 	@tests/bench/run.sh $(CURDIR)/build/cpuzombie $(CURDIR)/build/cpuzombie-check
+
+# Not part of make bench or make test (root; builds the real node once per machine, then about
+# 10 minutes): the seed's mechanism measured on a real kubelet (docs/cost.md).
+bench-kubelet: all
+	@$(PYTHON) tests/bench/bench_kubelet_memcg.py $(CURDIR)/build/cpuzombie
 
 # Not part of make test (root, an hour, and a table to read, not an assertion).
 soak: all control-plane
