@@ -21,7 +21,6 @@ the real kernel:
   with the credentials the agent started with (PERFMON) reads that environ: the probe can
   succeed, so its refusal means something.
 """
-import errno
 import json
 import os
 import re
