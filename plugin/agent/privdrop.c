@@ -32,8 +32,9 @@ int privdrop_format(const struct caps_state *before, const struct caps_state *af
 	    caps_format(after->prm, kept, sizeof(kept)) < 0 ||
 	    caps_format(after->bnd, bnd, sizeof(bnd)) < 0)
 		return -ENOBUFS;
-	n = snprintf(buf, size, "capabilities: dropped %s after start; kept %s; bounding set %s%s%s",
-		     dropped, kept, bnd, (after->bnd & ~keep) ? " (no CAP_SETPCAP to drop it)" : "",
+	n = snprintf(buf, size,
+		     "capabilities: dropped %s after start; kept %s; bounding set %s%s%s", dropped,
+		     kept, bnd, (after->bnd & ~keep) ? " (no CAP_SETPCAP to drop it)" : "",
 		     after->nnp ? "; no_new_privs" : "");
 	if (n >= 0 && (size_t)n < size && err < 0)
 		n += snprintf(buf + n, size - (size_t)n, "; the drop failed: %s", strerror(-err));
