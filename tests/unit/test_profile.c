@@ -490,6 +490,7 @@ static void test_real_profile(void **state)
 static void profile_after_drop(int cpu)
 {
 	struct profiler_opts o = { .hz = 499, .max_ms = 30000 }, o2 = o;
+	int nonline = (int)sysconf(_SC_NPROCESSORS_ONLN), r;
 	struct profiler *p = NULL;
 	struct caps_state after;
 	struct perf_cpu *pc = NULL;
@@ -500,8 +501,9 @@ static void profile_after_drop(int cpu)
 	ssize_t len;
 
 	CHILD_CHECK(hostfs_open(&hf, "/proc", "/sys") == 0);
-	CHILD_CHECK(profiler_new(&hf, (unsigned)cpu + 1, &o, &p) == 0);
-	CHILD_CHECK(profiler_open(p) == cpu + 1);
+	/* two CPU slots past the last one there is: no event for them, and the reason stays */
+	CHILD_CHECK(profiler_new(&hf, (unsigned)nonline + 2, &o, &p) == 0);
+	CHILD_CHECK(profiler_open(p) == nonline);
 	CHILD_CHECK(profiler_preload(p) == 0);
 	CHILD_CHECK(caps_drop(0, &after) == 0);
 	CHILD_CHECK(after.eff == 0 && after.prm == 0 && after.inh == 0 && after.amb == 0);
@@ -511,6 +513,10 @@ static void profile_after_drop(int cpu)
 	o2.hz = 997; /* a reload's new rate, on the open events */
 	CHILD_CHECK(profiler_set_opts(p, &o2) == 0);
 	CHILD_CHECK(profiler_cpu_error(p, (unsigned)cpu) == 0);
+	r = profiler_cpu_error(p, (unsigned)nonline + 1);
+	CHILD_CHECK(r == -EINVAL || r == -ENODEV);
+	CHILD_CHECK(profiler_start(p, (unsigned)nonline + 1, 1) == r); /* not opened again */
+	CHILD_CHECK(streq(profiler_strerror(r), "CPU offline when the agent opened its perf events"));
 	t0 = now_monotonic_ms();
 	CHILD_CHECK(profiler_start(p, (unsigned)cpu, t0) == 1);
 	burner_stop = 0;
