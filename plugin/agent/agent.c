@@ -11,6 +11,9 @@
 #include "agent/tiers.h"
 #include "agent/trigger.h"
 #include "agent/kmsg_follow.h"
+#include "agent/census_bpf.h"
+#include "agent/privdrop.h"
+#include "agent/profiler.h"
 #include "cpu/cpu_sampler.h"
 #include "cpu/sampler.h"
 #include "base/fileio.h"
@@ -185,8 +188,43 @@ static void agent_loop(struct agent *a, struct burst_event *evs)
 	}
 }
 
+/* What the agent's first run sets up with its capabilities, for the process's life. */
+struct agent_start {
+	struct profiler *prof; /* every CPU's perf event and kallsyms (NULL: cpu.profile off) */
+	bool dropped;	       /* the capabilities nothing later needs are gone */
+};
+
+/*
+ * Keeps only the capabilities later work needs (agent/privdrop.h), for good, and says so in
+ * one line. Before any thread exists: capabilities are per thread, and a thread started
+ * earlier would keep them.
+ */
+static void drop_capabilities(const struct cz_ctx *ctx)
+{
+	struct caps_state before, after;
+	char line[1024];
+	uint64_t keep;
+	int r;
+
+	r = caps_read(&before);
+	if (r < 0) {
+		log_warning_errno(r, "Failed to read our capabilities: %m, keeping them");
+		return;
+	}
+	if (before.prm == 0 && before.amb == 0)
+		return; /* nothing to drop (not uid 0, or started without any) */
+	keep = privdrop_keep(&ctx->cfg, startswith(census_bpf_build(), "bpf") != NULL, before.prm);
+	r = caps_drop(keep, &after);
+	if (privdrop_format(&before, &after, keep, r, line, sizeof(line)) < 0)
+		snprintf(line, sizeof(line), "capabilities: dropped (too many to name)");
+	if (r < 0)
+		log_warning("%s", line);
+	else
+		log_info("%s", line);
+}
+
 /* One run of the agent with ctx's configuration, until a signal ends it or asks for a reload. */
-static int agent_run_once(struct cz_ctx *ctx, const struct agent_opts *ao,
+static int agent_run_once(struct cz_ctx *ctx, const struct agent_opts *ao, struct agent_start *st,
 			  struct cz_config *next, bool *ret_reload)
 {
 	_cleanup_free_ struct burst_event *evs = calloc(HISTORY_ACTIVE_MAX, sizeof(*evs));
@@ -209,7 +247,7 @@ static int agent_run_once(struct cz_ctx *ctx, const struct agent_opts *ao,
 			      ctx->cfg.cpu.interval_ms, &a.ring);
 	a.ring_ok = r == 0;
 	agent_tiers_open(&a.tiers, ctx, cpu_sampler_ncpu(a.s));
-	if (burst_profiles_new(ctx, cpu_sampler_ncpu(a.s), &a.prof) < 0)
+	if (burst_profiles_new(ctx, cpu_sampler_ncpu(a.s), &st->prof, &a.prof) < 0)
 		log_warning("Burst profiles off: out of memory");
 	if (r < 0)
 		log_warning_errno(r, "Failed to open history in '%s': %m, ignoring",
@@ -233,6 +271,11 @@ static int agent_run_once(struct cz_ctx *ctx, const struct agent_opts *ao,
 		log_warning_errno(r, "Failed to follow the kernel log '%s': %m, ignoring",
 				  ctx->cfg.agent.kmsg);
 	(void)periodic_new(ctx, ao->once, &per);
+	/* the events, kallsyms and the kernel log are open: the rest needs less */
+	if (!st->dropped) {
+		drop_capabilities(ctx);
+		st->dropped = true;
+	}
 	if (per && !ao->once && periodic_start(per) < 0)
 		log_warning("Failed to start the periodic work, ignoring");
 	a.per = per;
@@ -318,6 +361,7 @@ int agent_run(struct cz_ctx *ctx, const struct agent_opts *ao)
 {
 	_cleanup_free_ struct cz_config *next = malloc(sizeof(*next));
 	struct state_lock lock = { -1 }, moved;
+	struct agent_start st = { 0 };
 	char locked[sizeof(ctx->cfg.paths.run)];
 	bool reload = true;
 	int r = CZ_EXIT_ERROR;
@@ -328,7 +372,7 @@ int agent_run(struct cz_ctx *ctx, const struct agent_opts *ao)
 	heap_for_daemon();
 	agent_signals_install();
 	while (reload) {
-		r = agent_run_once(ctx, ao, next, &reload);
+		r = agent_run_once(ctx, ao, &st, next, &reload);
 		if (!reload || streq(locked, ctx->cfg.paths.run))
 			continue;
 		/* a reload moved the run dir: that one is ours before this one is let go */
@@ -341,5 +385,6 @@ int agent_run(struct cz_ctx *ctx, const struct agent_opts *ao)
 		snprintf(locked, sizeof(locked), "%s", ctx->cfg.paths.run);
 	}
 	state_unlock(&lock);
+	profiler_free(st.prof);
 	return r;
 }

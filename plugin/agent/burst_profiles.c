@@ -44,7 +44,28 @@ struct burst_profiles {
 	bool warned;		/* the first failure is logged, later ones are in the burst log */
 };
 
-int burst_profiles_new(const struct cz_ctx *ctx, unsigned ncpu, struct burst_profiles **ret)
+/* The one line about the events opened at start: how many CPUs have one, and why not the rest. */
+static void burst_profiles_log_open(const struct profiler *p, unsigned ncpu, int r)
+{
+	unsigned missing = 0, first = ncpu;
+
+	if (r < 0) {
+		log_warning_errno(r, "Burst profiles unavailable: no perf event opened: %s (%m)",
+				  profiler_strerror(r));
+		return;
+	}
+	for (unsigned c = 0; c < ncpu; c++)
+		if (profiler_cpu_error(p, c) < 0 && missing++ == 0)
+			first = c;
+	if (missing)
+		log_notice("Burst profiles: perf events open on %d of %u CPUs; cpu%u and %u more "
+			   "without: %s",
+			   r, ncpu, first, missing - 1,
+			   profiler_strerror(profiler_cpu_error(p, first)));
+}
+
+int burst_profiles_new(const struct cz_ctx *ctx, unsigned ncpu, struct profiler **shared,
+		       struct burst_profiles **ret)
 {
 	const struct cz_config *cfg = &ctx->cfg;
 	struct profiler_opts o = { .hz = (unsigned)cfg->cpu.profile_hz,
@@ -68,17 +89,32 @@ int burst_profiles_new(const struct cz_ctx *ctx, unsigned ncpu, struct burst_pro
 	bp->peeked = calloc(ncpu, sizeof(*bp->peeked));
 	bp->hot = calloc(ncpu, sizeof(*bp->hot));
 	bp->cost = calloc(ncpu, sizeof(*bp->cost));
-	r = bp->buf && bp->tbuf && bp->why && bp->live && bp->peeked && bp->hot && bp->cost
-		    ? profiler_new(&ctx->hf, ncpu, &o, &bp->p)
-		    : -ENOMEM;
+	r = 0;
+	if (!bp->buf || !bp->tbuf || !bp->why || !bp->live || !bp->peeked || !bp->hot || !bp->cost)
+		r = -ENOMEM;
+	if (r == 0 && *shared) {
+		/* a reload: the events opened at start, at the new rate (no capability needed) */
+		r = profiler_set_opts(*shared, &o);
+		if (r < 0)
+			log_warning_errno(r, "Failed to set cpu.profile_hz %u on the open perf "
+					  "events: %m, keeping the rate they had", o.hz);
+		r = 0;
+	} else if (r == 0) {
+		r = profiler_new(&ctx->hf, ncpu, &o, shared);
+		/* every CPU's event now, while the agent holds CAP_PERFMON; symbols now too
+		 * (parsing them must not stall the sampler at a burst's start, and real
+		 * addresses need CAP_SYSLOG). A failure of either is remembered and reported
+		 * with each burst */
+		if (r == 0)
+			burst_profiles_log_open(*shared, ncpu, profiler_open(*shared));
+		if (r == 0)
+			(void)profiler_preload(*shared);
+	}
 	if (r < 0) {
 		burst_profiles_free(bp);
 		return r;
 	}
-	/* symbols now, not when the first burst starts (a failure is remembered and reported
-	 * with that burst, after the missing privilege to open the event, if that is missing too)
-	 * */
-	(void)profiler_preload(bp->p);
+	bp->p = *shared;
 	*ret = bp;
 	return 0;
 }
@@ -87,7 +123,10 @@ void burst_profiles_free(struct burst_profiles *bp)
 {
 	if (!bp)
 		return;
-	profiler_free(bp->p);
+	/* the profiler is the caller's (shared): its events outlive a reload */
+	for (unsigned c = 0; c < bp->ncpu; c++)
+		if (profiler_running(bp->p, c))
+			(void)profiler_stop(bp->p, c, false, NULL, 0);
 	free(bp->buf);
 	free(bp->tbuf);
 	free(bp->why);
@@ -274,6 +313,9 @@ static void finish_burst(struct burst_profiles *bp, struct burst_event *ev)
 	(void)profiler_stop(bp->p, ev->cpu, false, NULL, 0);
 	if (len > 0)
 		keep(bp, ev, (size_t)len, tlen);
+	else if (len == 0 && profiler_cpu_error(bp->p, ev->cpu) < 0) /* its event died */
+		snprintf(ev->why, sizeof(ev->why), "%s",
+			 profiler_strerror(profiler_cpu_error(bp->p, ev->cpu)));
 	else
 		snprintf(ev->why, sizeof(ev->why), "%s",
 			 len == 0 ? "no samples" : "profile too big");

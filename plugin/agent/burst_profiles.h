@@ -14,6 +14,7 @@
 
 #include <stddef.h>
 
+#include "agent/profiler.h"
 #include "cpu/cpu_sampler.h"
 #include "check/cz.h"
 #include "cpu/history.h"
@@ -22,11 +23,16 @@ struct burst_profiles;
 
 /*
  * burst_profiles_new - for @ncpu CPUs under @ctx's config (cpu.profile*) and run dir; *@ret is
- * NULL when cpu.profile is off. Returns 0 or -ENOMEM. Nothing is opened until a core gets hot.
+ * NULL when cpu.profile is off. The profiler is *@shared, the caller's for the process's life
+ * (profiler_free): when NULL it is made now, with one disabled perf event per CPU opened and
+ * kallsyms loaded (this needs CAP_PERFMON and CAP_SYSLOG, which the agent drops right after
+ * its start: agent/privdrop.h); when set (a SIGHUP reload) it is kept, at the new
+ * cpu.profile_hz. Logs which CPUs got no event, and why. Returns 0 or -ENOMEM.
  */
-int burst_profiles_new(const struct cz_ctx *ctx, unsigned ncpu, struct burst_profiles **ret);
+int burst_profiles_new(const struct cz_ctx *ctx, unsigned ncpu, struct profiler **shared,
+		       struct burst_profiles **ret);
 
-/* burst_profiles_free - stop every profile; safe on NULL. */
+/* burst_profiles_free - stop every profile (the shared profiler stays); safe on NULL. */
 void burst_profiles_free(struct burst_profiles *bp);
 
 /*

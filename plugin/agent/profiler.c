@@ -11,8 +11,13 @@
 #define RING_PAGES 16
 #define COMM_CACHE 256
 
+/* An event that ran less than this in its first 100 ms enabled is dead (perf.h: hotplug) */
+#define CHECK_AFTER_NS 100000000ull
+
 struct core_profile {
-	struct perf_cpu *pc;  /* NULL once stopped at the cap */
+	struct perf_cpu *pc;  /* the CPU's event, kept open between profiles; NULL: see err */
+	int err;	      /* why pc is NULL (profiler_open's failure, -ESTALE once dead) */
+	bool checked;	      /* this profile's event was seen running (or dead) */
 	struct fold *fold;
 	uint64_t start_ms;
 	bool on;
@@ -27,6 +32,7 @@ struct profiler {
 	const struct hostfs *hf;
 	struct profiler_opts o;
 	unsigned ncpu, active;
+	bool opened;	/* profiler_open ran: no event is opened later */
 	struct core_profile *core;
 	struct kallsyms ks;
 	int ks_err;	/* 0 not loaded yet, 1 loaded, < 0 why it cannot be */
@@ -56,27 +62,80 @@ int profiler_new(const struct hostfs *hf, unsigned ncpu, const struct profiler_o
 	return 0;
 }
 
+/* Ends @c's profile; its event stays open (disabled, unmapped) for the next one. */
 static void core_close(struct profiler *p, struct core_profile *c)
 {
-	if (c->pc) {
-		p->lost += perf_cpu_lost(c->pc);
-		perf_cpu_close(c->pc);
-	}
+	perf_cpu_stop(c->pc);
 	fold_free(c->fold);
+	c->fold = NULL;
 	if (c->on)
 		p->active--;
-	*c = (struct core_profile){ 0 };
+	c->on = false;
+}
+
+/* Closes @c's event for good, keeping its lost count; @err says why (0: the profiler ends). */
+static void core_forget(struct profiler *p, struct core_profile *c, int err)
+{
+	p->lost += perf_cpu_lost(c->pc);
+	perf_cpu_close(c->pc);
+	c->pc = NULL;
+	c->err = err;
 }
 
 void profiler_free(struct profiler *p)
 {
 	if (!p)
 		return;
-	for (unsigned i = 0; i < p->ncpu; i++)
+	for (unsigned i = 0; i < p->ncpu; i++) {
 		core_close(p, &p->core[i]);
+		core_forget(p, &p->core[i], 0);
+	}
 	kallsyms_free(&p->ks);
 	free(p->core);
 	free(p);
+}
+
+int profiler_open(struct profiler *p)
+{
+	int first = 0, n = 0;
+
+	p->opened = true;
+	for (unsigned i = 0; i < p->ncpu; i++) {
+		struct core_profile *c = &p->core[i];
+
+		if (c->pc)
+			continue;
+		c->err = perf_cpu_open((int)i, p->o.hz, RING_PAGES, &c->pc);
+		if (c->err < 0 && first == 0)
+			first = c->err;
+		n += c->err == 0;
+	}
+	return n > 0 ? n : first;
+}
+
+int profiler_set_opts(struct profiler *p, const struct profiler_opts *o)
+{
+	int first = 0;
+
+	if (!o || o->hz == 0)
+		return -EINVAL;
+	for (unsigned i = 0; i < p->ncpu && o->hz != p->o.hz; i++) {
+		int r = p->core[i].pc ? perf_cpu_set_hz(p->core[i].pc, o->hz) : 0;
+
+		if (r < 0 && first == 0)
+			first = r;
+	}
+	if (first < 0)
+		return first; /* the old rate stays where it was set */
+	p->o = *o;
+	if (p->o.max_active == 0 || p->o.max_active > PROFILER_ACTIVE_MAX)
+		p->o.max_active = PROFILER_ACTIVE_MAX;
+	return 0;
+}
+
+int profiler_cpu_error(const struct profiler *p, unsigned cpu)
+{
+	return cpu < p->ncpu ? p->core[cpu].err : -ENODEV;
 }
 
 static int load_symbols(struct profiler *p)
@@ -98,6 +157,16 @@ int profiler_preload(struct profiler *p)
 	return r < 0 ? r : 0;
 }
 
+/* @c's event, opened now when profiler_open never ran (each start tries again then). */
+static int core_event(struct profiler *p, unsigned cpu, struct core_profile *c)
+{
+	if (c->pc)
+		return 0;
+	if (p->opened)
+		return c->err < 0 ? c->err : -ENODEV;
+	return perf_cpu_open((int)cpu, p->o.hz, RING_PAGES, &c->pc);
+}
+
 int profiler_start(struct profiler *p, unsigned cpu, uint64_t now_ms)
 {
 	struct core_profile *c;
@@ -112,19 +181,22 @@ int profiler_start(struct profiler *p, unsigned cpu, uint64_t now_ms)
 		return -EBUSY;
 	/* the event first: without CAP_PERFMON there is nothing to symbolize, and that is the
 	 * reason to report */
-	r = perf_cpu_open((int)cpu, p->o.hz, RING_PAGES, &c->pc);
+	r = core_event(p, cpu, c);
 	if (r >= 0)
 		r = load_symbols(p);
 	if (r >= 0)
 		r = fold_new(FOLD_STACKS_MAX, &c->fold);
 	if (r >= 0 && perf_cpu_monotonic(c->pc)) /* times on another clock would not line up */
 		r = fold_keep_times(c->fold, profiler_times_max(&p->o));
+	if (r >= 0)
+		r = perf_cpu_start(c->pc);
 	if (r < 0) {
-		perf_cpu_close(c->pc);
-		c->pc = NULL;
+		fold_free(c->fold);
+		c->fold = NULL;
 		return r;
 	}
 	c->start_ms = now_ms;
+	c->checked = false;
 	c->on = true;
 	if (p->active++ == 0) /* TIDs are reused: names are cached only while profiles run */
 		memset(p->comm, 0, sizeof(p->comm));
@@ -195,21 +267,35 @@ static void on_sample(const struct perf_sample *s, void *userdata)
 	(void)fold_add_at(d->c->fold, comm_of(d->p, s->pid, s->tid), frames, n, sample_ms(d->c, s));
 }
 
+/* Whether @c's event, enabled for a while, ever ran: one whose CPU went offline since it was
+ * opened never runs again (perf.h), and only CAP_PERFMON could open another. */
+static void check_alive(struct profiler *p, struct core_profile *c)
+{
+	uint64_t enabled, running;
+
+	if (c->checked || perf_cpu_times(c->pc, &enabled, &running) < 0 ||
+	    enabled < CHECK_AFTER_NS)
+		return;
+	c->checked = true;
+	if (running == 0) {
+		perf_cpu_stop(c->pc);
+		core_forget(p, c, -ESTALE);
+	}
+}
+
 void profiler_tick(struct profiler *p, uint64_t now_ms)
 {
 	for (unsigned i = 0; i < p->ncpu; i++) {
 		struct core_profile *c = &p->core[i];
 		struct drain_ctx d = { p, c };
 
-		if (!c->on || !c->pc)
+		if (!c->on || !perf_cpu_started(c->pc))
 			continue;
 		(void)perf_cpu_drain(c->pc, on_sample, &d); /* -EBADMSG: the ring was reset */
-		if (now_ms - c->start_ms >= p->o.max_ms) {
-			/* keep what it has; the burst may go on but we stop paying for it */
-			p->lost += perf_cpu_lost(c->pc);
-			perf_cpu_close(c->pc);
-			c->pc = NULL;
-		}
+		check_alive(p, c);
+		if (c->pc && now_ms - c->start_ms >= p->o.max_ms)
+			perf_cpu_stop(c->pc); /* keep what it has; the burst may go on but we stop
+					       * paying for it */
 	}
 }
 
@@ -239,7 +325,7 @@ void profiler_drain(struct profiler *p, unsigned cpu)
 	struct core_profile *c = cpu < p->ncpu ? &p->core[cpu] : NULL;
 	struct drain_ctx d = { p, c };
 
-	if (c && c->on && c->pc)
+	if (c && c->on && perf_cpu_started(c->pc))
 		(void)perf_cpu_drain(c->pc, on_sample, &d);
 }
 
@@ -293,7 +379,9 @@ const char *profiler_strerror(int err)
 		return "no perf events or kallsyms on this kernel";
 	case -ENODEV:
 	case -EINVAL:
-		return "CPU not available to perf";
+		return "CPU offline when the agent opened its perf events";
+	case -ESTALE:
+		return "CPU went offline since start: perf event gone";
 	case -EMFILE:
 	case -ENFILE:
 	case -ENOMEM:

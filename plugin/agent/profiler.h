@@ -12,11 +12,19 @@
  * Each sample's time is kept too (at most profiler_times_max), for the sub-second view of the
  * burst (profiler_times).
  *
- * Each sample's kernel callchain is symbolized with /proc/kallsyms (host/kallsyms.h, loaded on
- * the first start) and counted under the task's name (/proc/PID/task/TID/comm through the host
- * roots; "[user]" when the core was in user mode). Privileges: CAP_PERFMON (CAP_SYS_ADMIN before
- * 5.8) for the CPU-wide event, CAP_SYSLOG or kernel.kptr_restrict=0 for real addresses. Without
- * them profiler_start() says why (profiler_strerror) and the burst is recorded without a profile.
+ * Each sample's kernel callchain is symbolized with /proc/kallsyms (host/kallsyms.h, loaded by
+ * profiler_preload or on the first start) and counted under the task's name
+ * (/proc/PID/task/TID/comm through the host roots; "[user]" when the core was in user mode).
+ * Privileges: CAP_PERFMON (CAP_SYS_ADMIN before 5.8) to open the CPU-wide events, CAP_SYSLOG
+ * or kernel.kptr_restrict=0 for real addresses; both only while profiler_open and
+ * profiler_preload run (the agent drops them then: agent/privdrop.h). Each CPU's event is
+ * opened disabled and stays open; a profile maps its ring and enables it (no capability), its
+ * end disables and unmaps it. Cost: one fd and one kernel perf_event per CPU for the agent's
+ * life (96 fds at 96 CPUs), the rings (68 KiB each, locked) only while profiles run. Without
+ * them profiler_start() says why (profiler_strerror) and the burst is recorded without a
+ * profile: a CPU offline at profiler_open has no event; one that went offline later has a dead
+ * event, found by the first tick 100 ms into a profile (host/perf.h), closed, and reported as
+ * -ESTALE from then on.
  *
  * perf reports task IDs in the agent's PID namespace: in a container without hostPID, tasks of
  * the host show as PID 0 and are named "[host task]" (their kernel frames are still right).
@@ -54,14 +62,39 @@ int profiler_new(const struct hostfs *hf, unsigned ncpu, const struct profiler_o
  */
 int profiler_preload(struct profiler *p);
 
-/* profiler_free - stop everything; safe on NULL. */
+/*
+ * profiler_open - open every CPU's event now, disabled (needs CAP_PERFMON now, never later).
+ * From then on a CPU without an event stays without one: profiler_start returns why (the open's
+ * error, e.g. -ENODEV for a CPU offline now). Without profiler_open, profiler_start opens the
+ * CPU's event itself (and each start tries again). Returns the number of CPUs with an event, or
+ * the first CPU's error when none has one.
+ */
+int profiler_open(struct profiler *p);
+
+/*
+ * profiler_set_opts - a reload's options: the open events sample at the new hz (no capability;
+ * host/perf.h perf_cpu_set_hz), profiles started from now on use the new max_ms and max_active.
+ * Returns 0, or -errno (-EINVAL: hz 0 or above the kernel's limit) with the old options kept.
+ */
+int profiler_set_opts(struct profiler *p, const struct profiler_opts *o);
+
+/*
+ * profiler_cpu_error - why @cpu has no usable event: 0 when it has one (or profiler_open never
+ * ran), the open's -errno, -ESTALE when it died (its CPU went offline since), -ENODEV beyond
+ * ncpu. For a burst's reason when its profile has no sample.
+ */
+int profiler_cpu_error(const struct profiler *p, unsigned cpu);
+
+/* profiler_free - stop everything and close the events; safe on NULL. */
 void profiler_free(struct profiler *p);
 
 /*
  * profiler_start - start profiling @cpu at @now_ms. Returns 1 when it started, 0 when it was
  * already running, or -errno: -EBUSY (max_active cores already profiled), -EACCES /
- * -EPERM (no CAP_PERFMON), -ENOENT (kallsyms unreadable) or -EADDRNOTAVAIL (kallsyms addresses
- * hidden: kptr_restrict without CAP_SYSLOG), -ENODEV (no such CPU), -ENOSYS (no perf events).
+ * -EPERM (no CAP_PERFMON when the event was opened; -EPERM also: the ring's locked memory over
+ * the limits, host/perf.h), -ENOENT (kallsyms unreadable) or -EADDRNOTAVAIL (kallsyms addresses
+ * hidden: kptr_restrict without CAP_SYSLOG), -ENODEV (no such CPU, or offline at
+ * profiler_open), -ESTALE (its CPU went offline since profiler_open), -ENOSYS (no perf events).
  * A failure to load kallsyms is remembered: later starts fail at once with the same error.
  */
 int profiler_start(struct profiler *p, unsigned cpu, uint64_t now_ms);

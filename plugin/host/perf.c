@@ -11,14 +11,17 @@
 
 #define SAMPLE_TYPE (PERF_SAMPLE_IP | PERF_SAMPLE_TID | PERF_SAMPLE_TIME | PERF_SAMPLE_CALLCHAIN)
 
+/* a record that wraps the ring is copied out whole: header.size is a u16 */
+#define WRAP_MAX 65536
+
 struct perf_cpu {
 	int fd;
-	void *base;
+	unsigned pages;
+	void *base;	      /* the ring, mapped only between perf_cpu_start and perf_cpu_stop */
+	unsigned char *wrap;  /* WRAP_MAX bytes while mapped (8-aligned: malloc) */
 	size_t map_len, data_off, data_size;
 	uint64_t lost;
 	bool monotonic; /* sample times are CLOCK_MONOTONIC */
-	_Alignas(8) unsigned char wrap
-		[65536]; /* a record that wraps the ring (header.size is u16) */
 };
 
 static uint64_t get_u64(const unsigned char *p)
@@ -78,6 +81,10 @@ int perf_cpu_open(int cpu, unsigned hz, unsigned pages, struct perf_cpu **ret)
 		.sample_freq = hz,
 		.freq = 1,
 		.sample_type = SAMPLE_TYPE,
+		/* read(): was it on its CPU at all (perf_cpu_times) */
+		.read_format = PERF_FORMAT_TOTAL_TIME_ENABLED | PERF_FORMAT_TOTAL_TIME_RUNNING,
+		/* opened now, while the agent holds CAP_PERFMON; it samples from perf_cpu_start */
+		.disabled = 1,
 		/* kernel frames are what we name; user stacks would need the task's own maps */
 		.exclude_callchain_user = 1,
 		/* sample times on the clock the agent's own times are on (since 4.1) */
@@ -85,10 +92,9 @@ int perf_cpu_open(int cpu, unsigned hz, unsigned pages, struct perf_cpu **ret)
 		.clockid = CLOCK_MONOTONIC,
 	};
 	_cleanup_free_ struct perf_cpu *p = NULL;
-	long page = sysconf(_SC_PAGESIZE);
 	int fd;
 
-	if (hz == 0 || pages == 0 || (pages & (pages - 1)) != 0 || cpu < 0 || page <= 0)
+	if (hz == 0 || pages == 0 || (pages & (pages - 1)) != 0 || cpu < 0)
 		return -EINVAL;
 	p = calloc(1, sizeof(*p));
 	if (!p)
@@ -103,34 +109,104 @@ int perf_cpu_open(int cpu, unsigned hz, unsigned pages, struct perf_cpu **ret)
 		return -errno;
 	p->monotonic = attr.use_clockid;
 	p->fd = fd;
-	p->map_len = (size_t)page * (1 + pages);
-	p->base = mmap(NULL, p->map_len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-	if (p->base == MAP_FAILED) {
-		int e = -errno;
-
-		close(fd);
-		return e;
-	}
-	{
-		struct perf_event_mmap_page *meta = p->base;
-
-		/* data_offset/data_size exist since 4.1; before, data follows the first page */
-		p->data_off = meta->data_offset ? (size_t)meta->data_offset : (size_t)page;
-		p->data_size = meta->data_size ? (size_t)meta->data_size : (size_t)page * pages;
-	}
+	p->pages = pages;
 	*ret = TAKE_PTR(p);
+	return 0;
+}
+
+int perf_cpu_start(struct perf_cpu *p)
+{
+	long page = sysconf(_SC_PAGESIZE);
+	struct perf_event_mmap_page *meta;
+	int r;
+
+	if (p->base)
+		return -EALREADY;
+	if (page <= 0)
+		return -EINVAL;
+	p->wrap = malloc(WRAP_MAX);
+	if (!p->wrap)
+		return -ENOMEM;
+	/* no capability: the pages count against perf_event_mlock_kb per CPU, then
+	 * RLIMIT_MEMLOCK (kernel/events/core.c perf_mmap) */
+	p->map_len = (size_t)page * (1 + p->pages);
+	p->base = mmap(NULL, p->map_len, PROT_READ | PROT_WRITE, MAP_SHARED, p->fd, 0);
+	if (p->base == MAP_FAILED) {
+		r = -errno;
+		goto out_unmapped;
+	}
+	meta = p->base;
+	/* data_offset/data_size exist since 4.1; before, data follows the first page */
+	p->data_off = meta->data_offset ? (size_t)meta->data_offset : (size_t)page;
+	p->data_size = meta->data_size ? (size_t)meta->data_size : (size_t)page * p->pages;
+	if (ioctl(p->fd, PERF_EVENT_IOC_RESET, 0) < 0 ||
+	    ioctl(p->fd, PERF_EVENT_IOC_ENABLE, 0) < 0) {
+		r = -errno;
+		munmap(p->base, p->map_len);
+		goto out_unmapped;
+	}
+	return 0;
+out_unmapped:
+	p->base = NULL;
+	free(p->wrap);
+	p->wrap = NULL;
+	return r;
+}
+
+void perf_cpu_stop(struct perf_cpu *p)
+{
+	if (!p || !p->base)
+		return;
+	(void)ioctl(p->fd, PERF_EVENT_IOC_DISABLE, 0);
+	munmap(p->base, p->map_len); /* the kernel frees the ring with its last mapping */
+	p->base = NULL;
+	free(p->wrap);
+	p->wrap = NULL;
+}
+
+bool perf_cpu_started(const struct perf_cpu *p)
+{
+	return p && p->base;
+}
+
+int perf_cpu_set_hz(struct perf_cpu *p, unsigned hz)
+{
+	/* cpu-clock turns its frequency into a fixed period in ns when the event is made
+	 * (perf_swevent_init_hrtimer clears attr.freq), so the ioctl takes a period: 1e9 / hz */
+	uint64_t period = hz ? 1000000000ull / hz : 0;
+
+	if (period == 0)
+		return -EINVAL;
+	return ioctl(p->fd, PERF_EVENT_IOC_PERIOD, &period) < 0 ? -errno : 0;
+}
+
+int perf_cpu_times(const struct perf_cpu *p, uint64_t *ret_enabled, uint64_t *ret_running)
+{
+	uint64_t v[3];
+	ssize_t n = read(p->fd, v, sizeof(v));
+
+	if (n < 0)
+		return -errno;
+	if (n != (ssize_t)sizeof(v))
+		return -EIO;
+	*ret_enabled = v[1];
+	*ret_running = v[2];
 	return 0;
 }
 
 int perf_cpu_drain(struct perf_cpu *p, perf_sample_fn fn, void *userdata)
 {
 	struct perf_event_mmap_page *meta = p->base;
-	const unsigned char *data = (const unsigned char *)p->base + p->data_off;
-	uint64_t head = __atomic_load_n(&meta->data_head, __ATOMIC_ACQUIRE);
-	uint64_t tail = meta->data_tail;
+	const unsigned char *data;
+	uint64_t head, tail;
 	struct perf_sample s;
 	int n = 0;
 
+	if (!p->base)
+		return 0;
+	data = (const unsigned char *)p->base + p->data_off;
+	head = __atomic_load_n(&meta->data_head, __ATOMIC_ACQUIRE);
+	tail = meta->data_tail;
 	if (head - tail > p->data_size) { /* cannot happen with a writable ring: start over */
 		__atomic_store_n(&meta->data_tail, head, __ATOMIC_RELEASE);
 		return -EBADMSG;
@@ -187,8 +263,7 @@ void perf_cpu_close(struct perf_cpu *p)
 {
 	if (!p)
 		return;
-	if (p->base && p->base != MAP_FAILED)
-		munmap(p->base, p->map_len);
+	perf_cpu_stop(p);
 	if (p->fd >= 0)
 		close(p->fd);
 	free(p);

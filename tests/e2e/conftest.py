@@ -207,7 +207,7 @@ HOST = {
     "test_reclaim.py", "test_reclaim_v2.py", "test_report.py", "test_svg_chromium.py",
     "test_systemd_hints.py", "test_top.py", "test_valgrind.py", "test_hardening.py",
     "test_bad_inputs_bounds.py", "test_state_crash.py", "test_agent_crash.py", "test_fresh_run.py",
-    "test_flame_page.py", "test_real_node.py",
+    "test_flame_page.py", "test_real_node.py", "test_agent_dropcaps.py",
 }
 HOST_LOCK = ("/run/lock" if os.path.isdir("/run/lock") else "/tmp") + "/cpuzombie-e2e-host.lock"
 

@@ -246,10 +246,11 @@ def mounts_of(pid):
 @pytest.mark.parametrize("container", ["node-problem-detector", "agent"])
 def test_runtime_enforces_the_rendered_security_context(real, container):
     """From the container's own process: the uid the chart renders, exactly the capabilities it
-    adds (none for NPD; PERFMON and SYSLOG for the agent, uid 0, profileBursts on by default),
-    no_new_privs, seccomp filtering; /host/proc and every mount below /host/sys read-only (a
-    write under a submount fails with EROFS); no writable mount from the host but the state
-    directory."""
+    adds (none for NPD; PERFMON and SYSLOG for the agent, uid 0, profileBursts on by default:
+    the container's bounding set; the agent uses them at start, to open its perf events and
+    read kallsyms, then drops them, so its running process holds none), no_new_privs, seccomp
+    filtering; /host/proc and every mount below /host/sys read-only (a write under a submount
+    fails with EROFS); no writable mount from the host but the state directory."""
     pod = ds_pod(real)
     spec = next(c for c in pod["spec"]["containers"] if c["name"] == container)
     sc = spec["securityContext"]
@@ -261,7 +262,16 @@ def test_runtime_enforces_the_rendered_security_context(real, container):
     assert sc["capabilities"]["drop"] == ["ALL"], sc
     # effective only for uid 0: Kubernetes sets no ambient capabilities
     caps = cap_names(int(s["CapEff"], 16))
-    assert caps == (want if uid == 0 else set()), (container, uid, caps, want)
+    if container == "agent":
+        # the container was given PERFMON and SYSLOG (the spec, and the bounding set below:
+        # dropping from it needs CAP_SETPCAP, not given); the running agent holds none
+        assert uid == 0 and want == {"PERFMON", "SYSLOG"}, (uid, want)
+        assert caps == set() and cap_names(int(s["CapPrm"], 16)) == set(), s
+        assert int(s["CapInh"], 16) == 0 and int(s["CapAmb"], 16) == 0, s
+        log = kubectl(real, "-n", NS, "logs", pod["metadata"]["name"], "-c", "agent").stdout
+        assert "capabilities: dropped syslog,perfmon after start; kept none" in log, log
+    else:
+        assert caps == (want if uid == 0 else set()), (container, uid, caps, want)
     assert cap_names(int(s["CapBnd"], 16)) == want, s["CapBnd"]
     assert s["NoNewPrivs"].strip() == "1", s
     assert s["Seccomp"].strip() == "2", s          # RuntimeDefault: a filter
@@ -437,6 +447,74 @@ def test_remediator_pod_leads_and_drains_a_kwok_node(real, tmp_path):
         assert any(a.startswith("cpuzombie.io/") for a in anns), anns
     finally:
         k.stop()
+
+
+AGENT_PROBE = r"""
+import errno, json, os, sys
+agent, npd = sys.argv[1], sys.argv[2]
+proc = "/proc/%s/root/host/proc/%s" % (agent, npd)   # NPD's process in the agent's /host/proc
+out = {}
+try:
+    out["root"] = "ok:%d" % len(os.listdir(proc + "/root"))
+except OSError as e:
+    out["root"] = errno.errorcode.get(e.errno, str(e.errno))
+try:
+    with open(proc + "/environ", "rb") as f:
+        out["environ"] = "ok:%d" % len(f.read())
+except OSError as e:
+    out["environ"] = errno.errorcode.get(e.errno, str(e.errno))
+print(json.dumps(out))
+"""
+
+
+def as_agent(apid, uid, gid, groups, eff, bnd):
+    """A command prefix: in the agent container's PID, network, IPC and UTS namespaces
+    (nsenter -t), as @uid:@gid with the supplementary @groups, exactly @eff effective and
+    permitted (through
+    the ambient set: uid 0's own rule off) and @bnd bounding, no_new_privs. Its mount namespace
+    is reached through /proc/APID/root (the image has no shell or python to run in it)."""
+    low = [c.lower() for c in sorted(eff)]
+    return ["nsenter", "-t", str(apid), "-p", "-n", "-i", "-u", "--",
+            "setpriv", "--reuid", str(uid), "--regid", str(gid),
+            *(["--groups", ",".join(groups)] if groups else ["--clear-groups"]),
+            "--securebits", "+noroot,+noroot_locked",
+            "--inh-caps", ",".join(["-all"] + ["+" + c for c in low]),
+            "--ambient-caps", ",".join(["-all"] + ["+" + c for c in low]),
+            "--bounding-set", ",".join(["-all"] + ["+" + c.lower() for c in sorted(bnd)]),
+            "--no-new-privs", "--"]
+
+
+def test_agent_container_cannot_open_npds_root_or_environ(real):
+    """Issue #38's done-when: from the agent container's process credentials as they are after
+    its start (read from its /proc status: uid, gid, no capability, its bounding set), NPD's
+    container process's /proc/PID/root and environ, opened through the agent's own /host/proc,
+    fail with EACCES. The control: the same credentials with PERFMON and SYSLOG effective, as
+    the container was given them (what the agent held before it dropped them), read NPD's
+    environment (mm_access lets CAP_PERFMON through): so the refusal is the drop's."""
+    pod = ds_pod(real)
+    apid = container_pid(real, pod, "agent")
+    npid = container_pid(real, pod, "node-problem-detector")
+    s = status_of(apid)
+    uid, gid = int(s["Uid"].split()[0]), int(s["Gid"].split()[0])
+    assert s["Uid"].split() == [str(uid)] * 4 and s["Gid"].split() == [str(gid)] * 4, s
+    groups = s["Groups"].split()     # the runtime adds the gid itself
+    assert set(groups) <= {str(gid)}, s
+    eff, bnd = cap_names(int(s["CapEff"], 16)), cap_names(int(s["CapBnd"], 16))
+    # (holding any: an image without the drop; the podman tag is shared by every checkout)
+    assert eff == cap_names(int(s["CapPrm"], 16)) == set(), s
+    npd = status_of(npid)
+    assert npd["Gid"].split()[0] != str(gid) and int(npd["CapPrm"], 16) == 0, npd
+
+    def probe(caps):
+        r = subprocess.run(as_agent(apid, uid, gid, groups, caps, bnd) +
+                           [sys.executable, "-I", "-c", AGENT_PROBE, str(apid), str(npid)],
+                           capture_output=True, text=True, timeout=60)
+        assert r.returncode == 0, r.stdout + r.stderr
+        return json.loads(r.stdout)
+    assert probe(eff) == {"root": "EACCES", "environ": "EACCES"}
+    got = probe(bnd)      # the capabilities the container was given: PERFMON, SYSLOG
+    assert got["root"] == "EACCES" and got["environ"].startswith("ok:") and \
+        int(got["environ"][3:]) > 0, got
 
 
 def test_zz_helm_uninstall_leaves_nothing_of_ours(real):

@@ -11,9 +11,11 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
+#include <sys/wait.h>
 
 #include "agent/profiler.h"
 #include "cpu/folded.h"
+#include "host/caps.h"
 #include "host/hostfs.h"
 #include "host/kallsyms.h"
 #include "host/perf.h"
@@ -424,6 +426,12 @@ static void test_real_profile(void **state)
 		skip();
 	}
 	assert_int_equal(r, 0);
+	/* opened disabled: nothing mapped, nothing to drain until it starts */
+	assert_false(perf_cpu_started(p));
+	assert_int_equal(perf_cpu_drain(p, on_sample, &c), 0);
+	assert_int_equal(perf_cpu_start(p), 0);
+	assert_int_equal(perf_cpu_start(p), -EALREADY);
+	assert_true(perf_cpu_started(p));
 	assert_int_equal(hostfs_open(&hf, "/proc", "/sys"), 0);
 	assert_true(kallsyms_load(&hf, &ks) > 1000);
 	assert_int_equal(fold_new(FOLD_STACKS_MAX, &c.f), 0);
@@ -452,10 +460,117 @@ static void test_real_profile(void **state)
 	/* the burner's samples are on the /dev/zero read path (read_iter_zero on 6.x, read_zero or
 	 * its helpers elsewhere); whatever else ran on the core is there too, under its own name */
 	assert_true(zero_path_samples(out, (size_t)len, "burner") >= 50);
+	{
+		uint64_t en = 0, run = 0;
+
+		/* it ran on its CPU all the time it was enabled (a dead event would not) */
+		assert_int_equal(perf_cpu_times(p, &en, &run), 0);
+		assert_true(en >= 2000000000ull && run == en);
+	}
+	perf_cpu_stop(p);
+	assert_false(perf_cpu_started(p));
+	perf_cpu_stop(p); /* twice is fine */
+	assert_int_equal(perf_cpu_set_hz(p, 0), -EINVAL);
+	assert_int_equal(perf_cpu_set_hz(p, 199), 0);
 	fold_free(c.f);
 	kallsyms_free(&ks);
 	hostfs_close(&hf);
 	perf_cpu_close(p);
+}
+
+#define CHILD_CHECK(cond)                                                                      \
+	do {                                                                                   \
+		if (!(cond)) {                                                                 \
+			fprintf(stderr, "child: %s:%d: %s\n", __FILE__, __LINE__, #cond);    \
+			_exit(1);                                                              \
+		}                                                                              \
+	} while (0)
+
+/* In a child: events opened and kallsyms loaded, every capability dropped, then a profile. */
+static void profile_after_drop(int cpu)
+{
+	struct profiler_opts o = { .hz = 499, .max_ms = 30000 }, o2 = o;
+	int nonline = (int)sysconf(_SC_NPROCESSORS_ONLN), r;
+	struct profiler *p = NULL;
+	struct caps_state after;
+	struct perf_cpu *pc = NULL;
+	struct hostfs hf;
+	pthread_t t;
+	uint64_t t0, burned;
+	_cleanup_free_ char *out = malloc(1 << 16);
+	ssize_t len;
+
+	CHILD_CHECK(hostfs_open(&hf, "/proc", "/sys") == 0);
+	/* two CPU slots past the last one there is: no event for them, and the reason stays */
+	CHILD_CHECK(profiler_new(&hf, (unsigned)nonline + 2, &o, &p) == 0);
+	CHILD_CHECK(profiler_open(p) == nonline);
+	CHILD_CHECK(profiler_preload(p) == 0);
+	CHILD_CHECK(caps_drop(0, &after) == 0);
+	CHILD_CHECK(after.eff == 0 && after.prm == 0 && after.inh == 0 && after.amb == 0);
+	CHILD_CHECK(after.bnd == 0 && after.nnp);
+	/* no new event now: the ones opened before are all there is */
+	CHILD_CHECK(perf_cpu_open(cpu, 99, 16, &pc) == -EACCES);
+	o2.hz = 997; /* a reload's new rate, on the open events */
+	CHILD_CHECK(profiler_set_opts(p, &o2) == 0);
+	CHILD_CHECK(profiler_cpu_error(p, (unsigned)cpu) == 0);
+	r = profiler_cpu_error(p, (unsigned)nonline + 1);
+	CHILD_CHECK(r == -EINVAL || r == -ENODEV);
+	CHILD_CHECK(profiler_start(p, (unsigned)nonline + 1, 1) == r); /* not opened again */
+	CHILD_CHECK(streq(profiler_strerror(r), "CPU offline when the agent opened its perf events"));
+	t0 = now_monotonic_ms();
+	CHILD_CHECK(profiler_start(p, (unsigned)cpu, t0) == 1);
+	burner_stop = 0;
+	burner_cpu_ms = 0;
+	CHILD_CHECK(pthread_create(&t, NULL, burner, &cpu) == 0);
+	pthread_setname_np(t, "cz-burner");
+	do {
+		usleep(250 * 1000);
+		burned = now_monotonic_ms() - t0;
+		profiler_tick(p, t0 + burned);
+	} while ((burned < 1000 || burner_cpu_ms < 500) && burned < BURN_WALL_MAX_MS);
+	burner_stop = 1;
+	pthread_join(t, NULL);
+	CHILD_CHECK(burner_cpu_ms >= 500);
+	CHILD_CHECK(profiler_cpu_error(p, (unsigned)cpu) == 0); /* it ran: alive */
+	len = profiler_stop(p, (unsigned)cpu, true, out, 1 << 16);
+	CHILD_CHECK(len > 0);
+	/* kernel symbols, read at start with CAP_SYSLOG, still name the frames */
+	CHILD_CHECK(zero_path_samples(out, (size_t)len, "cz-burner") >= 50);
+	/* and again: the event is reused */
+	CHILD_CHECK(profiler_start(p, (unsigned)cpu, now_monotonic_ms()) == 1);
+	CHILD_CHECK(profiler_stop(p, (unsigned)cpu, false, out, 1 << 16) == 0);
+	profiler_free(p);
+	hostfs_close(&hf);
+	_exit(0);
+}
+
+/* The agent's order: open, preload, drop every capability, then profile: the profile works. */
+static void test_real_profiler_after_drop(void **state)
+{
+	int cpu = 1 % (int)sysconf(_SC_NPROCESSORS_ONLN), st = -1, lock;
+	struct perf_cpu *pc = NULL;
+	pid_t pid;
+
+	if (geteuid() != 0) {
+		print_message("SKIP test_real_profiler_after_drop: needs root (CAP_PERFMON)\n");
+		skip();
+	}
+	if (perf_cpu_open(cpu, 99, 16, &pc) < 0) {
+		print_message("SKIP test_real_profiler_after_drop: no perf events\n");
+		skip();
+	}
+	perf_cpu_close(pc);
+	lock = burn_lock();
+	assert_true(lock >= 0);
+	fflush(NULL);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0)
+		profile_after_drop(cpu);
+	assert_int_equal(waitpid(pid, &st, 0), pid);
+	close(lock);
+	assert_true(WIFEXITED(st));
+	assert_int_equal(WEXITSTATUS(st), 0);
 }
 
 /* The agent's profiler on the same burner: start, tick, stop; the guards around it. */
@@ -569,6 +684,7 @@ int main(void)
 		cmocka_unit_test(test_fold_times),
 		cmocka_unit_test(test_fold_bounds),	      cmocka_unit_test(test_real_profile),
 		cmocka_unit_test(test_real_profiler),
+		cmocka_unit_test(test_real_profiler_after_drop),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
