@@ -180,8 +180,9 @@ devices
 {{- end -}}
 
 {{/* The host paths both containers read (roots, and NPD's the run dir) or write (state, the
-     agent's run dir); call with (dict "ctx" . "agent" BOOL). The roots are read-only recursively (Kubernetes 1.33+, the runtime must
-     support it: the pod fails to start otherwise): a plain readOnly mount of /sys leaves
+     agent's run dir); call with (dict "ctx" . "agent" BOOL). The roots are read-only
+     recursively (Kubernetes 1.33+, the runtime must support it: the pod fails to start
+     otherwise): a plain readOnly mount of /sys leaves
      /sys/fs/cgroup below it writable to uid 0 (kill, freeze or throttle any pod), and the same
      for what is mounted below /proc. /sys only in the subtrees read (cpuzombie.sysSubtrees);
      /proc whole: the agent reads per-PID files (stat, cgroup, comm of every task) and
