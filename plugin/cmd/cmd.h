@@ -165,9 +165,9 @@ extern const char cmd_cleanup_usage[];
  * atomically, never through a symlink (the chart's init container; full binary only). */
 int cmd_install_plugin(int argc, char **argv, struct cmd_env *env);
 extern const char cmd_install_plugin_usage[];
-/* `own-state UID DIR`: chown DIR (itself, never through a symlink) to UID:UID, 1..65534 (the
- * chart's state-owner init container, for node containers that run as non-root; full binary
- * only). */
+/* `own-state UID DIR...`: chown each DIR (itself, never through a symlink) to UID:UID,
+ * 1..65534 (the chart's state-owner init container, for the state and run directories of node
+ * containers that run as non-root; full binary only). */
 int cmd_own_state(int argc, char **argv, struct cmd_env *env);
 extern const char cmd_own_state_usage[];
 

@@ -4,7 +4,8 @@
 image, command, env, securityContext (user, read-only root, capabilities, no privilege
 escalation, seccomp) and volume mounts; hostNetwork becomes --network host. What a kubelet
 would provide is made here: hostPath volumes are the host's paths except the state dir, which
-is the test's (the test must not write the node's /var/lib/cpuzombie); emptyDir volumes are
+is the test's (the test must not write the node's /var/lib/cpuzombie), and the run dir, which
+is always the test's (the node's /run/cpuzombie is one agent's: its lock); emptyDir volumes are
 directories of the test (a memory emptyDir a tmpfs); configMap and projected volumes are
 directories holding the rendered ConfigMaps' keys; NODE_NAME is the test's node name."""
 
@@ -18,6 +19,7 @@ from proc_helpers import stop
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 CONF = os.path.join(ROOT, "tests", "tools", "podman", "containers.conf")
+RUN_DIR = "/run/cpuzombie"      # the chart's hostPaths.run
 
 
 def podman_env():
@@ -87,6 +89,10 @@ class Pod:
         self.dir = str(workdir)
         self.node = node
         self.overrides = dict(host_overrides or {})
+        for v in self.spec["volumes"]:
+            path = v.get("hostPath", {}).get("path", "")
+            if path == RUN_DIR or path.startswith(RUN_DIR + "/"):
+                self.overrides.setdefault(path, os.path.join(self.dir, "host-run"))
         if not os.path.isdir("/var/log/pods"):
             # the kubelet's pod log directories (agent.podNames): a host without a kubelet has
             # none, and a hostPath of type Directory must exist; an empty one stands in

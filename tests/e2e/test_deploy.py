@@ -189,9 +189,14 @@ def test_pod_host_access_and_privileges(rendered):
         assert hostpaths == {"host-proc": "/proc", "host-sys-fs-cgroup": "/sys/fs/cgroup",
                              "host-sys-class-net": "/sys/class/net",
                              "host-sys-devices": "/sys/devices", "state": "/var/lib/cpuzombie",
-                             "pod-logs": "/var/log/pods"}
+                             "run": "/run/cpuzombie", "pod-logs": "/var/log/pods"}
+        # the run dir on the host's /run (tmpfs): the burst history outlives a replaced pod
+        # (tests/e2e/test_real_node.py's helm upgrade); the agent writes it, NPD's checks read
         run = [x for x in spec["volumes"] if x["name"] == "run"][0]
-        assert "emptyDir" in run
+        assert run["hostPath"] == {"path": "/run/cpuzombie", "type": "DirectoryOrCreate"}
+        for c in spec["containers"]:
+            m = next(m for m in c["volumeMounts"] if m["name"] == "run")
+            assert bool(m.get("readOnly")) is (c["name"] != "agent"), (v, c["name"], m)
         for c in spec["containers"] + spec.get("initContainers", []):
             sc = c["securityContext"]
             assert sc["privileged"] is False and sc["allowPrivilegeEscalation"] is False

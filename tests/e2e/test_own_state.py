@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: MIT
-"""`cpuzombie own-state UID DIR`: the chart's state-owner init container (node
-containers as 65534 when nothing rendered needs root; the image has no chown). It gives DIR
-itself to UID:UID and nothing else: not what is inside, never through a symlink (a symlink at
+"""`cpuzombie own-state UID DIR...`: the chart's state-owner init container (node
+containers as 65534 when nothing rendered needs root; the image has no chown), for the state
+and the run directory. It gives each DIR itself to UID:UID and nothing else: not what is inside, never through a symlink (a symlink at
 DIR's place is refused and its target left as it was), never to root, and refuses what is not
 a directory, a bad UID and the static check binary, with one line and exit 2."""
 
@@ -110,3 +110,27 @@ def test_a_symlinked_middle_component_is_followed_the_last_never(cz_bin, tmp_pat
     # ".." last leads to the parent of wherever a symlink led: refused
     refused(own(cz_bin, "65534", str(mid / "link" / "..")), "Invalid argument")
     assert os.stat(parent).st_uid == 0
+
+
+def test_several_directories_in_order_up_to_the_first_failure(cz_bin, tmp_path):
+    """The chart's state and run directories in one run: one line each. A DIR that is no plain
+    text path refuses the whole run before any is given; a DIR that fails later (absent, a
+    symlink) stops there, the ones before it given and said, the ones after it untouched."""
+    state, run, after = tmp_path / "state", tmp_path / "run", tmp_path / "after"
+    for d in (state, run, after):
+        d.mkdir()
+    p = own(cz_bin, "65534", str(state), str(run))
+    assert p.returncode == 0, p
+    assert p.stdout == "".join("%s is owned by 65534:65534 (mode 0755)\n" % d
+                               for d in (state, run)), p.stdout
+    assert [os.stat(d).st_uid for d in (state, run, after)] == [65534, 65534, 0]
+    for d in (state, run):
+        os.chown(d, 0, 0)
+    refused(own(cz_bin, "65534", str(state), "/tmp/\x1b[2J"), "plain text path")
+    assert os.stat(state).st_uid == 0
+    link = tmp_path / "link"
+    link.symlink_to(after)
+    p = own(cz_bin, "65534", str(state), str(link), str(run))
+    assert p.returncode == 2 and "not following a symlink" in p.stderr, p
+    assert p.stdout == "%s is owned by 65534:65534 (mode 0755)\n" % state, p.stdout
+    assert [os.stat(d).st_uid for d in (state, after, run)] == [65534, 0, 0]

@@ -16,6 +16,9 @@ from conftest import is_root
 from deploy_helpers import CHART, VARIANTS, container, helm, kube_tools, one, pod_spec, render
 
 STATE = "/var/lib/cpuzombie"
+# the run dir: on the host's /run (tmpfs) so the burst history outlives a replaced pod; ours,
+# below /run, whose other entries (sockets of dbus, systemd, containerd) stay refused
+RUN = "/run/cpuzombie"
 TOKEN_DIR = "/var/run/secrets/kubernetes.io/serviceaccount"
 # host paths whose mount gives a container root on the host, or the container runtime, or the
 # kubelet's credentials, read-only or not
@@ -49,6 +52,8 @@ def _sys_mounts(spec):
 
 
 def _socketish(path):
+    if path == RUN or path.startswith(RUN + "/"):
+        return False        # cpuzombie's own directory below /run (the schema: nothing else)
     return any(path == p or path.startswith(p.rstrip("/") + "/") for p in HOST_ROOT_WAYS
                if p != "/") or path == "/"
 
@@ -63,22 +68,26 @@ def test_default_mounts_no_way_to_host_root(rendered):
         # exactly these host paths, by default
         assert hv == {"host-proc": ("/proc", "Directory"), **SYS_DEFAULT,
                       "state": (STATE, "DirectoryOrCreate"),
+                      "run": (RUN, "DirectoryOrCreate"),
                       "pod-logs": ("/var/log/pods", "Directory")}, (v, hv)
-        # writable: cpuzombie's own state directory only
-        assert {(c, n, p) for c, n, p in ph.writable_host_mounts(spec)} <= {
-            ("node-problem-detector", "state", STATE), ("agent", "state", STATE)}, v
+        # writable: cpuzombie's own state directory, and its run dir in the agent's container
+        # only (the checks in NPD's read it)
+        npd = {("node-problem-detector", "state", STATE)} if v != "standalone" else set()
+        assert {(c, n, p) for c, n, p in ph.writable_host_mounts(spec)} == npd | {
+            ("agent", "state", STATE), ("agent", "run", RUN)}, v
         assert spec.get("hostPID") in (None, False) and "hostIPC" not in spec
 
 
 def test_roots_are_read_only_recursively(rendered):
     """A plain readOnly mount of /sys leaves /sys/fs/cgroup below it writable to uid 0: every
-    host root mount is recursiveReadOnly Enabled (which needs readOnly and propagation None)."""
+    host root mount is recursiveReadOnly Enabled (which needs readOnly and propagation None);
+    so is the run dir where it is read only (NPD's container), writable in the agent's alone."""
     for v, objs in rendered.items():
         spec = pod_spec(objs)
         hv = ph.host_volumes(spec)
         for c in ph.containers(spec):
             for name, m in ph.mounts(c).items():
-                if name in hv and name != "state":
+                if name in hv and name != "state" and (name, c["name"]) != ("run", "agent"):
                     assert m.get("readOnly") is True, (v, c["name"], m)
                     assert m.get("recursiveReadOnly") == "Enabled", (v, c["name"], m)
                     assert m.get("mountPropagation") in (None, "None"), (v, c["name"], m)
@@ -219,7 +228,7 @@ def test_reclaim_mounts_the_one_file_it_writes():
     assert ph.host_volumes(spec)["host-drop-caches"] == ("/proc/sys/vm/drop_caches", "File")
     assert {(c, n, p) for c, n, p in ph.writable_host_mounts(spec)} == {
         ("node-problem-detector", "state", STATE), ("agent", "state", STATE),
-        ("agent", "host-drop-caches", "/proc/sys/vm/drop_caches")}
+        ("agent", "run", RUN), ("agent", "host-drop-caches", "/proc/sys/vm/drop_caches")}
 
 
 # Host directories a writable mount would hand the agent (uid 0): each refused by the schema
@@ -242,13 +251,15 @@ def test_host_files_by_allow_list(key, cz, tmp_path):
     `config check`, each with one line naming the key."""
     extra = ["--set", "config.remediation.mode=drain"]
     spec = pod_spec(render("default", extra + ["--set", "config.%s=%s/x" % (key, STATE)])[1])
-    assert set(ph.host_volumes(spec)) == {"host-proc", "state", "pod-logs", *SYS_DEFAULT}
+    assert set(ph.host_volumes(spec)) == {"host-proc", "state", "run", "pod-logs",
+                                          *SYS_DEFAULT}
     d = "/var/lib/node_exporter/textfile_collector"
     bad = HOST_ATTACKS
     if key == "agent.metrics_textfile":
         for d in (d, "/var/lib/prometheus/node-exporter/cpuzombie"):
             spec = pod_spec(render("default", extra + ["--set", "config.%s=%s/x" % (key, d)])[1])
-            extra_dirs = [(c, p) for c, n, p in ph.writable_host_mounts(spec) if n != "state"]
+            extra_dirs = [(c, p) for c, n, p in ph.writable_host_mounts(spec)
+                          if n not in ("state", "run")]
             assert extra_dirs == [("agent", d)], extra_dirs
     else:
         bad = bad + (d + "/x",)
@@ -286,6 +297,28 @@ def test_state_dir_by_allow_list(state):
 def test_state_dir_below_ours_is_taken():
     spec = pod_spec(render("default", ["--set", "hostPaths.state=%s/node" % STATE])[1])
     assert ph.host_volumes(spec)["state"] == (STATE + "/node", "DirectoryOrCreate")
+
+
+@pytest.mark.parametrize("run", ["/run", "/var/run", "/run/containerd", "/run/dbus", "/",
+                                 "/run/cpuzombie/../containerd", "/run/cpuzombie-x", "/etc",
+                                 "/var/lib/cpuzombie", "/run/cpuzombie/a b", "relative"])
+def test_run_dir_by_allow_list(run):
+    """hostPaths.run is mounted writable into the agent's container: /run/cpuzombie or a
+    directory below it, nothing else (the schema): never /run itself, nor a runtime's or a bus's
+    sockets beside it."""
+    p = helm("template", "x", CHART, "--set", "hostPaths.run=" + run, check=False)
+    assert p.returncode != 0 and "run" in p.stderr, (run, p.stderr)
+
+
+def test_run_dir_below_ours_is_taken_and_read_only_to_npd():
+    """A run dir of its own below ours (a second release on a node: one agent per run dir), at
+    the same place in the containers; NPD's container reads it only (the checks write nothing
+    there), the agent writes it."""
+    spec = pod_spec(render("default", ["--set", "hostPaths.run=%s/second" % RUN])[1])
+    assert ph.host_volumes(spec)["run"] == (RUN + "/second", "DirectoryOrCreate")
+    for c, ro in (("node-problem-detector", True), ("agent", False)):
+        m = ph.mounts(container(spec, c))["run"]
+        assert m["mountPath"] == RUN and bool(m.get("readOnly")) is ro, (c, m)
 
 
 def test_the_init_container_has_nothing_but_its_copy(rendered):
@@ -403,15 +436,16 @@ def test_node_containers_are_root_only_for_a_feature_that_needs_it(sets):
         NODE_GROUPS
     assert [c["name"] for c in spec["initContainers"]] == ["install-plugin"]
     assert ph.host_volumes(spec)["state"] == (STATE, "DirectoryOrCreate")
+    assert ph.host_volumes(spec)["run"] == (RUN, "DirectoryOrCreate")
 
 
 @pytest.mark.parametrize("variant", ["default", "standalone"])
 def test_node_containers_run_as_nobody_when_nothing_needs_root(variant):
     """agent.profileBursts off (and nothing else of the list above): NPD's container and the
-    agent run as 65534, no capability; their state is the host's /var/lib/cpuzombie/uid-65534,
-    which the kubelet makes root's: an init container of uid 0 with CAP_CHOWN alone, no token and
-    that one mount, gives it to 65534 (a separate directory: root's files of a former rendering
-    stay where they are)."""
+    agent run as 65534, no capability; their state is the host's /var/lib/cpuzombie/uid-65534
+    and their run dir /run/cpuzombie/uid-65534, which the kubelet makes root's: an init
+    container of uid 0 with CAP_CHOWN alone, no token and those two mounts, gives them to 65534
+    (separate directories: root's files of a former rendering stay where they are)."""
     sets = NON_ROOT + (["--set", "mode=standalone"] if variant == "standalone" else [])
     spec = pod_spec(render("default", sets)[1])
     for c in spec["containers"]:
@@ -421,14 +455,17 @@ def test_node_containers_run_as_nobody_when_nothing_needs_root(variant):
             NOBODY, NODE_GROUPS[c["name"]], True)
         assert sc["capabilities"] == {"drop": ["ALL"]}, c["name"]
     assert ph.host_volumes(spec)["state"] == (STATE + "/uid-65534", "DirectoryOrCreate")
+    assert ph.host_volumes(spec)["run"] == (RUN + "/uid-65534", "DirectoryOrCreate")
     owner = [c for c in spec["initContainers"] if c["name"] == "state-owner"]
     assert len(owner) == 1 and spec["initContainers"][0]["name"] == "state-owner"
     o = owner[0]
-    # the image's own binary: the image has no chown (test_own_state.py)
-    assert o["command"] == ["/usr/local/bin/cpuzombie", "own-state", "65534", STATE]
+    # the image's own binary: the image has no chown (test_own_state.py); the state and the
+    # run dir, each where the node containers mount it
+    assert o["command"] == ["/usr/local/bin/cpuzombie", "own-state", "65534", STATE, RUN]
     assert o["securityContext"]["runAsUser"] == 0
     assert o["securityContext"]["capabilities"] == {"drop": ["ALL"], "add": ["CHOWN"]}
-    assert [m["name"] for m in o["volumeMounts"]] == ["state"]
+    assert [(m["name"], m["mountPath"]) for m in o["volumeMounts"]] == [
+        ("state", STATE), ("run", RUN)]
     assert not [c for c in ph.containers(spec) if c["name"] not in ("node-problem-detector", "agent")
                 and "kube-api-access" in ph.mounts(c)]
 

@@ -12,8 +12,12 @@ container copied, and `kubectl describe node` showing our three conditions with 
 the checks print there. And what the runtime enforces, from inside the running containers
 (their processes' /proc/<pid>/status and mount tables, as the host sees them): the uid and
 capabilities the chart renders, /proc and /sys mounted read-only all the way down (a write
-under a submount fails), no host path writable but the state directory, no ServiceAccount
-token where the privilege table (docs/privileges.md) says none.
+under a submount fails), no host path writable but the state directory and the agent's run
+directory (WRITABLE_HOST_PATHS), no ServiceAccount token where the privilege table
+(docs/privileges.md) says none. Then the chart's life on the node: a real burst turning
+CPUCoreSaturation True through NPD, `helm upgrade` rolling the pod without a False flash (the
+run dir is the host's /run/cpuzombie: the burst history outlives the pod), standalone mode's
+burst True within 2 s of crossing cpu.min_burst, the remediator, `helm uninstall`.
 
 A control plane of the module's own (tests/tools/kube/cluster.py, as the session's), so the
 node's scheduler and controllers see only this module's objects, and the chart installs into
@@ -22,6 +26,7 @@ a cluster that has none of it yet, exactly as docs/install.md says."""
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 import time
@@ -50,6 +55,15 @@ CONDITIONS = ("MemcgZombieLeak", "CPUCoreSaturation", "ENADeviceReset")
 # the chart's names, as the kubelet asks containerd for them
 OUR_IMAGE = "docker.io/cpuzombie/cpuzombie:" + VERSION
 NPD_REPO = "registry.k8s.io/node-problem-detector/node-problem-detector"
+# The host paths the default rendering mounts writable, per container, at the same paths inside
+# (docs/privileges.md's table): the state directory in both; the run directory, on the host's
+# /run (a tmpfs) so the burst history outlives a replaced pod, in the agent's alone (NPD's
+# container reads it, read-only). writable_host_paths() finds them from a container's process.
+WRITABLE_HOST_PATHS = {"node-problem-detector": ["/var/lib/cpuzombie"],
+                       "agent": ["/run/cpuzombie", "/var/lib/cpuzombie"]}
+# What the kubelet makes on this machine for those hostPath volumes (DirectoryOrCreate): the
+# fixture removes the ones it did not find.
+HOST_DIRS = ("/var/lib/cpuzombie", "/run/cpuzombie")
 
 
 def npd_version():
@@ -78,6 +92,7 @@ def real(tmp_path_factory):
     r.kc = cp.kubeconfig(str(work / "admin.kubeconfig"), {
         "client-certificate": cp.admin_cert, "client-key": cp.admin_key})
     installed = False
+    made = [d for d in HOST_DIRS if not os.path.exists(d)]
     try:
         n.start(bins)
         local = "localhost/cpuzombie/cpuzombie:" + VERSION
@@ -101,6 +116,8 @@ def real(tmp_path_factory):
             n.stop()
         finally:
             cp.stop()
+            for d in made:
+                shutil.rmtree(d, ignore_errors=True)
 
 
 def ds_pod(r):
@@ -295,7 +312,7 @@ def test_runtime_enforces_the_rendered_security_context(real, container):
     own = os.path.realpath(real.node.dir)
     rw_host = sorted(m[0] for m in ms if "rw" in m[1] and m[2] not in VIRTUAL
                      and not m[4].startswith(own + "/"))
-    assert rw_host == ["/var/lib/cpuzombie"], (container, rw_host)
+    assert rw_host == WRITABLE_HOST_PATHS[container], (container, rw_host)
 
 
 VIRTUAL = ("proc", "sysfs", "tmpfs", "devpts", "mqueue", "cgroup", "cgroup2", "overlay")
@@ -327,6 +344,54 @@ def test_tokens_only_where_the_privilege_table_says(real):
         assert os.path.exists("/proc/%d/root%s/token" % (pid, tok)) == want, c
 
 
+def writable_host_paths(r, pid):
+    """The mount points, in the container of host process @pid, of the host's paths mounted
+    writable there, sorted: each rw mount whose filesystem the host has mounted outside the
+    node's own directory (the kubelet's and containerd's: the pod's emptyDirs, token, hosts
+    files, /dev/shm), not at a root inside it. A tmpfs counts as the host's when it is one the
+    host has (its /run), not one made for the container (/dev, devpts, mqueue: no host mount
+    has their device)."""
+    own = os.path.realpath(r.node.dir) + "/"
+    host = {}
+    for line in open("/proc/self/mountinfo"):
+        f = line.split()
+        host.setdefault(f[2], []).append(f[4])
+    out = []
+    for line in open("/proc/%d/mountinfo" % pid):
+        f = line.split(" - ")[0].split()
+        dev, root, point, opts = f[2], f[3], f[4], f[5].split(",")
+        if "rw" not in opts or root.startswith(own):
+            continue
+        if any(not (mp + "/").startswith(own) for mp in host.get(dev, [])):
+            out.append(point)
+    return sorted(out)
+
+
+@pytest.mark.parametrize("container", ["node-problem-detector", "agent"])
+def test_writable_host_paths_are_the_state_and_the_agents_run_dir(real, container):
+    """From the container's own process: of the host's paths, only the state directory is
+    writable in both containers, and the run directory (the host's /run/cpuzombie, on its
+    tmpfs, where the burst history outlives the pod) in the agent's alone; NPD's container has
+    the run dir read-only (a write there fails with EROFS) and the agent's files in it readable
+    (it runs `check cpu` on them)."""
+    pod = ds_pod(real)
+    pid = container_pid(real, pod, container)
+    assert writable_host_paths(real, pid) == WRITABLE_HOST_PATHS[container], container
+    run = next(m for m in mounts_of(pid) if m[0] == "/run/cpuzombie")
+    host_run = os.stat("/run/cpuzombie")
+    inside = os.stat("/proc/%d/root/run/cpuzombie" % pid)
+    assert (inside.st_dev, inside.st_ino) == (host_run.st_dev, host_run.st_ino), run
+    assert os.path.exists("/proc/%d/root/run/cpuzombie/cpu-heartbeat" % pid)
+    probe = "/proc/%d/root/run/cpuzombie/cz-real-node-write-probe" % pid
+    if container == "agent":
+        assert "rw" in run[1], run
+        return
+    assert "ro" in run[1], run
+    with pytest.raises(OSError) as e:
+        os.mkdir(probe)
+    assert e.value.errno == 30, e.value            # EROFS
+
+
 def conds(r):
     return {c["type"]: c for c in r.node.node()["status"].get("conditions", [])}
 
@@ -352,16 +417,13 @@ def test_real_burst_sets_cpu_saturation_within_npd_interval(real):
     assert re.search(r"\bcpu ?1\b|core 1\b", c["message"]), c["message"]
 
 
-# Measured on the real node: the replaced pod's agent starts without the burst log (the run dir
-# is the pod's in-memory emptyDir), so the new NPD's first `check cpu` reports no burst and
-# CPUCoreSaturation goes False until the lookback would have ended. Strict: passes only when
-# the burst history survives a pod replacement.
-@pytest.mark.xfail(strict=True, reason="a rolled pod loses the burst log (in-memory run dir): "
-                   "CPUCoreSaturation flashes False on helm upgrade")
 def test_helm_upgrade_rolls_without_false_flash(real):
     """`helm upgrade` with a changed value (the config's checksum changes the pod template):
     the DaemonSet's pod is replaced, and a watch-like poll of the node (every 0.1 s, through
-    the rollout and the new NPD's first check) never sees our True condition False or gone."""
+    the rollout and the new NPD's first check) never sees our True condition False or gone.
+    The burst history is the host's /run/cpuzombie (a hostPath on its tmpfs): the new pod's
+    `check cpu` reads the burst the old pod's agent logged. (With the pod's in-memory emptyDir
+    the new NPD's first check found no burst and the condition went False.)"""
     before = ds_pod(real)["metadata"]["uid"]
     kh.wait_until(lambda: conds(real).get("CPUCoreSaturation", {}).get("status") == "True",
                   1, "a True condition to watch (the burst test's)")
@@ -377,19 +439,89 @@ def test_helm_upgrade_rolls_without_false_flash(real):
     t = threading.Thread(target=poll)
     t.start()
     try:
+        t0 = time.monotonic()
         p = subprocess.run([real.helm, "upgrade", "cpuzombie", os.path.join(ROOT, "charts",
                                                                             "cpuzombie"),
                             "-n", NS, "--kubeconfig", real.kc, "--reuse-values", "--set",
                             "config.cpu.threshold_pct=91", "--wait", "--timeout", "300s"],
                            capture_output=True, text=True, timeout=400)
         assert p.returncode == 0, p.stdout + p.stderr
-        wait_ds_ready(real, before)
+        helm_s = time.monotonic() - t0
+        new = wait_ds_ready(real, before)
+        ready_s = time.monotonic() - t0
         # through the new NPD's first check of the burst
         stop["at"] = time.monotonic() + npd_interval() + 5
     finally:
         stop["at"] = stop["at"] or time.monotonic()
         t.join()
     assert seen and set(seen) == {"True"}, sorted(set(map(str, seen)))
+    # the new pod's NPD judged the old pod's burst: its check's line names it
+    assert new["metadata"]["uid"] != before
+    c = conds(real)["CPUCoreSaturation"]
+    assert re.search(r"\bcpu ?1\b|core 1\b", c["message"]), c
+    print("\nmeasured: helm upgrade --wait %.1f s, new pod ready %.1f s, %d polls all True"
+          % (helm_s, ready_s, len(seen)))
+
+
+def test_standalone_burst_sets_cpu_saturation_within_2s(real):
+    """Standalone mode (`helm upgrade --set mode=standalone`: no NPD, the agent runs the checks
+    and patches its node's conditions itself), with cpu.lookback 20s so the module's earlier
+    bursts drop out and CPUCoreSaturation starts False: a real one-core burst turns it True on
+    the API server within 2 s of the burst crossing cpu.min_burst (the agent runs `check cpu`
+    when the sampler sees the run cross it, not at its check_interval). Then `helm rollback`
+    to the NPD release, which the later tests use."""
+    import cpu_helpers as ch
+    chart = os.path.join(ROOT, "charts", "cpuzombie")
+    st = json.loads(subprocess.run([real.helm, "status", "cpuzombie", "-n", NS, "--kubeconfig",
+                                    real.kc, "-o", "json"], capture_output=True, text=True,
+                                   timeout=60, check=True).stdout)
+    rev = st["version"]
+    before = ds_pod(real)["metadata"]["uid"]
+    try:
+        t0 = time.monotonic()
+        p = subprocess.run([real.helm, "upgrade", "cpuzombie", chart, "-n", NS, "--kubeconfig",
+                            real.kc, "--reuse-values", "--set", "mode=standalone",
+                            "--set", "config.cpu.lookback=20s", "--wait", "--timeout", "300s"],
+                           capture_output=True, text=True, timeout=400)
+        assert p.returncode == 0, p.stdout + p.stderr
+        pod = wait_ds_ready(real, before)
+        up_s = time.monotonic() - t0
+        assert [c["name"] for c in pod["spec"]["containers"]] == ["agent"], pod["spec"]
+        min_burst = 2.0                 # the chart's config.cpu.min_burst
+        with ch.burn_lock():
+            # the agent's first cycle, past the lookback of the module's earlier bursts
+            kh.wait_until(lambda: conds(real).get("CPUCoreSaturation", {}).get("status")
+                          == "False", 60, "CPUCoreSaturation False from the standalone agent")
+            t_true = None
+            with ch.burning_locked(1):
+                t_burn = time.time()
+                while time.time() - t_burn < min_burst + 5:
+                    if conds(real)["CPUCoreSaturation"]["status"] == "True":
+                        t_true = time.time()
+                        break
+                    time.sleep(0.05)
+        assert t_true is not None, ("not True within %.0f s of the burst's start" %
+                                    (min_burst + 5), conds(real)["CPUCoreSaturation"],
+                                    what_ran(real))
+        lat = t_true - t_burn
+        c = conds(real)["CPUCoreSaturation"]
+        print("\nmeasured: helm upgrade to standalone %.1f s; burst start -> True %.2f s "
+              "(%.2f s after cpu.min_burst)" % (up_s, lat, lat - min_burst))
+        assert c["reason"] == "CoreSaturationBursts", c
+        assert re.search(r"\bcpu ?1\b|core 1\b", c["message"]), c["message"]
+        assert lat <= min_burst + 2.0, (lat, c)
+    finally:
+        now = ds_pod(real)
+        rolled = [c["name"] for c in now["spec"]["containers"]] == ["agent"]
+        t0 = time.monotonic()
+        p = subprocess.run([real.helm, "rollback", "cpuzombie", str(rev), "-n", NS,
+                            "--kubeconfig", real.kc, "--wait", "--timeout", "300s"],
+                           capture_output=True, text=True, timeout=400)
+        assert p.returncode == 0, p.stdout + p.stderr
+        # a new pod when the standalone one ran (else the upgrade failed: whatever runs)
+        pod = wait_ds_ready(real, now["metadata"]["uid"] if rolled else None)
+        print("measured: helm rollback to npd mode %.1f s" % (time.monotonic() - t0))
+    assert {c["name"] for c in pod["spec"]["containers"]} == {"node-problem-detector", "agent"}
 
 
 OLD = "2024-01-01T00:00:00Z"

@@ -179,9 +179,10 @@ devices
 {{ end -}}
 {{- end -}}
 
-{{/* The host paths both containers read (roots) or write (state, run); call with (dict "ctx" .
-     "agent" BOOL). The roots are read-only recursively (Kubernetes 1.33+, the runtime must
-     support it: the pod fails to start otherwise): a plain readOnly mount of /sys leaves
+{{/* The host paths both containers read (roots, and NPD's the run dir) or write (state, the
+     agent's run dir); call with (dict "ctx" . "agent" BOOL). The roots are read-only
+     recursively (Kubernetes 1.33+, the runtime must support it: the pod fails to start
+     otherwise): a plain readOnly mount of /sys leaves
      /sys/fs/cgroup below it writable to uid 0 (kill, freeze or throttle any pod), and the same
      for what is mounted below /proc. /sys only in the subtrees read (cpuzombie.sysSubtrees);
      /proc whole: the agent reads per-PID files (stat, cgroup, comm of every task) and
@@ -205,8 +206,14 @@ devices
 {{- end }}
 - name: state
   mountPath: /var/lib/cpuzombie
+{{- /* the agent writes the run dir; the checks in NPD's container only read it */}}
 - name: run
   mountPath: /run/cpuzombie
+{{- if not .agent }}
+  readOnly: true
+  recursiveReadOnly: Enabled
+  mountPropagation: None
+{{- end }}
 {{- end -}}
 
 {{/* Host directories the agent writes only when configured: the node_exporter textfile
