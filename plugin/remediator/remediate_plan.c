@@ -19,56 +19,114 @@ const char *remediate_action_name(enum remediate_action a)
 
 /* ---- pure facts about the node ------------------------------------------------------------- */
 
-bool remediate_problem(json_object *node, const struct cz_strlist *types, uint64_t for_ms,
-		       uint64_t now_ms, const char **ret_type, bool *ret_any_true)
+/* A listed condition True, and are all listed ones False (or absent)? */
+static void listed_states(json_object *node, const struct cz_strlist *types, bool *ret_any_true,
+			  bool *ret_all_false)
 {
 	json_object *list = kube_get_array(node, "status.conditions");
 	size_t n = list ? json_object_array_length(list) : 0;
-	bool any = false, ok = false;
 
+	*ret_any_true = false;
+	*ret_all_false = true;
 	for (size_t i = 0; i < n; i++) {
 		json_object *c = json_object_array_get_idx(list, i);
-		const char *type = kube_get_str(c, "type", "");
-		uint64_t t;
-
-		if (!config_strlist_has(types, type) ||
-		    !streq(kube_get_str(c, "status", ""), "True"))
-			continue;
-		any = true;
-		/* no or bad transition time: we cannot tell how long, so not long enough */
-		if (kube_parse_time(kube_get_str(c, "lastTransitionTime", NULL), &t) < 0 ||
-		    t > now_ms || now_ms - t < for_ms)
-			continue;
-		if (!ok && ret_type)
-			*ret_type = type;
-		ok = true;
-	}
-	if (ret_any_true)
-		*ret_any_true = any;
-	return ok;
-}
-
-bool remediate_recovered(json_object *node, const struct cz_strlist *types, uint64_t after_ms,
-			 uint64_t now_ms)
-{
-	json_object *list = kube_get_array(node, "status.conditions");
-	size_t n = list ? json_object_array_length(list) : 0;
-	uint64_t last = 0;
-
-	for (size_t i = 0; i < n; i++) {
-		json_object *c = json_object_array_get_idx(list, i);
-		uint64_t t;
+		const char *st = kube_get_str(c, "status", "");
 
 		if (!config_strlist_has(types, kube_get_str(c, "type", "")))
 			continue;
-		if (!streq(kube_get_str(c, "status", ""), "False"))
-			return false;
-		if (kube_parse_time(kube_get_str(c, "lastTransitionTime", NULL), &t) < 0)
-			return false;
-		if (t > last)
-			last = t;
+		if (streq(st, "True"))
+			*ret_any_true = true;
+		if (!streq(st, "False"))
+			*ret_all_false = false;
 	}
-	return last <= now_ms && now_ms - last >= after_ms;
+}
+
+/* Our annotation @key as a time no later than @now_ms (0: absent, unreadable or ahead). */
+static uint64_t clock_read(json_object *node, const char *key, uint64_t now_ms)
+{
+	uint64_t t;
+
+	if (kube_parse_time(kube_annotation(node, key), &t) < 0 || t == 0 || t > now_ms)
+		return 0;
+	return t;
+}
+
+/* The annotation @key should say @want (0: be absent): does it? */
+static bool clock_says(json_object *node, const char *key, uint64_t want)
+{
+	const char *a = kube_annotation(node, key);
+	char ts[40];
+
+	if (!want)
+		return a == NULL;
+	return a && streq(a, kube_time(want, false, ts, sizeof(ts)));
+}
+
+void remediate_clock(json_object *node, const struct cz_strlist *types, bool ours,
+		     uint64_t now_ms, struct rem_clock *ret)
+{
+	uint64_t now_s = now_ms / 1000 * 1000;
+	bool any_true, all_false;
+
+	listed_states(node, types, &any_true, &all_false);
+	*ret = (struct rem_clock){ 0 };
+	if (any_true) {
+		ret->true_since_ms = clock_read(node, REMEDIATE_ANN_TRUE_SINCE, now_ms);
+		if (!ret->true_since_ms)
+			ret->true_since_ms = now_s;
+	}
+	if (ours && all_false) {
+		ret->recovered_since_ms = clock_read(node, REMEDIATE_ANN_RECOVERED_SINCE, now_ms);
+		if (!ret->recovered_since_ms)
+			ret->recovered_since_ms = now_s;
+	}
+	ret->write = !clock_says(node, REMEDIATE_ANN_TRUE_SINCE, ret->true_since_ms) ||
+		     !clock_says(node, REMEDIATE_ANN_RECOVERED_SINCE, ret->recovered_since_ms);
+}
+
+bool remediate_problem(json_object *node, const struct cz_strlist *types, uint64_t since_ms,
+		       uint64_t for_ms, uint64_t now_ms, const char **ret_type, bool *ret_any_true)
+{
+	json_object *list = kube_get_array(node, "status.conditions");
+	size_t n = list ? json_object_array_length(list) : 0;
+	const char *first = NULL;
+
+	for (size_t i = 0; i < n && !first; i++) {
+		json_object *c = json_object_array_get_idx(list, i);
+		const char *type = kube_get_str(c, "type", "");
+
+		if (config_strlist_has(types, type) && streq(kube_get_str(c, "status", ""), "True"))
+			first = type;
+	}
+	if (ret_any_true)
+		*ret_any_true = first != NULL;
+	/* no time of ours: we cannot tell how long, so not long enough */
+	if (!first || !since_ms || since_ms > now_ms || now_ms - since_ms < for_ms)
+		return false;
+	if (ret_type)
+		*ret_type = first;
+	return true;
+}
+
+bool remediate_recovered(json_object *node, const struct cz_strlist *types, uint64_t since_ms,
+			 uint64_t after_ms, uint64_t now_ms)
+{
+	bool any_true, all_false;
+
+	listed_states(node, types, &any_true, &all_false);
+	return all_false && since_ms && since_ms <= now_ms && now_ms - since_ms >= after_ms;
+}
+
+bool remediate_holds_slot(json_object *items, const char *me)
+{
+	size_t n = items && json_object_is_type(items, json_type_array) ?
+			   json_object_array_length(items) : 0;
+
+	for (size_t i = 0; i < n; i++)
+		if (streq(kube_get_str(json_object_array_get_idx(items, i), "spec.holderIdentity",
+				       ""), me))
+			return true;
+	return false;
 }
 
 int remediate_budget(const char *max_unavailable, size_t total_nodes)
@@ -183,14 +241,41 @@ static const struct cz_config *cfg_of(const struct rem_input *in)
 	return in->cfg;
 }
 
-/* Since when @type has been True on @node (0 when unknown). */
-static uint64_t problem_since(json_object *node, const char *type)
+/* Is @in's node one we cordoned, as the plan treats it (not in dry-run)? */
+static bool ours_now(const struct rem_input *in)
 {
-	uint64_t t = 0;
+	return kube_annotation(in->node, REMEDIATE_ANN_CORDONED) &&
+	       cfg_of(in)->remediation.mode != CZ_REMEDIATE_DRY_RUN;
+}
 
-	(void)kube_parse_time(kube_get_str(kube_condition(node, type), "lastTransitionTime", NULL),
-			      &t);
-	return t;
+/* Cordoned by someone else: never touched, so our clock does not run there (one we left there
+ * before their cordon is removed: it would span a time we did not look). */
+static bool foreign_cordon(const struct rem_input *in)
+{
+	return !kube_annotation(in->node, REMEDIATE_ANN_CORDONED) &&
+	       kube_get_bool(in->node, "spec.unschedulable");
+}
+
+/* The remediator's clock on @in's node: as our annotations say, or as the CLOCK step of this
+ * cycle wrote them (the same: remediate_clock() keeps what is there and is right). */
+static struct rem_clock clock_of(const struct rem_input *in)
+{
+	struct rem_clock c;
+
+	if (foreign_cordon(in) && in->cordon == REM_NOT_TRIED)
+		return (struct rem_clock){
+			.write = kube_annotation(in->node, REMEDIATE_ANN_TRUE_SINCE) ||
+				 kube_annotation(in->node, REMEDIATE_ANN_RECOVERED_SINCE) };
+	remediate_clock(in->node, &cfg_of(in)->remediation.conditions, ours_now(in), in->now_ms,
+			&c);
+	return c;
+}
+
+/* Since when a listed condition has been True on @in's node by our clock: the episode's time,
+ * for the Events said once per episode (0 when none is True). */
+static uint64_t problem_since(const struct rem_input *in)
+{
+	return clock_of(in).true_since_ms;
 }
 
 /*
@@ -234,6 +319,29 @@ static bool guards_ready(const struct rem_input *in, struct rem_plan *p)
 	return true;
 }
 
+/*
+ * Our clock's annotations as remediate_clock() wants them: true when they are (or were written
+ * this cycle) and the plan may go on; false with the CLOCK step, or final when it failed.
+ */
+static bool clock_ready(const struct rem_input *in, struct rem_plan *p)
+{
+	struct rem_clock c = clock_of(in);
+
+	if (!c.write || in->clock == REM_DONE)
+		return true;
+	if (in->clock == REM_NOT_TRIED) {
+		step(p, REM_OP_CLOCK, -1);
+		p->steps[p->n - 1].true_since_ms = c.true_since_ms;
+		p->steps[p->n - 1].recovered_since_ms = c.recovered_since_ms;
+		again(p);
+		return false;
+	}
+	say(p, "cannot write cpuzombie's clock (" REMEDIATE_ANN_TRUE_SINCE ", "
+	    REMEDIATE_ANN_RECOVERED_SINCE ") on the node: nothing decided, next cycle");
+	final(p, REM_WAITING, in->err ? in->err : -EREMOTEIO);
+	return false;
+}
+
 /* The storm guard and a tripped breaker: true (final plan made) when one holds the node; its
  * Event is timed at @episode (once per episode). */
 static bool fleet_holds(const struct rem_input *in, struct rem_plan *p, uint64_t episode)
@@ -267,7 +375,7 @@ static bool new_remediation_ok(const struct rem_input *in, struct rem_plan *p, c
 			       bool dry)
 {
 	const struct cz_config *cfg = cfg_of(in);
-	uint64_t since = problem_since(in->node, type);
+	uint64_t since = problem_since(in);
 	char t[40], w[40];
 
 	if (!guards_ready(in, p))
@@ -496,8 +604,57 @@ static bool held_too_long(const struct rem_input *in, const char **ret_type)
 	return in->now_ms >= at &&
 	       in->now_ms - at > cfg->remediation.uncordon_after_ms +
 					 cfg->remediation.drain_timeout_ms &&
-	       remediate_problem(in->node, &cfg->remediation.conditions, 0, in->now_ms, ret_type,
-				 NULL);
+	       remediate_problem(in->node, &cfg->remediation.conditions, problem_since(in), 0,
+				 in->now_ms, ret_type, NULL);
+}
+
+/*
+ * The slot was given back (a protected pod): release it again while a Lease still names this
+ * node (the release after the give-back failed, or was lost). Returns false when the plan is
+ * made (steps to learn more, or final).
+ */
+static bool given_back(const struct rem_input *in, struct rem_plan *p)
+{
+	static const char held[] = "cordoned by cpuzombie, its drain held by a protected pod past "
+				   "drain_timeout: the slot was given back";
+
+	switch (in->slot_found) {
+	case REM_NOT_TRIED:
+		step(p, REM_OP_FIND_SLOT, -1);
+		again(p);
+		return false;
+	case REM_DONE:
+		say(p, "%s, but a budget Lease still names this node: released again", held);
+		step(p, REM_OP_RELEASE_SLOTS, -1);
+		final(p, REM_WAITING, 0);
+		notable(p);
+		return false;
+	case REM_FAILED:
+		say(p, "%s; cannot list the budget Leases to see whether one is still held", held);
+		final(p, REM_WAITING, in->err ? in->err : -EREMOTEIO);
+		return false;
+	default:
+		say(p, "%s; waiting for recovery", held);
+		final(p, REM_WAITING, 0);
+		return false;
+	}
+}
+
+/* Held too long (held_too_long, @type True): an Event each cycle (one per cordon: its name is
+ * the cordon's time), and our annotation once. */
+static void report_held_long(const struct rem_input *in, struct rem_plan *p, const char *type)
+{
+	const struct cz_config *cfg = cfg_of(in);
+
+	say(p, "held by cpuzombie for longer than uncordon_after + drain_timeout (%llus) "
+	    "with %s still True: the slot stays held; the node needs a look",
+	    (unsigned long long)((cfg->remediation.uncordon_after_ms +
+				  cfg->remediation.drain_timeout_ms) / 1000), type);
+	event(p, "Warning", "CpuzombieHeldLong", cordoned_at(in->node, in->now_ms));
+	if (!kube_annotation(in->node, REMEDIATE_ANN_HELD_LONG))
+		step(p, REM_OP_MARK_HELD_LONG, -1);
+	final(p, REM_WAITING, 0);
+	notable(p);
 }
 
 /* A node we cordoned earlier. */
@@ -517,7 +674,8 @@ static void plan_ours(const struct rem_input *in, struct rem_plan *p)
 		return;
 	}
 	if (remediate_recovered(in->node, &cfg->remediation.conditions,
-				cfg->remediation.uncordon_after_ms, in->now_ms)) {
+				clock_of(in).recovered_since_ms, cfg->remediation.uncordon_after_ms,
+				in->now_ms)) {
 		say(p, "uncordoned by cpuzombie: conditions False for %llus",
 		    (unsigned long long)(cfg->remediation.uncordon_after_ms / 1000));
 		step(p, REM_OP_UNCORDON, -1);
@@ -527,9 +685,7 @@ static void plan_ours(const struct rem_input *in, struct rem_plan *p)
 		return;
 	}
 	if (kube_annotation(in->node, REMEDIATE_ANN_GAVE_BACK)) {
-		say(p, "cordoned by cpuzombie, its drain held by a protected pod past "
-		    "drain_timeout: the slot was given back; waiting for recovery");
-		final(p, REM_WAITING, 0);
+		(void)given_back(in, p);
 		return;
 	}
 	/* renew (or re-take) the slot while we hold the node; failing that is only logged */
@@ -540,8 +696,8 @@ static void plan_ours(const struct rem_input *in, struct rem_plan *p)
 	}
 	if (cfg->remediation.mode == CZ_REMEDIATE_DRAIN &&
 	    !kube_annotation(in->node, REMEDIATE_ANN_DRAINED)) {
-		(void)remediate_problem(in->node, &cfg->remediation.conditions, 0, in->now_ms,
-					&type, NULL);
+		(void)remediate_problem(in->node, &cfg->remediation.conditions, problem_since(in),
+					0, in->now_ms, &type, NULL);
 		if (in->drain == REM_NOT_TRIED && type &&
 		    fleet_holds(in, p, cordoned_at(in->node, in->now_ms))) {
 			p->n = 0;	/* no Event: the cordon's episode has had its say */
@@ -551,13 +707,7 @@ static void plan_ours(const struct rem_input *in, struct rem_plan *p)
 		return;
 	}
 	if (held_too_long(in, &type)) {
-		say(p, "held by cpuzombie for longer than uncordon_after + drain_timeout (%llus) "
-		    "with %s still True: the slot stays held; the node needs a look",
-		    (unsigned long long)((cfg->remediation.uncordon_after_ms +
-					  cfg->remediation.drain_timeout_ms) / 1000), type);
-		event(p, "Warning", "CpuzombieHeldLong", cordoned_at(in->node, in->now_ms));
-		final(p, REM_WAITING, 0);
-		notable(p);
+		report_held_long(in, p, type);
 		return;
 	}
 	say(p, "held by cpuzombie, waiting for recovery");
@@ -584,9 +734,9 @@ static void as_dry_run(const struct rem_input *in, struct rem_plan *p, const cha
 	if (ev) {
 		p->steps[0].event_type = "Normal";
 		p->steps[0].reason = "CpuzombieDryRun";
-		p->steps[0].when_ms = problem_since(in->node, type);
+		p->steps[0].when_ms = problem_since(in);
 	} else {
-		event(p, "Normal", "CpuzombieDryRun", problem_since(in->node, type));
+		event(p, "Normal", "CpuzombieDryRun", problem_since(in));
 	}
 	say(p, "dry-run: would hold: %s", why);
 	final(p, REM_DRY_RUN, p->ret);
@@ -639,7 +789,7 @@ static bool dry_guards_ok(const struct rem_input *in, struct rem_plan *p, const 
 		    "protected (" GUARD_ANN_PROTECT " \"true\" or " GUARD_ANN_SAFE_TO_EVICT
 		    " \"false\"), the node would stay cordoned", type,
 		    in->drain_pod ? in->drain_pod : "?");
-		event(p, "Normal", "CpuzombieDryRun", problem_since(in->node, type));
+		event(p, "Normal", "CpuzombieDryRun", problem_since(in));
 		final(p, REM_DRY_RUN, 0);
 		return false;
 	}
@@ -657,8 +807,7 @@ static void plan_cordon(const struct rem_input *in, struct rem_plan *p, const ch
 			return;
 		say(p, "dry-run: would cordon: %s has been True for at least %s; no guard holds",
 		    type, format_duration(cfg->remediation.for_ms, t, sizeof(t)));
-		event(p, "Normal", "CpuzombieDryRun",
-		      problem_since(in->node, type)); /* per episode */
+		event(p, "Normal", "CpuzombieDryRun", problem_since(in)); /* per episode */
 		final(p, REM_DRY_RUN, 0);
 		return;
 	}
@@ -746,6 +895,8 @@ void remediate_plan(const struct rem_input *in, struct rem_plan *p)
 {
 	const struct cz_config *cfg = cfg_of(in);
 	const char *type = NULL;
+	bool ours, any, all_false;
+	char t[40];
 
 	*p = (struct rem_plan){ .action = REM_NONE };
 	if (cfg->remediation.mode == CZ_REMEDIATE_OFF) {
@@ -759,18 +910,25 @@ void remediate_plan(const struct rem_input *in, struct rem_plan *p)
 		final(p, REM_PAUSED, 0);
 		return;
 	}
-	if (kube_annotation(in->node, REMEDIATE_ANN_CORDONED) &&
-	    cfg->remediation.mode != CZ_REMEDIATE_DRY_RUN && in->cordon == REM_NOT_TRIED) {
+	ours = ours_now(in) && in->cordon == REM_NOT_TRIED;
+	listed_states(in->node, &cfg->remediation.conditions, &any, &all_false);
+	(void)remediate_problem(in->node, &cfg->remediation.conditions, in->now_ms, 0, in->now_ms,
+				&type, NULL);	/* the first True type, for the messages */
+	if (!ours && in->cordon == REM_NOT_TRIED && remediate_is_control_plane(in->node) &&
+	    !cfg->remediation.allow_control_plane) {
+		/* before the clock: nothing of ours is written on a control-plane node */
+		say(p, "%s True, but this is a control-plane node (remediation.allow_control_plane "
+		    "is false)", type ? type : "no listed condition");
+		final(p, any ? REM_SKIPPED : REM_NONE, 0);
+		return;
+	}
+	if (!clock_ready(in, p))
+		return;
+	if (ours) {
 		plan_ours(in, p);
 		return;
 	}
-	if (!remediate_problem(in->node, &cfg->remediation.conditions, cfg->remediation.for_ms,
-			       in->now_ms, &type, NULL)) {
-		say(p, "no listed condition True for %llus",
-		    (unsigned long long)(cfg->remediation.for_ms / 1000));
-		return;
-	}
-	if (in->cordon == REM_NOT_TRIED && kube_get_bool(in->node, "spec.unschedulable")) {
+	if (any && in->cordon == REM_NOT_TRIED && foreign_cordon(in)) {
 		say(p,
 		    "%s True, but the node is already unschedulable by someone else: not touching "
 		    "it",
@@ -778,10 +936,15 @@ void remediate_plan(const struct rem_input *in, struct rem_plan *p)
 		final(p, REM_SKIPPED, 0);
 		return;
 	}
-	if (remediate_is_control_plane(in->node) && !cfg->remediation.allow_control_plane) {
-		say(p, "%s True, but this is a control-plane node (remediation.allow_control_plane "
-		    "is false)", type);
-		final(p, REM_SKIPPED, 0);
+	if (!remediate_problem(in->node, &cfg->remediation.conditions, problem_since(in),
+			       cfg->remediation.for_ms, in->now_ms, &type, NULL)) {
+		if (any)
+			say(p, "no listed condition True for %llus by cpuzombie's clock (%s True, "
+			    "first seen %s)", (unsigned long long)(cfg->remediation.for_ms / 1000),
+			    type, kube_time(problem_since(in), false, t, sizeof(t)));
+		else
+			say(p, "no listed condition True for %llus",
+			    (unsigned long long)(cfg->remediation.for_ms / 1000));
 		return;
 	}
 	plan_cordon(in, p, type);
