@@ -192,6 +192,8 @@ json_object *remediate_node_patch(const char *const kv[], size_t n, int unschedu
 
 /* ---- the plan ------------------------------------------------------------------------------ */
 
+static void as_dry_run(const struct rem_input *in, struct rem_plan *p, const char *type);
+
 _printf_(2, 3) static void say(struct rem_plan *p, const char *fmt, ...)
 {
 	va_list ap;
@@ -323,13 +325,22 @@ static bool guards_ready(const struct rem_input *in, struct rem_plan *p)
  * Our clock's annotations as remediate_clock() wants them: true when they are (or were written
  * this cycle) and the plan may go on; false with the CLOCK step, or final when it failed.
  */
-static bool clock_ready(const struct rem_input *in, struct rem_plan *p)
+static bool clock_ready(const struct rem_input *in, struct rem_plan *p, const char *type)
 {
 	struct rem_clock c = clock_of(in);
 
 	if (!c.write || in->clock == REM_DONE)
 		return true;
 	if (in->clock == REM_NOT_TRIED) {
+		/* a pause cluster-wide: nothing changes, our clock included */
+		if (!guards_ready(in, p)) {
+			if (!p->again && in->cluster_paused && type &&
+			    cfg_of(in)->remediation.mode == CZ_REMEDIATE_DRY_RUN) {
+				as_dry_run(in, p, type);
+				p->n = 0;	/* no episode yet to time its Event by */
+			}
+			return false;
+		}
 		step(p, REM_OP_CLOCK, -1);
 		p->steps[p->n - 1].true_since_ms = c.true_since_ms;
 		p->steps[p->n - 1].recovered_since_ms = c.recovered_since_ms;
@@ -922,7 +933,7 @@ void remediate_plan(const struct rem_input *in, struct rem_plan *p)
 		final(p, any ? REM_SKIPPED : REM_NONE, 0);
 		return;
 	}
-	if (!clock_ready(in, p))
+	if (!clock_ready(in, p, type))
 		return;
 	if (ours) {
 		plan_ours(in, p);
