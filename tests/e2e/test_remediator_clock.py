@@ -104,15 +104,16 @@ def test_forged_transition_is_not_drained_in_the_first_cycle(sick):
     clock = [e for e in kube.cp.audit(mark)[0]
              if e.get("user", {}).get("username") == rh.REM_USER and e.get("verb") == "patch"]
     assert len(clock) == 1 and clock[0]["responseStatus"]["code"] == 200, clock
-    # a restarted remediator (a new process, nothing in memory): the same clock, still waiting
-    r = rh.run_once(cfg, identity="remediator-1")
+    # a restarted remediator (a new process, nothing in memory; the same pod name, so that it
+    # leads at once): the same clock, still waiting
+    r = rh.run_once(cfg)
     assert r.returncode == 0 and "clk-a: none" in r.stdout, r.stdout + r.stderr
     assert "first seen %s" % seen in r.stdout, r.stdout
     assert _ann(kube, "clk-a")[TRUE_SINCE] == seen
     assert not kube.node("clk-a")["spec"].get("unschedulable")
     # the remediator's clock, 61 s back (as its own account): `for` has passed by its clock
     _remediator_sets(kube, "clk-a", TRUE_SINCE, _rfc3339(time.time() - 61))
-    r = rh.run_once(cfg, identity="remediator-1")
+    r = rh.run_once(cfg)
     assert r.returncode == 0 and "clk-a: drained" in r.stdout, r.stdout + r.stderr
     assert kube.node("clk-a")["spec"]["unschedulable"] is True
     assert kube.pods("clk-a") == []
