@@ -218,15 +218,21 @@ def test_node_credentials_may_not_touch_the_remediators_marks(kube, tmp_path, wh
 
 def test_agent_account_may_not_forge_the_clock(kube):
     """The node agent's token (pod-bound, its own node) changes conditions only: the clock is
-    refused (cpuzombie-own-node-only), through the node or its status."""
+    refused, through the node (RBAC: no patch of nodes) or its status (the policy
+    cpuzombie-own-node-only)."""
     kube.add(kh.node_obj("clk-d"))
     tok = kube.agent_token("clk-d")
-    for path in ("/api/v1/nodes/clk-d", "/api/v1/nodes/clk-d/status"):
+    for path, by in (("/api/v1/nodes/clk-d", "rbac"), ("/api/v1/nodes/clk-d/status",
+                                                        "admission")):
         mark = kube.cp.audit_mark()
         st, obj = kube.call("PATCH", path, {"metadata": {"annotations": {TRUE_SINCE: FORGED}}},
                             ctype=MERGE, token=tok)
-        evs = rh.audited(kube, mark, rh.AGENT_USER, "patch", path)
+        evs = [e for e in rh.audited(kube, mark, rh.AGENT_USER, "patch", path)
+               if e["requestURI"].split("?")[0] == path]
         assert st == 403 and evs and evs[-1]["responseStatus"]["code"] == 403, (st, obj)
+        assert rh.refused_by(evs[-1]) == by, (path, evs[-1].get("annotations"))
+        if by == "admission":
+            assert "cpuzombie-own-node-only" in obj["message"], obj["message"]
         assert TRUE_SINCE not in _ann(kube, "clk-d")
 
 
