@@ -340,6 +340,7 @@ static int read_node(struct fleet *f, json_object *node, struct fleet_node *n)
 		return r;
 	n->held = str_of(obj_of(md, "annotations"), REMEDIATE_ANN_CORDONED) != NULL;
 	n->drained = str_of(obj_of(md, "annotations"), REMEDIATE_ANN_DRAINED) != NULL;
+	n->held_long = str_of(obj_of(md, "annotations"), REMEDIATE_ANN_HELD_LONG) != NULL;
 	n->unschedulable = spec && json_object_object_get_ex(spec, "unschedulable", &v) &&
 			   json_object_is_type(v, json_type_boolean) && json_object_get_boolean(v);
 	if (status)

@@ -121,6 +121,8 @@ struct fleet_summary {
 	int order[FLEET_NCOND];		/* conditions, most True nodes first */
 	size_t held;			/* nodes annotated cpuzombie.io/cordoned */
 	size_t drained;			/* ... and cpuzombie.io/drained */
+	/* ... and cpuzombie.io/held-long (past uncordon_after + drain_timeout, still True) */
+	size_t held_long;
 	bool leases_known;
 	char leases_denied[160];	/* why the Leases could not be read, or "" */
 	size_t leases_held, leases_expired;
@@ -150,6 +152,9 @@ void fleet_nodes_named(const struct fleet *f, enum fleet_cond cond, const char *
 
 /* fleet_nodes_held - the nodes annotated cpuzombie.io/cordoned. */
 void fleet_nodes_held(const struct fleet *f, fleet_name_fn fn, void *userdata);
+
+/* fleet_nodes_held_long - of those, the ones annotated cpuzombie.io/held-long. */
+void fleet_nodes_held_long(const struct fleet *f, fleet_name_fn fn, void *userdata);
 
 /* fleet_lease_holders - the holders of the unexpired Leases given to fleet_set_leases(). */
 void fleet_lease_holders(const struct fleet *f, fleet_name_fn fn, void *userdata);

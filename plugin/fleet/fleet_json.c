@@ -111,9 +111,12 @@ static json_object *remediation_json(struct fleet *f, const struct fleet_summary
 {
 	json_object *o = json_object_new_object(), *held = json_object_new_array();
 	json_object *leases = json_object_new_object(), *holders = json_object_new_array();
+	json_object *held_long = json_object_new_array();
 
 	fleet_nodes_held(f, name_add, held);
 	jsonw_add(o, "held", held);
+	fleet_nodes_held_long(f, name_add, held_long);
+	jsonw_add(o, "held_long", held_long);
 	jsonw_add(o, "drained", num(s->drained));
 	jsonw_add(o, "unschedulable", num(s->unschedulable));
 	jsonw_add(leases, "readable", json_object_new_boolean(s->leases_known));

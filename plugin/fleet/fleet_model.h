@@ -18,6 +18,7 @@ struct fleet_node {
 	uint8_t st[FLEET_NCOND];	/* enum fleet_status */
 	uint8_t ready;			/* enum fleet_status of Ready */
 	bool held, drained, unschedulable;
+	bool held_long;			/* annotated cpuzombie.io/held-long */
 	bool parsed[FLEET_NCOND];	/* the message read back (condmsg.h) */
 	uint32_t named[FLEET_NCOND];	/* leaker unit / top task / reset cause, or 0 */
 	uint64_t num[FLEET_NCOND];	/* its restarts / top task ms / resets */

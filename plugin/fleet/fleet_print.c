@@ -4,6 +4,7 @@
 
 #include "base/kjson.h"
 #include "fleet/fleet_model.h"
+#include "remediator/remediate_plan.h"
 #include "base/util.h"
 
 #define WRAP 100
@@ -174,6 +175,15 @@ static void print_remediation(struct fleet *f, const struct fleet_summary *s, bo
 	if (nodes || s->held <= 10)
 		fleet_nodes_held(f, name_out, &no);
 	fputc('\n', out);
+	if (s->held_long) {
+		no = (struct names_out){ out, 0, 0 };
+		fprintf(out, "Held long: %zu node%s held past uncordon_after + drain_timeout "
+			"with a condition still True (annotated %s)", s->held_long,
+			s->held_long == 1 ? "" : "s", REMEDIATE_ANN_HELD_LONG);
+		if (nodes || s->held_long <= 10)
+			fleet_nodes_held_long(f, name_out, &no);
+		fputc('\n', out);
+	}
 	if (!s->leases_known) {
 		fprintf(out, "Leases: cannot read the remediation budget (%s); everything above is "
 			"complete\n", safe_q(s->leases_denied, false, b, sizeof(b)));

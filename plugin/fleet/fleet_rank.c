@@ -253,6 +253,7 @@ int fleet_summarize(struct fleet *f, struct fleet_summary *ret)
 		s.unschedulable += x->unschedulable;
 		s.held += x->held;
 		s.drained += x->held && x->drained;
+		s.held_long += x->held && x->held_long;
 	}
 	for (int c = 0; c < FLEET_NCOND && r == 0; c++)
 		r = summarize_cond(f, c, &s.cond[c], touched);
@@ -315,6 +316,13 @@ void fleet_nodes_held(const struct fleet *f, fleet_name_fn fn, void *userdata)
 {
 	for (size_t i = 0; i < f->n_nodes; i++)
 		if (f->nodes[i].held)
+			fn(fleet_str(f, f->nodes[i].name), userdata);
+}
+
+void fleet_nodes_held_long(const struct fleet *f, fleet_name_fn fn, void *userdata)
+{
+	for (size_t i = 0; i < f->n_nodes; i++)
+		if (f->nodes[i].held && f->nodes[i].held_long)
 			fn(fleet_str(f, f->nodes[i].name), userdata);
 }
 

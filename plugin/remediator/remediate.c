@@ -24,6 +24,7 @@ struct rem {
 	struct rem_input in;
 	json_object *leases_body;	/* owns in.leases */
 	json_object *guard_lease;	/* the guard Lease as read (NULL: none) */
+	json_object *node_now;		/* the node as our clock's PATCH answered (owns in.node) */
 	struct guard_fleet fleet;	/* counted here when the caller gave none */
 	char drain_pod[320];
 	char handoff_holder[128];
@@ -55,8 +56,9 @@ static int get_node(struct rem *r, json_object **ret)
 	return kube_get_object(r->kc, path, what, ret);
 }
 
-/* PATCH our node (not its status) with @patch. Returns 0 or -errno (logged). */
-static int patch_node(struct rem *r, json_object *patch)
+/* PATCH our node (not its status) with @patch; the node as answered into *@ret when not NULL.
+ * Returns 0 or -errno (logged). */
+static int patch_node_as(struct rem *r, json_object *patch, json_object **ret)
 {
 	struct kube_response resp = { 0 };
 	char path[400];
@@ -71,8 +73,16 @@ static int patch_node(struct rem *r, json_object *patch)
 				    resp.status, resp.message);
 	else if (e < 0)
 		log_error_errno(e, "PATCH node %s: %s", r->in.node_name, resp.message);
+	if (e == 0 && ret && resp.body && json_object_is_type(resp.body, json_type_object) &&
+	    streq(kube_get_str(resp.body, "metadata.name", ""), r->in.node_name))
+		*ret = json_object_get(resp.body);
 	kube_response_clear(&resp);
 	return e;
+}
+
+static int patch_node(struct rem *r, json_object *patch)
+{
+	return patch_node_as(r, patch, NULL);
 }
 
 static const char *node_rv(const struct rem *r)
@@ -255,15 +265,74 @@ static void step_cordon(struct rem *r, const struct rem_step *s)
 		r->in.err = e;
 }
 
+/* The uncordon (@ours) or the forget: our marks go; the forget keeps our clock's
+ * REMEDIATE_ANN_TRUE_SINCE (a condition still True is still True since then). */
 static int step_uncordon(struct rem *r, bool ours)
 {
 	const char *kv[] = { REMEDIATE_ANN_CORDONED, NULL, REMEDIATE_ANN_DRAINED, NULL,
-			     REMEDIATE_ANN_GAVE_BACK, NULL,
-			     REMEDIATE_ANN_ACTION, ours ? "uncordon" : "released" };
-	_cleanup_(json_object_putp) json_object *p = remediate_node_patch(kv, 8, ours ? 0 : -1,
+			     REMEDIATE_ANN_GAVE_BACK, NULL, REMEDIATE_ANN_HELD_LONG, NULL,
+			     REMEDIATE_ANN_RECOVERED_SINCE, NULL,
+			     REMEDIATE_ANN_ACTION, ours ? "uncordon" : "released",
+			     REMEDIATE_ANN_TRUE_SINCE, NULL };
+	_cleanup_(json_object_putp) json_object *p = remediate_node_patch(kv, ours ? 14 : 12,
+									  ours ? 0 : -1,
 									  node_rv(r));
 
 	return patch_node(r, p);
+}
+
+/* Our clock's annotations as the plan wants them (0: removed). On success the node as answered
+ * becomes the cycle's (its resourceVersion is the one a cordon must name next). */
+static void step_clock(struct rem *r, const struct rem_step *s)
+{
+	char a[40], b[40];
+	const char *kv[4] = {
+		REMEDIATE_ANN_TRUE_SINCE,
+		s->true_since_ms ? kube_time(s->true_since_ms, false, a, sizeof(a)) : NULL,
+		REMEDIATE_ANN_RECOVERED_SINCE,
+		s->recovered_since_ms ? kube_time(s->recovered_since_ms, false, b, sizeof(b)) : NULL
+	};
+	_cleanup_(json_object_putp) json_object *p = remediate_node_patch(kv, 4, -1, NULL);
+	json_object *now = NULL;
+	int e = patch_node_as(r, p, &now);
+
+	r->in.clock = e < 0 ? REM_FAILED : REM_DONE;
+	if (e < 0) {
+		r->in.err = e;
+		return;
+	}
+	if (now) {
+		json_object_put(r->node_now);
+		r->node_now = now;
+		r->in.node = now;
+	}
+}
+
+/* Held past uncordon_after + drain_timeout: say so on the node (a failure is logged; the next
+ * cycle plans it again). */
+static void step_mark_held_long(struct rem *r)
+{
+	char ts[40];
+	const char *kv[2] = { REMEDIATE_ANN_HELD_LONG,
+			      kube_time(r->in.now_ms, false, ts, sizeof(ts)) };
+	_cleanup_(json_object_putp) json_object *p = remediate_node_patch(kv, 2, -1, NULL);
+
+	(void)patch_node(r, p);
+}
+
+/* Does a budget Lease still name this node (the slot was given back)? */
+static void step_find_slot(struct rem *r)
+{
+	_cleanup_(json_object_putp) json_object *body = NULL;
+	json_object *items;
+	int e = list_leases(r, &body, &items);
+
+	if (e < 0) {
+		r->in.slot_found = REM_FAILED;
+		r->in.err = e;
+		return;
+	}
+	r->in.slot_found = remediate_holds_slot(items, r->in.node_name) ? REM_DONE : REM_BLOCKED;
 }
 
 static void step_mark_drained(struct rem *r)
@@ -940,6 +1009,9 @@ static int execute(struct rem *r, const struct rem_plan *p)
 		case REM_OP_PEEK_HANDOFF: step_peek_handoff(r); break;
 		case REM_OP_PEEK_PODS: step_peek_pods(r); break;
 		case REM_OP_GIVE_BACK: step_give_back(r); break;
+		case REM_OP_CLOCK: step_clock(r, s); break;
+		case REM_OP_MARK_HELD_LONG: step_mark_held_long(r); break;
+		case REM_OP_FIND_SLOT: step_find_slot(r); break;
 		case REM_OP_UNCORDON:
 		case REM_OP_FORGET:
 			e = step_uncordon(r, s->op == REM_OP_UNCORDON);
@@ -1021,6 +1093,7 @@ int remediate_cycle_fleet(struct kube_client *kc, const struct cz_config *cfg,
 	*ret_action = p.action;
 	json_object_put(r.leases_body);
 	json_object_put(r.guard_lease);
+	json_object_put(r.node_now);
 	free(r.in.slots);
 	return p.ret;
 }

@@ -17,122 +17,9 @@ const char *remediate_action_name(enum remediate_action a)
 	return a < ARRAY_SIZE(names) ? names[a] : "?";
 }
 
-/* ---- pure facts about the node ------------------------------------------------------------- */
-
-bool remediate_problem(json_object *node, const struct cz_strlist *types, uint64_t for_ms,
-		       uint64_t now_ms, const char **ret_type, bool *ret_any_true)
-{
-	json_object *list = kube_get_array(node, "status.conditions");
-	size_t n = list ? json_object_array_length(list) : 0;
-	bool any = false, ok = false;
-
-	for (size_t i = 0; i < n; i++) {
-		json_object *c = json_object_array_get_idx(list, i);
-		const char *type = kube_get_str(c, "type", "");
-		uint64_t t;
-
-		if (!config_strlist_has(types, type) ||
-		    !streq(kube_get_str(c, "status", ""), "True"))
-			continue;
-		any = true;
-		/* no or bad transition time: we cannot tell how long, so not long enough */
-		if (kube_parse_time(kube_get_str(c, "lastTransitionTime", NULL), &t) < 0 ||
-		    t > now_ms || now_ms - t < for_ms)
-			continue;
-		if (!ok && ret_type)
-			*ret_type = type;
-		ok = true;
-	}
-	if (ret_any_true)
-		*ret_any_true = any;
-	return ok;
-}
-
-bool remediate_recovered(json_object *node, const struct cz_strlist *types, uint64_t after_ms,
-			 uint64_t now_ms)
-{
-	json_object *list = kube_get_array(node, "status.conditions");
-	size_t n = list ? json_object_array_length(list) : 0;
-	uint64_t last = 0;
-
-	for (size_t i = 0; i < n; i++) {
-		json_object *c = json_object_array_get_idx(list, i);
-		uint64_t t;
-
-		if (!config_strlist_has(types, kube_get_str(c, "type", "")))
-			continue;
-		if (!streq(kube_get_str(c, "status", ""), "False"))
-			return false;
-		if (kube_parse_time(kube_get_str(c, "lastTransitionTime", NULL), &t) < 0)
-			return false;
-		if (t > last)
-			last = t;
-	}
-	return last <= now_ms && now_ms - last >= after_ms;
-}
-
-int remediate_budget(const char *max_unavailable, size_t total_nodes)
-{
-	char num[16];
-	size_t len = strlen(max_unavailable);
-	uint64_t v;
-
-	if (len == 0 || len >= sizeof(num))
-		return -EINVAL;
-	memcpy(num, max_unavailable, len + 1);
-	if (num[len - 1] == '%') {
-		num[len - 1] = '\0';
-		if (parse_u64(num, &v) < 0 || v == 0 || v > 100)
-			return -EINVAL;
-		v = (uint64_t)total_nodes * v / 100;
-		return v < 1 ? 1 : (int)(v > 100000 ? 100000 : v);
-	}
-	if (parse_u64(num, &v) < 0 || v == 0 || v > 100000)
-		return -EINVAL;
-	return (int)v;
-}
-
-bool remediate_is_control_plane(json_object *node)
-{
-	return kube_has_label(node, "node-role.kubernetes.io/control-plane") ||
-	       kube_has_label(node, "node-role.kubernetes.io/master");
-}
-
-char *remediate_cordon_reason(uint64_t now_ms, const char *type, uint64_t for_ms, int slot,
-			      char *buf, size_t size)
-{
-	char ts[40];
-
-	snprintf(buf, size, "%s %s True for over %llus (slot %d)",
-		 kube_time(now_ms, false, ts, sizeof(ts)), type,
-		 (unsigned long long)(for_ms / 1000), slot);
-	return buf;
-}
-
-json_object *remediate_node_patch(const char *const kv[], size_t n, int unschedulable,
-				  const char *rv)
-{
-	json_object *p = json_object_new_object(), *md = json_object_new_object();
-	json_object *ann = json_object_new_object();
-
-	for (size_t i = 0; i + 1 < n; i += 2)
-		json_object_object_add(ann, kv[i], kv[i + 1] ? json_object_new_string(kv[i + 1]) :
-							      NULL);
-	json_object_object_add(md, "annotations", ann);
-	if (rv)
-		json_object_object_add(md, "resourceVersion", json_object_new_string(rv));
-	json_object_object_add(p, "metadata", md);
-	if (unschedulable >= 0) {
-		json_object *spec = json_object_new_object();
-
-		json_object_object_add(spec, "unschedulable",
-				       unschedulable ? json_object_new_boolean(1) : NULL);
-		json_object_object_add(p, "spec", spec);
-	}
-	return p;
-}
-
 /* ---- the plan ------------------------------------------------------------------------------ */
+
+static void as_dry_run(const struct rem_input *in, struct rem_plan *p, const char *type);
 
 _printf_(2, 3) static void say(struct rem_plan *p, const char *fmt, ...)
 {
@@ -183,14 +70,41 @@ static const struct cz_config *cfg_of(const struct rem_input *in)
 	return in->cfg;
 }
 
-/* Since when @type has been True on @node (0 when unknown). */
-static uint64_t problem_since(json_object *node, const char *type)
+/* Is @in's node one we cordoned, as the plan treats it (not in dry-run)? */
+static bool ours_now(const struct rem_input *in)
 {
-	uint64_t t = 0;
+	return kube_annotation(in->node, REMEDIATE_ANN_CORDONED) &&
+	       cfg_of(in)->remediation.mode != CZ_REMEDIATE_DRY_RUN;
+}
 
-	(void)kube_parse_time(kube_get_str(kube_condition(node, type), "lastTransitionTime", NULL),
-			      &t);
-	return t;
+/* Cordoned by someone else: never touched, so our clock does not run there (one we left there
+ * before their cordon is removed: it would span a time we did not look). */
+static bool foreign_cordon(const struct rem_input *in)
+{
+	return !kube_annotation(in->node, REMEDIATE_ANN_CORDONED) &&
+	       kube_get_bool(in->node, "spec.unschedulable");
+}
+
+/* The remediator's clock on @in's node: as our annotations say, or as the CLOCK step of this
+ * cycle wrote them (the same: remediate_clock() keeps what is there and is right). */
+static struct rem_clock clock_of(const struct rem_input *in)
+{
+	struct rem_clock c;
+
+	if (foreign_cordon(in) && in->cordon == REM_NOT_TRIED)
+		return (struct rem_clock){
+			.write = kube_annotation(in->node, REMEDIATE_ANN_TRUE_SINCE) ||
+				 kube_annotation(in->node, REMEDIATE_ANN_RECOVERED_SINCE) };
+	remediate_clock(in->node, &cfg_of(in)->remediation.conditions, ours_now(in), in->now_ms,
+			&c);
+	return c;
+}
+
+/* Since when a listed condition has been True on @in's node by our clock: the episode's time,
+ * for the Events said once per episode (0 when none is True). */
+static uint64_t problem_since(const struct rem_input *in)
+{
+	return clock_of(in).true_since_ms;
 }
 
 /*
@@ -234,6 +148,38 @@ static bool guards_ready(const struct rem_input *in, struct rem_plan *p)
 	return true;
 }
 
+/*
+ * Our clock's annotations as remediate_clock() wants them: true when they are (or were written
+ * this cycle) and the plan may go on; false with the CLOCK step, or final when it failed.
+ */
+static bool clock_ready(const struct rem_input *in, struct rem_plan *p, const char *type)
+{
+	struct rem_clock c = clock_of(in);
+
+	if (!c.write || in->clock == REM_DONE)
+		return true;
+	if (in->clock == REM_NOT_TRIED) {
+		/* a pause cluster-wide: nothing changes, our clock included */
+		if (!guards_ready(in, p)) {
+			if (!p->again && in->cluster_paused && type &&
+			    cfg_of(in)->remediation.mode == CZ_REMEDIATE_DRY_RUN) {
+				as_dry_run(in, p, type);
+				p->n = 0;	/* no episode yet to time its Event by */
+			}
+			return false;
+		}
+		step(p, REM_OP_CLOCK, -1);
+		p->steps[p->n - 1].true_since_ms = c.true_since_ms;
+		p->steps[p->n - 1].recovered_since_ms = c.recovered_since_ms;
+		again(p);
+		return false;
+	}
+	say(p, "cannot write cpuzombie's clock (" REMEDIATE_ANN_TRUE_SINCE ", "
+	    REMEDIATE_ANN_RECOVERED_SINCE ") on the node: nothing decided, next cycle");
+	final(p, REM_WAITING, in->err ? in->err : -EREMOTEIO);
+	return false;
+}
+
 /* The storm guard and a tripped breaker: true (final plan made) when one holds the node; its
  * Event is timed at @episode (once per episode). */
 static bool fleet_holds(const struct rem_input *in, struct rem_plan *p, uint64_t episode)
@@ -267,7 +213,7 @@ static bool new_remediation_ok(const struct rem_input *in, struct rem_plan *p, c
 			       bool dry)
 {
 	const struct cz_config *cfg = cfg_of(in);
-	uint64_t since = problem_since(in->node, type);
+	uint64_t since = problem_since(in);
 	char t[40], w[40];
 
 	if (!guards_ready(in, p))
@@ -496,8 +442,57 @@ static bool held_too_long(const struct rem_input *in, const char **ret_type)
 	return in->now_ms >= at &&
 	       in->now_ms - at > cfg->remediation.uncordon_after_ms +
 					 cfg->remediation.drain_timeout_ms &&
-	       remediate_problem(in->node, &cfg->remediation.conditions, 0, in->now_ms, ret_type,
-				 NULL);
+	       remediate_problem(in->node, &cfg->remediation.conditions, problem_since(in), 0,
+				 in->now_ms, ret_type, NULL);
+}
+
+/*
+ * The slot was given back (a protected pod): release it again while a Lease still names this
+ * node (the release after the give-back failed, or was lost). Returns false when the plan is
+ * made (steps to learn more, or final).
+ */
+static bool given_back(const struct rem_input *in, struct rem_plan *p)
+{
+	static const char held[] = "cordoned by cpuzombie, its drain held by a protected pod past "
+				   "drain_timeout: the slot was given back";
+
+	switch (in->slot_found) {
+	case REM_NOT_TRIED:
+		step(p, REM_OP_FIND_SLOT, -1);
+		again(p);
+		return false;
+	case REM_DONE:
+		say(p, "%s, but a budget Lease still names this node: released again", held);
+		step(p, REM_OP_RELEASE_SLOTS, -1);
+		final(p, REM_WAITING, 0);
+		notable(p);
+		return false;
+	case REM_FAILED:
+		say(p, "%s; cannot list the budget Leases to see whether one is still held", held);
+		final(p, REM_WAITING, in->err ? in->err : -EREMOTEIO);
+		return false;
+	default:
+		say(p, "%s; waiting for recovery", held);
+		final(p, REM_WAITING, 0);
+		return false;
+	}
+}
+
+/* Held too long (held_too_long, @type True): an Event each cycle (one per cordon: its name is
+ * the cordon's time), and our annotation once. */
+static void report_held_long(const struct rem_input *in, struct rem_plan *p, const char *type)
+{
+	const struct cz_config *cfg = cfg_of(in);
+
+	say(p, "held by cpuzombie for longer than uncordon_after + drain_timeout (%llus) "
+	    "with %s still True: the slot stays held; the node needs a look",
+	    (unsigned long long)((cfg->remediation.uncordon_after_ms +
+				  cfg->remediation.drain_timeout_ms) / 1000), type);
+	event(p, "Warning", "CpuzombieHeldLong", cordoned_at(in->node, in->now_ms));
+	if (!kube_annotation(in->node, REMEDIATE_ANN_HELD_LONG))
+		step(p, REM_OP_MARK_HELD_LONG, -1);
+	final(p, REM_WAITING, 0);
+	notable(p);
 }
 
 /* A node we cordoned earlier. */
@@ -517,7 +512,8 @@ static void plan_ours(const struct rem_input *in, struct rem_plan *p)
 		return;
 	}
 	if (remediate_recovered(in->node, &cfg->remediation.conditions,
-				cfg->remediation.uncordon_after_ms, in->now_ms)) {
+				clock_of(in).recovered_since_ms, cfg->remediation.uncordon_after_ms,
+				in->now_ms)) {
 		say(p, "uncordoned by cpuzombie: conditions False for %llus",
 		    (unsigned long long)(cfg->remediation.uncordon_after_ms / 1000));
 		step(p, REM_OP_UNCORDON, -1);
@@ -527,9 +523,7 @@ static void plan_ours(const struct rem_input *in, struct rem_plan *p)
 		return;
 	}
 	if (kube_annotation(in->node, REMEDIATE_ANN_GAVE_BACK)) {
-		say(p, "cordoned by cpuzombie, its drain held by a protected pod past "
-		    "drain_timeout: the slot was given back; waiting for recovery");
-		final(p, REM_WAITING, 0);
+		(void)given_back(in, p);
 		return;
 	}
 	/* renew (or re-take) the slot while we hold the node; failing that is only logged */
@@ -540,8 +534,8 @@ static void plan_ours(const struct rem_input *in, struct rem_plan *p)
 	}
 	if (cfg->remediation.mode == CZ_REMEDIATE_DRAIN &&
 	    !kube_annotation(in->node, REMEDIATE_ANN_DRAINED)) {
-		(void)remediate_problem(in->node, &cfg->remediation.conditions, 0, in->now_ms,
-					&type, NULL);
+		(void)remediate_problem(in->node, &cfg->remediation.conditions, problem_since(in),
+					0, in->now_ms, &type, NULL);
 		if (in->drain == REM_NOT_TRIED && type &&
 		    fleet_holds(in, p, cordoned_at(in->node, in->now_ms))) {
 			p->n = 0;	/* no Event: the cordon's episode has had its say */
@@ -551,13 +545,7 @@ static void plan_ours(const struct rem_input *in, struct rem_plan *p)
 		return;
 	}
 	if (held_too_long(in, &type)) {
-		say(p, "held by cpuzombie for longer than uncordon_after + drain_timeout (%llus) "
-		    "with %s still True: the slot stays held; the node needs a look",
-		    (unsigned long long)((cfg->remediation.uncordon_after_ms +
-					  cfg->remediation.drain_timeout_ms) / 1000), type);
-		event(p, "Warning", "CpuzombieHeldLong", cordoned_at(in->node, in->now_ms));
-		final(p, REM_WAITING, 0);
-		notable(p);
+		report_held_long(in, p, type);
 		return;
 	}
 	say(p, "held by cpuzombie, waiting for recovery");
@@ -584,9 +572,9 @@ static void as_dry_run(const struct rem_input *in, struct rem_plan *p, const cha
 	if (ev) {
 		p->steps[0].event_type = "Normal";
 		p->steps[0].reason = "CpuzombieDryRun";
-		p->steps[0].when_ms = problem_since(in->node, type);
+		p->steps[0].when_ms = problem_since(in);
 	} else {
-		event(p, "Normal", "CpuzombieDryRun", problem_since(in->node, type));
+		event(p, "Normal", "CpuzombieDryRun", problem_since(in));
 	}
 	say(p, "dry-run: would hold: %s", why);
 	final(p, REM_DRY_RUN, p->ret);
@@ -639,7 +627,7 @@ static bool dry_guards_ok(const struct rem_input *in, struct rem_plan *p, const 
 		    "protected (" GUARD_ANN_PROTECT " \"true\" or " GUARD_ANN_SAFE_TO_EVICT
 		    " \"false\"), the node would stay cordoned", type,
 		    in->drain_pod ? in->drain_pod : "?");
-		event(p, "Normal", "CpuzombieDryRun", problem_since(in->node, type));
+		event(p, "Normal", "CpuzombieDryRun", problem_since(in));
 		final(p, REM_DRY_RUN, 0);
 		return false;
 	}
@@ -657,8 +645,7 @@ static void plan_cordon(const struct rem_input *in, struct rem_plan *p, const ch
 			return;
 		say(p, "dry-run: would cordon: %s has been True for at least %s; no guard holds",
 		    type, format_duration(cfg->remediation.for_ms, t, sizeof(t)));
-		event(p, "Normal", "CpuzombieDryRun",
-		      problem_since(in->node, type)); /* per episode */
+		event(p, "Normal", "CpuzombieDryRun", problem_since(in)); /* per episode */
 		final(p, REM_DRY_RUN, 0);
 		return;
 	}
@@ -746,6 +733,8 @@ void remediate_plan(const struct rem_input *in, struct rem_plan *p)
 {
 	const struct cz_config *cfg = cfg_of(in);
 	const char *type = NULL;
+	bool ours, any;
+	char t[40];
 
 	*p = (struct rem_plan){ .action = REM_NONE };
 	if (cfg->remediation.mode == CZ_REMEDIATE_OFF) {
@@ -759,18 +748,25 @@ void remediate_plan(const struct rem_input *in, struct rem_plan *p)
 		final(p, REM_PAUSED, 0);
 		return;
 	}
-	if (kube_annotation(in->node, REMEDIATE_ANN_CORDONED) &&
-	    cfg->remediation.mode != CZ_REMEDIATE_DRY_RUN && in->cordon == REM_NOT_TRIED) {
+	ours = ours_now(in) && in->cordon == REM_NOT_TRIED;
+	/* any listed condition True, and the first such type, for the messages */
+	(void)remediate_problem(in->node, &cfg->remediation.conditions, in->now_ms, 0, in->now_ms,
+				&type, &any);
+	if (!ours && in->cordon == REM_NOT_TRIED && remediate_is_control_plane(in->node) &&
+	    !cfg->remediation.allow_control_plane) {
+		/* before the clock: nothing of ours is written on a control-plane node */
+		say(p, "%s True, but this is a control-plane node (remediation.allow_control_plane "
+		    "is false)", type ? type : "no listed condition");
+		final(p, any ? REM_SKIPPED : REM_NONE, 0);
+		return;
+	}
+	if (!clock_ready(in, p, type))
+		return;
+	if (ours) {
 		plan_ours(in, p);
 		return;
 	}
-	if (!remediate_problem(in->node, &cfg->remediation.conditions, cfg->remediation.for_ms,
-			       in->now_ms, &type, NULL)) {
-		say(p, "no listed condition True for %llus",
-		    (unsigned long long)(cfg->remediation.for_ms / 1000));
-		return;
-	}
-	if (in->cordon == REM_NOT_TRIED && kube_get_bool(in->node, "spec.unschedulable")) {
+	if (any && in->cordon == REM_NOT_TRIED && foreign_cordon(in)) {
 		say(p,
 		    "%s True, but the node is already unschedulable by someone else: not touching "
 		    "it",
@@ -778,10 +774,15 @@ void remediate_plan(const struct rem_input *in, struct rem_plan *p)
 		final(p, REM_SKIPPED, 0);
 		return;
 	}
-	if (remediate_is_control_plane(in->node) && !cfg->remediation.allow_control_plane) {
-		say(p, "%s True, but this is a control-plane node (remediation.allow_control_plane "
-		    "is false)", type);
-		final(p, REM_SKIPPED, 0);
+	if (!remediate_problem(in->node, &cfg->remediation.conditions, problem_since(in),
+			       cfg->remediation.for_ms, in->now_ms, &type, NULL)) {
+		if (any)
+			say(p, "no listed condition True for %llus by cpuzombie's clock (%s True, "
+			    "first seen %s)", (unsigned long long)(cfg->remediation.for_ms / 1000),
+			    type, kube_time(problem_since(in), false, t, sizeof(t)));
+		else
+			say(p, "no listed condition True for %llus",
+			    (unsigned long long)(cfg->remediation.for_ms / 1000));
 		return;
 	}
 	plan_cordon(in, p, type);

@@ -8,9 +8,14 @@
  * steps out, feeds what they found back into the input, and plans again until the plan is final.
  * Every guard of docs/design.md ("Remediation guards") lives here, so each is table-tested
  * (tests/unit/test_remediate_plan.c):
- *   - a listed condition (remediation.conditions, whoever set it) True for remediation.for;
+ *   - a listed condition (remediation.conditions, whoever set it) True for remediation.for, by
+ *     the remediator's own clock: from when the remediator first saw one True (its annotation
+ *     REMEDIATE_ANN_TRUE_SINCE, written the first cycle it sees one True without it, removed
+ *     once none is), never from the lastTransitionTime the node writes (remediate_clock);
  *   - the node is not already unschedulable by someone else (then it is never touched, and
- *     never uncordoned: we uncordon only what we cordoned, after uncordon_after of recovery);
+ *     never uncordoned: we uncordon only what we cordoned, after uncordon_after of recovery,
+ *     timed by the same clock: REMEDIATE_ANN_RECOVERED_SINCE, when it first saw every listed
+ *     condition False on a node it holds);
  *   - at most remediation.max_unavailable nodes (a number, or a percentage of all nodes, rounded
  *     down but at least 1) are held by cpuzombie at once, across the cluster: a node holds one of
  *     the Leases "cpuzombie-slot-0".."cpuzombie-slot-<N-1>" (lease.h), taken by create (409 =
@@ -21,12 +26,15 @@
  *     the kured reboot sentinel is written only after a complete drain;
  *   - a protected pod holds a drain at most drain_timeout from the cordon: then the slot is
  *     given back (annotation REMEDIATE_ANN_GAVE_BACK, an Event) and the node stays cordoned,
- *     untouched, until its conditions recover;
+ *     untouched, until its conditions recover; a slot still held after that (its release
+ *     failed) is released again each cycle;
  *   - a node held past uncordon_after + drain_timeout from its cordon with a listed condition
- *     still True is reported (a Warning Event, once per cordon), not silently held.
+ *     still True is reported (a Warning Event, once per cordon, and the annotation
+ *     REMEDIATE_ANN_HELD_LONG until the uncordon), not silently held.
  * dry-run evaluates the same guards read-only (pause, storm, breaker, window, drain gap,
  * kured's and medik8s' locks, protected pods), says which would hold and why, or "would
- * cordon/drain", in one Event per episode, and changes nothing else.
+ * cordon/drain", in one Event per episode, and changes nothing else but the clock's annotation
+ * (without it dry-run could not tell `for` either).
  * The fleet guards (guard.h) hold before any slot is taken: a paused node (annotation) is left
  * as it is; a cluster-wide pause holds every action, uncordons included; the storm guard and a
  * tripped breaker hold new cordons and drains (uncordons of recovered nodes go on); outside the
@@ -49,6 +57,13 @@
 #define REMEDIATE_ANN_ACTION "cpuzombie.io/last-action"
 /* present = a protected pod held the drain past drain_timeout: the slot was given back */
 #define REMEDIATE_ANN_GAVE_BACK "cpuzombie.io/slot-given-back"
+/* the remediator's own clock (RFC 3339, whole seconds): when it first saw a listed condition
+ * True (present while one is), and, on a node it cordoned, every listed condition False */
+#define REMEDIATE_ANN_TRUE_SINCE "cpuzombie.io/true-since"
+#define REMEDIATE_ANN_RECOVERED_SINCE "cpuzombie.io/recovered-since"
+/* present = held past uncordon_after + drain_timeout with a listed condition True (the time
+ * the CpuzombieHeldLong Event was first posted); removed at the uncordon */
+#define REMEDIATE_ANN_HELD_LONG "cpuzombie.io/held-long"
 #define REMEDIATE_PLAN_MAX 6				/* steps in one plan */
 
 /* What a cycle amounted to. */
@@ -91,6 +106,9 @@ enum rem_op {
 	REM_OP_PEEK_HANDOFF,	/* dry-run: read medik8s' Lease node-<name>, take nothing */
 	REM_OP_PEEK_PODS,	/* dry-run: list the node's pods: would a protected one block? */
 	REM_OP_GIVE_BACK,	/* PATCH: the given-back annotation (a RELEASE_SLOTS follows) */
+	REM_OP_CLOCK,		/* PATCH: our clock's annotations as remediate_clock() wants them */
+	REM_OP_MARK_HELD_LONG,	/* PATCH: the held-long annotation */
+	REM_OP_FIND_SLOT,	/* list our slot Leases (no node count): do we hold one still? */
 };
 
 struct rem_step {
@@ -100,6 +118,8 @@ struct rem_step {
 	const char *reason;		/* EVENT */
 	uint64_t when_ms;		/* EVENT */
 	const char *cond_type;		/* CORDON: the condition that was True (borrowed) */
+	uint64_t true_since_ms;		/* CLOCK: REMEDIATE_ANN_TRUE_SINCE (0: removed) */
+	uint64_t recovered_since_ms;	/* CLOCK: REMEDIATE_ANN_RECOVERED_SINCE (0: removed) */
 };
 
 /* Outcome of a step whose result the plan needs. */
@@ -146,6 +166,9 @@ struct rem_input {
 	const char *handoff_holder;	/* BLOCKED: who (borrowed) */
 	const char *drain_pod;		/* PROTECTED: "ns/name" of the pod (borrowed) */
 	bool pods_peeked;		/* dry-run: PEEK_PODS done (drain PROTECTED: one is) */
+	enum rem_outcome clock;		/* CLOCK: our annotations written as wanted */
+	enum rem_outcome slot_found;	/* FIND_SLOT: DONE we hold one, FAILED unreadable,
+					 * BLOCKED none held */
 };
 
 struct rem_plan {
@@ -164,20 +187,43 @@ struct rem_plan {
  */
 void remediate_plan(const struct rem_input *in, struct rem_plan *out);
 
-/*
- * remediate_problem - pure: is a condition of @types True on @node for at least @for_ms at
- * @now_ms? Returns true and the first such type in *@ret_type (borrowed from @node);
- * *@ret_any_true tells whether any listed condition is True at all (may be NULL).
- */
-bool remediate_problem(json_object *node, const struct cz_strlist *types, uint64_t for_ms,
-		       uint64_t now_ms, const char **ret_type, bool *ret_any_true);
+/* The remediator's own clock on a node (remediate_clock). */
+struct rem_clock {
+	uint64_t true_since_ms;		/* a listed condition True: since when (0: none True) */
+	uint64_t recovered_since_ms;	/* ours, none True or Unknown: since when seen (0: not) */
+	bool write;			/* the node's annotations say otherwise: write these */
+};
 
 /*
- * remediate_recovered - pure: no listed condition is True or Unknown, and the last of their
- * transitions is at least @after_ms before @now_ms.
+ * remediate_clock - pure: the remediator's clock on @node at @now_ms, from its listed
+ * conditions @types as they are now and our annotations REMEDIATE_ANN_TRUE_SINCE and (@ours: a
+ * node we cordoned) REMEDIATE_ANN_RECOVERED_SINCE. A time is kept while its state lasts; a
+ * missing, unreadable or future one is @now_ms cut to the second (what the annotation can
+ * hold); one whose state ended is 0 (removed). lastTransitionTime is never read: the node
+ * writes it. Always fills *@ret.
  */
-bool remediate_recovered(json_object *node, const struct cz_strlist *types, uint64_t after_ms,
-			 uint64_t now_ms);
+void remediate_clock(json_object *node, const struct cz_strlist *types, bool ours,
+		     uint64_t now_ms, struct rem_clock *ret);
+
+/*
+ * remediate_problem - pure: is a condition of @types True on @node, and has one been True
+ * (by the remediator's clock, @since_ms: remediate_clock's true_since_ms, 0 unknown) for at
+ * least @for_ms at @now_ms? Returns true and the first True type in *@ret_type (borrowed from
+ * @node); *@ret_any_true tells whether any listed condition is True at all (may be NULL).
+ */
+bool remediate_problem(json_object *node, const struct cz_strlist *types, uint64_t since_ms,
+		       uint64_t for_ms, uint64_t now_ms, const char **ret_type, bool *ret_any_true);
+
+/*
+ * remediate_recovered - pure: no listed condition is True or Unknown, and they have been so
+ * (by the remediator's clock, @since_ms: remediate_clock's recovered_since_ms, 0 unknown) for
+ * at least @after_ms at @now_ms.
+ */
+bool remediate_recovered(json_object *node, const struct cz_strlist *types, uint64_t since_ms,
+			 uint64_t after_ms, uint64_t now_ms);
+
+/* remediate_holds_slot - pure: does a Lease of @items (a list's items) name @me its holder? */
+bool remediate_holds_slot(json_object *items, const char *me);
 
 /*
  * remediate_budget - pure: slots for @max_unavailable ("2" or "10%") among @total_nodes.

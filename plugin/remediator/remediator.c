@@ -74,12 +74,13 @@ bool remediator_node_due(json_object *node, const struct cz_config *cfg,
 
 	if (!valid_name(name, 253))
 		return false;
-	if (kube_annotation(node, REMEDIATE_ANN_CORDONED))
-		return true;
+	if (kube_annotation(node, REMEDIATE_ANN_CORDONED) ||
+	    kube_annotation(node, REMEDIATE_ANN_TRUE_SINCE))
+		return true;	/* an uncordon due, or our clock to stop */
 	for (size_t i = 0; i < nholders; i++)
 		if (streq(holders[i], name))
 			return true;
-	(void)remediate_problem(node, &cfg->remediation.conditions, 0, 0, NULL, &any);
+	(void)remediate_problem(node, &cfg->remediation.conditions, 0, 0, 0, NULL, &any);
 	return any;
 }
 

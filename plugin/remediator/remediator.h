@@ -91,7 +91,8 @@ const char *remediator_namespace(const struct remediator *rm);
 /*
  * remediator_node_due - pure: does @node need a remediation cycle? Yes when a condition of
  * @cfg->remediation.conditions is True on it (for any time: the plan judges `for`), when it
- * carries cpuzombie's cordon annotation (it may be due an uncordon), or when its name is among
+ * carries cpuzombie's cordon annotation (it may be due an uncordon) or its clock's
+ * REMEDIATE_ANN_TRUE_SINCE (to be removed once nothing is True), or when its name is among
  * the @nholders budget Lease holders @holders.
  */
 bool remediator_node_due(json_object *node, const struct cz_config *cfg,

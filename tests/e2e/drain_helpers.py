@@ -35,10 +35,10 @@ WELL = cond("MemcgZombieLeak", "False")
 
 
 def config(tmp, kc, node, **rem):
-    """The agent's config for @node: remediation keys as given over test defaults (the
-    condition True for 1 s is enough; uncordon after 1 s False)."""
-    r = dict(mode="drain", **{"for": "1s"}, max_unavailable="1", drain_timeout="60s",
-             uncordon_after="1s", lease_namespace=kh.LEASE_NS)
+    """The agent's config for @node: remediation keys as given over test defaults (`for` and
+    `uncordon_after` 0s: the cycle that starts the remediator's clock acts)."""
+    r = dict(mode="drain", **{"for": "0s"}, max_unavailable="1", drain_timeout="60s",
+             uncordon_after="0s", lease_namespace=kh.LEASE_NS)
     r.update(rem)
     p = os.path.join(str(tmp), "cz-%s.yaml" % node)
     with open(p, "w") as f:
@@ -59,8 +59,8 @@ def remediate_args(kube, tmp, node, server=None, **rem):
     kc = os.path.join(tmp, "kc-rem-%s" % (server or kube.url).rsplit(":", 1)[-1])
     if not os.path.exists(kc):
         remh.remediator_kubeconfig(kube, kc, server=server)
-    r = dict(mode="drain", **{"for": "1s"}, max_unavailable="1", drain_timeout="60s",
-             uncordon_after="1s", node_selector='"kubernetes.io/hostname=%s"' % node)
+    r = dict(mode="drain", **{"for": "0s"}, max_unavailable="1", drain_timeout="60s",
+             uncordon_after="0s", node_selector='"kubernetes.io/hostname=%s"' % node)
     r.update(rem)
     cfg = remh.config(tmp, kc, node, **r)
     return [BIN, "--config", cfg, "remediator", "--once"], REMEDIATOR_USER

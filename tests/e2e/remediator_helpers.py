@@ -34,9 +34,12 @@ def drop_leader(kube):
 
 
 def config(tmp, kc, name="rem", **rem):
-    """A remediator's config (remediation: cordon, for 1s, budget 1 unless @rem says else)."""
-    r = dict(mode="cordon", **{"for": "1s"}, max_unavailable="1", drain_timeout="20s",
-             uncordon_after="1s", lease_namespace=kh.LEASE_NS)
+    """A remediator's config (remediation: cordon, budget 1 unless @rem says else; `for` and
+    `uncordon_after` 0s: the remediator acts in the cycle that starts its own clock,
+    cpuzombie.io/true-since or recovered-since, as the node's lastTransitionTime does not
+    count; test_remediator_clock.py tests both)."""
+    r = dict(mode="cordon", **{"for": "0s"}, max_unavailable="1", drain_timeout="20s",
+             uncordon_after="0s", lease_namespace=kh.LEASE_NS)
     r.update(rem)
     p = os.path.join(str(tmp), "rem-%s.yaml" % name)
     with open(p, "w") as f:

@@ -101,7 +101,9 @@ def test_kinds_per_variant(rendered):
              ("ValidatingAdmissionPolicy", "cpuzombie-remediator-leases"),
              ("ValidatingAdmissionPolicyBinding", "cpuzombie-remediator-leases"),
              ("ValidatingAdmissionPolicy", "cpuzombie-remediator-nodes"),
-             ("ValidatingAdmissionPolicyBinding", "cpuzombie-remediator-nodes")}
+             ("ValidatingAdmissionPolicyBinding", "cpuzombie-remediator-nodes"),
+             ("ValidatingAdmissionPolicy", "cpuzombie-node-marks"),
+             ("ValidatingAdmissionPolicyBinding", "cpuzombie-node-marks")}
     assert set(kinds["default"]) == base | {("ConfigMap", "cpuzombie-npd")}
     assert set(kinds["remediation"]) == base | remed | {("ConfigMap", "cpuzombie-npd")}
     assert set(kinds["standalone"]) == base | remed

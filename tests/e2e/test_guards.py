@@ -184,7 +184,7 @@ def test_pause_mid_drain_stops_where_it_is(kube, rem, tmp_path, how):
         assert "db-1" in [q["metadata"]["name"] for q in kube.pods(n)]
         assert ("web-1", 201) in dh.evictions(kube.log(), rh.REM_USER)
         assert "CpuzombiePaused" in gh.reasons(kube, n)
-        # recovered long ago, uncordon_after 1s: still held while paused
+        # recovered (uncordon_after 0s): still held while paused, its recovery clock unwritten
         kube.set_conditions(n, dh.WELL)
         kube.reset_log()
         r = rh.run_once(cfg)
@@ -263,9 +263,12 @@ def test_dry_run_says_which_guard_would_hold(kube, rem, tmp_path):
         gh.admin_kubectl(kube, tmp_path, "-n", kh.LEASE_NS, "delete", "configmap", gh.PAUSE_CM)
     assert gh.held(kube, names) == [] and kube.leases() == []
     assert gh.node_writes(kube.log()) == []
-    # the remediator's writes: Events, and its own leader Lease only
+    # the remediator's writes: Events, its own leader Lease, and its clock (dry-run judges
+    # `for` by it: cpuzombie.io/true-since on each True node it saw, nothing else)
+    clock = [e for e in kube.log() if e["user"] == rh.REM_USER and gh.clock_write(e)]
+    assert sorted({e["path"].rsplit("/", 1)[1] for e in clock}) == sorted(names[:4]), clock
     writes = {(e["method"], e["path"]) for e in kube.log()
-              if e["user"] == rh.REM_USER and e["method"] != "GET"}
+              if e["user"] == rh.REM_USER and e["method"] != "GET" and not gh.clock_write(e)}
     assert writes <= {("POST", "/api/v1/namespaces/default/events"),
                       ("POST", rh.LEADER_PATH.rsplit("/", 1)[0]), ("PUT", rh.LEADER_PATH)}, \
         writes

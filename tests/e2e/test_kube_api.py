@@ -35,8 +35,9 @@ READY = cond("Ready", "True", reason="KubeletReady")
 
 
 def config(tmp, kc, node, **rem):
-    r = dict(mode="cordon", **{"for": "1s"}, max_unavailable="1", drain_timeout="20s",
-             uncordon_after="1s", lease_namespace=kh.LEASE_NS)
+    # `for`, `uncordon_after` 0s: the cycle that starts the remediator's clock acts
+    r = dict(mode="cordon", **{"for": "0s"}, max_unavailable="1", drain_timeout="20s",
+             uncordon_after="0s", lease_namespace=kh.LEASE_NS)
     r.update(rem)
     set_cond = r.pop("set_conditions", "false")
     remediate = r.pop("remediate", "true")
@@ -172,7 +173,15 @@ def test_guard_for_not_reached(kube, rem, tmp_path):
     cfg = rem(**{"for": "10m"})
     r = rcycle(cfg)
     assert r.returncode == 0 and "none" in r.stdout
-    assert writes(kube) == []
+    # the one write: the remediator's clock starts (the node's own transition time is not read)
+    w = writes(kube)
+    assert [(e["method"], e["path"]) for e in w] == [("PATCH", "/api/v1/nodes/n1")], w
+    assert list(w[0]["body"]["metadata"]["annotations"]) == ["cpuzombie.io/true-since",
+                                                             "cpuzombie.io/recovered-since"]
+    assert "spec" not in w[0]["body"], w[0]["body"]
+    kube.reset_log()
+    r = rcycle(cfg)
+    assert r.returncode == 0 and "none" in r.stdout and writes(kube) == []
 
 
 def test_guard_unschedulable_by_someone_else_and_uncordon_only_ours(kube, rem, tmp_path):
@@ -206,9 +215,18 @@ def test_dry_run_changes_nothing(kube, rem, tmp_path):
         r = rcycle(cfg)
         assert "dry-run" in r.stdout
     w = writes(kube)
-    assert all(e["path"].endswith("/events") for e in w), w
-    assert [e["status"] for e in w] == [201, 409]      # one Event per episode, not per cycle
-    assert kube.node("n1")["metadata"]["resourceVersion"] == before["metadata"]["resourceVersion"]
+    # dry-run keeps the remediator's clock (it judges `for` by it): that PATCH, once, and
+    # otherwise only Events
+    clock = [e for e in w if not e["path"].endswith("/events")]
+    assert [(e["method"], e["path"]) for e in clock] == [("PATCH", "/api/v1/nodes/n1")], w
+    assert "spec" not in clock[0]["body"] and list(clock[0]["body"]["metadata"]) == \
+        ["annotations"], clock[0]["body"]
+    assert [e["status"] for e in w if e["path"].endswith("/events")] == [201, 409]
+    after = kube.node("n1")                             # one Event per episode, not per cycle
+    assert after["spec"] == before["spec"] and after["metadata"]["labels"] == \
+        before["metadata"]["labels"]
+    assert {k: v for k, v in after["metadata"]["annotations"].items()
+            if k != "cpuzombie.io/true-since"} == before["metadata"].get("annotations", {})
     assert len(kube.pods("n1")) == 1
 
 
@@ -323,6 +341,13 @@ def test_race_twenty_nodes_budget_two(kube, rem, tmp_path):
 def test_faults_retried_bounded_and_nothing_done_twice(kube, rem, tmp_path):
     kube.add(kh.node_obj("n1", conditions=[READY, cond("MemcgZombieLeak", "True")]))
     cfg = rem()
+    # the remediator's clock already running (as its own account): the first PATCH of the cycle
+    # is the cordon, whose answer is lost below
+    st, obj = kube.call("PATCH", "/api/v1/nodes/n1", {"metadata": {"annotations": {
+        "cpuzombie.io/true-since": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}}},
+        ctype="application/merge-patch+json", token=rh.remediator_token(kube))
+    assert st == 200, obj
+    kube.reset_log()
     kube.faults({"method": "GET", "path": "^/api/v1/nodes/n1$", "status": 503, "count": 2},
                {"method": "POST", "path": "/%s/leases$" % kh.LEASE_NS, "status": 429,
                 "count": 1},

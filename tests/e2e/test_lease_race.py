@@ -15,6 +15,7 @@ import time
 import pytest
 
 import drain_helpers as dh
+import guard_helpers as gh
 import kube_helpers as kh
 
 NODES = ["lr-1", "lr-2", "lr-3"]
@@ -93,9 +94,12 @@ def test_lease_race_loser_waits_then_takes_the_freed_slot(kube, tmp_path, proxie
     assert conflicts, ("no 409 Conflict from the real server", puts)
     for n in losers:
         # a loser only says so: its lost PUT (or none, if it listed after the winner's landed)
-        # and nothing else written; its node untouched
+        # and nothing else written but the remediator's clock (when it first saw it True);
+        # its node untouched
         assert "remediation budget full" in out[n], out[n]
-        assert [c for c in changes(proxies[n]) if c[0] != "PUT"] == [], changes(proxies[n])
+        assert [(e["method"], e["path"], e["status"]) for e in proxies[n].log()
+                if e["method"] not in ("GET", "PUT") and not gh.clock_write(e)] == [], \
+            changes(proxies[n])
         assert all(st == 409 for _, st in puts[n]), puts[n]
         node = kube.node(n)
         assert not node["spec"].get("unschedulable")

@@ -101,6 +101,11 @@ def test_agent_sets_condition_cordons_drains_and_uncordons(kube, tmp_path):
     healthy = node_tree(tmp_path, "v1-healthy")
     r = agent_once(str(cfg), healthy, state, run)
     assert conds(kube.node("n1"))["MemcgZombieLeak"]["status"] == "False"
+    # the remediator sees the recovery: its own clock starts (cpuzombie.io/recovered-since);
+    # uncordon_after counts from there, not from the condition's lastTransitionTime
+    r = remh.run_once(rem)
+    assert r.returncode == 0 and "n1: waiting" in r.stdout, r.stdout + r.stderr
+    assert kube.node("n1")["spec"]["unschedulable"] is True
     time.sleep(2.5)
     r = agent_once(str(cfg), healthy, state, run)
     assert r.returncode == 0, r.stderr

@@ -126,7 +126,7 @@ def test_agent_once_kube_on_the_real_control_plane(kube, tmp_path):
     assert "conditions: 3 set" in p.stdout, p.stdout
     remh.drop_leader(kube)
     rem = remh.config(tmp_path, remh.remediator_kubeconfig(kube, str(tmp_path / "kc-rem")),
-                      mode="drain", **{"for": "1s"}, drain_timeout="20s")
+                      mode="drain", **{"for": "0s"}, drain_timeout="20s")  # acts at once
     p = vg(tmp_path, "--config", rem, "remediator", "--once", timeout=240,
            env={"POD_NAME": "remediator-vg"})
     assert "drained" in p.stdout, p.stdout

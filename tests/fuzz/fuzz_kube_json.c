@@ -35,7 +35,8 @@ static void plans(json_object *node, json_object *leases)
 						.now_ms = 1700000000000ull, .leases_read = true,
 						.leases = leases, .slots = slots, .nslots = 4,
 						.slot_held = o ? 1 : -1, .cordon = outcomes[o],
-						.drain = outcomes[o], .mark_drained = outcomes[o] };
+						.drain = outcomes[o], .mark_drained = outcomes[o],
+						.clock = outcomes[o], .slot_found = outcomes[o] };
 
 			remediate_plan(&in, &p);
 			in.leases_read = false;
@@ -52,6 +53,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	struct cond_change ch[2];
 	json_object *node, *patch = NULL, *items;
 	struct cz_config cfg;
+	struct rem_clock clock;
 	const char *type;
 	size_t n;
 	bool any;
@@ -60,8 +62,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	node = kube_parse_body((const char *)data, size);
 	if (conditions_build_patch(node, in, 2, 1700000000000ull, &patch, ch, &n) == 0)
 		json_object_put(patch);
-	remediate_problem(node, &types, 1000, 1700000000000ull, &type, &any);
-	remediate_recovered(node, &types, 1000, 1700000000000ull);
+	remediate_clock(node, &types, true, 1700000000000ull, &clock);	/* our annotations */
+	remediate_problem(node, &types, clock.true_since_ms, 1000, 1700000000000ull, &type, &any);
+	remediate_recovered(node, &types, clock.recovered_since_ms, 1000, 1700000000000ull);
 	remediate_is_control_plane(node);
 	items = kube_get_array(node, "items");
 	plans(node, items);

@@ -5,6 +5,7 @@
 #include "remediator/cleanup.h"
 #include "condition/conditions.h"
 #include "base/kjson.h"
+#include "remediator/remediate_plan.h"
 
 /* A node with ours and theirs: the EKS node monitoring agent's types, Ready, a foreign taint
  * and annotation, and ours of each kind. */
@@ -71,6 +72,18 @@ static void test_node_patch(void **st)
 	assert_int_equal(json_object_array_length(taints), 1);
 	assert_string_equal(kube_get_str(json_object_array_get_idx(taints, 0), "key", ""),
 			    "node.kubernetes.io/unschedulable");
+	json_object_put(patch);
+	json_object_put(node);
+	/* the remediator's clock and held-long mark go too (every cpuzombie.io/ annotation) */
+	node = json_tokener_parse("{\"metadata\":{\"resourceVersion\":\"3\",\"annotations\":{"
+				  "\"" REMEDIATE_ANN_TRUE_SINCE "\":\"2024-01-01T00:00:00Z\",\""
+				  REMEDIATE_ANN_RECOVERED_SINCE "\":\"2024-01-01T00:00:00Z\",\""
+				  REMEDIATE_ANN_HELD_LONG "\":\"2024-01-01T00:00:00Z\"}}}");
+	assert_int_equal(cleanup_node_patch(node, false, &patch, &c), 3);
+	ann = kube_get(patch, "metadata.annotations");
+	assert_true(json_object_object_get_ex(ann, REMEDIATE_ANN_TRUE_SINCE, NULL));
+	assert_true(json_object_object_get_ex(ann, REMEDIATE_ANN_RECOVERED_SINCE, NULL));
+	assert_true(json_object_object_get_ex(ann, REMEDIATE_ANN_HELD_LONG, NULL));
 	json_object_put(patch);
 	json_object_put(node);
 	/* nothing of ours: no patch; no resourceVersion: refused, never unconditional */

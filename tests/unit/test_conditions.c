@@ -54,13 +54,16 @@ static void test_remediation_guards_pure(void **s)
 	const char *type = NULL;
 	bool any;
 
-	assert_true(remediate_problem(node, &types, 600000, T2024 + 600000, &type, &any));
+	/* the time is the remediator's own (since T2024 here), never lastTransitionTime */
+	assert_true(remediate_problem(node, &types, T2024, 600000, T2024 + 600000, &type, &any));
 	assert_string_equal(type, "MemcgZombieLeak");
-	assert_false(remediate_problem(node, &types, 600001, T2024 + 600000, NULL, &any));
+	assert_false(remediate_problem(node, &types, T2024, 600001, T2024 + 600000, NULL, &any));
 	assert_true(any);
-	assert_false(remediate_recovered(node, &types, 0, T2024 + 1));
-	assert_true(remediate_recovered(node, &cpu, 1000, T2024 + 1000));
-	assert_false(remediate_recovered(node, &cpu, 1001, T2024 + 1000));
+	assert_false(remediate_problem(node, &types, 0, 0, T2024 + 600000, NULL, &any));
+	assert_false(remediate_recovered(node, &types, T2024, 0, T2024 + 1));
+	assert_true(remediate_recovered(node, &cpu, T2024, 1000, T2024 + 1000));
+	assert_false(remediate_recovered(node, &cpu, T2024, 1001, T2024 + 1000));
+	assert_false(remediate_recovered(node, &cpu, 0, 0, T2024 + 1000));
 	assert_true(remediate_is_control_plane(node));
 	assert_int_equal(remediate_budget("2", 20), 2);
 	assert_int_equal(remediate_budget("10%", 20), 2);

@@ -179,7 +179,8 @@ static void test_leases_and_held(void **state)
 	json_object *l[3];
 
 	add(f, node("held1", "a", "imgX", "5.10", "True", TRUE_MSG("ecs.service"),
-		    ",\"annotations\":{\"cpuzombie.io/cordoned\":\"MemcgZombieLeak\"}"));
+		    ",\"annotations\":{\"cpuzombie.io/cordoned\":\"MemcgZombieLeak\","
+		    "\"cpuzombie.io/held-long\":\"2024-01-01T00:00:00Z\"}"));
 	l[0] = json_tokener_parse("{\"spec\":{\"holderIdentity\":\"held1\",\"leaseDurationSeconds\""
 				  ":600,\"renewTime\":\"2024-01-01T00:00:00.000000Z\"}}");
 	l[1] = json_tokener_parse("{\"spec\":{\"holderIdentity\":\"gone\",\"leaseDurationSeconds\""
@@ -189,6 +190,7 @@ static void test_leases_and_held(void **state)
 	assert_int_equal(fleet_summarize(f, &s), 0);
 	assert_int_equal(s.held, 1);
 	assert_int_equal(s.drained, 0);
+	assert_int_equal(s.held_long, 1);	/* the remediator's held-long mark */
 	assert_true(s.leases_known);
 	assert_int_equal(s.leases_held, 1);
 	assert_int_equal(s.leases_expired, 1);

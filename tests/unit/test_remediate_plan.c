@@ -23,14 +23,55 @@
 #define S 1000ull
 #define NO_OP (-1)
 
-/* A node: its MemcgZombieLeak condition, how long ago it last flipped, and our marks. */
+/*
+ * A node: its MemcgZombieLeak condition, how long ago cpuzombie's clock first saw it in that
+ * state, and our marks. The condition's own lastTransitionTime is always 2000-01-01 (what a
+ * node with its agent's token wrote to be drained at once): no row may depend on it.
+ */
 struct node_desc {
 	const char *status;	/* "True", "False", "Unknown" or NULL: no such condition */
-	uint64_t age_ms;	/* since lastTransitionTime */
+	uint64_t age_ms;	/* since our clock's annotation: True since, or (ours) recovered */
 	bool unschedulable, ours, drained, control_plane, paused;
 	uint64_t cordoned_age_ms;	/* ours: since the cordon (0: "x", no time: now) */
 	bool gave_back;			/* ours: the slot given back (a protected pod) */
+	bool no_clock;			/* our clock's annotation absent (never seen yet) */
+	bool stale_clock;		/* the other state's annotation too (5 min old) */
+	const char *clock_raw;		/* REMEDIATE_ANN_TRUE_SINCE as written, not age_ms's */
+	bool held_long;			/* ours: REMEDIATE_ANN_HELD_LONG */
 };
+
+#define FORGED_TRANSITION "2000-01-01T00:00:00Z"
+
+/* Append "KEY":"VALUE" to the annotations in @ann. */
+static void ann_add(char *ann, size_t size, const char *key, const char *value)
+{
+	size_t n = strlen(ann);
+
+	snprintf(ann + n, size - n, "%s\"%s\":\"%s\"", n ? "," : "", key, value);
+}
+
+/* Our clock's annotations for @d, into @ann. */
+static void clock_json(const struct node_desc *d, char *ann, size_t size)
+{
+	bool foreign = d->unschedulable && !d->ours;
+	bool t = d->status && streq(d->status, "True"), f = !d->status || streq(d->status, "False");
+	char ts[40], old[40];
+
+	kube_time(NOW - d->age_ms, false, ts, sizeof(ts));
+	kube_time(NOW - 5 * 60000ull, false, old, sizeof(old));
+	if (d->clock_raw)
+		ann_add(ann, size, REMEDIATE_ANN_TRUE_SINCE, d->clock_raw);
+	else if (t && !foreign && !d->no_clock)
+		ann_add(ann, size, REMEDIATE_ANN_TRUE_SINCE, ts);
+	else if (d->stale_clock && !t)
+		ann_add(ann, size, REMEDIATE_ANN_TRUE_SINCE, old);
+	if (d->ours && f && !d->no_clock)
+		ann_add(ann, size, REMEDIATE_ANN_RECOVERED_SINCE, ts);
+	else if (d->ours && d->stale_clock && !f)
+		ann_add(ann, size, REMEDIATE_ANN_RECOVERED_SINCE, old);
+	if (d->held_long)
+		ann_add(ann, size, REMEDIATE_ANN_HELD_LONG, old);
+}
 
 /* The Leases as listed: up to 3 slots, holder "" = no Lease at all for that slot. */
 struct lease_desc {
@@ -86,16 +127,19 @@ struct row {
 	const char *reasons;		/* the Event reasons, comma-separated, or NULL: none */
 	bool fails;			/* the cycle returns -errno */
 	uint64_t drain_timeout_ms;	/* 0: the default */
+	/* our clock */
+	enum rem_outcome clock;		/* the CLOCK step of this cycle */
+	enum rem_outcome slot_found;	/* FIND_SLOT */
+	uint64_t want_true, want_rec;	/* CLOCK: the times it writes (0: removed) */
 };
 
 static char *node_json(const struct node_desc *d)
 {
-	char cond[300] = "", ts[40], ann[300] = "", cr[120], *out;
+	char cond[300] = "", ann[600] = "", cr[120], *out;
 
 	if (d->status)
 		snprintf(cond, sizeof(cond), ",{\"type\":\"MemcgZombieLeak\",\"status\":\"%s\","
-			 "\"lastTransitionTime\":\"%s\"}", d->status,
-			 kube_time(NOW - d->age_ms, false, ts, sizeof(ts)));
+			 "\"lastTransitionTime\":\"" FORGED_TRANSITION "\"}", d->status);
 	if (d->ours)
 		snprintf(ann, sizeof(ann), "\"" REMEDIATE_ANN_CORDONED "\":\"%s\"%s%s",
 			 d->cordoned_age_ms ? remediate_cordon_reason(NOW - d->cordoned_age_ms,
@@ -105,6 +149,7 @@ static char *node_json(const struct node_desc *d)
 	if (d->paused)
 		snprintf(ann + strlen(ann), sizeof(ann) - strlen(ann), "%s\"" GUARD_ANN_PAUSE
 			 "\":\"true\"", *ann ? "," : "");
+	clock_json(d, ann, sizeof(ann));
 	assert_true(asprintf(&out, "{\"metadata\":{\"name\":\"n1\",\"uid\":\"u1\","
 		"\"resourceVersion\":\"7\",\"labels\":{%s},\"annotations\":{%s}},"
 		"\"spec\":{%s},\"status\":{\"conditions\":[{\"type\":\"Ready\",\"status\":\"True\"}%s]}}",
@@ -210,6 +255,78 @@ static const struct row rows[] = {
 	  .reasons = "CpuzombieDryRun" },
 	{ "off: nothing", OLD_TRUE, CZ_REMEDIATE_OFF, 10 * MIN, 30 * MIN, "1",
 	  .action = REM_NONE, .ops = { NO_OP }, .msg = "remediation off" },
+
+	/* -- the remediator's own clock, never the node's lastTransitionTime (2000-01-01 in every
+	 * row): `for` counts from when cpuzombie first saw a listed condition True ------------ */
+	{ "True since 2000 by the node's word, never seen by cpuzombie: the clock, nothing else",
+	  { "True", 0, .no_clock = true }, CZ_REMEDIATE_CORDON, 10 * MIN, 30 * MIN, "1",
+	  .again = true, .ops = { REM_OP_CLOCK, NO_OP }, .want_true = NOW },
+	{ "the clock to write, the guards unread: the pause first", { "True", 0, .no_clock = true },
+	  CZ_REMEDIATE_CORDON, 10 * MIN, 30 * MIN, "1", .g = { .unread = true }, .again = true,
+	  .ops = { REM_OP_READ_GUARDS, NO_OP } },
+	{ "paused cluster-wide: not even our clock is written", { "True", 0, .no_clock = true },
+	  CZ_REMEDIATE_CORDON, 10 * MIN, 30 * MIN, "1", .g = { .cluster_paused = true },
+	  .action = REM_PAUSED, .ops = { NO_OP }, .msg = "paused cluster-wide" },
+	{ "dry-run, paused cluster-wide, never seen: would hold, no clock, no Event",
+	  { "True", 0, .no_clock = true }, CZ_REMEDIATE_DRY_RUN, 10 * MIN, 30 * MIN, "1",
+	  .g = { .cluster_paused = true }, .action = REM_DRY_RUN, .ops = { NO_OP },
+	  .msg = "dry-run: would hold: paused cluster-wide" },
+	{ "clock written this cycle, for 10m: waiting, whatever the node says",
+	  { "True", 0 }, CZ_REMEDIATE_CORDON, 10 * MIN, 30 * MIN, "1", .clock = REM_DONE,
+	  .action = REM_NONE, .ops = { NO_OP },
+	  .msg = "no listed condition True for 600s by cpuzombie's clock (MemcgZombieLeak True, "
+	  "first seen 2024-01-01T00:00:00Z)" },
+	{ "clock written this cycle, for 0s: on to the slot", { "True", 0, .no_clock = true },
+	  CZ_REMEDIATE_CORDON, 0, 30 * MIN, "1", .clock = REM_DONE, .again = true,
+	  .ops = { REM_OP_LIST_LEASES, NO_OP } },
+	{ "clock 9m59s old, for 10m: still waiting", { "True", 10 * MIN - S },
+	  CZ_REMEDIATE_CORDON, 10 * MIN, 30 * MIN, "1", .action = REM_NONE, .ops = { NO_OP },
+	  .msg = "by cpuzombie's clock" },
+	{ "clock 10m old, for 10m: on", { "True", 10 * MIN }, CZ_REMEDIATE_CORDON, 10 * MIN,
+	  30 * MIN, "1", .again = true, .ops = { REM_OP_LIST_LEASES, NO_OP } },
+	{ "the clock's PATCH failed: nothing decided, fails", { "True", 0, .no_clock = true },
+	  CZ_REMEDIATE_CORDON, 0, 30 * MIN, "1", .clock = REM_FAILED, .action = REM_WAITING,
+	  .ops = { NO_OP }, .msg = "cannot write cpuzombie's clock", .fails = true },
+	{ "clock in the future (a hand, a replica's skew): restarted now",
+	  { "True", 0, .clock_raw = "2030-01-01T00:00:00Z" }, CZ_REMEDIATE_CORDON, 10 * MIN,
+	  30 * MIN, "1", .again = true, .ops = { REM_OP_CLOCK, NO_OP }, .want_true = NOW },
+	{ "clock unreadable: restarted now", { "True", 0, .clock_raw = "yesterday" },
+	  CZ_REMEDIATE_CORDON, 10 * MIN, 30 * MIN, "1", .again = true,
+	  .ops = { REM_OP_CLOCK, NO_OP }, .want_true = NOW },
+	{ "nothing True any more: our clock stops (removed)",
+	  { "False", 0, .stale_clock = true }, CZ_REMEDIATE_CORDON, 10 * MIN, 30 * MIN, "1",
+	  .again = true, .ops = { REM_OP_CLOCK, NO_OP }, .want_true = 0 },
+	{ "Unknown is not True: our clock stops", { "Unknown", 0, .stale_clock = true },
+	  CZ_REMEDIATE_CORDON, 10 * MIN, 30 * MIN, "1", .again = true,
+	  .ops = { REM_OP_CLOCK, NO_OP }, .want_true = 0 },
+	{ "removed: nothing more to do", { "False", 0, .stale_clock = true }, CZ_REMEDIATE_CORDON,
+	  10 * MIN, 30 * MIN, "1", .clock = REM_DONE, .action = REM_NONE, .ops = { NO_OP },
+	  .msg = "no listed condition True for 600s" },
+	{ "ours, recovered, never seen so: recovery's clock starts (True's stops)",
+	  { "False", 0, .unschedulable = true, .ours = true, .no_clock = true,
+	    .stale_clock = true }, CZ_REMEDIATE_CORDON, 10 * MIN, 30 * S, "1", .again = true,
+	  .ops = { REM_OP_CLOCK, NO_OP }, .want_true = 0, .want_rec = NOW },
+	{ "ours, recovered 2000-01-01 by the node's word, just seen so: not uncordoned",
+	  { "False", 0, .unschedulable = true, .ours = true }, CZ_REMEDIATE_CORDON, 10 * MIN,
+	  30 * S, "1", .leases_read = true, .held_plus1 = 1, .slot_tried = true,
+	  .action = REM_WAITING, .ops = { NO_OP }, .msg = "held by cpuzombie" },
+	{ "ours, True again before uncordon_after: recovery's clock stops, True's restarts",
+	  { "True", 0, .unschedulable = true, .ours = true, .no_clock = true,
+	    .stale_clock = true }, CZ_REMEDIATE_CORDON, 10 * MIN, 30 * S, "1", .again = true,
+	  .ops = { REM_OP_CLOCK, NO_OP }, .want_true = NOW, .want_rec = 0 },
+	{ "dry-run uses the same clock: written first (its only write besides Events)",
+	  { "True", 0, .no_clock = true }, CZ_REMEDIATE_DRY_RUN, 10 * MIN, 30 * MIN, "1",
+	  .again = true, .ops = { REM_OP_CLOCK, NO_OP }, .want_true = NOW },
+	{ "dry-run, clock 5s old: for not reached, nothing said",
+	  { "True", 5 * S }, CZ_REMEDIATE_DRY_RUN, 10 * MIN, 30 * MIN, "1", .action = REM_NONE,
+	  .ops = { NO_OP }, .msg = "by cpuzombie's clock" },
+	{ "someone else's cordon: no clock runs there (ours left before it is removed)",
+	  { "True", 0, .unschedulable = true, .clock_raw = "2024-01-01T00:00:00Z" },
+	  CZ_REMEDIATE_CORDON, 10 * MIN, 30 * MIN, "1", .again = true,
+	  .ops = { REM_OP_CLOCK, NO_OP }, .want_true = 0 },
+	{ "control plane (not allowed): no clock written, skipped",
+	  { "True", 0, .control_plane = true, .no_clock = true }, CZ_REMEDIATE_CORDON, 10 * MIN,
+	  30 * MIN, "1", .action = REM_SKIPPED, .ops = { NO_OP }, .msg = "control-plane" },
 
 	/* -- the budget ------------------------------------------------------------------------ */
 	{ "free slot 0: take it", OLD_TRUE, CZ_REMEDIATE_CORDON, 10 * MIN, 30 * MIN, "1",
@@ -481,10 +598,24 @@ static const struct row rows[] = {
 	  .ops = { REM_OP_EVENT, REM_OP_GIVE_BACK, REM_OP_RELEASE_SLOTS, NO_OP },
 	  .msg = "the budget slot is given back", .reasons = "CpuzombieDrainGaveUp",
 	  .drain_timeout_ms = 10 * MIN },
-	{ "slot given back: no slot taken, no drain, cordoned until recovery",
+	{ "slot given back: no slot taken, no drain; is a Lease still ours?",
 	  { "True", 60 * MIN, .unschedulable = true, .ours = true, .cordoned_age_ms = 20 * MIN,
 	    .gave_back = true }, CZ_REMEDIATE_DRAIN, 10 * MIN, 30 * MIN, "1",
-	  .action = REM_WAITING, .ops = { NO_OP }, .msg = "the slot was given back" },
+	  .again = true, .ops = { REM_OP_FIND_SLOT, NO_OP } },
+	{ "slot given back, none held any more: cordoned until recovery",
+	  { "True", 60 * MIN, .unschedulable = true, .ours = true, .cordoned_age_ms = 20 * MIN,
+	    .gave_back = true }, CZ_REMEDIATE_DRAIN, 10 * MIN, 30 * MIN, "1",
+	  .slot_found = REM_BLOCKED, .action = REM_WAITING, .ops = { NO_OP },
+	  .msg = "the slot was given back; waiting for recovery" },
+	{ "slot given back but its release failed: the next cycle releases it again",
+	  { "True", 60 * MIN, .unschedulable = true, .ours = true, .cordoned_age_ms = 20 * MIN,
+	    .gave_back = true }, CZ_REMEDIATE_DRAIN, 10 * MIN, 30 * MIN, "1",
+	  .slot_found = REM_DONE, .action = REM_WAITING, .ops = { REM_OP_RELEASE_SLOTS, NO_OP },
+	  .msg = "still names this node: released again" },
+	{ "slot given back, the Leases unreadable: waiting, fails",
+	  { "True", 60 * MIN, .unschedulable = true, .ours = true, .cordoned_age_ms = 20 * MIN,
+	    .gave_back = true }, CZ_REMEDIATE_DRAIN, 10 * MIN, 30 * MIN, "1",
+	  .slot_found = REM_FAILED, .action = REM_WAITING, .ops = { NO_OP }, .fails = true },
 	{ "slot given back, recovered: uncordoned as any of ours",
 	  { "False", 60 * MIN, .unschedulable = true, .ours = true, .cordoned_age_ms = 90 * MIN,
 	    .gave_back = true }, CZ_REMEDIATE_DRAIN, 10 * MIN, 30 * MIN, "1",
@@ -494,8 +625,15 @@ static const struct row rows[] = {
 	{ "held 41 min (uncordon_after 30m + drain_timeout 10m), still True: an Event says so",
 	  { "True", 60 * MIN, .unschedulable = true, .ours = true, .cordoned_age_ms = 41 * MIN },
 	  CZ_REMEDIATE_CORDON, 10 * MIN, 30 * MIN, "1", .leases_read = true, .held_plus1 = 1,
-	  .slot_tried = true, .action = REM_WAITING, .ops = { REM_OP_EVENT, NO_OP },
+	  .slot_tried = true, .action = REM_WAITING,
+	  .ops = { REM_OP_EVENT, REM_OP_MARK_HELD_LONG, NO_OP },
 	  .msg = "longer than uncordon_after + drain_timeout (2400s) with MemcgZombieLeak",
+	  .reasons = "CpuzombieHeldLong", .drain_timeout_ms = 10 * MIN },
+	{ "held long, annotated already: the Event again (one per cordon), no second PATCH",
+	  { "True", 60 * MIN, .unschedulable = true, .ours = true, .cordoned_age_ms = 50 * MIN,
+	    .held_long = true }, CZ_REMEDIATE_CORDON, 10 * MIN, 30 * MIN, "1",
+	  .leases_read = true, .held_plus1 = 1, .slot_tried = true, .action = REM_WAITING,
+	  .ops = { REM_OP_EVENT, NO_OP }, .msg = "longer than uncordon_after + drain_timeout",
 	  .reasons = "CpuzombieHeldLong", .drain_timeout_ms = 10 * MIN },
 	{ "held 39 min, still True: within the bound, held silently",
 	  { "True", 60 * MIN, .unschedulable = true, .ours = true, .cordoned_age_ms = 39 * MIN },
@@ -568,7 +706,8 @@ static void run_row(const struct row *t)
 				 .fleet = t->g.fleet_unknown ? NULL : &fleet,
 				 .window_closed = t->g.window_closed, .record = t->g.record,
 				 .trip = t->g.trip, .drain_pod = "default/db-0",
-				 .handoff = t->g.handoff, .handoff_holder = "NodeHealthCheck-x" };
+				 .handoff = t->g.handoff, .handoff_holder = "NodeHealthCheck-x",
+				 .clock = t->clock, .slot_found = t->slot_found };
 	snprintf(cfg.remediation.medik8s_lease_namespace,
 		 sizeof(cfg.remediation.medik8s_lease_namespace), "%s",
 		 t->g.medik8s_ns ? t->g.medik8s_ns : "");
@@ -604,6 +743,10 @@ static void run_row(const struct row *t)
 			assert_int_equal(p.steps[k].slot, t->slot);
 		if (p.steps[k].op == REM_OP_CORDON)
 			assert_string_equal(p.steps[k].cond_type, "MemcgZombieLeak");
+		if (p.steps[k].op == REM_OP_CLOCK) {
+			assert_int_equal(p.steps[k].true_since_ms, t->want_true);
+			assert_int_equal(p.steps[k].recovered_since_ms, t->want_rec);
+		}
 	}
 	assert_int_equal(p.n, k);
 	/* a log line for what changes something or is refused, not for the same wait each cycle */
@@ -613,7 +756,8 @@ static void run_row(const struct row *t)
 			p.action != REM_PAUSED && p.action != REM_HELD) ||
 			strstr(p.msg, "budget full") || strstr(p.msg, "someone else uncordoned") ||
 			strstr(p.msg, "breaker tripped:") || strstr(p.msg, "mid-drain") ||
-			strstr(p.msg, "longer than uncordon_after + drain_timeout"));
+			strstr(p.msg, "longer than uncordon_after + drain_timeout") ||
+			strstr(p.msg, "released again"));
 	assert_string_equal(reasons, t->reasons ? t->reasons : "");
 	if (t->msg)
 		assert_non_null(strstr(p.msg, t->msg));
@@ -634,11 +778,37 @@ static void test_guard_helpers(void **s)
 	_cleanup_free_ char *text = node_json(&d);
 	json_object *node = json_tokener_parse(text);
 	struct cz_strlist types = { .n = 1, .item = { "MemcgZombieLeak" } };
+	struct rem_clock c;
+	bool any = true;
 
-	assert_true(remediate_recovered(node, &types, 30 * S, NOW));
-	assert_false(remediate_recovered(node, &types, 30 * S + 1, NOW));
-	assert_false(remediate_problem(node, &types, 0, NOW, NULL, NULL));
+	/* the time is ours (the recovered-since annotation), never lastTransitionTime (2000) */
+	assert_true(remediate_recovered(node, &types, NOW - 30 * S, 30 * S, NOW));
+	assert_false(remediate_recovered(node, &types, NOW - 30 * S, 30 * S + 1, NOW));
+	assert_false(remediate_recovered(node, &types, 0, 0, NOW));	/* no time: not yet */
+	assert_false(remediate_problem(node, &types, NOW - 60 * MIN, 0, NOW, NULL, &any));
+	assert_false(any);
+	remediate_clock(node, &types, true, NOW, &c);
+	assert_int_equal(c.true_since_ms, 0);
+	assert_int_equal(c.recovered_since_ms, NOW - 30 * S);
+	assert_false(c.write);
+	remediate_clock(node, &types, false, NOW + 1500, &c);	/* not ours: no recovery clock */
+	assert_int_equal(c.recovered_since_ms, 0);
+	assert_true(c.write);
 	assert_false(remediate_is_control_plane(node));
+	json_object_put(node);
+	/* True since 2000-01-01 by the node's word, 5 s by ours: not 10 min */
+	d = (struct node_desc){ "True", 5 * S };
+	free(text);
+	text = node_json(&d);
+	node = json_tokener_parse(text);
+	assert_false(remediate_problem(node, &types, NOW - 5 * S, 10 * MIN, NOW, NULL, &any));
+	assert_true(any);
+	assert_true(remediate_problem(node, &types, NOW - 10 * MIN, 10 * MIN, NOW, NULL, NULL));
+	assert_false(remediate_problem(node, &types, 0, 0, NOW, NULL, NULL));	/* no time */
+	assert_false(remediate_problem(node, &types, NOW + S, 0, NOW, NULL, NULL));
+	remediate_clock(node, &types, false, NOW + 999, &c);	/* kept, not rewritten */
+	assert_int_equal(c.true_since_ms, NOW - 5 * S);
+	assert_false(c.write);
 	assert_int_equal(remediate_budget("10%", 0), 1);
 	assert_int_equal(remediate_budget("100%", 7), 7);
 	assert_int_equal(remediate_budget("", 7), -EINVAL);
@@ -930,6 +1100,9 @@ static void test_lease_body(void **s)
 	struct lease_desc l[3] = { { "n1", 10 * S } };
 	json_object *items = leases_json(l), *b;
 
+	assert_true(remediate_holds_slot(items, "n1"));
+	assert_false(remediate_holds_slot(items, "n2"));
+	assert_false(remediate_holds_slot(NULL, "n1"));
 	b = lease_body(LEASE_PREFIX "0", "n1", json_object_array_get_idx(items, 0), NOW);
 	assert_string_equal(kube_get_str(b, "metadata.resourceVersion", ""), "100");
 	assert_string_equal(kube_get_str(b, "spec.renewTime", ""), "2024-01-01T00:00:00.000000Z");
