@@ -7,6 +7,7 @@ metrics_textfile and reboot_sentinel mount their own directory only, and a syste
 refused by the schema and by the binary's config check alike."""
 
 import json
+import re
 
 import pytest
 import yaml
@@ -261,6 +262,11 @@ def test_host_files_by_allow_list(key, cz, tmp_path):
             extra_dirs = [(c, p) for c, n, p in ph.writable_host_mounts(spec)
                           if n not in ("state", "run")]
             assert extra_dirs == [("agent", d)], extra_dirs
+            # a volume's name is a DNS label: node_exporter's own directory has an underscore
+            # (the server refused the upgrade; found on the real node)
+            names = [v["name"] for v in spec["volumes"]]
+            assert all(len(n) <= 63 and re.fullmatch(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?", n)
+                       for n in names), names
     else:
         bad = bad + (d + "/x",)
     sec, k = key.split(".")

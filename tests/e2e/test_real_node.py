@@ -570,6 +570,14 @@ def test_remediator_pod_leads_and_drains_a_kwok_node(real, tmp_path):
                                 "cpuzombie-remediator" % NS)
             return st == 200 and rem in l["spec"].get("holderIdentity", "")
         kh.wait_until(leader, 120, "the remediator pod to hold the leader Lease")
+        # its privilege row, from its running process: uid 65534, no capability, no host path
+        st, rp = real.cp.raw("GET", "/api/v1/namespaces/%s/pods/%s" % (NS, rem))
+        assert st == 200, rp
+        rpid = container_pid(real, rp, rp["spec"]["containers"][0]["name"])
+        rs = status_of(rpid)
+        assert rs["Uid"].split() == ["65534"] * 4, rs
+        assert int(rs["CapEff"], 16) == int(rs["CapPrm"], 16) == int(rs["CapBnd"], 16) == 0, rs
+        assert writable_host_paths(real, rpid) == [], "the remediator has no host path"
 
         def drained():
             n = k.node(VICTIM_NODE)
@@ -647,6 +655,137 @@ def test_agent_container_cannot_open_npds_root_or_environ(real):
     got = probe(bnd)      # the capabilities the container was given: PERFMON, SYSLOG
     assert got["root"] == "EACCES" and got["environ"].startswith("ok:") and \
         int(got["environ"][3:]) > 0, got
+
+
+def helm_revision(r):
+    st = subprocess.run([r.helm, "status", "cpuzombie", "-n", NS, "--kubeconfig", r.kc, "-o",
+                         "json"], capture_output=True, text=True, timeout=60, check=True)
+    return json.loads(st.stdout)["version"]
+
+
+def helm_set(r, sets, rev=None):
+    """`helm upgrade --reuse-values --set ...` (or, with @rev, `helm rollback` to it), then
+    the DaemonSet's new pod ready; returns it."""
+    before = ds_pod(r)["metadata"]["uid"]
+    if rev is None:
+        cmd = [r.helm, "upgrade", "cpuzombie", os.path.join(ROOT, "charts", "cpuzombie"),
+               "--reuse-values", *[a for v in sets for a in ("--set", v)]]
+    else:
+        cmd = [r.helm, "rollback", "cpuzombie", str(rev)]
+    p = subprocess.run(cmd + ["-n", NS, "--kubeconfig", r.kc, "--wait", "--timeout", "300s"],
+                       capture_output=True, text=True, timeout=400)
+    assert p.returncode == 0, p.stdout + p.stderr
+    return wait_ds_ready(r, before)
+
+
+def agent_settled(r, pod, keeps):
+    """The agent's process status once its start is over: it has dropped what it does not
+    keep (SYSLOG is never kept here), so its effective set is @keeps alone."""
+    apid = container_pid(r, pod, "agent")
+    got = {}
+
+    def done():
+        got["s"] = status_of(apid)
+        return cap_names(int(got["s"]["CapEff"], 16)) == keeps
+    kh.wait_until(done, 60, "the agent's capabilities settled to %s" % sorted(keeps))
+    return apid, got["s"]
+
+
+def probe_npd(r, pod, apid, s):
+    """AGENT_PROBE with the agent's own credentials as they are now (uid, gid, groups,
+    effective and bounding sets): NPD's /proc/PID/root and environ through its /host/proc."""
+    npid = container_pid(r, pod, "node-problem-detector")
+    uid, gid = int(s["Uid"].split()[0]), int(s["Gid"].split()[0])
+    eff, bnd = cap_names(int(s["CapEff"], 16)), cap_names(int(s["CapBnd"], 16))
+    cmd = as_agent(apid, uid, gid, s["Groups"].split(), eff, bnd) + [
+        sys.executable, "-I", "-c", AGENT_PROBE, str(apid), str(npid)]
+    p = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
+    assert p.returncode == 0, p.stdout + p.stderr
+    return json.loads(p.stdout)
+
+
+# The privilege table's opt-in rows (docs/privileges.md), each rendered by `helm upgrade` and
+# read from the running agent's process: the values set, its uid, the capabilities it keeps
+# after its start, what its credentials get of NPD's process (root, environ), and the host
+# directories writable in its container beside the default ones. Not here: the unit restart
+# hints (agent.systemdBus: a hostPath of type Socket, and this machine runs no system bus) and
+# reclaim (it would drop the shared machine's page cache).
+TEXTFILE_DIR = "/var/lib/node_exporter/textfile"
+OPT_IN = {
+    # no feature that needs root: both containers as 65534, no capability at all; the state
+    # and run dirs of their own (uid-65534), given to 65534 by the state-owner init container
+    "as-65534": dict(sets=["agent.profileBursts=false"], uid=65534, keeps=set(),
+                     npd=("EACCES", "EACCES"), extra=[]),
+    # host root: SYS_PTRACE passes the /proc access check for every process, NPD's included
+    "readKernelStacks": dict(sets=["agent.readKernelStacks=true"], uid=0,
+                             keeps={"SYS_ADMIN", "SYS_PTRACE"}, npd=("ok", "ok"), extra=[]),
+    # BPF and PERFMON kept for the census: PERFMON reads every environment, not the root
+    "zombieCensus": dict(sets=["agent.zombieCensus=true"], uid=0, keeps={"BPF", "PERFMON"},
+                         npd=("EACCES", "ok"), extra=[]),
+    # one directory of its own below node_exporter's, writable, and the agent writes there
+    "metricsTextfile": dict(sets=["config.agent.metrics_textfile=%s/cpuzombie.prom"
+                                  % TEXTFILE_DIR], uid=0, keeps=set(),
+                            npd=("EACCES", "EACCES"), extra=[TEXTFILE_DIR]),
+}
+
+
+@pytest.mark.parametrize("row", sorted(OPT_IN))
+def test_opt_in_privilege_rows_from_inside_the_agent(real, row):
+    """Each opt-in row of the privilege table, as the runtime and the agent make it: the chart
+    rendered with the row's value (`helm upgrade --reuse-values --set`), the new pod's agent
+    process read from the host (/proc/PID/status: its uid in every field, no capability in its
+    permitted set beyond what the row keeps after its start, SYSLOG never; its writable host
+    paths), and what its exact credentials get of NPD's container process (/proc/PID/root,
+    environ); then `helm rollback` to the release the other tests use."""
+    o = OPT_IN[row]
+    rev = helm_revision(real)
+    own = ("/var/lib/cpuzombie/uid-65534", "/run/cpuzombie/uid-65534")
+    made = [d for d in own + ("/var/lib/node_exporter",) if not os.path.exists(d)]
+    try:
+        pod = helm_set(real, o["sets"])
+        apid, s = agent_settled(real, pod, o["keeps"])
+        assert s["Uid"].split() == [str(o["uid"])] * 4, (row, s["Uid"])
+        assert cap_names(int(s["CapPrm"], 16)) == o["keeps"], (row, s["CapPrm"])
+        assert int(s["CapAmb"], 16) == 0 and s["NoNewPrivs"].strip() == "1", s
+        npid = container_pid(real, pod, "node-problem-detector")
+        npd = status_of(npid)
+        assert npd["Uid"].split()[0] == str(o["uid"]) and int(npd["CapEff"], 16) == 0, npd
+        got = probe_npd(real, pod, apid, s)
+        assert (got["root"].split(":")[0], got["environ"].split(":")[0]) == o["npd"], \
+            (row, got)
+        assert writable_host_paths(real, apid) == sorted(WRITABLE_HOST_PATHS["agent"] +
+                                                         o["extra"]), row
+        assert writable_host_paths(real, npid) == WRITABLE_HOST_PATHS["node-problem-detector"]
+        if o["extra"]:
+            prom = os.path.join(TEXTFILE_DIR, "cpuzombie.prom")
+            kh.wait_until(lambda: os.path.exists(prom), 60, "the agent's textfile on the host")
+            assert "cpuzombie_agent_info" in open(prom).read()
+        if o["uid"] == 65534:
+            for d in own:
+                st = os.stat(d)
+                assert (st.st_uid, st.st_gid) == (65534, 65534), (d, st)
+            spec = {c["name"]: c["securityContext"] for c in pod["spec"]["containers"]}
+            assert all(c["capabilities"].get("add", []) == [] for c in spec.values()), spec
+    finally:
+        pod = helm_set(real, (), rev)
+        for d in made:           # what this rendering made on the host, when it made it
+            shutil.rmtree(d, ignore_errors=True)
+    assert status_of(container_pid(real, pod, "agent"))["Uid"].split()[0] == "0"
+
+
+def test_default_rows_pod_logs_and_host_network(real):
+    """The default rendering's other rows, from the running processes: the agent's
+    /var/log/pods mount read-only (its submounts too); the pod in the host's network namespace
+    (the ENA checks)."""
+    pod = ds_pod(real)
+    apid = container_pid(real, pod, "agent")
+    npid = container_pid(real, pod, "node-problem-detector")
+    logs = [m for m in mounts_of(apid) if m[0] == "/host/var/log/pods" or
+            m[0].startswith("/host/var/log/pods/")]
+    assert logs and all("ro" in m[1] for m in logs), logs
+    host_net = os.stat("/proc/self/ns/net").st_ino
+    assert os.stat("/proc/%d/ns/net" % apid).st_ino == host_net
+    assert os.stat("/proc/%d/ns/net" % npid).st_ino == host_net
 
 
 def test_zz_helm_uninstall_leaves_nothing_of_ours(real):

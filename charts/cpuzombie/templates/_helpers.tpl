@@ -235,6 +235,14 @@ devices
 {{- range $d := $dirs | uniq }}{{ $d }}{{ "\n" }}{{ end -}}
 {{- end -}}
 
+{{/* The volume of one of those host directories: a DNS label (a volume name is one, 63 at most:
+     node_exporter's own directory has an underscore), readable, and unique by a hash of the
+     path (two paths that read alike get two names). */}}
+{{- define "cpuzombie.hostDirVolume" -}}
+{{- $n := regexReplaceAll "[^a-z0-9]+" (. | trimPrefix "/" | lower) "-" | trunc 45 | trimSuffix "-" -}}
+host-{{ $n }}-{{ . | sha256sum | trunc 8 }}
+{{- end -}}
+
 {{/* Whether the agent container talks to the API server: standalone (it sets the conditions),
      the kured hand-off after a drain (it reads its node), reclaim (its Events). */}}
 {{- define "cpuzombie.agentUsesAPI" -}}
