@@ -302,8 +302,11 @@ def test_the_real_server_takes_the_pod_spec_and_its_recursive_read_only(kube):
         assert st == 201, (o["kind"], st, got)
     mounts = [m for c in got_spec(ds)["containers"] for m in c["volumeMounts"]
               if m.get("recursiveReadOnly")]
+    # "run": the host's /run/cpuzombie, read-only (recursive) in NPD's container only
     assert {m["name"] for m in mounts} == {"host-proc", "host-sys-fs-cgroup", "host-sys-class-net",
-                                           "host-sys-devices", "pod-logs"}, mounts
+                                           "host-sys-devices", "pod-logs", "run"}, mounts
+    assert [c["name"] for c in got_spec(ds)["containers"] for m in c["volumeMounts"]
+            if m["name"] == "run" and m.get("recursiveReadOnly")] == ["node-problem-detector"]
     st, got = kube.call("POST", "/apis/apps/v1/namespaces/%s/daemonsets?dryRun=All"
                         % kh.AGENT_NS, ds)
     kept = [m for c in got["spec"]["template"]["spec"]["containers"] for m in c["volumeMounts"]
