@@ -75,6 +75,15 @@ def audited(kube, mark, user, verb, uri_part, wait=10):
         time.sleep(0.2)
 
 
+def no_403(kube, mark, users):
+    """No request of @users since @mark was refused (401, 403, 422), by the audit log."""
+    bad = [(e["user"]["username"], e["verb"], e["requestURI"], e["responseStatus"]["code"])
+           for e in kube.cp.audit(mark)[0]
+           if e.get("user", {}).get("username") in users
+           and e.get("responseStatus", {}).get("code") in (401, 403, 422)]
+    assert bad == [], bad
+
+
 def refused_by(ev):
     """Who refused an audited request: "rbac" (the authorizer said forbid), "admission" (RBAC
     allowed it and it still failed: admission, where a Deny policy leaves no annotation of its

@@ -192,14 +192,6 @@ def _cond(t, status, ltt="2024-01-01T00:00:00Z"):
             "lastHeartbeatTime": ltt, "lastTransitionTime": ltt}
 
 
-def _no_403(kube, mark, users):
-    bad = [(e["user"]["username"], e["verb"], e["requestURI"], e["responseStatus"]["code"])
-           for e in kube.cp.audit(mark)[0]
-           if e.get("user", {}).get("username") in users
-           and e.get("responseStatus", {}).get("code") in (401, 403, 422)]
-    assert bad == [], bad
-
-
 def test_whole_cycle_as_the_chart_runs_it_gets_no_403(kube, tmp_path):
     """The agent of n1 reports the condition (its own node: conditions, Event); the remediator
     takes a slot, cordons, drains and, after recovery, uncordons and releases; the agent then
@@ -240,7 +232,7 @@ def test_whole_cycle_as_the_chart_runs_it_gets_no_403(kube, tmp_path):
         rh.drop_leader(kube)
     users = {e["user"]["username"] for e in kube.cp.audit(mark)[0] if "user" in e}
     assert {rh.AGENT_USER, rh.REM_USER} <= users
-    _no_403(kube, mark, {rh.AGENT_USER, rh.REM_USER})
+    rh.no_403(kube, mark, {rh.AGENT_USER, rh.REM_USER})
 
 
 # -- two remediators: only the leader acts -------------------------------------------------------

@@ -64,14 +64,6 @@ def _remediator_sets(kube, node, key, value):
     assert st == 200, obj
 
 
-def _no_403(kube, mark, users):
-    bad = [(e["user"]["username"], e["verb"], e["requestURI"], e["responseStatus"]["code"])
-           for e in kube.cp.audit(mark)[0]
-           if e.get("user", {}).get("username") in users
-           and e.get("responseStatus", {}).get("code") in (401, 403, 422)]
-    assert bad == [], bad
-
-
 @pytest.fixture
 def sick(kube, tmp_path):
     """Node clk-a with a ReplicaSet's pod; its agent's token writes MemcgZombieLeak True since
@@ -117,7 +109,7 @@ def test_forged_transition_is_not_drained_in_the_first_cycle(sick):
     assert r.returncode == 0 and "clk-a: drained" in r.stdout, r.stdout + r.stderr
     assert kube.node("clk-a")["spec"]["unschedulable"] is True
     assert kube.pods("clk-a") == []
-    _no_403(kube, mark, {rh.REM_USER})
+    rh.no_403(kube, mark, {rh.REM_USER})
 
 
 def test_recovery_forged_old_is_not_uncordoned_at_once(sick):
