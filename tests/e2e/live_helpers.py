@@ -47,7 +47,7 @@ HOSTILE_COMM = b"\x1b]0;pwn\x07\x1b[2J"
 HOSTILE_BURNER = r"""
 import ctypes, os
 ctypes.CDLL(None).prctl(15, ctypes.c_char_p(%r), 0, 0, 0)  # PR_SET_NAME
-buf = bytearray(1 << 20)
+buf = bytearray(1 << 25)
 f = open("/dev/zero", "rb", buffering=0)
 while True:
     f.readinto(buf)

@@ -65,7 +65,7 @@ def ring_bad_slots(path):
 # the busy half (a FIFO task is not preempted by it): a burst starts and ends every ~0.6 s on a
 # busy machine as on a quiet one.
 ONOFF = ("import os,time\nf=os.open('/dev/zero',os.O_RDONLY)\nwhile True:\n"
-         " t=time.monotonic()+0.3\n while time.monotonic()<t: os.read(f,1<<20)\n"
+         " t=time.monotonic()+0.3\n while time.monotonic()<t: os.read(f,1<<25)\n"
          " time.sleep(0.3)\n")
 
 

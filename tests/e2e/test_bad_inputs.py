@@ -1066,7 +1066,7 @@ def hostile_burst(tmp_path_factory):
     root = ch._cpu_v1_root()
     move = ("echo $$ > %s/cgroup.procs 2>/dev/null; " % root) if root else ""
     burn = ('%schrt -r 10 true 2>/dev/null && exec chrt -r 10 taskset -c %d "$0" if=/dev/zero '
-            'of=/dev/null bs=1M; exec taskset -c %d "$0" if=/dev/zero of=/dev/null bs=1M'
+            'of=/dev/null bs=32M; exec taskset -c %d "$0" if=/dev/zero of=/dev/null bs=32M'
             % (move, hot, hot))
     out = {}
     base = ["--config", a.cfg, "--run-dir", a.run, "--state-dir", os.path.join(str(tmp), "st")]

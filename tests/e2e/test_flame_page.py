@@ -105,9 +105,12 @@ def incident(cz_bin, tmp_path_factory):
     base = tmp_path_factory.mktemp("incident")
     run, hot = base / "run", os.cpu_count() - 1
     cfg = base / "cz.yaml"
-    # 70%: the reader is a Python loop, ~15% of its core is the interpreter in user mode (what
-    # is under test is the profile of the kernel part, the incident's path)
-    cfg.write_text("cpu:\n  interval: 250ms\n  metric: system\n  threshold_pct: 70\n"
+    # busy, not system: each read returns to the Python loop, and on a paravirtualized guest
+    # (PVM: syscall entry and exit go through the hypervisor) a third of the reader's core
+    # counts as user time, so its system share sits near any threshold (measured 62-73%: a burst
+    # seen in one run and missed in the next). Its core is 100% busy under the RT class, and
+    # what is under test is the profile of its kernel part, the incident's path.
+    cfg.write_text("cpu:\n  interval: 250ms\n  metric: busy\n  threshold_pct: 90\n"
                    "  min_burst: 2s\nmemcg:\n  systemd_hints: false\n")
     reader = base / "reader.py"
     reader.write_text(READER)
@@ -162,11 +165,22 @@ def test_page_names_the_memcg_path(incident):
     assert MEMCG_PATH.search(widest), widest
     text = incident["page"].read_text()
     assert re.search(r"hot kernel function: (%s)" % MEMCG_PATH.pattern, text), text[:3000]
-    # the profile is the core's: the reader's samples on the memcg path are most of them
+    # the profile is the core's: the RT reader's samples are most of it, and in its kernel
+    # part the memcg path outweighs every other leaf function (the rest is the syscall's own
+    # entry, exit and file lookup, which on a paravirtualized guest is a good share)
     folded = incident["folded"]
     total = sum(c for _, c in folded)
+    comm = os.path.basename(sys.executable)[:15]  # the reader's task name
+    reader = sum(c for fr, c in folded if fr[0] == comm)
     memcg = sum(c for fr, c in folded if any(MEMCG_PATH.search(f) for f in fr))
-    assert total >= 100 and memcg >= total // 2, (total, memcg, folded[:4])
+    others = {}
+    for fr, c in folded:
+        if fr[0] == comm and fr[1:] != ["[user]"] and not any(MEMCG_PATH.search(f)
+                                                                   for f in fr):
+            others[fr[-1]] = others.get(fr[-1], 0) + c
+    top = max(others.items(), key=lambda kv: kv[1], default=("-", 0))
+    assert total >= 100 and reader >= total * 3 // 4, (total, reader, folded[:4])
+    assert memcg > top[1] and memcg >= total // 5, (total, memcg, top)
     # each sample has its time, within the profile's span
     assert len(incident["times"]) == total
     assert all(0 <= t < 8000 for t, _ in incident["times"])
@@ -184,9 +198,12 @@ def test_chromium_draws_the_flame_graph(incident, tmp_path):
         box = b.eval("(() => { const r = %s.querySelector('svg.flame')"
                      ".getBoundingClientRect(); return [r.x + scrollX, r.y + scrollY, "
                      "r.width, r.height]; })()" % sel)
-        hot = b.eval("(() => { const g = %s.querySelector('svg.flame g.f.hot rect');"
-                     " return [+g.getAttribute('x'), +g.getAttribute('y'), "
-                     "+g.getAttribute('width')]; })()" % sel)
+        # the hot frame's rect, where its label ends, and its name
+        hot = b.eval("(() => { const g = %s.querySelector('svg.flame g.f.hot');"
+                     " const r = g.querySelector('rect'), t = g.querySelector('text').getBBox();"
+                     " return [+r.getAttribute('x'), +r.getAttribute('y'), "
+                     "+r.getAttribute('width'), t.x + t.width, "
+                     "g.querySelector('title').textContent.split('\\n')[0]]; })()" % sel)
         png = tmp_path / "flame.png"
         b.screenshot(str(png), *box)
         shots = os.environ.get("CZ_SCREENSHOT_DIR")
@@ -211,12 +228,25 @@ def test_chromium_draws_the_flame_graph(incident, tmp_path):
     def warm(p):
         return p[0] >= 200 and p[2] <= 60
 
-    # the hot frame's row: warm across its width, inside the purple outline
+    # the hot frame's row: warm across its width past its label, inside the purple outline
     y = int(hot[1] + 8)
     row = rows[y]
-    span = sum(1 for x in range(int(hot[0]) + 3, int(hot[0] + hot[2]) - 3) if warm(row[x]))
-    assert span >= (hot[2] - 6) * 0.9, (span, hot)
-    assert hot[2] >= 1200 * 0.5, hot  # the memcg path holds most of the burst
+    x0, x1 = int(max(hot[0] + 3, hot[3] + 2)) + 1, int(hot[0] + hot[2]) - 3
+    span = sum(1 for x in range(x0, x1) if warm(row[x]))
+    assert x1 - x0 >= 100 and span >= (x1 - x0) * 0.9, (span, x0, x1, hot)
+    # as wide as the hot function's share of the profile (its one path in the folded stacks),
+    # and that share is a good part of the burst
+    folded, name = incident["folded"], hot[4]
+    assert MEMCG_PATH.search(name), hot
+    paths = {}
+    for fr, c in folded:
+        if name in fr:
+            key = tuple(fr[:fr.index(name) + 1])
+            paths[key] = paths.get(key, 0) + c
+    total = sum(c for _, c in folded)
+    widths = [1200.0 * n / total for n in paths.values()]
+    assert any(abs(hot[2] - w) <= 1.0 for w in widths), (hot, widths)
+    assert hot[2] >= 1200 / 5, hot
     purple = sum(1 for r in rows for p in r if 80 <= p[0] <= 110 and p[1] <= 20 and
                  140 <= p[2] <= 180)
     assert purple >= hot[2], purple
