@@ -4,6 +4,8 @@ that only has to come after another (an order that spares the CPU) runs whatever
 ended with; one that needs another's result is reported as not run, and counts as failed."""
 
 import os
+import re
+import subprocess
 import sys
 import threading
 
@@ -77,3 +79,32 @@ def test_a_stage_counts_the_cpu_of_what_it_ran(tmp_path, monkeypatch):
     assert by["burn"].rc == 0 and by["burn"].cpu >= 0.9, by["burn"].cpu
     assert by["wait"].rc == 0 and by["wait"].cpu < 0.2, by["wait"].cpu
     assert by["wait"].secs >= 1.0
+
+
+def test_host_lock_account(tmp_path, monkeypatch):
+    """A pytest session with CZ_HOST_LOCK_LOG set logs each host module's wait and hold (the
+    real fixture, on a module of its own taking the real lock), and the run's summary adds them
+    up per stage and names the longest holders."""
+    monkeypatch.setattr(stages, "LOGDIR", str(tmp_path))
+    log = stages.host_lock_log("e2e-node")
+    mod = tmp_path / "test_cpu.py"   # a HOST name: the conftest takes the lock for it
+    mod.write_text("import time\n\ndef test_hold():\n    time.sleep(0.3)\n")
+    p = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+                        "--rootdir", str(tmp_path), "--confcutdir", str(tmp_path),
+                        "-p", "conftest", str(mod)],
+                       cwd=os.path.join(ROOT, "tests", "e2e"), capture_output=True, text=True,
+                       timeout=300, env=dict(os.environ, CZ_HOST_LOCK_LOG=log,
+                                             CZ_HOST_LOCK=str(tmp_path / "host.lock"),
+                                             PYTHONPATH=os.path.join(ROOT, "tests", "e2e")))
+    assert p.returncode == 0, p.stdout[-2000:] + p.stderr[-2000:]
+    (name, waited, held), = [l.split() for l in open(log).read().splitlines()]
+    assert name == "test_cpu.py" and float(waited) >= 0 and 0.3 <= float(held) < 60, (waited, held)
+    with open(stages.host_lock_log("asan-e2e"), "w") as f:
+        f.write("test_census.py 12.0 95.5\ntest_ena.py 1.0 61.0\n")
+    lines = stages.host_lock_lines(["e2e-node", "e2e-kube", "asan-e2e"], longest=2)
+    assert re.match(r"host lock: e2e-node held 0m0\ds over 1 modules, waited 0m\d\ds; "
+                    r"asan-e2e held 2m36s over 2 modules, waited 0m13s; held total "
+                    + stages.mmss(156.5 + float(held)) + "$", lines[0]), lines
+    assert lines[1] == "host lock: longest held: test_census.py 1m35s (asan-e2e), " \
+        "test_ena.py 1m01s (asan-e2e)", lines
+    assert stages.host_lock_lines(["e2e-kube"]) == []

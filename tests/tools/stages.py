@@ -140,12 +140,44 @@ def why_failed(st, most=8):
     return lines[-most:] or ["exit %s; see %s" % (st.rc, st.log)]
 
 
-def pytest(marker, build, extra=()):
+def pytest(name, marker, build, extra=()):
     b = os.path.join(ROOT, build)
     # --durations: the slowest tests close each log, where a stage's time goes
     return ([PY, "-m", "pytest", "-q", "-rfEs", "-p", "no:cacheprovider", "--durations=25",
              "-m", marker, *extra, "tests/e2e"],
-            {"CZ_BIN": os.path.join(b, "cpuzombie"), "CZ_BUILD": b})
+            {"CZ_BIN": os.path.join(b, "cpuzombie"), "CZ_BUILD": b,
+             "CZ_HOST_LOCK_LOG": host_lock_log(name)})
+
+
+def host_lock_log(name):
+    """Where stage @name's sessions log each host module's wait for the host lock and its hold
+    (tests/e2e/conftest.py: _host_lock)."""
+    return os.path.join(LOGDIR, "host-lock-%s.log" % name)
+
+
+def host_lock_lines(names, longest=5):
+    """The host lock's account: each stage's hold and wait, and the modules that held it
+    longest. The held times of all stages add up to a floor under the wall time."""
+    rows, out = [], []
+    for n in names:
+        try:
+            text = open(host_lock_log(n)).read()
+        except OSError:
+            continue
+        mods = []
+        for line in text.splitlines():
+            f = line.split()
+            if len(f) == 3:
+                mods.append((f[0], float(f[1]), float(f[2])))
+        rows += [(held, mod, n) for mod, _, held in mods]
+        out.append("%s held %s over %d modules, waited %s" % (
+            n, mmss(sum(m[2] for m in mods)), len(mods), mmss(sum(m[1] for m in mods))))
+    if not out:
+        return []
+    top = ", ".join("%s %s (%s)" % (mod, mmss(held), n)
+                    for held, mod, n in sorted(rows, reverse=True)[:longest])
+    return ["host lock: " + "; ".join(out) + "; held total %s"
+            % mmss(sum(r[0] for r in rows)), "host lock: longest held: " + top]
 
 
 def plan(which):
@@ -159,18 +191,18 @@ def plan(which):
     add("build", MAKE + ["-j2", "all", "hdr-check", "check-layers", "format-check", "kube-tools"])
     add("unit", MAKE + ["-j2", "test-unit"], needs=("build",))
     if which == "check":
-        cmd, env = pytest("check", "build")
+        cmd, env = pytest("e2e-check", "check", "build")
         add("e2e-check", cmd, env=env, needs=("build", "control-plane"))
         return s
-    cmd, env = pytest("not kube", "build")
+    cmd, env = pytest("e2e-node", "not kube", "build")
     add("e2e-node", cmd, env=env, needs=("build",))
     # Two workers (pytest-xdist, a module to a worker, each with a control plane of its own):
     # the Kubernetes tests wait on servers and timers far more than on the CPU
-    cmd, env = pytest("kube", "build", ("-n", "2", "--dist", "loadfile"))
+    cmd, env = pytest("e2e-kube", "kube", "build", ("-n", "2", "--dist", "loadfile"))
     add("e2e-kube", cmd, env=env, needs=("build", "control-plane"))
     add("asan-build", MAKE + ["-j2", "SANITIZE=1", "all", "unit-bins"], after=("unit",))
     add("asan-unit", MAKE + ["SANITIZE=1", "test-unit"], needs=("asan-build",))
-    cmd, env = pytest("not no_asan", "build-asan")
+    cmd, env = pytest("asan-e2e", "not no_asan", "build-asan")
     add("asan-e2e", cmd, env=env, needs=("asan-build", "control-plane"))
     add("fuzz", MAKE + ["fuzz-smoke"], after=("e2e-node",))
     return s
@@ -181,6 +213,9 @@ def main():
     if which not in ("test", "check"):
         sys.exit("usage: stages.py test|check")
     os.makedirs(LOGDIR, exist_ok=True)
+    for f in os.listdir(LOGDIR):
+        if f.startswith("host-lock-"):
+            os.unlink(os.path.join(LOGDIR, f))
     noise = None
     n = int(os.environ.get("CZ_TEST_NOISE", "0") or 0)
     if n > 0:
@@ -238,6 +273,8 @@ def main():
         if st.rc != 0:
             for line in why_failed(st):
                 print("stage %s: %s" % (st.name, line))
+    for line in host_lock_lines(stages):
+        print(line)
     print("stages: %d of %d failed; wall time %s" % (bad, len(stages), mmss(total)))
     # against what the cores could give in that time: near 100% the run waits on the CPU
     cpu = sum(st.cpu for st in stages.values())
