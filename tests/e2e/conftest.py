@@ -213,30 +213,97 @@ HOST = {
 HOST_LOCK = ("/run/lock" if os.path.isdir("/run/lock") else "/tmp") + "/cpuzombie-e2e-host.lock"
 HOST_LOCK = os.environ.get("CZ_HOST_LOCK", HOST_LOCK)   # test_stages: a lock of its own
 
+# The tests of HOST modules that touch nothing of the host (fixture trees with their own
+# /proc and /sys, a fake API server on 127.0.0.1, the command line, config files): they run
+# first in their module and without the host lock, so the other session's host modules go on
+# meanwhile. By test function; after it, the parameter ids that do read the host (a report with
+# no fixture tree reads this machine's memcgs and cores).
+HOST_FREE = {
+    "test_bad_inputs.py": {
+        "test_bad_input": ("report-svg-unwritable", "report-svg-is-directory",
+                           "report-corrupt-run-files"),
+        "test_check_usage_line_names_the_option": (),
+        "test_bad_api_answer": (),
+        "test_failed_stdout_write_is_exit_2": (),
+    },
+}
 
-@pytest.fixture(scope="module", autouse=True)
-def _host_lock(request):
-    """Holds the host lock (flock, exclusive) while a HOST module runs; released by the kernel
-    if this process dies. With CZ_HOST_LOCK_LOG set (make test: build/stages/host-lock.log)
-    each module appends "module waited held" (seconds): the sessions' host modules run one at
-    a time, so their held times add up to a floor under the run's wall time."""
-    import fcntl
-    mod = os.path.basename(str(request.node.fspath))
-    if mod not in HOST:
-        yield
-        return
-    fd = os.open(HOST_LOCK, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
-    t0 = time.monotonic()
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
-        t1 = time.monotonic()
-        yield
-    finally:
-        os.close(fd)
-    log = os.environ.get("CZ_HOST_LOCK_LOG")
-    if log:
-        with open(log, "a") as f:
-            f.write("%s %.1f %.1f\n" % (mod, t1 - t0, time.monotonic() - t1))
+
+def host_free(item):
+    mod = os.path.basename(str(item.fspath))
+    free = HOST_FREE.get(mod, {})
+    name = getattr(item, "originalname", item.name)
+    if name not in free:
+        return False
+    cs = getattr(item, "callspec", None)
+    return not (cs and any(cs.id == x or cs.id.startswith(x + "-") for x in free[name]))
+
+
+class HostLock:
+    """The host lock (flock, exclusive; released by the kernel if this process dies) and its
+    account: per module, the time spent waiting for it and holding it. With CZ_HOST_LOCK_LOG set
+    (make test: build/stages/host-lock-STAGE.log) each module appends "module waited held"
+    (seconds) when it ends: the sessions' host modules run one at a time, so their held times
+    add up to a floor under the run's wall time."""
+
+    def __init__(self):
+        self.fd, self.since, self.mod = None, None, None
+        self.waited = self.held = 0.0
+
+    def acquire(self, mod):
+        import fcntl
+        if self.mod != mod:
+            self.end()
+            self.mod = mod
+        if self.since is not None:
+            return
+        if self.fd is None:
+            self.fd = os.open(HOST_LOCK, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+        t0 = time.monotonic()
+        fcntl.flock(self.fd, fcntl.LOCK_EX)
+        self.since = time.monotonic()
+        self.waited += self.since - t0
+
+    def release(self):
+        if self.since is not None:
+            self.held += time.monotonic() - self.since
+            self.since = None
+        if self.fd is not None:
+            os.close(self.fd)
+            self.fd = None
+
+    def end(self):
+        """The module is over: release, and log its account."""
+        self.release()
+        log = os.environ.get("CZ_HOST_LOCK_LOG")
+        if self.mod and log:
+            with open(log, "a") as f:
+                f.write("%s %.1f %.1f\n" % (self.mod, self.waited, self.held))
+        self.mod, self.waited, self.held = None, 0.0, 0.0
+
+
+_HOST = HostLock()
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item):
+    """Before any fixture of @item is set up (a module's own, e.g. one that burns a core, too):
+    the lock taken for a HOST module's test, let go for a host-free one (HOST_FREE) and after
+    the last host module's teardown."""
+    mod = os.path.basename(str(item.fspath))
+    if mod in HOST and not host_free(item):
+        _HOST.acquire(mod)
+    elif mod in HOST:
+        if _HOST.mod != mod:
+            _HOST.end()
+            _HOST.mod = mod
+        _HOST.release()
+    elif _HOST.mod:
+        _HOST.end()
+
+
+def pytest_sessionfinish(session):
+    _HOST.end()
 
 
 def pytest_configure(config):
@@ -252,6 +319,14 @@ def pytest_collection_modifyitems(config, items):
         if not os.path.exists(os.path.join(here, name)):
             raise pytest.UsageError("tests/e2e/conftest.py names %s, which is not a test file "
                                     "(renamed? update HOST, NO_ASAN or CHECK)" % name)
+    # a HOST_FREE module's host-free tests first (stable otherwise), so they run as one stretch
+    # without the host lock
+    first = {}
+    for i, it in enumerate(items):
+        first.setdefault(str(it.fspath), i)
+    items[:] = sorted(items, key=lambda it: (
+        first[str(it.fspath)],
+        os.path.basename(str(it.fspath)) in HOST_FREE and not host_free(it)))
     for it in items:
         mod = os.path.basename(str(it.fspath))
         if "control_plane" in getattr(it, "fixturenames", ()):
