@@ -45,7 +45,8 @@ def test_make_test_needs_only_what_it_uses():
     assert needs == {
         "control-plane": set(), "node": set(), "build": set(), "unit": {"build"},
         "e2e-node": {"build"}, "e2e-kube": {"build", "control-plane"}, "asan-build": set(),
-        "asan-unit": {"asan-build"}, "asan-e2e": {"asan-build", "control-plane"},
+        "asan-unit": {"asan-build"}, "asan-e2e-node": {"asan-build"},
+        "asan-e2e-kube": {"asan-build", "control-plane"},
         "fuzz": set()}, needs
     assert plan["asan-build"].after == ("unit",) and plan["fuzz"].after == ("e2e-node",)
     assert plan["node"].after == ("control-plane",)

@@ -15,12 +15,12 @@ line, and exits 1 if any stage failed.
 What runs at the same time, and why: the control plane's cold build (Go, tests/tools/kube:
 etcd, kube-apiserver, kube-controller-manager, kwok) is started first, in the background,
 because it is the longest single step on a fresh machine and needs nothing of ours; the C
-build, the unit tests, the node e2e and the ASan build run beside it. The Kubernetes e2e and
-the ASan e2e start when it is built; what only some of their tests need (the NPD releases, the
-real node's kubelet, containerd and runc) is built after it, in the node stage, beside them (a
-test that gets there first waits on that component's lock). They run beside the node e2e and
-each other: most of their time is spent waiting on timers and servers,
-and every test holds with other work on the machine (CZ_TEST_NOISE). The pytest sessions keep
+build, the unit tests, the node e2e, the ASan build and the ASan node e2e run beside it. The
+Kubernetes e2e and the ASan Kubernetes e2e start when it is built; what only some of their
+tests need (the NPD releases, the real node's kubelet, containerd and runc) is built after it,
+in the node stage, beside them (a test that gets there first waits on that component's lock).
+They run beside the node e2e and each other: most of their time is spent waiting on timers and
+servers, and every test holds with other work on the machine (CZ_TEST_NOISE). The pytest sessions keep
 apart: each has a control plane of its own on ports of its own, and the modules that change or
 measure the whole host (real bursts, dying memcgs, a netns, the kernel log) hold the host lock
 for their run (HOST in tests/e2e/conftest.py), so no two of them overlap. The fuzzers start
@@ -202,8 +202,12 @@ def plan(which):
     add("e2e-kube", cmd, env=env, needs=("build", "control-plane"))
     add("asan-build", MAKE + ["-j2", "SANITIZE=1", "all", "unit-bins"], after=("unit",))
     add("asan-unit", MAKE + ["SANITIZE=1", "test-unit"], needs=("asan-build",))
-    cmd, env = pytest("asan-e2e", "not no_asan", "build-asan")
-    add("asan-e2e", cmd, env=env, needs=("asan-build", "control-plane"))
+    # The ASan e2e in two sessions: its node tests need no control plane, so on a fresh machine
+    # they run while it is still being built; its Kubernetes tests start when it is there
+    cmd, env = pytest("asan-e2e-node", "not no_asan and not kube", "build-asan")
+    add("asan-e2e-node", cmd, env=env, needs=("asan-build",))
+    cmd, env = pytest("asan-e2e-kube", "not no_asan and kube", "build-asan")
+    add("asan-e2e-kube", cmd, env=env, needs=("asan-build", "control-plane"))
     add("fuzz", MAKE + ["fuzz-smoke"], after=("e2e-node",))
     return s
 
