@@ -106,12 +106,14 @@ def incident(cz_bin, tmp_path_factory):
     base = tmp_path_factory.mktemp("incident")
     run, hot = base / "run", os.cpu_count() - 1
     cfg = base / "cz.yaml"
-    # busy, not system: each read returns to the Python loop, and on a paravirtualized guest
-    # (PVM: syscall entry and exit go through the hypervisor) a third of the reader's core
-    # counts as user time, so its system share sits near any threshold (measured 62-73%: a burst
-    # seen in one run and missed in the next). Its core is 100% busy under the RT class, and
-    # what is under test is the profile of its kernel part, the incident's path.
-    cfg.write_text("cpu:\n  interval: 250ms\n  metric: busy\n  threshold_pct: 90\n"
+    # 50%: each read returns to the Python loop, and on a paravirtualized guest (PVM: syscall
+    # entry and exit go through the hypervisor) a third of the reader's core counts as user
+    # time, so its system share is 62-73% there (at 70% a burst was seen in one run and missed
+    # in the next). Not the busy metric: beside a build both cores are 100% busy, the burst
+    # then starts before the reader and ends after it, and its profile is the build's as much
+    # as the reader's (measured: 64% reader). What is under test is the profile of the
+    # reader's kernel part, the incident's path.
+    cfg.write_text("cpu:\n  interval: 250ms\n  metric: system\n  threshold_pct: 50\n"
                    "  min_burst: 2s\nmemcg:\n  systemd_hints: false\n")
     reader = base / "reader.py"
     reader.write_text(READER)
