@@ -2,6 +2,7 @@
 
 CZ_BIN is the binary under test (plain or ASan+UBSan build); CZ_BUILD its build directory.
 """
+import contextlib
 import os
 import subprocess
 import time
@@ -299,6 +300,20 @@ class HostLock:
 _HOST = HostLock()
 
 
+@contextlib.contextmanager
+def host_lock_let_go():
+    """For a host test waiting on something slow that is not the host's (a component's build:
+    cluster.WHILE_BUILDING): the lock is let go meanwhile and taken again after."""
+    mod, held = _HOST.mod, _HOST.since is not None
+    if held:
+        _HOST.release()
+    try:
+        yield
+    finally:
+        if held:
+            _HOST.acquire(mod)
+
+
 @pytest.hookimpl(tryfirst=True)
 def pytest_runtest_setup(item):
     """Before any fixture of @item is set up (a module's own, e.g. one that burns a core, too):
@@ -325,6 +340,13 @@ def pytest_configure(config):
                             "that uses the control_plane fixture, directly or through kube/certs)")
     config.addinivalue_line("markers", "check: in make check's fast subset (CHECK above)")
     config.addinivalue_line("markers", "no_asan: left to the plain pass (NO_ASAN above)")
+    # a component's build that is still running lets the host lock go (cluster.WHILE_BUILDING)
+    import sys
+    kube_tools = os.path.join(ROOT, "tests", "tools", "kube")
+    if kube_tools not in sys.path:
+        sys.path.insert(0, kube_tools)
+    import cluster
+    cluster.WHILE_BUILDING = host_lock_let_go
 
 
 def pytest_collection_modifyitems(config, items):

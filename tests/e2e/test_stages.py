@@ -109,3 +109,42 @@ def test_host_lock_account(tmp_path, monkeypatch):
     assert lines[1] == "host lock: longest held: test_census.py 1m35s (asan-e2e), " \
         "test_ena.py 1m01s (asan-e2e)", lines
     assert stages.host_lock_lines(["e2e-kube"]) == []
+
+
+def test_a_slow_build_lets_the_host_lock_go(tmp_path):
+    """A host module's test that waits on a component build still running (make test's node
+    stage) lets the host lock go while it waits, and holds it again after: another process
+    can take the lock during the build, not before it nor after."""
+    lock = tmp_path / "host.lock"
+    build = tmp_path / "build.sh"
+    build.write_text("#!/bin/sh\nsleep 4\necho npd=/x\n")
+    os.chmod(build, 0o755)
+    mod = tmp_path / "test_cpu.py"   # a HOST name
+    mod.write_text(
+        "import fcntl, os, sys, threading, time\n"
+        "import cluster\n\n"
+        "def free():\n"
+        "    fd = os.open(%r, os.O_RDWR)\n"
+        "    try:\n"
+        "        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)\n"
+        "        return True\n"
+        "    except OSError:\n"
+        "        return False\n"
+        "    finally:\n"
+        "        os.close(fd)\n\n"
+        "def test_build():\n"
+        "    assert not free()\n"
+        "    seen = []\n"
+        "    t = threading.Thread(target=lambda: (time.sleep(3), seen.append(free())))\n"
+        "    t.start()\n"
+        "    assert cluster.build(('npd',), script=%r) == {'npd': '/x'}\n"
+        "    t.join()\n"
+        "    assert seen == [True]\n"
+        "    assert not free()\n" % (str(lock), str(build)))
+    p = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+                        "--rootdir", str(tmp_path), "--confcutdir", str(tmp_path),
+                        "-p", "conftest", str(mod)],
+                       cwd=os.path.join(ROOT, "tests", "e2e"), capture_output=True, text=True,
+                       timeout=300, env=dict(os.environ, CZ_HOST_LOCK=str(lock),
+                                             PYTHONPATH=os.path.join(ROOT, "tests", "e2e")))
+    assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-2000:]
