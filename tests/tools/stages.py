@@ -20,10 +20,11 @@ Kubernetes e2e and the ASan Kubernetes e2e start when it is built; what only som
 tests need (the NPD releases, the real node's kubelet, containerd and runc) is built after it,
 in the node stage, beside them (a test that gets there first waits on that component's lock).
 They run beside the node e2e and each other: most of their time is spent waiting on timers and
-servers, and every test holds with other work on the machine (CZ_TEST_NOISE). The pytest sessions keep
-apart: each has a control plane of its own on ports of its own, and the modules that change or
-measure the whole host (real bursts, dying memcgs, a netns, the kernel log) hold the host lock
-for their run (HOST in tests/e2e/conftest.py), so no two of them overlap. The fuzzers start
+servers, and every test holds with other work on the machine (CZ_TEST_NOISE). The pytest
+sessions keep apart: each has a control plane of its own on ports of its own, and the tests of
+the modules that change or measure the whole host (real bursts, dying memcgs, a netns, the
+kernel log) hold the host lock (HOST and HOST_FREE in tests/e2e/conftest.py), so no two of them
+overlap; the summary gives the lock's account. The fuzzers start
 when the node e2e is done.
 
 CZ_TEST_NOISE=N starts N CPU spinners at 40% of a core each beside the whole run
@@ -151,7 +152,7 @@ def pytest(name, marker, build, extra=()):
 
 def host_lock_log(name):
     """Where stage @name's sessions log each host module's wait for the host lock and its hold
-    (tests/e2e/conftest.py: _host_lock)."""
+    (tests/e2e/conftest.py: HostLock)."""
     return os.path.join(LOGDIR, "host-lock-%s.log" % name)
 
 
