@@ -265,11 +265,15 @@ class HostLock:
         self.fd, self.since, self.mod = None, None, None
         self.waited = self.held = 0.0
 
-    def acquire(self, mod):
-        import fcntl
+    def enter(self, mod):
+        """The tests of @mod run now: the module before it is over."""
         if self.mod != mod:
             self.end()
             self.mod = mod
+
+    def acquire(self, mod):
+        import fcntl
+        self.enter(mod)
         if self.since is not None:
             return
         if self.fd is None:
@@ -323,9 +327,7 @@ def pytest_runtest_setup(item):
     if mod in HOST and not host_free(item):
         _HOST.acquire(mod)
     elif mod in HOST:
-        if _HOST.mod != mod:
-            _HOST.end()
-            _HOST.mod = mod
+        _HOST.enter(mod)
         _HOST.release()
     elif _HOST.mod:
         _HOST.end()

@@ -40,6 +40,7 @@ import pytest
 import kube_helpers as kh
 import npd_helpers as nh
 import pod_helpers as ph
+import test_agent_dropcaps as dh  # its /proc status and capability-mask parsers
 from conftest import ROOT, is_root
 from census_helpers import NamedZombies, parse_census
 from memcg_helpers import DyingMemcgs
@@ -163,14 +164,13 @@ def test_agent_container_as_the_daemonset_runs_it(image, helm, tmp_path):
         assert want == (1 << 38) | (1 << 34), hex(want)
 
         def caps():
-            st = open("/proc/%s/status" % pid).read()
-            m = {k: int(re.search(r"^%s:\s+([0-9a-f]+)$" % k, st, re.M).group(1), 16)
-                 for k in ("CapEff", "CapPrm", "CapBnd", "CapAmb", "NoNewPrivs")}
+            st = dh.status(int(pid))
+            m = dict(dh.masks(st), NoNewPrivs=st["NoNewPrivs"])
             return m if m["CapEff"] == 0 else None
         m = wait_for(caps, "the agent's capabilities dropped after start",
-                     diag=lambda: open("/proc/%s/status" % pid).read())
+                     diag=lambda: dh.status(int(pid)))
         assert m["CapPrm"] == m["CapAmb"] == 0 and m["CapBnd"] == want, m
-        assert m["NoNewPrivs"] == 1, m
+        assert m["NoNewPrivs"] == "1", m
         # the agent published the systemd units for the checks (or why it could not ask)
         units = wait_for(lambda: os.path.exists(os.path.join(run, "systemd-units")) and
                          open(os.path.join(run, "systemd-units")).read(), "published units",

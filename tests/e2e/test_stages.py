@@ -82,6 +82,18 @@ def test_a_stage_counts_the_cpu_of_what_it_ran(tmp_path, monkeypatch):
     assert by["wait"].secs >= 1.0
 
 
+def host_session(tmp_path, mod, **env):
+    """A pytest session of its own on @mod with tests/e2e/conftest.py loaded (the real host lock
+    handling) and the lock at tmp_path/host.lock; @env added to its environment."""
+    return subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+                           "--rootdir", str(tmp_path), "--confcutdir", str(tmp_path),
+                           "-p", "conftest", str(mod)],
+                          cwd=os.path.join(ROOT, "tests", "e2e"), capture_output=True,
+                          text=True, timeout=300,
+                          env=dict(os.environ, CZ_HOST_LOCK=str(tmp_path / "host.lock"),
+                                   PYTHONPATH=os.path.join(ROOT, "tests", "e2e"), **env))
+
+
 def test_host_lock_account(tmp_path, monkeypatch):
     """A pytest session with CZ_HOST_LOCK_LOG set logs each host module's wait and hold (the
     real fixture, on a module of its own taking the real lock), and the run's summary adds them
@@ -90,13 +102,7 @@ def test_host_lock_account(tmp_path, monkeypatch):
     log = stages.host_lock_log("e2e-node")
     mod = tmp_path / "test_cpu.py"   # a HOST name: the conftest takes the lock for it
     mod.write_text("import time\n\ndef test_hold():\n    time.sleep(0.3)\n")
-    p = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
-                        "--rootdir", str(tmp_path), "--confcutdir", str(tmp_path),
-                        "-p", "conftest", str(mod)],
-                       cwd=os.path.join(ROOT, "tests", "e2e"), capture_output=True, text=True,
-                       timeout=300, env=dict(os.environ, CZ_HOST_LOCK_LOG=log,
-                                             CZ_HOST_LOCK=str(tmp_path / "host.lock"),
-                                             PYTHONPATH=os.path.join(ROOT, "tests", "e2e")))
+    p = host_session(tmp_path, mod, CZ_HOST_LOCK_LOG=log)
     assert p.returncode == 0, p.stdout[-2000:] + p.stderr[-2000:]
     (name, waited, held), = [l.split() for l in open(log).read().splitlines()]
     assert name == "test_cpu.py" and float(waited) >= 0 and 0.3 <= float(held) < 60, (waited, held)
@@ -141,10 +147,5 @@ def test_a_slow_build_lets_the_host_lock_go(tmp_path):
         "    t.join()\n"
         "    assert seen == [True]\n"
         "    assert not free()\n" % (str(lock), str(build)))
-    p = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
-                        "--rootdir", str(tmp_path), "--confcutdir", str(tmp_path),
-                        "-p", "conftest", str(mod)],
-                       cwd=os.path.join(ROOT, "tests", "e2e"), capture_output=True, text=True,
-                       timeout=300, env=dict(os.environ, CZ_HOST_LOCK=str(lock),
-                                             PYTHONPATH=os.path.join(ROOT, "tests", "e2e")))
+    p = host_session(tmp_path, mod)
     assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-2000:]

@@ -15,6 +15,7 @@ lines of that process's log.
 """
 
 import base64
+import contextlib
 import json
 import os
 import shutil
@@ -50,11 +51,8 @@ def build(components=("all",), env=None, script=os.path.join(HERE, "build.sh")):
     try:
         out, err = p.communicate(timeout=SLOW_BUILD)
     except subprocess.TimeoutExpired:
-        if WHILE_BUILDING is None:
+        with (WHILE_BUILDING or contextlib.nullcontext)():
             out, err = p.communicate()
-        else:
-            with WHILE_BUILDING():
-                out, err = p.communicate()
     if p.returncode != 0:
         raise RuntimeError("%s failed:\n%s" % (os.path.relpath(script, os.path.join(
             HERE, "..", "..", "..")), err[-4000:]))
