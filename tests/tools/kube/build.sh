@@ -72,13 +72,26 @@ build_one() {	# NAME VERSION MODULE PIN_VERSION LDFLAGS PKG:OUT...
 			"$(go env GOVERSION | sed 's/^go//')" "$mod" "$ver" >"$work/go.mod"
 	fi
 	mkdir -p "$work/bin"
-	local p cgo=${BUILD_CGO:-0} tags=${BUILD_TAGS:-}
+	local p cgo=${BUILD_CGO:-0} tags=${BUILD_TAGS:-} pkgs=() outs=()
+	for p in "$@"; do pkgs+=("${p%%:*}"); outs+=("${p#*:}"); done
+	# One go build for a component's commands when each is named after its package (go build
+	# -o dir/ names them so): the go command then compiles their shared packages and links the
+	# binaries side by side on both cores, where one build after another links one at a time.
+	local together=1
+	for p in "$@"; do [ "${p#*:}" = "$(basename "${p%%:*}")" ] || together=0; done
+	if [ $# -gt 1 ] && [ $together = 1 ]; then set -- "${pkgs[*]}:bin/"; else
+		set --; for p in "${!pkgs[@]}"; do set -- "$@" "${pkgs[$p]}:bin/${outs[$p]}"; done
+	fi
 	for p in "$@"; do
+		# shellcheck disable=SC2086 # the packages of one build, space-separated by us
 		(cd "$work" && CGO_ENABLED=$cgo go build -trimpath -tags "$tags" \
-			-ldflags "-s -w $ldflags" -o "bin/${p#*:}" "${p%%:*}") \
+			-ldflags "-s -w $ldflags" -o "${p##*:}" ${p%:*}) \
 			>"$work/build.log" 2>&1 || {
-			echo "kube/build.sh: building $name ${p%%:*} failed; last lines:" >&2
+			echo "kube/build.sh: building $name ${p%:*} failed; last lines:" >&2
 			tail -n 20 "$work/build.log" >&2; exit 1; }
+	done
+	for p in "${outs[@]}"; do
+		[ -x "$work/bin/$p" ] || { echo "kube/build.sh: building $name made no $p" >&2; exit 1; }
 	done
 	rm -rf "$out"
 	mkdir -p "$out"
