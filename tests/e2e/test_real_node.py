@@ -23,13 +23,16 @@ A control plane of the module's own (tests/tools/kube/cluster.py, as the session
 node's scheduler and controllers see only this module's objects, and the chart installs into
 a cluster that has none of it yet, exactly as docs/install.md says."""
 
+import contextlib
 import json
 import os
 import re
 import shutil
+import socket
 import subprocess
 import sys
 import time
+import urllib.request
 
 import pytest
 
@@ -706,11 +709,15 @@ def probe_npd(r, pod, apid, s):
 
 # The privilege table's opt-in rows (docs/privileges.md), each rendered by `helm upgrade` and
 # read from the running agent's process: the values set, its uid, the capabilities it keeps
-# after its start, what its credentials get of NPD's process (root, environ), and the host
-# directories writable in its container beside the default ones. Not here: the unit restart
-# hints (agent.systemdBus: a hostPath of type Socket, and this machine runs no system bus) and
-# reclaim (it would drop the shared machine's page cache).
+# after its start, what its credentials get of NPD's process (root, environ), the host paths
+# writable in its container beside the default ones, its token, and what the row grants tried
+# with the agent's exact credentials through its own mounts (ROW_PROBE).
 TEXTFILE_DIR = "/var/lib/node_exporter/textfile"
+DROP_CACHES = "/host/proc/sys/vm/drop_caches"
+BUS = "/run/dbus/system_bus_socket"
+# reclaim never runs here: it waits for MemcgZombieLeak True for `remediation.for`, longer than
+# the row lives (it would drop the shared machine's page cache)
+NO_RECLAIM_YET = "config.remediation.for=1h"
 OPT_IN = {
     # no feature that needs root: both containers as 65534, no capability at all; the state
     # and run dirs of their own (uid-65534), given to 65534 by the state-owner init container
@@ -726,7 +733,130 @@ OPT_IN = {
     "metricsTextfile": dict(sets=["config.agent.metrics_textfile=%s/cpuzombie.prom"
                                   % TEXTFILE_DIR], uid=0, keeps=set(),
                             npd=("EACCES", "EACCES"), extra=[TEXTFILE_DIR]),
+    # uid 0 and the one file vm.drop_caches writable: 0 is refused by the sysctl's range
+    # (EINVAL, after the write was allowed: nothing dropped), its neighbour by the mount (EROFS);
+    # a token for its Events
+    "reclaim-drop_caches": dict(sets=["config.remediation.reclaim=drop_caches", NO_RECLAIM_YET],
+                                uid=0, keeps=set(), npd=("EACCES", "EACCES"),
+                                extra=[DROP_CACHES], token=True,
+                                probe={"drop_caches": "EINVAL", "overcommit": "EROFS",
+                                       "mkdir": "EROFS"}),
+    # ...and the whole cgroup tree writable: through the agent's mount, a cgroup made in a
+    # test's cgroup (where a pod's would be), its memory limit written, the cgroup removed
+    "reclaim-memory.reclaim": dict(sets=["config.remediation.reclaim=memory.reclaim",
+                                         NO_RECLAIM_YET],
+                                   uid=0, keeps=set(), npd=("EACCES", "EACCES"),
+                                   extra=[DROP_CACHES, "cgroup"], token=True,
+                                   probe={"drop_caches": "EINVAL", "overcommit": "EROFS",
+                                          "mkdir": "ok", "limit": "ok", "rmdir": "ok"}),
+    # SYSLOG kept for the agent's life (it reopens the log on SIGHUP); the chart mounts no
+    # /dev/kmsg ("if you mount it"), so the agent says it cannot follow it and goes on
+    "kmsg": dict(sets=["config.agent.kmsg=/dev/kmsg"], uid=0, keeps={"SYSLOG"},
+                 npd=("EACCES", "EACCES"), extra=[], probe={"kmsg": "ENOENT"}),
+    # the host's system bus socket in the container: the agent's credentials connect and are
+    # answered (uid 0 on the bus: systemd would start what it is asked to). The host needs a
+    # bus (a hostPath of type Socket): the test starts one where it has none
+    "systemdBus": dict(sets=["agent.systemdBus=true"], uid=0, keeps=set(),
+                       npd=("EACCES", "EACCES"), extra=[], bus=True),
 }
+
+ROW_PROBE = r"""
+import errno, json, os, sys
+root = "/proc/%s/root" % sys.argv[1]
+cg, knob, value = sys.argv[2:5]
+out = {}
+def try_(name, f):
+    try:
+        f()
+        out[name] = "ok"
+    except OSError as e:
+        out[name] = errno.errorcode.get(e.errno, str(e.errno))
+def write(path, data):
+    fd = os.open(root + path, os.O_WRONLY)
+    try:
+        os.write(fd, data)
+    finally:
+        os.close(fd)
+try_("drop_caches", lambda: write("/host/proc/sys/vm/drop_caches", b"0"))
+try_("overcommit", lambda: write("/host/proc/sys/vm/overcommit_memory", b"0"))
+try_("kmsg", lambda: os.close(os.open(root + "/dev/kmsg", os.O_RDONLY)))
+try_("mkdir", lambda: os.mkdir(root + cg + "/child"))
+try_("limit", lambda: write(cg + "/child/" + knob, value.encode()))
+try_("rmdir", lambda: os.rmdir(root + cg + "/child"))
+print(json.dumps(out))
+"""
+
+
+def host_cgroup_mounts():
+    """Where the agent's /host/sys/fs/cgroup has the host's cgroup mounts: /sys/fs/cgroup
+    and every mount below it (v1 and hybrid: one per controller; v2: the one)."""
+    pts = {l.split()[4] for l in open("/proc/self/mountinfo")}
+    return sorted("/host" + m for m in pts if m == "/sys/fs/cgroup" or
+                  m.startswith("/sys/fs/cgroup/"))
+
+
+def cgroup_probe():
+    """A cgroup the test makes on the host, where a pod's would be (a hierarchy's root is
+    0555: only CAP_DAC_OVERRIDE makes a cgroup there, the kubelet's are 0755), with the memory
+    knob a reclaimer could turn into a kill or a throttle, and a value that changes nothing:
+    (host path, knob, value), in the memory controller (v1, hybrid) or the unified tree (v2)."""
+    if os.path.isdir("/sys/fs/cgroup/memory"):
+        base, knob, value = "/sys/fs/cgroup/memory", "memory.limit_in_bytes", "-1"
+    else:
+        base, knob, value = "/sys/fs/cgroup", "memory.high", "max"
+    return "%s/cz-real-node-row-probe-%d" % (base, os.getpid()), knob, value
+
+
+def row_probe(r, apid, s):
+    """ROW_PROBE with the agent's credentials as they are now: {what: "ok" or the errno}."""
+    uid, gid = int(s["Uid"].split()[0]), int(s["Gid"].split()[0])
+    eff, bnd = cap_names(int(s["CapEff"], 16)), cap_names(int(s["CapBnd"], 16))
+    cg, knob, value = cgroup_probe()
+    cmd = as_agent(apid, uid, gid, s["Groups"].split(), eff, bnd) + [
+        sys.executable, "-I", "-c", ROW_PROBE, str(apid), "/host" + cg, knob, value]
+    p = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
+    assert p.returncode == 0, p.stdout + p.stderr
+    return json.loads(p.stdout)
+
+
+def bus_answers(r, apid, s):
+    """The agent's credentials, through its container's mount of the bus socket, ask the bus
+    daemon for its id (connect, EXTERNAL authentication, Hello): busctl's exit and output."""
+    uid, gid = int(s["Uid"].split()[0]), int(s["Gid"].split()[0])
+    eff, bnd = cap_names(int(s["CapEff"], 16)), cap_names(int(s["CapBnd"], 16))
+    cmd = as_agent(apid, uid, gid, s["Groups"].split(), eff, bnd) + [
+        "busctl", "--address=unix:path=/proc/%d/root%s" % (apid, BUS), "call",
+        "org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus", "GetId"]
+    p = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
+    return p.returncode, p.stdout + p.stderr
+
+
+@contextlib.contextmanager
+def host_system_bus():
+    """The host's system bus socket: the one there, or a dbus-daemon --system of the test's
+    own while the row lives (stopped by its PID, its socket removed)."""
+    if os.path.exists(BUS):
+        yield
+        return
+    if not shutil.which("dbus-daemon") or not shutil.which("busctl"):
+        pytest.skip("needs dbus-daemon and busctl (Debian dbus, systemd) to give this host, "
+                    "which runs no system bus, one for the hostPath of type Socket")
+    d = subprocess.Popen(["dbus-daemon", "--system", "--nofork", "--nopidfile"],
+                         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        kh.wait_until(lambda: os.path.exists(BUS) or d.poll() is not None, 30,
+                      "the test's system bus socket")
+        assert d.poll() is None, d.stderr.read()
+        yield
+    finally:
+        d.terminate()
+        try:
+            d.wait(10)
+        except subprocess.TimeoutExpired:
+            d.kill()
+            d.wait()
+        if os.path.exists(BUS):
+            os.unlink(BUS)
 
 
 @pytest.mark.parametrize("row", sorted(OPT_IN))
@@ -735,42 +865,92 @@ def test_opt_in_privilege_rows_from_inside_the_agent(real, row):
     rendered with the row's value (`helm upgrade --reuse-values --set`), the new pod's agent
     process read from the host (/proc/PID/status: its uid in every field, no capability in its
     permitted set beyond what the row keeps after its start, SYSLOG never; its writable host
-    paths), and what its exact credentials get of NPD's container process (/proc/PID/root,
-    environ); then `helm rollback` to the release the other tests use."""
+    paths, its token), what its exact credentials get of NPD's container process
+    (/proc/PID/root, environ), and what the row grants, tried with them through the agent's
+    own mounts (ROW_PROBE: drop_caches, a cgroup, /dev/kmsg; the system bus); then `helm
+    rollback` to the release the other tests use."""
     o = OPT_IN[row]
     rev = helm_revision(real)
     own = ("/var/lib/cpuzombie/uid-65534", "/run/cpuzombie/uid-65534")
     made = [d for d in own + ("/var/lib/node_exporter",) if not os.path.exists(d)]
+    with contextlib.ExitStack() as stack:
+        if o.get("bus"):
+            stack.enter_context(host_system_bus())
+        # what this rendering made on the host, when it made it
+        stack.callback(lambda: [shutil.rmtree(d, ignore_errors=True) for d in made])
+        if o.get("probe"):
+            stack.enter_context(probe_cgroup())
+        rolled = stack.enter_context(rollback_at_end(real, rev))
+        opt_in_row(real, row, o, own)
+    assert status_of(container_pid(real, rolled["pod"], "agent"))["Uid"].split()[0] == "0"
+
+
+@contextlib.contextmanager
+def probe_cgroup():
+    """cgroup_probe()'s cgroup, made for the block and removed after it with whatever child
+    the probe left in it (rmdir: a cgroup goes that way, never by its files)."""
+    cg = cgroup_probe()[0]
+    os.mkdir(cg)
     try:
-        pod = helm_set(real, o["sets"])
-        apid, s = agent_settled(real, pod, o["keeps"])
-        assert s["Uid"].split() == [str(o["uid"])] * 4, (row, s["Uid"])
-        assert cap_names(int(s["CapPrm"], 16)) == o["keeps"], (row, s["CapPrm"])
-        assert int(s["CapAmb"], 16) == 0 and s["NoNewPrivs"].strip() == "1", s
-        npid = container_pid(real, pod, "node-problem-detector")
-        npd = status_of(npid)
-        assert npd["Uid"].split()[0] == str(o["uid"]) and int(npd["CapEff"], 16) == 0, npd
-        got = probe_npd(real, pod, apid, s)
-        assert (got["root"].split(":")[0], got["environ"].split(":")[0]) == o["npd"], \
-            (row, got)
-        assert writable_host_paths(real, apid) == sorted(WRITABLE_HOST_PATHS["agent"] +
-                                                         o["extra"]), row
-        assert writable_host_paths(real, npid) == WRITABLE_HOST_PATHS["node-problem-detector"]
-        if o["extra"]:
-            prom = os.path.join(TEXTFILE_DIR, "cpuzombie.prom")
-            kh.wait_until(lambda: os.path.exists(prom), 60, "the agent's textfile on the host")
-            assert "cpuzombie_agent_info" in open(prom).read()
-        if o["uid"] == 65534:
-            for d in own:
-                st = os.stat(d)
-                assert (st.st_uid, st.st_gid) == (65534, 65534), (d, st)
-            spec = {c["name"]: c["securityContext"] for c in pod["spec"]["containers"]}
-            assert all(c["capabilities"].get("add", []) == [] for c in spec.values()), spec
+        yield
     finally:
-        pod = helm_set(real, (), rev)
-        for d in made:           # what this rendering made on the host, when it made it
-            shutil.rmtree(d, ignore_errors=True)
-    assert status_of(container_pid(real, pod, "agent"))["Uid"].split()[0] == "0"
+        for d in (cg + "/child", cg):
+            if os.path.isdir(d):
+                os.rmdir(d)
+
+
+@contextlib.contextmanager
+def rollback_at_end(r, rev):
+    """`helm rollback` to @rev when the block is over, however it ended: {"pod": the pod}."""
+    out = {}
+    try:
+        yield out
+    finally:
+        out["pod"] = helm_set(r, (), rev)
+
+
+def opt_in_row(real, row, o, own):
+    """test_opt_in_privilege_rows_from_inside_the_agent's assertions for one row."""
+    pod = helm_set(real, o["sets"])
+    apid, s = agent_settled(real, pod, o["keeps"])
+    assert s["Uid"].split() == [str(o["uid"])] * 4, (row, s["Uid"])
+    assert cap_names(int(s["CapPrm"], 16)) == o["keeps"], (row, s["CapPrm"])
+    assert int(s["CapAmb"], 16) == 0 and s["NoNewPrivs"].strip() == "1", s
+    npid = container_pid(real, pod, "node-problem-detector")
+    npd = status_of(npid)
+    assert npd["Uid"].split()[0] == str(o["uid"]) and int(npd["CapEff"], 16) == 0, npd
+    got = probe_npd(real, pod, apid, s)
+    assert (got["root"].split(":")[0], got["environ"].split(":")[0]) == o["npd"], \
+        (row, got)
+    extra = [x for x in o["extra"] if x != "cgroup"]
+    if "cgroup" in o["extra"]:
+        extra += host_cgroup_mounts()
+    assert writable_host_paths(real, apid) == sorted(WRITABLE_HOST_PATHS["agent"] +
+                                                     extra), row
+    assert writable_host_paths(real, npid) == WRITABLE_HOST_PATHS["node-problem-detector"]
+    if TEXTFILE_DIR in o["extra"]:
+        prom = os.path.join(TEXTFILE_DIR, "cpuzombie.prom")
+        kh.wait_until(lambda: os.path.exists(prom), 60, "the agent's textfile on the host")
+        assert "cpuzombie_agent_info" in open(prom).read()
+    if o["uid"] == 65534:
+        for d in own:
+            st = os.stat(d)
+            assert (st.st_uid, st.st_gid) == (65534, 65534), (d, st)
+        spec = {c["name"]: c["securityContext"] for c in pod["spec"]["containers"]}
+        assert all(c["capabilities"].get("add", []) == [] for c in spec.values()), spec
+    tok = "/proc/%d/root/var/run/secrets/kubernetes.io/serviceaccount/token" % apid
+    assert os.path.exists(tok) == o.get("token", False), (row, tok)
+    if o.get("probe"):
+        got = row_probe(real, apid, s)
+        assert {k: got[k] for k in o["probe"]} == o["probe"], (row, got)
+    if "kmsg" in o.get("probe", {}):
+        log = kubectl(real, "-n", NS, "logs", pod["metadata"]["name"], "-c", "agent").stdout
+        assert "Failed to follow the kernel log '/dev/kmsg'" in log, log
+    bus = [m for m in mounts_of(apid) if m[0] == BUS]
+    assert bool(bus) == bool(o.get("bus")), (row, bus)
+    if o.get("bus"):
+        rc, out = bus_answers(real, apid, s)
+        assert rc == 0 and out.startswith("s "), out
 
 
 def test_default_rows_pod_logs_and_host_network(real):
@@ -786,6 +966,77 @@ def test_default_rows_pod_logs_and_host_network(real):
     host_net = os.stat("/proc/self/ns/net").st_ino
     assert os.stat("/proc/%d/ns/net" % apid).st_ino == host_net
     assert os.stat("/proc/%d/ns/net" % npid).st_ino == host_net
+
+
+def listening(pid):
+    """The TCP sockets process @pid holds in LISTEN state, {(address, port)}: its fds'
+    socket inodes found in its network namespace's /proc/PID/net/tcp and tcp6."""
+    inodes = set()
+    for fd in os.listdir("/proc/%d/fd" % pid):
+        try:
+            m = re.fullmatch(r"socket:\[(\d+)\]", os.readlink("/proc/%d/fd/%s" % (pid, fd)))
+        except OSError:
+            continue
+        if m:
+            inodes.add(m.group(1))
+    out = set()
+    for fam, af in (("tcp", socket.AF_INET), ("tcp6", socket.AF_INET6)):
+        for line in open("/proc/%d/net/%s" % (pid, fam)).read().splitlines()[1:]:
+            f = line.split()
+            if f[3] != "0A" or f[9] not in inodes:
+                continue
+            addr, port = f[1].split(":")
+            raw = bytes.fromhex(addr)     # 32-bit words in host (little-endian) order
+            raw = b"".join(raw[i:i + 4][::-1] for i in range(0, len(raw), 4))
+            out.add((socket.inet_ntop(af, raw), int(port, 16)))
+    return out
+
+
+def test_npd_metrics_listen_on_the_loopback_only(real):
+    """The NPD metrics row: in the host's network namespace (hostNetwork, for the ENA checks)
+    NPD's process listens on 127.0.0.1 only, its metrics port among them, and answers there
+    with problem_gauge; the agent listens on nothing."""
+    pod = ds_pod(real)
+    npid = container_pid(real, pod, "node-problem-detector")
+    apid = container_pid(real, pod, "agent")
+    args = dict(a[2:].split("=", 1) for a in
+                open("/proc/%d/cmdline" % npid).read().split("\0") if a.startswith("--prom"))
+    want = (args["prometheus-address"], int(args["prometheus-port"]))
+    assert want[0] == "127.0.0.1", args          # the chart's default (npd.metrics.address)
+    kh.wait_until(lambda: want in listening(npid), 60, "NPD listening on %s:%d" % want)
+    got = listening(npid)
+    assert {a for a, _ in got} == {"127.0.0.1"}, got
+    body = urllib.request.urlopen("http://127.0.0.1:%d/metrics" % want[1], timeout=30).read()
+    assert b"problem_gauge" in body, body[:2000]
+    assert listening(apid) == set()
+
+
+def test_init_container_ran_as_65534_without_a_token_or_capability(real):
+    """The init container's row: it has exited, so from what the runtime ran it with
+    (containerd's record of its OCI spec) and what it left: uid 65534, no capability in any
+    set, no_new_privs, no ServiceAccount token and no host path mounted; the plugin copy NPD's
+    container runs, seen from NPD's process, is the one it made (owned by 65534)."""
+    pod = ds_pod(real)
+    st = pod["status"]["initContainerStatuses"]
+    assert [c["name"] for c in st] == ["install-plugin"], st
+    term = st[0]["state"]["terminated"]
+    assert term["exitCode"] == 0, term
+    info = json.loads(real.node.ctr("containers", "info",
+                                    st[0]["containerID"].split("://", 1)[1]).stdout)
+    proc = info["Spec"]["process"]
+    assert (proc["user"]["uid"], proc["user"]["gid"]) == (65534, 65534), proc["user"]
+    assert all(not proc["capabilities"].get(k) for k in
+               ("bounding", "effective", "permitted", "inheritable", "ambient")), proc
+    assert proc["noNewPrivileges"] is True, proc
+    mounts = info["Spec"]["mounts"]
+    assert not [m for m in mounts if "serviceaccount" in m["destination"]], mounts
+    own = os.path.realpath(real.node.dir) + "/"
+    host = [m for m in mounts if m.get("type") == "bind" and
+            not os.path.realpath(m["source"]).startswith(own)]
+    assert not host, host      # its emptyDir, hosts, hostname, resolv.conf: the node's own
+    npid = container_pid(real, pod, "node-problem-detector")
+    copy = os.stat("/proc/%d/root/opt/cpuzombie/bin/cpuzombie" % npid)
+    assert (copy.st_uid, copy.st_gid) == (65534, 65534), copy
 
 
 def test_zz_helm_uninstall_leaves_nothing_of_ours(real):
