@@ -337,6 +337,18 @@ def pytest_sessionfinish(session):
     _HOST.end()
 
 
+# Modules of the node e2e that need a component make test's node stage builds after the control
+# plane (tests/tools/stages.py): on a fresh machine they run last in their session, when that
+# build is done or nearly, instead of waiting for it in the middle (a cold run measured
+# test_npd_kernel_monitor waiting 9 min there, the whole session with it).
+LATE_UNBUILT = {"test_npd_kernel_monitor.py": ("npd", "npd-old")}
+
+
+def _is_built(components):
+    import cluster     # tests/tools/kube, on sys.path from pytest_configure
+    return cluster.is_built(components)
+
+
 def pytest_configure(config):
     config.addinivalue_line("markers", "kube: needs the real control plane (set on every test "
                             "that uses the control_plane fixture, directly or through kube/certs)")
@@ -358,12 +370,14 @@ def pytest_collection_modifyitems(config, items):
             raise pytest.UsageError("tests/e2e/conftest.py names %s, which is not a test file "
                                     "(renamed? update HOST, NO_ASAN or CHECK)" % name)
     # a HOST_FREE module's host-free tests first (stable otherwise), so they run as one stretch
-    # without the host lock
+    # without the host lock; a module whose components are not built yet last (LATE_UNBUILT)
     first = {}
     for i, it in enumerate(items):
         first.setdefault(str(it.fspath), i)
+    late = {m for m in {os.path.basename(str(it.fspath)) for it in items} & set(LATE_UNBUILT)
+            if not _is_built(LATE_UNBUILT[m])}
     items[:] = sorted(items, key=lambda it: (
-        first[str(it.fspath)],
+        os.path.basename(str(it.fspath)) in late, first[str(it.fspath)],
         os.path.basename(str(it.fspath)) in HOST_FREE and not host_free(it)))
     for it in items:
         mod = os.path.basename(str(it.fspath))

@@ -48,7 +48,7 @@ def test_make_test_needs_only_what_it_uses():
         "asan-unit": {"asan-build"}, "asan-e2e-node": {"asan-build"},
         "asan-e2e-kube": {"asan-build", "control-plane"},
         "fuzz": set()}, needs
-    assert plan["asan-build"].after == ("unit",) and plan["fuzz"].after == ("e2e-node",)
+    assert plan["asan-build"].after == ("unit",) and plan["fuzz"].after == ("asan-e2e-node",)
     assert plan["node"].after == ("control-plane",)
 
 
@@ -149,3 +149,27 @@ def test_a_slow_build_lets_the_host_lock_go(tmp_path):
         "    assert not free()\n" % (str(lock), str(build)))
     p = host_session(tmp_path, mod)
     assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-2000:]
+
+
+def collected(*mods, **env):
+    """The node IDs `pytest --collect-only` lists for @mods (tests/e2e's conftest loaded)."""
+    p = subprocess.run([sys.executable, "-m", "pytest", "--collect-only", "-q",
+                        "-p", "no:cacheprovider", *mods], cwd=os.path.join(ROOT, "tests", "e2e"),
+                       capture_output=True, text=True, timeout=300, env=dict(os.environ, **env))
+    assert p.returncode == 0, p.stdout[-2000:] + p.stderr[-2000:]
+    return [l.split("::")[0] for l in p.stdout.splitlines() if "::" in l]
+
+
+def test_a_module_whose_components_are_unbuilt_runs_last(tmp_path):
+    """On a fresh machine (an empty component cache: NPD's releases not built) the node e2e's
+    NPD module runs after the others, whatever its place on the command line; with them built
+    it keeps its place."""
+    mods = ("test_npd_kernel_monitor.py", "test_memcg.py")
+    order = collected(*mods, CZ_KUBE_CACHE=str(tmp_path / "empty-cache"))
+    assert order and order == sorted(order, key=lambda m: m != "test_memcg.py"), order
+    assert not (tmp_path / "empty-cache").exists()      # asked, nothing built
+    sys.path.insert(0, os.path.join(ROOT, "tests", "tools", "kube"))
+    import cluster
+    if cluster.is_built(("npd", "npd-old")):              # this machine's cache, as on CI
+        order = collected(*mods)
+        assert order == sorted(order, key=lambda m: m != mods[0]), order

@@ -52,6 +52,8 @@ build_one() {	# NAME VERSION MODULE PIN_VERSION LDFLAGS PKG:OUT...
 	local out=$CZ_KUBE_CACHE/$name-$ver want
 	want="$ver $*"
 	if stamp_ok "$out" "$want"; then echo "$name=$out/bin"; return; fi
+	# CZ_KUBE_QUERY=1: only whether it is built (exit 3 when not), never a build
+	[ -z "${CZ_KUBE_QUERY:-}" ] || exit 3
 	# One build per component and version at a time: make test starts this build in the
 	# background while test sessions that need it may ask for it too; the later ones wait here
 	# and find it built.

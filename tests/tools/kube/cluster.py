@@ -61,6 +61,13 @@ def build(components=("all",), env=None, script=os.path.join(HERE, "build.sh")):
     return dict(line.split("=", 1) for line in out.split())
 
 
+def is_built(components, script=os.path.join(HERE, "build.sh")):
+    """Whether @script has every one of @components built and cached (it builds nothing)."""
+    p = subprocess.run([script, *components], capture_output=True, text=True,
+                       env=dict(os.environ, CZ_KUBE_QUERY="1"), timeout=60)
+    return p.returncode == 0
+
+
 def free_port():
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
