@@ -337,10 +337,10 @@ def pytest_sessionfinish(session):
     _HOST.end()
 
 
-# Modules of the node e2e that need a component make test's node stage builds after the control
-# plane (tests/tools/stages.py): on a fresh machine they run last in their session, when that
-# build is done or nearly, instead of waiting for it in the middle (a cold run measured
-# test_npd_kernel_monitor waiting 9 min there, the whole session with it).
+# Modules of the node e2e that need a component make test builds in a stage of its own (NPD's
+# releases: the npd stage, tests/tools/stages.py): on a fresh machine they run last in their
+# session, when that build is done or nearly, instead of waiting for it in the middle (a cold
+# run measured test_npd_kernel_monitor waiting 9 min there, the whole session with it).
 LATE_UNBUILT = {"test_npd_kernel_monitor.py": ("npd", "npd-old")}
 
 

@@ -43,7 +43,7 @@ def test_make_test_needs_only_what_it_uses():
     plan = {s.name: s for s in stages.plan("test")}
     needs = {n: set(s.needs) for n, s in plan.items()}
     assert needs == {
-        "control-plane": set(), "node": set(), "build": set(), "unit": {"build"},
+        "control-plane": set(), "npd": set(), "node": set(), "build": set(), "unit": {"build"},
         "e2e-node": {"build"}, "e2e-kube": {"build", "control-plane"}, "asan-build": set(),
         "asan-unit": {"asan-build"}, "asan-e2e-node": {"asan-build"},
         "asan-e2e-kube": {"asan-build", "control-plane"},
