@@ -221,8 +221,12 @@ HOST_LOCK = os.environ.get("CZ_HOST_LOCK", HOST_LOCK)   # test_stages: a lock of
 # no fixture tree reads this machine's memcgs and cores).
 HOST_FREE = {
     "test_bad_inputs.py": {
+        # the run-dir cases: check cpu on a bad file reads the real /proc (a bad heartbeat
+        # samples it inline), where another session's burst is a real 100% (32 MiB reads)
         "test_bad_input": ("report-svg-unwritable", "report-svg-is-directory",
-                           "report-corrupt-run-files"),
+                           "report-corrupt-run-files", "run-heartbeat-garbage",
+                           "run-bursts-torn", "run-bursts-bad-payload", "run-bursts-huge",
+                           "run-history-garbage"),
         "test_check_usage_line_names_the_option": (),
         "test_bad_api_answer": (),
         "test_failed_stdout_write_is_exit_2": (),

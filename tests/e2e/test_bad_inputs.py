@@ -148,7 +148,8 @@ def fresh_heartbeat():
 def run_file_case(name, data, rc, line, how=None):
     """check cpu with a bad file in the agent's run dir beside a fresh heartbeat (so the check
     trusts the run dir and reads it). A bad heartbeat means sampling inline on the real /proc
-    (threshold 100%: no real burst can make that a problem)."""
+    (threshold 100%: only a burst of nothing but system time, as the tests' burners make on
+    another core, could make it a problem; these cases hold the host lock, HOST_FREE)."""
     def build(tmp):
         run = os.path.join(tmp, "run")
         if name != "cpu-heartbeat":
