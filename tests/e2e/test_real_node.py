@@ -660,6 +660,14 @@ def test_agent_container_cannot_open_npds_root_or_environ(real):
         int(got["environ"][3:]) > 0, got
 
 
+def as_agent_now(apid, s):
+    """as_agent with the agent's credentials as its /proc status @s gives them now: uid, gid,
+    supplementary groups, effective and bounding sets."""
+    return as_agent(apid, int(s["Uid"].split()[0]), int(s["Gid"].split()[0]),
+                    s["Groups"].split(), cap_names(int(s["CapEff"], 16)),
+                    cap_names(int(s["CapBnd"], 16)))
+
+
 def helm_revision(r):
     st = subprocess.run([r.helm, "status", "cpuzombie", "-n", NS, "--kubeconfig", r.kc, "-o",
                          "json"], capture_output=True, text=True, timeout=60, check=True)
@@ -698,10 +706,7 @@ def probe_npd(r, pod, apid, s):
     """AGENT_PROBE with the agent's own credentials as they are now (uid, gid, groups,
     effective and bounding sets): NPD's /proc/PID/root and environ through its /host/proc."""
     npid = container_pid(r, pod, "node-problem-detector")
-    uid, gid = int(s["Uid"].split()[0]), int(s["Gid"].split()[0])
-    eff, bnd = cap_names(int(s["CapEff"], 16)), cap_names(int(s["CapBnd"], 16))
-    cmd = as_agent(apid, uid, gid, s["Groups"].split(), eff, bnd) + [
-        sys.executable, "-I", "-c", AGENT_PROBE, str(apid), str(npid)]
+    cmd = as_agent_now(apid, s) + [sys.executable, "-I", "-c", AGENT_PROBE, str(apid), str(npid)]
     p = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
     assert p.returncode == 0, p.stdout + p.stderr
     return json.loads(p.stdout)
@@ -809,11 +814,9 @@ def cgroup_probe():
 
 def row_probe(r, apid, s):
     """ROW_PROBE with the agent's credentials as they are now: {what: "ok" or the errno}."""
-    uid, gid = int(s["Uid"].split()[0]), int(s["Gid"].split()[0])
-    eff, bnd = cap_names(int(s["CapEff"], 16)), cap_names(int(s["CapBnd"], 16))
     cg, knob, value = cgroup_probe()
-    cmd = as_agent(apid, uid, gid, s["Groups"].split(), eff, bnd) + [
-        sys.executable, "-I", "-c", ROW_PROBE, str(apid), "/host" + cg, knob, value]
+    cmd = as_agent_now(apid, s) + [sys.executable, "-I", "-c", ROW_PROBE, str(apid),
+                                   "/host" + cg, knob, value]
     p = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
     assert p.returncode == 0, p.stdout + p.stderr
     return json.loads(p.stdout)
@@ -822,9 +825,7 @@ def row_probe(r, apid, s):
 def bus_answers(r, apid, s):
     """The agent's credentials, through its container's mount of the bus socket, ask the bus
     daemon for its id (connect, EXTERNAL authentication, Hello): busctl's exit and output."""
-    uid, gid = int(s["Uid"].split()[0]), int(s["Gid"].split()[0])
-    eff, bnd = cap_names(int(s["CapEff"], 16)), cap_names(int(s["CapBnd"], 16))
-    cmd = as_agent(apid, uid, gid, s["Groups"].split(), eff, bnd) + [
+    cmd = as_agent_now(apid, s) + [
         "busctl", "--address=unix:path=/proc/%d/root%s" % (apid, BUS), "call",
         "org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus", "GetId"]
     p = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
