@@ -341,16 +341,28 @@ def pytest_sessionfinish(session):
     _HOST.end()
 
 
-# Modules of the node e2e that need a component make test builds in a stage of its own (NPD's
-# releases: the npd stage, tests/tools/stages.py): on a fresh machine they run last in their
-# session, when that build is done or nearly, instead of waiting for it in the middle (a cold
-# run measured test_npd_kernel_monitor waiting 9 min there, the whole session with it).
-LATE_UNBUILT = {"test_npd_kernel_monitor.py": ("npd", "npd-old")}
+# Modules that need a component make test builds in a stage of its own (NPD's releases: the npd
+# stage; the real node: the node-runtime and node stages; tests/tools/stages.py) beside or after
+# the control plane's: on a fresh machine they run last in their session, when that build is
+# done or nearly, instead of waiting for it in the middle (a cold run measured
+# test_npd_kernel_monitor waiting 9 min there, the whole session with it). By module: the
+# build script (tests/tools/<dir>/build.sh) and its components.
+LATE_UNBUILT = {
+    "test_npd_kernel_monitor.py": (("kube", ("npd", "npd-old")),),
+    "test_npd_real.py": (("kube", ("npd", "npd-old")),),
+    "test_condition_lifecycle.py": (("kube", ("npd", "npd-old")),),
+    "test_real_node.py": (("kube", ("npd",)), ("node", ("all",))),
+}
+LATE_ENV = "CZ_LATE_UNBUILT"
 
 
-def _is_built(components):
+def _late_modules():
+    """The LATE_UNBUILT modules whose components are not all built now."""
     import cluster     # tests/tools/kube, on sys.path from pytest_configure
-    return cluster.is_built(components)
+    tools = os.path.join(ROOT, "tests", "tools")
+    return sorted(m for m, needs in LATE_UNBUILT.items()
+                  if not all(cluster.is_built(comps, os.path.join(tools, d, "build.sh"))
+                             for d, comps in needs))
 
 
 def pytest_configure(config):
@@ -365,6 +377,11 @@ def pytest_configure(config):
         sys.path.insert(0, kube_tools)
     import cluster
     cluster.WHILE_BUILDING = host_lock_let_go
+    # Asked once, by the session (or xdist's controller, before its workers start: they
+    # inherit it), so that every worker collects the same order even when a build ends
+    # between their collections (xdist refuses workers whose collections differ)
+    if not hasattr(config, "workerinput"):
+        os.environ[LATE_ENV] = ",".join(_late_modules())
 
 
 def pytest_collection_modifyitems(config, items):
@@ -378,8 +395,7 @@ def pytest_collection_modifyitems(config, items):
     first = {}
     for i, it in enumerate(items):
         first.setdefault(str(it.fspath), i)
-    late = {m for m in {os.path.basename(str(it.fspath)) for it in items} & set(LATE_UNBUILT)
-            if not _is_built(LATE_UNBUILT[m])}
+    late = set(os.environ.get(LATE_ENV, "").split(","))
     items[:] = sorted(items, key=lambda it: (
         os.path.basename(str(it.fspath)) in late, first[str(it.fspath)],
         os.path.basename(str(it.fspath)) in HOST_FREE and not host_free(it)))

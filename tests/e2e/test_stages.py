@@ -43,13 +43,52 @@ def test_make_test_needs_only_what_it_uses():
     plan = {s.name: s for s in stages.plan("test")}
     needs = {n: set(s.needs) for n, s in plan.items()}
     assert needs == {
-        "control-plane": set(), "npd": set(), "node": set(), "build": set(), "unit": {"build"},
+        "control-plane": set(), "npd": set(), "node-runtime": set(), "node": set(),
+        "build": set(), "unit": {"build"},
         "e2e-node": {"build"}, "e2e-kube": {"build", "control-plane"}, "asan-build": set(),
         "asan-unit": {"asan-build"}, "asan-e2e-node": {"asan-build"},
         "asan-e2e-kube": {"asan-build", "control-plane"},
         "fuzz": set()}, needs
     assert plan["asan-build"].after == ("unit",) and plan["fuzz"].after == ("asan-e2e-node",)
     assert plan["node"].after == ("control-plane",)
+    # the other builds beside the control plane's only on idle cores
+    assert {n for n, s in plan.items() if s.nice_until == "control-plane"} == {
+        "npd", "node-runtime"}
+
+
+def test_nice_until_a_stage_is_over(tmp_path, monkeypatch):
+    """A stage with nice_until runs at nice 19 while that stage runs, its children too, and at
+    this process's nice after it: what it started before and what it starts later."""
+    monkeypatch.setattr(stages, "LOGDIR", str(tmp_path))
+    if os.geteuid() != 0:
+        import pytest
+        pytest.skip("lowering a nice value back needs root (CAP_SYS_NICE); not root")
+    go = tmp_path / "go"
+    # the stage's shell starts a child before the first stage ends and reads both nices after
+    body = ("sleep 30 & c=$!; cat /proc/$$/stat /proc/$c/stat | sed 's/.*) //' | cut -d' ' -f17;"
+            " while [ ! -e %s ]; do sleep 0.05; done; sleep 0.3;"
+            " cat /proc/$$/stat /proc/$c/stat | sed 's/.*) //' | cut -d' ' -f17;"
+            " sh -c 'sed \"s/.*) //\" /proc/$$/stat | cut -d\" \" -f17'; kill $c" % go)
+    first = stages.Stage("control-plane", ["sh", "-c", "while [ ! -e %s ]; do sleep 0.05; done"
+                                           % (tmp_path / "ready")])
+    niced = stages.Stage("npd", ["sh", "-c", body], nice_until="control-plane")
+    by = {"control-plane": first, "npd": niced}
+    ts = [threading.Thread(target=s.run, args=(by,)) for s in by.values()]
+    for t in ts:
+        t.start()
+    log = tmp_path / "npd.log"
+    for _ in range(200):
+        if log.exists() and len(log.read_text().split()) >= 2:
+            break
+        threading.Event().wait(0.05)
+    (tmp_path / "ready").touch()
+    first.done.wait(30)
+    go.touch()
+    for t in ts:
+        t.join(60)
+    mine = os.getpriority(os.PRIO_PROCESS, 0)
+    assert niced.rc == 0 and log.read_text().split() == [
+        str(min(mine + 19, 19))] * 2 + [str(mine)] * 3, log.read_text()
 
 
 def test_a_failed_stage_says_why_at_the_end(tmp_path, monkeypatch):

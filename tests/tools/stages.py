@@ -13,14 +13,16 @@ failure); the run closes with one summary line per stage (its counts and time) a
 line, and exits 1 if any stage failed.
 
 What runs at the same time, and why: the control plane's cold build (Go, tests/tools/kube:
-etcd, kube-apiserver, kube-controller-manager, kwok) is started first, in the background,
-because it is the longest single step on a fresh machine and needs nothing of ours; the C
-build, the unit tests, the node e2e, the ASan build and the ASan node e2e run beside it. The
-Kubernetes e2e and the ASan Kubernetes e2e start when it is built. NPD's releases build beside
-it (the npd stage); the real node's kubelet, containerd and runc after it, in the node stage,
-beside the Kubernetes e2e (a test that gets to a component first waits on its lock; a node e2e
-module whose components are not built yet runs last in its session, LATE_UNBUILT).
-They run beside the node e2e and each other: most of their time is spent waiting on timers and
+etcd, kube-apiserver, kube-controller-manager, kwok, the three side by side) is started first,
+in the background, because with the Kubernetes e2e after it it is the longest path on a fresh
+machine and needs nothing of ours; the C build, the unit tests, the node e2e, the ASan build
+and the ASan node e2e run beside it. The Kubernetes e2e and the ASan Kubernetes e2e start when
+it is built. NPD's releases (the npd stage) and the node's runtime (runc, CNI, containerd: the
+node-runtime stage) start at once too, but at nice 19 until the control plane is built; the
+kubelet, kube-proxy and the scheduler after it (the node stage), from its build cache. A test
+that gets to a component first waits on its lock; a module whose components are not built yet
+runs last in its session (LATE_UNBUILT in tests/e2e/conftest.py).
+The test sessions run beside each other: most of their time is spent waiting on timers and
 servers, and every test holds with other work on the machine (CZ_TEST_NOISE). The pytest
 sessions keep apart: each has a control plane of its own on ports of its own, and the tests of
 the modules that change or measure the whole host (real bursts, dying memcgs, a netns, the
@@ -48,10 +50,13 @@ RUNNING = set()      # the stages' process groups, ended with this process (SIGT
 
 
 class Stage:
-    def __init__(self, name, cmd, env=None, needs=(), after=(), log=True):
+    def __init__(self, name, cmd, env=None, needs=(), after=(), log=True, nice_until=None):
         # needs: stages that must pass first; after: stages that must only be over (an order
-        # that spares the CPU, not a dependency: their failure hides nothing)
+        # that spares the CPU, not a dependency: their failure hides nothing); nice_until: a
+        # stage until whose end this one runs at nice 19 (on the cores only when they would
+        # be idle), then at the nice it was started with
         self.name, self.cmd, self.env, self.needs, self.after = name, cmd, env or {}, needs, after
+        self.nice_until = nice_until
         self.rc = None
         self.secs = 0.0
         self.cpu = 0.0
@@ -74,10 +79,16 @@ class Stage:
         env = dict(os.environ, **self.env)
         print("stages: %s started: %s" % (self.name, " ".join(self.cmd)), flush=True)
         with open(self.log, "w") as out:
-            p = subprocess.Popen(self.cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE,
+            cmd = self.cmd
+            if self.nice_until and not stages[self.nice_until].done.is_set():
+                cmd = ["nice", "-n", "19"] + cmd
+            p = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE,
                                  stderr=subprocess.STDOUT, text=True, errors="replace",
                                  start_new_session=True)
             RUNNING.add(p.pid)
+            if cmd is not self.cmd:
+                threading.Thread(target=unnice_after, daemon=True,
+                                 args=(stages[self.nice_until], p.pid)).start()
             for line in p.stdout:
                 out.write(line)
                 out.flush()
@@ -95,6 +106,17 @@ class Stage:
                                        "FAILED (exit %d)" % self.rc, mmss(self.secs)),
               flush=True)
         self.done.set()
+
+
+def unnice_after(stage, pgid):
+    """Gives process group @pgid (a stage started at nice 19) this process's nice when @stage
+    is over: every process of the group at that moment, and so whatever they start later.
+    Lowering a nice value needs root (CAP_SYS_NICE); without it the stage stays at 19."""
+    stage.done.wait()
+    try:
+        os.setpriority(os.PRIO_PGRP, pgid, os.getpriority(os.PRIO_PROCESS, 0))
+    except OSError:
+        pass
 
 
 def alive(pgid):
@@ -188,12 +210,18 @@ def plan(which):
     add = lambda *a, **k: s.append(Stage(*a, **k))  # noqa: E731
     add("control-plane", ["tests/tools/kube/build.sh", "all"])
     if which == "test":
-        # NPD's two releases beside the control plane's build: two cold runs built it in the
-        # same 24.5 min with and without them beside it (its phases leave a core to spare);
-        # after it they delayed the real node by their 10 min (test_real_node waits for all)
-        add("npd", ["tests/tools/kube/build.sh", "npd", "npd-old"])
-        # the real node's parts (test_real_node.py waits for them)
-        add("node", ["tests/tools/node/build.sh", "all"], after=("control-plane",))
+        # On a fresh machine the control plane's build and the Kubernetes e2e after it are the
+        # longest path: what else is built (NPD's releases, the node's runtime) starts at once
+        # but at nice 19 until the control plane is built, so that it takes only idle cores
+        # (beside it at nice 0, a cold run's control plane took 29 min instead of 24.5); the
+        # tests that need them run last in their sessions (LATE_UNBUILT in conftest.py)
+        add("npd", ["tests/tools/kube/build.sh", "npd", "npd-old"], nice_until="control-plane")
+        add("node-runtime", ["tests/tools/node/build.sh", "runc", "cni", "containerd"],
+            nice_until="control-plane")
+        # the kubelet's, kube-proxy's and the scheduler's packages are mostly the control
+        # plane's: after it, from its build cache (test_real_node.py waits for them)
+        add("node", ["tests/tools/node/build.sh", "kubelet", "kube-scheduler"],
+            after=("control-plane",))
     add("build", MAKE + ["-j2", "all", "hdr-check", "check-layers", "format-check", "kube-tools"])
     add("unit", MAKE + ["-j2", "test-unit"], needs=("build",))
     if which == "check":
