@@ -168,13 +168,19 @@ def test_page_names_the_memcg_path(incident):
     assert MEMCG_PATH.search(widest), widest
     text = incident["page"].read_text()
     assert re.search(r"hot kernel function: (%s)" % MEMCG_PATH.pattern, text), text[:3000]
-    # the profile is the core's: the RT reader's samples are most of it, and in its kernel
-    # part the memcg path outweighs every other leaf function (the rest is the syscall's own
-    # entry, exit and file lookup, which on a paravirtualized guest is a good share)
+    # the profile is the core's: the RT reader's samples are most of it and three times any
+    # other task's (on a loaded machine the rest of the core's tasks take a share: a cold make
+    # test at load 13 left the reader 74% of 629 samples), and in its kernel part the memcg
+    # path outweighs every other leaf function (the rest is the syscall's own entry, exit and
+    # file lookup, which on a paravirtualized guest is a good share)
     folded = incident["folded"]
     total = sum(c for _, c in folded)
     comm = os.path.basename(sys.executable)[:15]  # the reader's task name
-    reader = sum(c for fr, c in folded if fr[0] == comm)
+    by_task = {}
+    for fr, c in folded:
+        by_task[fr[0]] = by_task.get(fr[0], 0) + c
+    reader = by_task.get(comm, 0)
+    second = max((c for t, c in by_task.items() if t != comm), default=0)
     memcg = sum(c for fr, c in folded if any(MEMCG_PATH.search(f) for f in fr))
     others = {}
     for fr, c in folded:
@@ -182,7 +188,8 @@ def test_page_names_the_memcg_path(incident):
                                                                    for f in fr):
             others[fr[-1]] = others.get(fr[-1], 0) + c
     top = max(others.items(), key=lambda kv: kv[1], default=("-", 0))
-    assert total >= 100 and reader >= total * 3 // 4, (total, reader, folded[:4])
+    assert total >= 100 and reader > total // 2 and reader >= 3 * second, (
+        total, reader, sorted(by_task.items(), key=lambda kv: -kv[1])[:6])
     assert memcg > top[1] and memcg >= total // 10, (total, memcg, top)
     # each sample has its time, within the profile's span
     assert len(incident["times"]) == total
