@@ -45,12 +45,17 @@ def test_make_test_needs_only_what_it_uses():
     assert needs == {
         "control-plane": set(), "npd": set(), "node-runtime": set(), "node": set(),
         "build": set(), "unit": {"build"},
-        "e2e-node": {"build"}, "e2e-kube": {"build", "control-plane"}, "asan-build": set(),
+        "e2e-node": {"build"}, "e2e-kube": {"build", "control-plane"},
+        "e2e-real-node": {"build", "control-plane", "node"}, "asan-build": set(),
         "asan-unit": {"asan-build"}, "asan-e2e-node": {"asan-build"},
         "asan-e2e-kube": {"asan-build", "control-plane"},
         "fuzz": set()}, needs
     assert plan["asan-build"].after == ("unit",) and plan["fuzz"].after == ("asan-e2e-node",)
     assert plan["node"].after == ("control-plane",)
+    # the real node's module in its own session only
+    assert plan["e2e-real-node"].cmd[-1] == stages.REAL_NODE
+    assert stages.REAL_NODE in plan["e2e-kube"].cmd and os.path.exists(
+        os.path.join(ROOT, stages.REAL_NODE))
     # the other builds beside the control plane's only on idle cores
     assert {n for n, s in plan.items() if s.nice_until == "control-plane"} == {
         "npd", "node-runtime"}
