@@ -19,7 +19,8 @@ machine and needs nothing of ours; the C build, the unit tests, the node e2e, th
 and the ASan node e2e run beside it. The Kubernetes e2e and the ASan Kubernetes e2e start when
 it is built. NPD's releases (the npd stage) and the node's runtime (runc, CNI, containerd: the
 node-runtime stage) start at once too, but at nice 19 until the control plane is built; the
-kubelet, kube-proxy and the scheduler after it (the node stage), from its build cache. A test
+kubelet, kube-proxy and the scheduler after it (the node stage), from its build cache, and the
+real node's module in a session of its own when they are built (e2e-real-node). A test
 that gets to a component first waits on its lock; a module whose components are not built yet
 runs last in its session (LATE_UNBUILT in tests/e2e/conftest.py).
 The test sessions run beside each other: most of their time is spent waiting on timers and
