@@ -8,6 +8,9 @@ import re
 import subprocess
 import sys
 import threading
+import time
+
+import pytest
 
 from conftest import ROOT
 
@@ -64,10 +67,9 @@ def test_make_test_needs_only_what_it_uses():
 def test_nice_until_a_stage_is_over(tmp_path, monkeypatch):
     """A stage with nice_until runs at nice 19 while that stage runs, its children too, and at
     this process's nice after it: what it started before and what it starts later."""
-    monkeypatch.setattr(stages, "LOGDIR", str(tmp_path))
     if os.geteuid() != 0:
-        import pytest
         pytest.skip("lowering a nice value back needs root (CAP_SYS_NICE); not root")
+    monkeypatch.setattr(stages, "LOGDIR", str(tmp_path))
     go = tmp_path / "go"
     # the stage's shell starts a child before the first stage ends and reads both nices after
     body = ("sleep 30 & c=$!; cat /proc/$$/stat /proc/$c/stat | sed 's/.*) //' | cut -d' ' -f17;"
@@ -85,7 +87,7 @@ def test_nice_until_a_stage_is_over(tmp_path, monkeypatch):
     for _ in range(200):
         if log.exists() and len(log.read_text().split()) >= 2:
             break
-        threading.Event().wait(0.05)
+        time.sleep(0.05)
     (tmp_path / "ready").touch()
     first.done.wait(30)
     go.touch()

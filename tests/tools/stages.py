@@ -81,14 +81,13 @@ class Stage:
         env = dict(os.environ, **self.env)
         print("stages: %s started: %s" % (self.name, " ".join(self.cmd)), flush=True)
         with open(self.log, "w") as out:
-            cmd = self.cmd
-            if self.nice_until and not stages[self.nice_until].done.is_set():
-                cmd = ["nice", "-n", "19"] + cmd
+            niced = bool(self.nice_until) and not stages[self.nice_until].done.is_set()
+            cmd = ["nice", "-n", "19"] + self.cmd if niced else self.cmd
             p = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE,
                                  stderr=subprocess.STDOUT, text=True, errors="replace",
                                  start_new_session=True)
             RUNNING.add(p.pid)
-            if cmd is not self.cmd:
+            if niced:
                 threading.Thread(target=unnice_after, daemon=True,
                                  args=(stages[self.nice_until], p.pid)).start()
             for line in p.stdout:
