@@ -41,12 +41,27 @@ static int close_run(struct burst_tracker *t, const struct burst_params *p,
 	return r;
 }
 
+/*
+ * The share of the sample taken at @t_ms over at least one nominal interval: a shorter sample's
+ * own share weighed with the previous sample's for the rest of the interval (burst.h).
+ */
+static double nominal_share(const struct burst_tracker *t, const struct burst_params *p,
+			    uint64_t t_ms, double pct)
+{
+	uint64_t dt = t_ms - t->prev_ms;
+
+	if (dt >= p->interval_ms)
+		return pct;
+	return (pct * (double)dt + t->prev_pct * (double)(p->interval_ms - dt)) /
+	       (double)p->interval_ms;
+}
+
 /* A sample under the threshold that the active run survives (see burst.h, "Hysteresis"). */
 static bool is_dip(const struct burst_tracker *t, const struct burst_params *p, uint64_t t_ms,
 		   double pct)
 {
 	return t->active && p->hysteresis_pct > 0.0 && p->max_dip_ms > 0 &&
-	       pct >= p->threshold_pct - p->hysteresis_pct &&
+	       nominal_share(t, p, t_ms, pct) >= p->threshold_pct - p->hysteresis_pct &&
 	       2 * (t_ms - t->run.end_ms) <= 2 * p->max_dip_ms + p->interval_ms;
 }
 
@@ -63,6 +78,7 @@ int burst_feed(struct burst_tracker *t, const struct burst_params *p, uint64_t t
 		t->dip_sum += pct * (double)(t_ms - start);
 		t->dip_samples++;
 		t->prev_ms = t_ms;
+		t->prev_pct = pct;
 		return 0;
 	}
 	if (pct < 0.0 || !t->have_prev || pct < p->threshold_pct) {
@@ -70,6 +86,7 @@ int burst_feed(struct burst_tracker *t, const struct burst_params *p, uint64_t t
 		r = close_run(t, p, ret_run);
 		t->have_prev = true;
 		t->prev_ms = t_ms;
+		t->prev_pct = pct < 0.0 ? 0.0 : pct;
 		return r;
 	}
 	if (!t->active) {
@@ -87,6 +104,7 @@ int burst_feed(struct burst_tracker *t, const struct burst_params *p, uint64_t t
 	if (pct > t->run.peak_pct)
 		t->run.peak_pct = pct;
 	t->prev_ms = t_ms;
+	t->prev_pct = pct;
 	return 0;
 }
 

@@ -21,6 +21,13 @@
  * for longer than max_dip_ms (with the same half-interval slack). Dips inside a run count toward
  * its length and mean; dips at its end do not (the run ends with its last hot sample). With
  * hysteresis_pct or max_dip_ms 0 every sample under the threshold ends the run.
+ *
+ * A dip's depth is judged over at least one nominal interval: a sample whose own interval is
+ * shorter (the sampler woke late, then on time) is taken together with the sample before it for
+ * the rest of the interval. The scheduler's slices do not shrink with the interval: on a loaded
+ * 6.x kernel a core busy with one task still runs others for 50 ms a second (the fair server),
+ * 80% of a 250 ms sample but 67% of a 150 ms one, and a short sample alone ended bursts that a
+ * sampler on time would have kept (seen in a loaded run of the tests).
  */
 
 #include <stdbool.h>
@@ -52,6 +59,7 @@ struct burst_tracker {
 	struct burst_run run;
 	double dip_sum;	   /* the dip in progress: sum of pct * interval, not yet in run */
 	uint32_t dip_samples;
+	double prev_pct; /* the previous sample's share (a short dip is judged with it) */
 };
 
 /* burst_tracker_reset - forget everything (e.g. the CPU went offline). */

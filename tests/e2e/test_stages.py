@@ -62,6 +62,25 @@ def test_make_test_needs_only_what_it_uses():
     # the other builds beside the control plane's only on idle cores
     assert {n for n, s in plan.items() if s.nice_until == "control-plane"} == {
         "npd", "node-runtime"}
+    # the longest path's builds before the tests beside them; the sessions after it take the
+    # host lock first, the ASan one in two workers too
+    assert {n for n, s in plan.items() if s.boost} == {"control-plane", "node"}
+    assert {n for n, s in plan.items() if s.env.get("CZ_HOST_LOCK_FIRST")} == {
+        "e2e-kube", "asan-e2e-kube", "e2e-real-node"}
+    assert "-n" in plan["asan-e2e-kube"].cmd
+
+
+def test_a_boosted_stage_runs_below_the_runners_nice(tmp_path, monkeypatch):
+    """boost=N: the stage and what it starts run N below this process's nice (root only)."""
+    if os.geteuid() != 0:
+        pytest.skip("a nice below one's own needs root (CAP_SYS_NICE); not root")
+    monkeypatch.setattr(stages, "LOGDIR", str(tmp_path))
+    st = stages.Stage("control-plane", ["sh", "-c", "sh -c 'sed \"s/.*) //\" /proc/$$/stat "
+                                        "| cut -d\" \" -f17'"], boost=5)
+    st.run({"control-plane": st})
+    mine = os.getpriority(os.PRIO_PROCESS, 0)
+    assert st.rc == 0 and (tmp_path / "control-plane.log").read_text().split() == [
+        str(max(mine - 5, -20))], (tmp_path / "control-plane.log").read_text()
 
 
 def test_nice_until_a_stage_is_over(tmp_path, monkeypatch):
@@ -137,7 +156,9 @@ def host_session(tmp_path, mod, **env):
                           cwd=os.path.join(ROOT, "tests", "e2e"), capture_output=True,
                           text=True, timeout=300,
                           env=dict(os.environ, CZ_HOST_LOCK=str(tmp_path / "host.lock"),
-                                   PYTHONPATH=os.path.join(ROOT, "tests", "e2e"), **env))
+                                   PYTHONPATH=os.path.join(ROOT, "tests", "e2e"),
+                                   **dict({"CZ_HOST_LOCK_LOG": "", "CZ_HOST_LOCK_FIRST": ""},
+                                          **env)))
 
 
 def test_host_lock_account(tmp_path, monkeypatch):
@@ -161,6 +182,55 @@ def test_host_lock_account(tmp_path, monkeypatch):
     assert lines[1] == "host lock: longest held: test_census.py 1m35s (asan-e2e), " \
         "test_ena.py 1m01s (asan-e2e)", lines
     assert stages.host_lock_lines(["e2e-kube"]) == []
+
+
+def test_a_session_that_goes_first_takes_the_host_lock_first(tmp_path):
+    """Two sessions wait for the host lock, the one with CZ_HOST_LOCK_FIRST (make test's
+    Kubernetes e2e) after the other: when the lock is free it runs its host module first,
+    whichever of them the kernel wakes; its marker is gone after."""
+    import fcntl
+    lock = tmp_path / "host.lock"
+    order = tmp_path / "order"
+    fd = os.open(str(lock), os.O_RDWR | os.O_CREAT, 0o600)
+    fcntl.flock(fd, fcntl.LOCK_EX)
+    procs, done = [], {}
+    try:
+        for name, first in (("plain", "0"), ("first", "1")):
+            d = tmp_path / name
+            d.mkdir()
+            mod = d / "test_cpu.py"   # a HOST name
+            mod.write_text("import time\n\ndef test_hold():\n"
+                           "    open(%r, 'a').write(%r)\n    time.sleep(0.3)\n"
+                           % (str(order), name + "\n"))
+            t = threading.Thread(target=lambda m=mod, f=first: done.setdefault(
+                f, host_session(tmp_path, m, CZ_HOST_LOCK_FIRST=f)))
+            procs.append(t)
+            procs[-1].start()
+            deadline = time.monotonic() + 60
+            # each waits on the lock before the next starts: the plain one in flock, the first
+            # one with its marker left
+            while time.monotonic() < deadline and not (
+                    first == "1" and list(tmp_path.glob("host.lock.first.*"))
+                    or first == "0" and waits_on(str(lock))):
+                time.sleep(0.1)
+        assert list(tmp_path.glob("host.lock.first.*")), "the first session left no marker"
+    finally:
+        fcntl.flock(fd, fcntl.LOCK_UN)
+        os.close(fd)
+        for t in procs:
+            t.join(120)
+    for p in done.values():
+        assert p.returncode == 0, p.stdout[-2000:] + p.stderr[-2000:]
+    assert len(done) == 2
+    assert order.read_text().split() == ["first", "plain"]
+    assert not list(tmp_path.glob("host.lock.first.*"))
+
+
+def waits_on(lock):
+    """Whether some process waits for a flock on @lock (/proc/locks lists waiters with ->)."""
+    ino = os.stat(lock).st_ino
+    return any("->" in l and l.split()[-3].endswith(":%d" % ino)
+               for l in open("/proc/locks").read().splitlines())
 
 
 def test_a_slow_build_lets_the_host_lock_go(tmp_path):

@@ -135,6 +135,38 @@ static void test_dips(void **state)
 	assert_true(r[0].start_ms == t[3] && r[0].end_ms == t[14]);
 }
 
+/*
+ * A short sample is judged over a nominal interval (burst.h): the sampler woke 100 ms late at
+ * sample 10 and on time at 11, whose 150 ms held the 50 ms that the fair server gave other
+ * tasks: 67% alone, 79% over 250 ms. The defaults' band (90 - 20) keeps the burst; a short
+ * sample that is really cold still ends it, at its last hot sample.
+ */
+static void test_short_dip(void **state)
+{
+	const struct burst_params D = { .threshold_pct = 90.0, .min_burst_ms = 2000,
+					.interval_ms = 250, .hysteresis_pct = 20.0,
+					.max_dip_ms = 1000 };
+	uint64_t t[40];
+	double v[40];
+	struct burst_run r[4];
+	size_t n = series(t, v, 40, 4, 24, 96.0); /* samples 4..27 hot: 6 s */
+
+	t[16] += 100;
+	v[17] = 67.0;
+	assert_int_equal(burst_detect(t, v, n, &D, r, 4), 1);
+	assert_true(r[0].start_ms == t[3] && r[0].end_ms == t[27]);
+	assert_int_equal(r[0].samples, 24);
+	/* the same 67% over a whole interval is under the band: two runs */
+	t[16] -= 100;
+	assert_int_equal(burst_detect(t, v, n, &D, r, 4), 2);
+	assert_true(r[0].end_ms == t[16] && r[1].start_ms == t[17]);
+	/* a short sample that is really cold: (5 x 150 + 96 x 100) / 250 = 41%, the run ends */
+	t[16] += 100;
+	v[17] = 5.0;
+	assert_int_equal(burst_detect(t, v, n, &D, r, 4), 2);
+	assert_true(r[0].start_ms == t[3] && r[0].end_ms == t[16] && r[0].samples == 13);
+}
+
 static void test_log_roundtrip_and_verdict(void **state)
 {
 	struct burst_event ev = { .cpu = 39, .start_ms = 1000, .end_ms = 7200, .peak_pct = 100,
@@ -316,7 +348,8 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_exact_boundaries),
 		cmocka_unit_test(test_gaps_and_jitter),
-		cmocka_unit_test(test_dips), cmocka_unit_test(test_log_roundtrip_and_verdict),
+		cmocka_unit_test(test_dips), cmocka_unit_test(test_short_dip),
+		cmocka_unit_test(test_log_roundtrip_and_verdict),
 		cmocka_unit_test(test_heartbeat_active_tasks),
 		cmocka_unit_test(test_heartbeat_active_links),
 		cmocka_unit_test(test_heartbeat_host_pid_and_future_stamps),

@@ -87,8 +87,9 @@ build_one() {	# NAME VERSION MODULE PIN_VERSION LDFLAGS PKG:OUT...
 	for p in "$@"; do
 		# shellcheck disable=SC2086 # the packages of one build, space-separated by us
 		# -dwarf=false: the linker drops the DWARF anyway (-w); the compiler then need not
-		# make it (a few per cent of a cold build's CPU)
-		(cd "$work" && CGO_ENABLED=$cgo go build -trimpath -tags "$tags" \
+		# make it (a few per cent of a cold build's CPU). GOGC=400: the compiler collects a
+		# quarter as often (kwok cold: 256 s of user CPU against 278 s, 0.85 GB at most)
+		(cd "$work" && GOGC=${CZ_BUILD_GOGC:-400} CGO_ENABLED=$cgo go build -trimpath -tags "$tags" \
 			-gcflags=all=-dwarf=false -ldflags "-s -w $ldflags" -o "${p##*:}" ${p%:*}) \
 			>"$work/build.log" 2>&1 || {
 			echo "kube/build.sh: building $name ${p%:*} failed; last lines:" >&2
