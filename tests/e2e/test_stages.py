@@ -64,7 +64,8 @@ def test_make_test_needs_only_what_it_uses():
         "npd", "node-runtime"}
     # the longest path's builds before the tests beside them; the sessions after it take the
     # host lock first, the ASan one in two workers too
-    assert {n for n, s in plan.items() if s.boost} == {"control-plane", "node"}
+    assert {n for n, s in plan.items() if s.boost} == {"control-plane", "node", "build",
+                                                          "asan-build", "npd", "node-runtime"}
     assert {n for n, s in plan.items() if s.env.get("CZ_HOST_LOCK_FIRST")} == {
         "e2e-kube", "asan-e2e-kube", "e2e-real-node"}
     assert "-n" in plan["asan-e2e-kube"].cmd
@@ -85,7 +86,8 @@ def test_a_boosted_stage_runs_below_the_runners_nice(tmp_path, monkeypatch):
 
 def test_nice_until_a_stage_is_over(tmp_path, monkeypatch):
     """A stage with nice_until runs at nice 19 while that stage runs, its children too, and at
-    this process's nice after it: what it started before and what it starts later."""
+    this process's nice (less its boost) after it: what it started before and what it starts
+    later."""
     if os.geteuid() != 0:
         pytest.skip("lowering a nice value back needs root (CAP_SYS_NICE); not root")
     monkeypatch.setattr(stages, "LOGDIR", str(tmp_path))
@@ -97,7 +99,7 @@ def test_nice_until_a_stage_is_over(tmp_path, monkeypatch):
             " sh -c 'sed \"s/.*) //\" /proc/$$/stat | cut -d\" \" -f17'; kill $c" % go)
     first = stages.Stage("control-plane", ["sh", "-c", "while [ ! -e %s ]; do sleep 0.05; done"
                                            % (tmp_path / "ready")])
-    niced = stages.Stage("npd", ["sh", "-c", body], nice_until="control-plane")
+    niced = stages.Stage("npd", ["sh", "-c", body], nice_until="control-plane", boost=3)
     by = {"control-plane": first, "npd": niced}
     ts = [threading.Thread(target=s.run, args=(by,)) for s in by.values()]
     for t in ts:
@@ -114,7 +116,7 @@ def test_nice_until_a_stage_is_over(tmp_path, monkeypatch):
         t.join(60)
     mine = os.getpriority(os.PRIO_PROCESS, 0)
     assert niced.rc == 0 and log.read_text().split() == [
-        str(min(mine + 19, 19))] * 2 + [str(mine)] * 3, log.read_text()
+        str(min(mine + 19, 19))] * 2 + [str(max(mine - 3, -20))] * 3, log.read_text()
 
 
 def test_a_failed_stage_says_why_at_the_end(tmp_path, monkeypatch):
