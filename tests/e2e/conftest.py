@@ -282,6 +282,11 @@ def host_free(item):
 # leaves HOST_LOCK.first.PID while it waits, and the others wait while one is there. Only at a
 # module's start: a module that holds the lock keeps it to its end.
 FIRST_ENV = "CZ_HOST_LOCK_FIRST"
+# And its holder runs CZ_HOST_LOCK_BOOST below the session's nice (root only), what it starts
+# meanwhile too: the lock is the run's narrowest resource (its holds add up to most of a cold
+# run's wall time), and beside the builds at nice -5 a cold run's holds grew (the ASan
+# test_ena's 92 s against 15 s). make test's noise spinners run at the same nice (stages.py).
+BOOST_ENV = "CZ_HOST_LOCK_BOOST"
 
 
 def _start_time(pid):
@@ -329,6 +334,7 @@ class HostLock:
     def __init__(self):
         self.fd, self.since, self.mod = None, None, None
         self.waited = self.held = 0.0
+        self.nice = None        # the nice to go back to when the lock is let go
 
     def enter(self, mod):
         """The tests of @mod run now: the module before it is over."""
@@ -363,11 +369,18 @@ class HostLock:
                 os.unlink(mark)
         self.since = time.monotonic()
         self.waited += self.since - t0
+        boost = int(os.environ.get(BOOST_ENV) or 0)
+        if boost > 0 and os.geteuid() == 0:
+            self.nice = os.getpriority(os.PRIO_PROCESS, 0)
+            os.setpriority(os.PRIO_PROCESS, 0, max(self.nice - boost, -20))
 
     def release(self):
         if self.since is not None:
             self.held += time.monotonic() - self.since
             self.since = None
+        if self.nice is not None:
+            os.setpriority(os.PRIO_PROCESS, 0, self.nice)
+            self.nice = None
         if self.fd is not None:
             os.close(self.fd)
             self.fd = None

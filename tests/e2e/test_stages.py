@@ -159,7 +159,8 @@ def host_session(tmp_path, mod, **env):
                           text=True, timeout=300,
                           env=dict(os.environ, CZ_HOST_LOCK=str(tmp_path / "host.lock"),
                                    PYTHONPATH=os.path.join(ROOT, "tests", "e2e"),
-                                   **dict({"CZ_HOST_LOCK_LOG": "", "CZ_HOST_LOCK_FIRST": ""},
+                                   **dict({"CZ_HOST_LOCK_LOG": "", "CZ_HOST_LOCK_FIRST": "",
+                                           "CZ_HOST_LOCK_BOOST": ""},
                                           **env)))
 
 
@@ -226,6 +227,23 @@ def test_a_session_that_goes_first_takes_the_host_lock_first(tmp_path):
     assert len(done) == 2
     assert order.read_text().split() == ["first", "plain"]
     assert not list(tmp_path.glob("host.lock.first.*"))
+
+
+def test_the_host_lock_holder_runs_boosted(tmp_path):
+    """CZ_HOST_LOCK_BOOST=N: a HOST module's test (and what it starts) runs N below the
+    session's nice while it holds the host lock, a module without the lock at the session's."""
+    if os.geteuid() != 0:
+        pytest.skip("a nice below one's own needs root (CAP_SYS_NICE); not root")
+    out = tmp_path / "nices"
+    body = ("import subprocess\n\ndef test_nice():\n    open(%r, 'a').write(subprocess.run("
+            "['sh', '-c', 'sed \"s/.*) //\" /proc/$$/stat | cut -d\" \" -f17'], "
+            "capture_output=True, text=True).stdout)\n" % str(out))
+    (tmp_path / "test_cpu.py").write_text(body)          # a HOST name
+    (tmp_path / "test_zz_plain.py").write_text(body)     # no HOST name, after it
+    p = host_session(tmp_path, tmp_path, CZ_HOST_LOCK_BOOST="3")
+    assert p.returncode == 0, p.stdout[-2000:] + p.stderr[-2000:]
+    mine = os.getpriority(os.PRIO_PROCESS, 0)
+    assert out.read_text().split() == [str(max(mine - 3, -20)), str(mine)], out.read_text()
 
 
 def waits_on(lock):
