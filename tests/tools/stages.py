@@ -220,28 +220,25 @@ def plan(which):
     """The stages and what each waits for. Without its needs a stage starts at once."""
     s = []
     add = lambda *a, **k: s.append(Stage(*a, **k))  # noqa: E731
-    # boost: on a fresh machine the control plane's build is the longest path (the Kubernetes
-    # e2e after it), and beside the node e2e at the same nice it got 0.8 of a core on average
-    # (28m27s of CPU in 35m05s); the tests that wait for it are most of the run's last quarter
-    add("control-plane", ["tests/tools/kube/build.sh", "all"], boost=5)
+    # Not boosted: at nice -5 (60ce513) it was built in 18 min instead of 21, but the tests beside
+    # it starved (a unit test's burner got under 2 s of CPU in 20 s; the host lock's holds added
+    # up to 41 min) and the cold run took 58 min
+    add("control-plane", ["tests/tools/kube/build.sh", "all"])
     if which == "test":
         # On a fresh machine the control plane's build and the Kubernetes e2e after it are the
         # longest path: what else is built (NPD's releases, the node's runtime) starts at once
         # but at nice 19 until the control plane is built, so that it takes only idle cores
         # (beside it at nice 0, a cold run's control plane took 29 min instead of 24.5); the
         # tests that need them run last in their sessions (LATE_UNBUILT in conftest.py)
-        # and boosted after it: then they are the longest path (the real node needs them, and
-        # NPD's tests; at nice 0 beside five test sessions a cold run's were done at 36 min)
-        add("npd", ["tests/tools/kube/build.sh", "npd", "npd-old"], nice_until="control-plane",
-            boost=5)
+        add("npd", ["tests/tools/kube/build.sh", "npd", "npd-old"], nice_until="control-plane")
         add("node-runtime", ["tests/tools/node/build.sh", "runc", "cni", "containerd"],
-            nice_until="control-plane", boost=5)
+            nice_until="control-plane")
         # the kubelet's, kube-proxy's and the scheduler's packages are mostly the control
         # plane's: after it, from its build cache (test_real_node.py waits for them)
         add("node", ["tests/tools/node/build.sh", "kubelet", "kube-scheduler"],
-            after=("control-plane",), boost=5)
-    # boost: every test session needs it, and beside the control plane's boosted build a cold
-    # run's took 7m47s instead of 3m48s
+            after=("control-plane",))
+    # boost: every test session needs it, and no test runs meanwhile; beside the control
+    # plane's build at nice -5 a cold run's took 7m47s, at -5 itself 3m30s
     add("build", MAKE + ["-j2", "all", "hdr-check", "check-layers", "format-check", "kube-tools"],
         boost=5)
     add("unit", MAKE + ["-j2", "test-unit"], needs=("build",))
@@ -261,7 +258,7 @@ def plan(which):
     # for it there, 10 minutes after they were
     cmd, env = pytest("e2e-real-node", "kube", "build", paths=(REAL_NODE,))
     add("e2e-real-node", cmd, env=dict(env, **FIRST), needs=("build", "control-plane", "node"))
-    add("asan-build", MAKE + ["-j2", "SANITIZE=1", "all", "unit-bins"], after=("unit",), boost=5)
+    add("asan-build", MAKE + ["-j2", "SANITIZE=1", "all", "unit-bins"], after=("unit",))
     add("asan-unit", MAKE + ["SANITIZE=1", "test-unit"], needs=("asan-build",))
     # The ASan e2e in two sessions: its node tests need no control plane, so on a fresh machine
     # they run while it is still being built; its Kubernetes tests start when it is there
