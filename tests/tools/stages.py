@@ -64,7 +64,7 @@ class Stage:
         # that spares the CPU, not a dependency: their failure hides nothing); nice_until: a
         # stage until whose end this one runs at nice 19 (on the cores only when they would
         # be idle), then at the nice it was started with; boost: how far below the runner's
-        # nice this one runs (the longest path's build: root only)
+        # nice this one runs (a build every test waits for; root only)
         self.name, self.cmd, self.env, self.needs, self.after = name, cmd, env or {}, needs, after
         self.nice_until, self.boost = nice_until, boost
         self.rc = None
