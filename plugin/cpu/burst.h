@@ -26,8 +26,8 @@
  * shorter (the sampler woke late, then on time) is taken together with the sample before it for
  * the rest of the interval. The scheduler's slices do not shrink with the interval: on a loaded
  * 6.x kernel a core busy with one task still runs others for 50 ms a second (the fair server),
- * 80% of a 250 ms sample but 67% of a 150 ms one, and a short sample alone ended bursts that a
- * sampler on time would have kept (seen in a loaded run of the tests).
+ * 80% of a 250 ms sample but 67% of a 150 ms one: judged alone, a short sample ends bursts that
+ * a sampler on time keeps.
  */
 
 #include <stdbool.h>

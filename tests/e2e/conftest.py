@@ -213,10 +213,9 @@ HOST = {
 }
 # Not HOST: test_census_v2.py and test_reclaim_v2.py, whose dying memcgs and reclaim are a qemu
 # guest's, under a kernel of its own (the host sees one process using a core, as beside any
-# build; 2m37s of the lock on a fresh machine). Nor, though it reads this machine,
-# test_fresh_run.py, whose `make run` exits 0 whatever
-# the report's verdict (tests/tools/run-node.sh) and whose container changes nothing of the
-# host's; most of its time is a build (a cold run held the lock 4 minutes for it).
+# build). Nor, though it reads this machine, test_fresh_run.py, whose `make run` exits 0
+# whatever the report's verdict (tests/tools/run-node.sh) and whose container changes nothing
+# of the host's; most of its time is a build.
 HOST_LOCK = ("/run/lock" if os.path.isdir("/run/lock") else "/tmp") + "/cpuzombie-e2e-host.lock"
 HOST_LOCK = os.environ.get("CZ_HOST_LOCK", HOST_LOCK)   # test_stages: a lock of its own
 
@@ -284,8 +283,8 @@ def host_free(item):
 FIRST_ENV = "CZ_HOST_LOCK_FIRST"
 # And its holder runs CZ_HOST_LOCK_BOOST below the session's nice (root only), what it starts
 # meanwhile too: the lock is the run's narrowest resource (its holds add up to most of a cold
-# run's wall time), and beside the builds at nice -5 a cold run's holds grew (the ASan
-# test_ena's 92 s against 15 s). make test's noise spinners run at the same nice (stages.py).
+# run's wall time), and a host test slowed by the builds beside it holds it longer. make test's
+# noise spinners run at the same nice (stages.py), so they compete with it as with any test.
 BOOST_ENV = "CZ_HOST_LOCK_BOOST"
 
 
@@ -480,8 +479,9 @@ def pytest_collection_modifyitems(config, items):
         if not os.path.exists(os.path.join(here, name)):
             raise pytest.UsageError("tests/e2e/conftest.py names %s, which is not a test file "
                                     "(renamed? update HOST, NO_ASAN or CHECK)" % name)
-    # a HOST module's host-free tests (HOST_FREE, HOST_ONLY) first (stable otherwise), so they run as one stretch
-    # without the host lock; a module whose components are not built yet last (LATE_UNBUILT)
+    # a HOST module's host-free tests (HOST_FREE, HOST_ONLY) first (stable otherwise), so they
+    # run as one stretch without the host lock; a module whose components are not built yet
+    # last (LATE_UNBUILT)
     first = {}
     for i, it in enumerate(items):
         first.setdefault(str(it.fspath), i)

@@ -64,7 +64,7 @@ class Stage:
         # that spares the CPU, not a dependency: their failure hides nothing); nice_until: a
         # stage until whose end this one runs at nice 19 (on the cores only when they would
         # be idle), then at the nice it was started with; boost: how far below the runner's
-        # nice this one runs (a build every test waits for; root only)
+        # nice this one runs (a build every test waits for, with none beside it; root only)
         self.name, self.cmd, self.env, self.needs, self.after = name, cmd, env or {}, needs, after
         self.nice_until, self.boost = nice_until, boost
         self.rc = None
@@ -91,7 +91,7 @@ class Stage:
         with open(self.log, "w") as out:
             niced = bool(self.nice_until) and not stages[self.nice_until].done.is_set()
             cmd = ["nice", "-n", "19"] + self.cmd if niced else self.cmd
-            if self.boost and not niced and os.geteuid() == 0:
+            if self.boost and os.geteuid() == 0:
                 cmd = ["nice", "-n", str(-self.boost)] + cmd
             p = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE,
                                  stderr=subprocess.STDOUT, text=True, errors="replace",
@@ -99,7 +99,7 @@ class Stage:
             RUNNING.add(p.pid)
             if niced:
                 threading.Thread(target=unnice_after, daemon=True,
-                                 args=(stages[self.nice_until], p.pid, self.boost)).start()
+                                 args=(stages[self.nice_until], p.pid)).start()
             for line in p.stdout:
                 out.write(line)
                 out.flush()
@@ -119,14 +119,13 @@ class Stage:
         self.done.set()
 
 
-def unnice_after(stage, pgid, boost=0):
-    """Gives process group @pgid (a stage started at nice 19) this process's nice, less @boost,
-    when @stage is over: every process of the group at that moment, and so whatever they start
-    later. Lowering a nice value needs root (CAP_SYS_NICE); without it the stage stays at 19."""
+def unnice_after(stage, pgid):
+    """Gives process group @pgid (a stage started at nice 19) this process's nice when @stage
+    is over: every process of the group at that moment, and so whatever they start later.
+    Lowering a nice value needs root (CAP_SYS_NICE); without it the stage stays at 19."""
     stage.done.wait()
     try:
-        os.setpriority(os.PRIO_PGRP, pgid,
-                       max(os.getpriority(os.PRIO_PROCESS, 0) - boost, -20))
+        os.setpriority(os.PRIO_PGRP, pgid, os.getpriority(os.PRIO_PROCESS, 0))
     except OSError:
         pass
 
@@ -220,9 +219,8 @@ def plan(which):
     """The stages and what each waits for. Without its needs a stage starts at once."""
     s = []
     add = lambda *a, **k: s.append(Stage(*a, **k))  # noqa: E731
-    # Not boosted: at nice -5 (60ce513) it was built in 18 min instead of 21, but the tests beside
-    # it starved (a unit test's burner got under 2 s of CPU in 20 s; the host lock's holds added
-    # up to 41 min) and the cold run took 58 min
+    # At the tests' nice, not boosted: the tests run beside it, and boosted it starves them
+    # (docs/testing.md has the cold run that measured it)
     add("control-plane", ["tests/tools/kube/build.sh", "all"])
     if which == "test":
         # On a fresh machine the control plane's build and the Kubernetes e2e after it are the
@@ -237,8 +235,7 @@ def plan(which):
         # plane's: after it, from its build cache (test_real_node.py waits for them)
         add("node", ["tests/tools/node/build.sh", "kubelet", "kube-scheduler"],
             after=("control-plane",))
-    # boost: every test session needs it, and no test runs meanwhile; beside the control
-    # plane's build at nice -5 a cold run's took 7m47s, at -5 itself 3m30s
+    # boost: every test session waits for it, and no test runs beside it
     add("build", MAKE + ["-j2", "all", "hdr-check", "check-layers", "format-check", "kube-tools"],
         boost=5)
     add("unit", MAKE + ["-j2", "test-unit"], needs=("build",))
