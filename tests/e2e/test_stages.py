@@ -44,6 +44,18 @@ def test_after_runs_past_a_failure_needs_does_not(tmp_path, monkeypatch):
     assert by["needs-unit"].rc == 1 and by["needs-unit"].note == "not run: unit failed"
 
 
+def test_stages_lines_never_run_together(tmp_path, monkeypatch, capfd):
+    """The stages' threads share stdout: every line is a stage's start or end, or one of its
+    lines behind its name, whole (two threads' lines once ran together in a CI log)."""
+    monkeypatch.setattr(stages, "LOGDIR", str(tmp_path))
+    burst = "for i in $(seq 1000); do echo line-$i; done"
+    run_all([stages.Stage("s%d" % k, ["sh", "-c", burst]) for k in range(8)])
+    lines = capfd.readouterr().out.splitlines()
+    whole = re.compile(r"^(\[s\d\] line-\d+|stages: s\d (started: sh -c .*|passed in \d+m\d\ds))$")
+    assert len(lines) == 8 * 1002, len(lines)
+    assert [ln for ln in lines if not whole.match(ln)] == []
+
+
 def test_make_test_needs_only_what_it_uses():
     """In make test's plan a stage needs another's success only where it runs what that one
     built (the binaries, the control plane); the rest is order. A failed unit stage or node e2e

@@ -55,6 +55,15 @@ FIRST = {"CZ_HOST_LOCK_FIRST": "1"}
 # The host lock's holder runs this far below the tests' nice (tests/e2e/conftest.py, BOOST_ENV),
 # and so do the noise spinners (CZ_TEST_NOISE): the noise competes with the host tests as before
 HOST_BOOST = 10
+# The stages' threads share stdout: one line is one write under this lock (print writes the text
+# and its newline apart, and two threads' lines ran together: "...kube-schedulerstages: ...")
+OUT = threading.Lock()
+
+
+def say(line):
+    with OUT:
+        sys.stdout.write(line + "\n")
+        sys.stdout.flush()
 
 
 class Stage:
@@ -87,7 +96,7 @@ class Stage:
                 return
         t0 = time.monotonic()
         env = dict(os.environ, **self.env)
-        print("stages: %s started: %s" % (self.name, " ".join(self.cmd)), flush=True)
+        say("stages: %s started: %s" % (self.name, " ".join(self.cmd)))
         with open(self.log, "w") as out:
             niced = bool(self.nice_until) and not stages[self.nice_until].done.is_set()
             cmd = ["nice", "-n", "19"] + self.cmd if niced else self.cmd
@@ -103,8 +112,7 @@ class Stage:
             for line in p.stdout:
                 out.write(line)
                 out.flush()
-                sys.stdout.write("[%s] %s" % (self.name, line))
-                sys.stdout.flush()
+                say("[%s] %s" % (self.name, line.rstrip("\n")))
             # wait4: the CPU the stage used, its waited-for children (servers, builds) included:
             # a stage that used far less than its wall time waits on timers, not on the CPU
             _, status, ru = os.wait4(p.pid, 0)
@@ -113,9 +121,8 @@ class Stage:
             RUNNING.discard(p.pid)
         self.secs = time.monotonic() - t0
         self.counts = counts_of(open(self.log, errors="replace").read())
-        print("stages: %s %s in %s" % (self.name, "passed" if self.rc == 0 else
-                                       "FAILED (exit %d)" % self.rc, mmss(self.secs)),
-              flush=True)
+        say("stages: %s %s in %s" % (self.name, "passed" if self.rc == 0 else
+                                     "FAILED (exit %d)" % self.rc, mmss(self.secs)))
         self.done.set()
 
 
