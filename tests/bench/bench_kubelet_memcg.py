@@ -32,7 +32,7 @@ Everything it made is removed at the end: the dying memcgs (their files deleted,
 dropped, their parents removed, until /proc/cgroups' memory count is back), the pod and the
 node (node.py's stop()), the control plane; /proc/cgroups before and after is printed.
 
-Root; holds the e2e host lock (tests/e2e/conftest.py: HOST_LOCK) for the whole run, so no host
+Root; holds the e2e host lock (tests/e2e/hostlock.py) for the whole run, so no host
 test (real dying memcgs, the real node's bridge) overlaps it. Not part of make bench: make
 bench-kubelet. Sizes: BENCH_KUBELET_SIZES (0,10000,50000, ascending); BENCH_KUBELET_SETTLE (30 s).
 """
@@ -53,6 +53,7 @@ sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(ROOT, "tests", "e2e"))
 sys.path.insert(0, os.path.join(ROOT, "tests", "tools", "node"))
 import benchlib as bl  # noqa: E402
+import hostlock  # noqa: E402
 import images  # noqa: E402
 import kube_helpers as kh  # noqa: E402
 import memcg_helpers as mh  # noqa: E402
@@ -64,7 +65,7 @@ SIZES = [int(x) for x in os.environ.get("BENCH_KUBELET_SIZES", "0,10000,50000").
 SECONDS = int(os.environ.get("BENCH_KUBELET_SECONDS", "60"))
 REPS = int(os.environ.get("BENCH_KUBELET_REPS", "2"))
 SETTLE = int(os.environ.get("BENCH_KUBELET_SETTLE", "30"))
-HOST_LOCK = ("/run/lock" if os.path.isdir("/run/lock") else "/tmp") + "/cpuzombie-e2e-host.lock"
+HOST_LOCK = hostlock.path()
 CHUNK = 5000                    # memcgs made per charger run, MemAvailable checked between
 MIN_AVAILABLE_KIB = 3 << 20     # stop making more below 3 GiB available
 HZ = os.sysconf("SC_CLK_TCK")

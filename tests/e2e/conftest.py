@@ -9,6 +9,8 @@ import time
 
 import pytest
 
+import hostlock
+
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 FIXTURES = os.path.join(ROOT, "tests", "fixtures")
 
@@ -216,8 +218,7 @@ HOST = {
 # build). Nor, though it reads this machine, test_fresh_run.py, whose `make run` exits 0
 # whatever the report's verdict (tests/tools/run-node.sh) and whose container changes nothing
 # of the host's; most of its time is a build.
-HOST_LOCK = ("/run/lock" if os.path.isdir("/run/lock") else "/tmp") + "/cpuzombie-e2e-host.lock"
-HOST_LOCK = os.environ.get("CZ_HOST_LOCK", HOST_LOCK)   # test_stages: a lock of its own
+HOST_LOCK = hostlock.path()
 
 # The tests of HOST modules that touch nothing of the host (fixture trees with their own
 # /proc and /sys, a fake API server on 127.0.0.1, the command line, config files): they run

@@ -56,6 +56,45 @@ def test_stages_lines_never_run_together(tmp_path, monkeypatch, capfd):
     assert [ln for ln in lines if not whole.match(ln)] == []
 
 
+def gone(pid):
+    """Whether @pid has exited (no such process, or a zombie its parent has not reaped)."""
+    try:
+        with open("/proc/%d/stat" % pid) as f:
+            return f.read().rsplit(")", 1)[1].split()[0] == "Z"
+    except FileNotFoundError:
+        return True
+
+
+def test_an_interrupted_run_leaves_no_process(tmp_path):
+    """A stage's process that ignores SIGINT and started a server in a session of its own (as a
+    pytest-xdist worker starts a control plane): an interrupted run (stop_all, what SIGTERM or
+    SIGINT to stages.py calls) ends the stage's group and then the server, by PID."""
+    pidfile = tmp_path / "server.pid"
+    stage = subprocess.Popen(["sh", "-c", "trap '' INT; setsid sleep 300 & echo $! > %s; wait"
+                              % shlex.quote(str(pidfile))], start_new_session=True)
+    server = None
+    try:
+        deadline = time.monotonic() + 10
+        while not (pidfile.exists() and pidfile.read_text().strip()):
+            assert time.monotonic() < deadline, "the stage did not start its server"
+            time.sleep(0.05)
+        server = int(pidfile.read_text())
+        assert os.getsid(server) == server != os.getpgid(stage.pid)   # in none of the groups
+        stages.stop_all([stage.pid], 1, stage.pid)
+        assert stage.wait(10) == -9      # SIGINT ignored: the group's SIGKILL after the grace
+        deadline = time.monotonic() + 10
+        while not gone(server):
+            assert time.monotonic() < deadline, "the stage's server outlived the run"
+            time.sleep(0.05)
+        server = None
+    finally:
+        if server:
+            os.kill(server, 9)
+        if stage.poll() is None:
+            os.killpg(stage.pid, 9)
+            stage.wait()
+
+
 def test_make_test_needs_only_what_it_uses():
     """In make test's plan a stage needs another's success only where it runs what that one
     built (the binaries, the control plane); the rest is order. A failed unit stage or node e2e

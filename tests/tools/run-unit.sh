@@ -6,9 +6,7 @@
 # check cpu (make check saw "top test_profile 1.7s" in a run-dir case that expected no burst).
 set -u
 HOST_UNITS="test_profile"
-lock_dir=/tmp
-[ -d /run/lock ] && lock_dir=/run/lock
-host_lock=${CZ_HOST_LOCK:-$lock_dir/cpuzombie-e2e-host.lock}
+host_lock=$("${PYTHON:-python3}" "$(dirname "$0")/../e2e/hostlock.py") || exit 2
 pass=0 fail=0
 for t in "$@"; do
 	run=("$t")

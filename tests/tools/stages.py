@@ -146,6 +146,55 @@ def alive(pgid):
         return False
 
 
+def descendants(root):
+    """{PID: start time} of every process below @root (its children, theirs...), from /proc;
+    the start time tells a process from a later one given the same PID."""
+    kids = {}
+    for d in os.listdir("/proc"):
+        if d.isdigit():
+            try:
+                with open("/proc/%s/stat" % d) as f:
+                    st = f.read()
+            except OSError:
+                continue
+            fields = st[st.rindex(")") + 2:].split()   # after the name: state, ppid, ...
+            kids.setdefault(int(fields[1]), []).append((int(d), fields[19]))
+    out, todo = {}, [root]
+    while todo:
+        for pid, start in kids.get(todo.pop(), ()):
+            if pid not in out:
+                out[pid] = start
+                todo.append(pid)
+    return out
+
+
+def stop_all(groups, grace, root):
+    """End a run: SIGINT to each of @groups first (pytest takes it as Ctrl-C and still runs its
+    teardowns: what a test made is removed, its servers stopped), SIGKILL to what is left of
+    them after @grace seconds; then SIGKILL, by PID, to every process that was below @root when
+    this began and still is that process. A server a test starts in a session of its own (a
+    pytest-xdist worker's control plane) is in none of the groups, and outlived them when its
+    worker died before its teardown."""
+    below = descendants(root)
+    for sig, wait in ((signal.SIGINT, grace), (signal.SIGKILL, 0)):
+        for pgid in groups:
+            try:
+                os.killpg(pgid, sig)
+            except (ProcessLookupError, PermissionError):
+                pass
+        deadline = time.monotonic() + wait
+        while wait and time.monotonic() < deadline and any(alive(g) for g in groups):
+            time.sleep(0.2)
+    for pid, start in below.items():
+        try:
+            with open("/proc/%d/stat" % pid) as f:
+                st = f.read()
+            if st[st.rindex(")") + 2:].split()[19] == start:
+                os.kill(pid, signal.SIGKILL)
+        except (OSError, ValueError, IndexError):
+            pass
+
+
 def mmss(s):
     return "%dm%02ds" % (int(s) // 60, int(s) % 60)
 
@@ -296,18 +345,7 @@ def main():
         print("stages: CZ_TEST_NOISE=%d: %d spinners at 40%% beside the run (pid %d)"
               % (n, n, noise.pid), flush=True)
     def end(signum, _frame):
-        # SIGINT first: pytest takes it as Ctrl-C and still runs its teardowns (what a test
-        # made is removed, its servers stopped); what is left after a grace gets SIGKILL.
-        groups = list(RUNNING) + ([noise.pid] if noise else [])
-        for sig, grace in ((signal.SIGINT, 30), (signal.SIGKILL, 0)):
-            for pgid in groups:
-                try:
-                    os.killpg(pgid, sig)
-                except (ProcessLookupError, PermissionError):
-                    pass
-            deadline = time.monotonic() + grace
-            while grace and time.monotonic() < deadline and any(alive(g) for g in groups):
-                time.sleep(0.2)
+        stop_all(list(RUNNING) + ([noise.pid] if noise else []), 30, os.getpid())
         os._exit(128 + signum)
 
     signal.signal(signal.SIGTERM, end)
