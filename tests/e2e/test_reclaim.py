@@ -137,12 +137,15 @@ def test_reclaim_frees_real_zombies_and_the_event_counts_them(cz, kube, tmp_path
         assert (rec["dying_before"], rec["dying_after"]) == (before, left), rec
         text = cz("--config", cfg, "report", timeout=120).out
         assert "  reclaim    " in text and m.group(0) in text, text
-        # the next cycle: at most one per reclaim_interval, no second Event
+        # the next cycle, with dying memcgs of its own above min_dying: the reclaim may have
+        # freed all but a few of the host's (a new VM had 3 left, and MemcgZombieLeak went
+        # False). At most one reclaim per reclaim_interval, no second Event
         kube.reset_log()
-        r2 = cz("--config", cfg, "agent", "--once", timeout=120)
-        assert r2.rc == 0, r2
-        assert "reclaim: last reclaim 0s ago, at most one per 1h" in r2.out or \
-            "at most one per 1h" in r2.out, r2.out
+        with NamedZombies(tmp_path, flat=10, nests=0, per_nest=0) as z2:
+            r2 = cz("--config", cfg, "agent", "--once", timeout=120)
+            assert r2.rc == 0, r2
+            assert "reclaim: last reclaim 0s ago, at most one per 1h" in r2.out or \
+                "at most one per 1h" in r2.out, (r2.out, census_groups(cz.run), z2.name)
         assert events(kube) == [], kube.log()
 
 
