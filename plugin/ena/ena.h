@@ -71,7 +71,7 @@ struct ena_counter {
 	enum ena_class cls;
 	int queue;		/* -1 when not a per-queue counter */
 	uint64_t prev, cur;
-	uint64_t delta;		/* cur - prev; 0 when it went down */
+	uint64_t delta;		/* cur - prev; when it went down 0, or cur across a reload */
 	bool went_down;
 };
 

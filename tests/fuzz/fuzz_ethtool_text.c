@@ -69,14 +69,16 @@ int LLVMFuzzerTestOneInput(const unsigned char *data, size_t size)
 		if (v.moved[i].delta && v.moved[i].cur - v.moved[i].prev != v.moved[i].delta)
 			__builtin_trap();
 	/* `ena-diff`'s verdict across a driver reload: a counter that went down counts from its
-	 * new value, one that rose by how much; without a reload it is ena_diff()'s verdict */
+	 * new value, one that rose by how much; without a reload it is ena_diff()'s verdict (a
+	 * counter that went down alone counts 0) */
 	if (ena_diff_across_reload(&d[0], &d[n - 1], &def, &r) != 0 ||
 	    r.n_moved > ENA_MOVED_MAX || strlen(r.cause) >= ENA_CAUSE_MAX ||
 	    (!v.new_baseline && (r.resets != v.resets || r.n_moved != v.n_moved)))
 		__builtin_trap();
 	for (size_t i = 0; i < r.n_moved; i++)
-		if (r.moved[i].went_down ? r.moved[i].delta != r.moved[i].cur
-					 : r.moved[i].cur - r.moved[i].prev != r.moved[i].delta)
+		if (r.moved[i].went_down
+			    ? r.moved[i].delta != (r.new_baseline ? r.moved[i].cur : 0)
+			    : r.moved[i].cur - r.moved[i].prev != r.moved[i].delta)
 			__builtin_trap();
 	ena_allowance_diff(&d[0], &d[n - 1], &def, 1000, &a);
 	ethtool_dumps_free(d, n);

@@ -198,6 +198,40 @@ static void test_counters_down(void **s)
 	assert_int_equal(v.resets, 0);
 }
 
+/* Across a reload a counter that went down counts from its new value; without one (no reset
+ * counter and not interface_up went down) ena_diff_across_reload() is ena_diff(): a counter
+ * that went down alone counts 0 (the fuzzer's case: bw_in_allowance_exceeded 314 -> 157). */
+static void test_across_reload_only_after_a_reload(void **s)
+{
+	struct ethtool_devdump b = parse1("  total_resets: 1\n  bw_in_allowance_exceeded: 314\n"),
+			       a = parse1("  total_resets: 1\n  bw_in_allowance_exceeded: 157\n");
+	struct ena_verdict v, r;
+	size_t k;
+
+	assert_int_equal(ena_diff(&b, &a, &DEF, NULL, 0, &v), 0);
+	assert_int_equal(ena_diff_across_reload(&b, &a, &DEF, &r), 0);
+	assert_false(r.new_baseline);
+	assert_int_equal(r.n_moved, 1);
+	assert_int_equal(v.n_moved, 1);
+	assert_true(r.moved[0].went_down && v.moved[0].went_down);
+	assert_int_equal(r.moved[0].delta, 0);
+	assert_int_equal(v.moved[0].delta, 0);
+	assert_false(r.throttled);
+	ethtool_dump_free(&b);
+	ethtool_dump_free(&a);
+	b = parse1("  interface_up: 3\n  bw_in_allowance_exceeded: 314\n");
+	a = parse1("  interface_up: 1\n  bw_in_allowance_exceeded: 157\n");
+	assert_int_equal(ena_diff_across_reload(&b, &a, &DEF, &r), 0);
+	assert_true(r.new_baseline);
+	for (k = 0; k < r.n_moved && !streq(r.moved[k].name, "bw_in_allowance_exceeded"); k++)
+		;
+	assert_true(k < r.n_moved && r.moved[k].went_down);
+	assert_int_equal(r.moved[k].delta, 157);
+	assert_true(r.throttled);
+	ethtool_dump_free(&b);
+	ethtool_dump_free(&a);
+}
+
 static void test_allowance(void **s)
 {
 	struct ethtool_devdump b = parse1("  bw_in_allowance_exceeded: 10\n  pps_allowance_exceeded: 5\n"
@@ -590,6 +624,7 @@ int main(void)
 		cmocka_unit_test(test_upstream),
 		cmocka_unit_test(test_reset_fail),
 		cmocka_unit_test(test_counters_down),
+		cmocka_unit_test(test_across_reload_only_after_a_reload),
 		cmocka_unit_test(test_allowance),
 		cmocka_unit_test(test_history_and_state),
 		cmocka_unit_test_setup_teardown(test_check_window, setup, teardown),
