@@ -291,10 +291,11 @@ BOOST_ENV = "CZ_HOST_LOCK_BOOST"
 
 def _start_time(pid):
     """Process @pid's start time (clock ticks since boot, /proc/PID/stat field 22): with the PID,
-    a name no later process has."""
+    a name no later process has. Read as bytes: the command name before it may be anything (a
+    marker's PID reused by a process whose name is a UTF-8 character cut in two)."""
     try:
-        with open("/proc/%d/stat" % pid) as f:
-            return f.read().rsplit(")", 1)[1].split()[19]
+        with open("/proc/%d/stat" % pid, "rb") as f:
+            return f.read().rsplit(b")", 1)[1].split()[19].decode()
     except (OSError, IndexError):
         return ""
 

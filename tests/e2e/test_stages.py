@@ -58,11 +58,23 @@ def test_stages_lines_never_run_together(tmp_path, monkeypatch, capfd):
 
 def gone(pid):
     """Whether @pid has exited (no such process, or a zombie its parent has not reaped)."""
+    fields = stages.stat_fields(pid)
+    return not fields or fields[0] == b"Z"
+
+
+def test_descendants_reads_any_name():
+    """A process below the runner may be named anything: a name that is a UTF-8 character cut
+    in two (the kernel cuts names at 15 bytes) is listed too, and does not stop the sweep."""
+    child = subprocess.Popen([sys.executable, "-c", "import sys, time\n"
+                              "open('/proc/self/comm', 'wb').write(b'cz\\xe2\\x82')\n"
+                              "print(flush=True)\ntime.sleep(60)"], stdout=subprocess.PIPE)
     try:
-        with open("/proc/%d/stat" % pid) as f:
-            return f.read().rsplit(")", 1)[1].split()[0] == "Z"
-    except FileNotFoundError:
-        return True
+        child.stdout.readline()
+        assert open("/proc/%d/comm" % child.pid, "rb").read() == b"cz\xe2\x82\n"
+        assert child.pid in stages.descendants(os.getpid())
+    finally:
+        child.kill()
+        child.wait()
 
 
 def test_an_interrupted_run_leaves_no_process(tmp_path):

@@ -146,25 +146,31 @@ def alive(pgid):
         return False
 
 
+def stat_fields(pid):
+    """/proc/PID/stat's fields after the command name ([0] state, [1] ppid, [19] start time), as
+    bytes: a name may be anything, a UTF-8 character cut in two too. None when @pid is gone."""
+    try:
+        with open("/proc/%s/stat" % pid, "rb") as f:
+            st = f.read()
+        return st[st.rindex(b")") + 2:].split()
+    except (OSError, ValueError):
+        return None
+
+
 def descendants(root):
     """{PID: start time} of every process below @root (its children, theirs...), from /proc;
     the start time tells a process from a later one given the same PID."""
     kids = {}
     for d in os.listdir("/proc"):
-        if d.isdigit():
-            try:
-                with open("/proc/%s/stat" % d) as f:
-                    st = f.read()
-            except OSError:
-                continue
-            fields = st[st.rindex(")") + 2:].split()   # after the name: state, ppid, ...
+        fields = stat_fields(d) if d.isdigit() else None
+        if fields and len(fields) > 19:
             kids.setdefault(int(fields[1]), []).append((int(d), fields[19]))
-    out, todo = {}, [root]
-    while todo:
-        for pid, start in kids.get(todo.pop(), ()):
+    out, pending = {}, [root]
+    while pending:
+        for pid, start in kids.get(pending.pop(), ()):
             if pid not in out:
                 out[pid] = start
-                todo.append(pid)
+                pending.append(pid)
     return out
 
 
@@ -186,13 +192,11 @@ def stop_all(groups, grace, root):
         while wait and time.monotonic() < deadline and any(alive(g) for g in groups):
             time.sleep(0.2)
     for pid, start in below.items():
-        try:
-            with open("/proc/%d/stat" % pid) as f:
-                st = f.read()
-            if st[st.rindex(")") + 2:].split()[19] == start:
+        if (stat_fields(pid) or [])[19:20] == [start]:
+            try:
                 os.kill(pid, signal.SIGKILL)
-        except (OSError, ValueError, IndexError):
-            pass
+            except ProcessLookupError:
+                pass
 
 
 def mmss(s):
