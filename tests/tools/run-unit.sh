@@ -3,7 +3,7 @@
 # The binaries that burn a core for real (HOST_UNITS: a CPU-wide perf profile of a burner) run
 # under the e2e tests' host lock (tests/e2e/conftest.py, HOST): make test and make check run
 # the unit stage beside the e2e sessions, and a burn there is a real 100% core to a host test's
-# check cpu (make check saw "top test_profile 1.7s" in a run-dir case that expected no burst).
+# check cpu.
 set -u
 HOST_UNITS="test_profile"
 host_lock=$("${PYTHON:-python3}" "$(dirname "$0")/../e2e/hostlock.py") || exit 2
