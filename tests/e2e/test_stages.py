@@ -91,7 +91,11 @@ def test_an_interrupted_run_leaves_no_process(tmp_path):
             assert time.monotonic() < deadline, "the stage did not start its server"
             time.sleep(0.05)
         server = int(pidfile.read_text())
-        assert os.getsid(server) == server != os.getpgid(stage.pid)   # in none of the groups
+        # the shell writes $! as it forks: the child calls setsid() a moment later
+        while os.getsid(server) != server:
+            assert time.monotonic() < deadline, "the stage's server took no session of its own"
+            time.sleep(0.05)
+        assert os.getpgid(server) != os.getpgid(stage.pid)   # in none of the groups
         stages.stop_all([stage.pid], 1, stage.pid)
         assert stage.wait(10) == -9      # SIGINT ignored: the group's SIGKILL after the grace
         deadline = time.monotonic() + 10
